@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+#include <string.h>
+#include <orbit/error.h>
+
+const char *orbit_strerror(int err)
+{
+    if (err < 0)
+        err = -err;
+    switch (err) {
+    case 0:                return "success";
+    case ORBIT_ESTALE:     return "stale: the id or ticket names an ended slot, generation or epoch";
+    case ORBIT_EBUSY:      return "busy: no capacity left on that resource";
+    case ORBIT_EDRAINING:  return "draining or closed: no new leases, or this write half was finished or reset";
+    case ORBIT_ENOTOWNER:  return "not owner: only the owner may do this";
+    case ORBIT_ENOTRESERVED: return "not reserved: not a live, unaccepted reservation or claim";
+    case ORBIT_EBUDGET:    return "creation budget spent";
+    case ORBIT_EKEYFULL:   return "every key slot is taken";
+    case ORBIT_EFULL:      return "this node's lane (or the fleet) is full";
+    case ORBIT_EPAYLOADFULL: return "payload arena has no free run that large";
+    case ORBIT_ETOOLARGE:  return "too large for the ring, arena lane or buffer";
+    case ORBIT_EMALFORMED: return "malformed: not an id, ticket or spec, or a bad argument";
+    case ORBIT_ECLAIMED:   return "already claimed: that side or node is already held";
+    case ORBIT_ERESET:     return "reset: the peer reset the direction";
+    case ORBIT_EPEERGONE:  return "peer gone: the peer's reader is gone";
+    case ORBIT_EAGAIN:     return "would block";
+    case ORBIT_ETIMEDOUT:  return "timed out";
+    case ORBIT_EGEOMETRY:  return "segment exists with another geometry or version";
+    case ORBIT_ECORRUPT:   return "corrupt: a shared value failed a bounds check";
+    case ORBIT_EPOISONED:  return "admission ledger is poisoned (fail-closed)";
+    case ORBIT_ECLOSEDADM: return "admission is closed to new claims";
+    case ORBIT_ENOTSUP:    return "not supported by this kernel or build";
+    default:               return strerror(err);
+    }
+}

@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: MIT */
+/* The fleet: its segment of node records, joining, leaving, liveness and reaping. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "fleet_internal.h"
+
+#define NODE_REAPING 3u   /* internal state: one reporter is ending this node */
+
+const char *orbit_backing_name(enum orbit_backing b)
+{
+    switch (b) {
+    case ORBIT_BACKING_AUTO:    return "auto";
+    case ORBIT_BACKING_HUGETLB: return "hugetlb";
+    case ORBIT_BACKING_SHM:     return "shm";
+    case ORBIT_BACKING_PRIVATE: return "private";
+    }
+    return "unknown";
+}
+
+uint64_t orb_next_epoch(uint64_t previous)
+{
+    uint64_t now = orb_wall_ms();
+    return now > previous ? now : previous + 1;
+}
+
+bool orb_node_alive(int32_t pid, uint64_t start_time)
+{
+    if (pid <= 0)
+        return false;
+    uint64_t now = orb_proc_start_time(pid);
+    return now != 0 && now == start_time;
+}
+
+static int fleet_init(struct orb_segment *seg, void *ctx)
+{
+    (void)ctx;
+    memset(orb_seg_table(seg), 0, seg->mapped - ORB_SEG_HEADER_BYTES);
+    return 0;
+}
+
+static int map_fleet(struct orbit_fleet *f, enum orbit_backing backing)
+{
+    struct orb_fleet_geometry geom = { f->capacity, sizeof(struct orb_node_record) };
+    size_t bytes = ORB_SEG_HEADER_BYTES + (size_t)f->capacity * sizeof(struct orb_node_record);
+    struct orb_seg_request req = {
+        .fleet = f->is_private ? NULL : f->name, .kind = ORB_FLEET_KIND,
+        .table_type = ORB_TABLE_FLEET, .fleet_capacity = f->capacity,
+        .geometry = &geom, .geometry_len = sizeof geom, .table_bytes = bytes,
+        .populate_bytes = bytes, .backing = backing, .mode = f->mode, .gid = f->gid,
+        .init = fleet_init,
+    };
+    int rc = orb_segment_open(&req, &f->seg);
+    if (rc == 0)
+        f->nodes = orb_seg_table(&f->seg);
+    return rc;
+}
+
+static uint64_t derived_incarnation(int32_t pid, uint64_t start_time)
+{
+    /* Unique per process life: no two lives share both pid and start tick. */
+    return (start_time << 22) ^ (uint64_t)(uint32_t)pid ^ 0x8000000000000000ull;
+}
+
+static void publish_node(struct orbit_fleet *f, struct orb_node_record *rec)
+{
+    atomic_store_explicit(&rec->pid, (int32_t)getpid(), memory_order_relaxed);
+    atomic_store_explicit(&rec->start_time, orb_proc_start_time(getpid()), memory_order_relaxed);
+    atomic_store_explicit(&rec->incarnation, f->incarnation, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rec->joins, 1, memory_order_relaxed);
+    /* Release: pid, start time and incarnation are visible before the node reads LIVE. */
+    atomic_store_explicit(&rec->state, ORBIT_NODE_LIVE, memory_order_release);
+}
+
+static int claim_any(struct orbit_fleet *f)
+{
+    for (uint32_t i = 0; i < f->capacity; i++) {
+        uint32_t expect = ORBIT_NODE_FREE;
+        /* The CAS is the claim: exactly one joiner moves a node out of FREE. */
+        if (atomic_compare_exchange_strong(&f->nodes[i].state, &expect, ORBIT_NODE_JOINING)) {
+            f->node = (uint16_t)i;
+            return 0;
+        }
+    }
+    return -ORBIT_EFULL;
+}
+
+/* Claim exactly this node; a dead holder's share is reported dead first. */
+static int claim_exact(struct orbit_fleet *f, uint16_t node)
+{
+    struct orb_node_record *rec = &f->nodes[node];
+    for (;;) {
+        uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
+        if (state == ORBIT_NODE_FREE) {
+            if (atomic_compare_exchange_strong(&rec->state, &state, ORBIT_NODE_JOINING))
+                break;
+            continue;
+        }
+        int32_t pid = atomic_load(&rec->pid);
+        uint64_t inc = atomic_load(&rec->incarnation);
+        bool ours = pid == (int32_t)getpid();
+        if (!ours && (state != ORBIT_NODE_LIVE || orb_node_alive(pid, atomic_load(&rec->start_time))))
+            return -ORBIT_ECLAIMED;   /* a live holder, or another joiner/reporter mid-way */
+        if (!atomic_compare_exchange_strong(&rec->state, &state, ORBIT_NODE_JOINING))
+            continue;
+        /* We hold the node now; end what the earlier life left unless it is this process. */
+        if (!ours)
+            orb_dispatch_node_dead(f, node, inc);
+        break;
+    }
+    f->node = node;
+    return 0;
+}
+
+static int check_opts(const char *name, const struct orbit_fleet_opts *o)
+{
+    if (o->capacity < 1 || o->capacity > ORBIT_FLEET_CAPACITY_MAX)
+        return -ORBIT_EMALFORMED;
+    if (o->node < -1 || (o->node >= 0 && o->node >= (int32_t)o->capacity))
+        return -ORBIT_EMALFORMED;
+    if ((o->mode & 0007) || o->mode > 0777 || o->backing > ORBIT_BACKING_PRIVATE)
+        return -ORBIT_EMALFORMED;
+    if (name && !orb_fleet_name_valid(name))
+        return -ORBIT_EMALFORMED;
+    return 0;
+}
+
+static struct orbit_fleet *fleet_alloc(const char *name)
+{
+    struct orbit_fleet *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    pthread_mutex_init(&f->lock, NULL);
+    f->is_private = name == NULL;
+    if (name)
+        snprintf(f->name, sizeof f->name, "%s", name);
+    f->node = ORBIT_NODE_NONE;
+    f->gid = -1;
+    return f;
+}
+
+int orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, struct orbit_fleet **out)
+{
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    if (opts)
+        o = *opts;
+    if (!out)
+        return -ORBIT_EMALFORMED;
+    int rc = check_opts(name, &o);
+    if (rc < 0)
+        return rc;
+    struct orbit_fleet *f = fleet_alloc(name);
+    if (!f)
+        return -ENOMEM;
+    f->capacity = o.capacity;
+    f->want_backing = name ? o.backing : ORBIT_BACKING_PRIVATE;
+    f->mode = o.mode;
+    f->gid = o.gid;
+    if ((rc = map_fleet(f, f->want_backing)) < 0) {
+        free(f);
+        return rc;
+    }
+    int32_t pid = (int32_t)getpid();
+    f->incarnation = o.incarnation ? o.incarnation : derived_incarnation(pid, orb_proc_start_time(pid));
+    rc = o.node < 0 ? claim_any(f) : claim_exact(f, (uint16_t)o.node);
+    if (rc < 0) {
+        orb_segment_close(&f->seg);
+        free(f);
+        return rc;
+    }
+    publish_node(f, &f->nodes[f->node]);
+    *out = f;
+    return 0;
+}
+
+int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
+{
+    if (!out || !orb_fleet_name_valid(name))
+        return -ORBIT_EMALFORMED;
+    struct orbit_fleet *f = fleet_alloc(name);
+    if (!f)
+        return -ENOMEM;
+    int rc = orb_segment_open_existing(name, ORB_FLEET_KIND, &f->seg);
+    if (rc == 0 && orb_seg_hdr(&f->seg)->table_type != ORB_TABLE_FLEET)
+        rc = -ORBIT_ECORRUPT;
+    uint16_t capacity = rc == 0 ? orb_seg_hdr(&f->seg)->fleet_capacity : 0;
+    if (rc == 0 && (capacity < 1 || capacity > ORBIT_FLEET_CAPACITY_MAX ||
+                    ORB_SEG_HEADER_BYTES + (size_t)capacity * sizeof(struct orb_node_record) > f->seg.mapped))
+        rc = -ORBIT_ECORRUPT;   /* the capacity is read from shared memory: bound it */
+    if (rc < 0) {
+        orb_segment_close(&f->seg);
+        free(f);
+        return rc;
+    }
+    f->observer = true;
+    f->capacity = capacity;
+    f->nodes = orb_seg_table(&f->seg);
+    f->want_backing = f->seg.backing;
+    *out = f;
+    return 0;
+}
+
+void orbit_fleet_leave(struct orbit_fleet *f)
+{
+    if (!f)
+        return;
+    struct orb_node_record *rec = orb_fleet_record(f, f->node);
+    if (rec && !f->observer && atomic_load(&rec->incarnation) == f->incarnation &&
+        atomic_load(&rec->pid) == (int32_t)getpid()) {
+        uint32_t live = ORBIT_NODE_LIVE;
+        /* Only our own live claim is released; a reporter that already took it keeps it. */
+        atomic_compare_exchange_strong(&rec->state, &live, ORBIT_NODE_FREE);
+    }
+    for (int i = 0; i < ORB_PRIVATE_TABLES_MAX; i++)
+        if (f->private_tables[i].refs > 0)
+            orb_segment_close(&f->private_tables[i].seg);
+    orb_segment_close(&f->seg);
+    pthread_mutex_destroy(&f->lock);
+    free(f);
+}
+
+uint16_t orbit_fleet_node(const struct orbit_fleet *f) { return f ? f->node : ORBIT_NODE_NONE; }
+uint64_t orbit_fleet_incarnation(const struct orbit_fleet *f) { return f ? f->incarnation : 0; }
+uint16_t orbit_fleet_capacity(const struct orbit_fleet *f) { return f ? f->capacity : 0; }
+enum orbit_backing orbit_fleet_backing(const struct orbit_fleet *f)
+{
+    return f ? f->seg.backing : ORBIT_BACKING_AUTO;
+}
+const char *orbit_fleet_name(const struct orbit_fleet *f) { return f ? f->name : ""; }
+
+void orb_fleet_ring_doorbell(struct orbit_fleet *f, uint32_t node, struct orb_wait_stats *stats)
+{
+    struct orb_node_record *rec = orb_fleet_record(f, node);
+    if (!rec)
+        return;
+    orb_wait_signal(&rec->doorbell, stats);
+    if (stats)
+        atomic_fetch_add_explicit(&stats->doorbells, 1, memory_order_relaxed);
+}
+
+ssize_t orbit_fleet_nodes(struct orbit_fleet *f, struct orbit_node_info *out, size_t max)
+{
+    if (!f || (max && !out))
+        return -ORBIT_EMALFORMED;
+    size_t n = 0;
+    for (uint32_t i = 0; i < f->capacity; i++) {
+        struct orb_node_record *rec = &f->nodes[i];
+        uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
+        if (state == ORBIT_NODE_FREE)
+            continue;
+        if (n < max) {
+            struct orbit_node_info *ni = &out[n];
+            ni->node = (uint16_t)i;
+            ni->state = state == ORBIT_NODE_LIVE ? ORBIT_NODE_LIVE : ORBIT_NODE_JOINING;
+            ni->pid = atomic_load(&rec->pid);
+            ni->start_time = atomic_load(&rec->start_time);
+            ni->incarnation = atomic_load(&rec->incarnation);
+            ni->alive = orb_node_alive(ni->pid, ni->start_time);
+        }
+        n++;
+    }
+    return (ssize_t)n;
+}
+
+/* Take the node from LIVE (or from a dead joiner) to REAPING if it still has that incarnation. */
+static bool begin_reaping(struct orb_node_record *rec, uint64_t incarnation)
+{
+    uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
+    if (state != ORBIT_NODE_LIVE || atomic_load(&rec->incarnation) != incarnation)
+        return false;
+    return atomic_compare_exchange_strong(&rec->state, &state, NODE_REAPING);
+}
+
+int orbit_fleet_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
+{
+    if (!f)
+        return -ORBIT_EMALFORMED;
+    struct orb_node_record *rec = orb_fleet_record(f, node);
+    if (!rec)
+        return -ORBIT_EMALFORMED;
+    bool ours = begin_reaping(rec, incarnation);
+    int rc = orb_dispatch_node_dead(f, node, incarnation);
+    if (ours) {
+        /* Tables are clean of that incarnation before the node can be claimed again. */
+        atomic_store_explicit(&rec->state, ORBIT_NODE_FREE, memory_order_release);
+    }
+    return rc;
+}
+
+int orbit_fleet_reap(struct orbit_fleet *f)
+{
+    if (!f)
+        return -ORBIT_EMALFORMED;
+    int reported = 0;
+    for (uint32_t i = 0; i < f->capacity; i++) {
+        struct orb_node_record *rec = &f->nodes[i];
+        if (i == f->node && !f->observer)
+            continue;
+        if (atomic_load_explicit(&rec->state, memory_order_acquire) != ORBIT_NODE_LIVE)
+            continue;
+        uint64_t inc = atomic_load(&rec->incarnation);
+        if (orb_node_alive(atomic_load(&rec->pid), atomic_load(&rec->start_time)))
+            continue;
+        /* Winning the LIVE -> REAPING CAS makes this sweep the one that reports it. */
+        if (!begin_reaping(rec, inc))
+            continue;
+        orb_dispatch_node_dead(f, (uint16_t)i, inc);
+        atomic_store_explicit(&rec->state, ORBIT_NODE_FREE, memory_order_release);
+        reported++;
+    }
+    return reported;
+}
+
+/* ---- table segments ---------------------------------------------------- */
+
+static int private_find(struct orbit_fleet *f, uint8_t kind)
+{
+    for (int i = 0; i < ORB_PRIVATE_TABLES_MAX; i++)
+        if (f->private_tables[i].refs > 0 && f->private_tables[i].seg.kind == kind)
+            return i;
+    return -1;
+}
+
+static int private_open(struct orbit_fleet *f, struct orb_seg_request *req, struct orb_segment *out)
+{
+    pthread_mutex_lock(&f->lock);
+    int rc, i = private_find(f, req->kind);
+    if (i >= 0) {
+        struct orb_seg_header *h = orb_seg_hdr(&f->private_tables[i].seg);
+        bool same = req->table_bytes == h->table_bytes && req->table_type == h->table_type &&
+                    req->geometry_len == h->geometry_len &&
+                    memcmp(req->geometry, h->geometry, req->geometry_len) == 0;
+        rc = same ? 0 : -ORBIT_EGEOMETRY;
+    } else {
+        for (i = 0; i < ORB_PRIVATE_TABLES_MAX && f->private_tables[i].refs > 0; i++)
+            ;
+        rc = i < ORB_PRIVATE_TABLES_MAX ? orb_segment_open(req, &f->private_tables[i].seg) : -ORBIT_EFULL;
+    }
+    if (rc == 0) {
+        f->private_tables[i].refs++;
+        *out = f->private_tables[i].seg;
+        out->created = f->private_tables[i].refs == 1;
+    }
+    pthread_mutex_unlock(&f->lock);
+    return rc;
+}
+
+int orb_fleet_table_open(struct orbit_fleet *f, struct orb_seg_request *req, struct orb_segment *out)
+{
+    req->fleet_capacity = f->capacity;
+    req->mode = f->mode;
+    req->gid = f->gid;
+    if (f->is_private) {
+        req->fleet = NULL;
+        req->backing = ORBIT_BACKING_PRIVATE;
+        return private_open(f, req, out);
+    }
+    req->fleet = f->name;
+    /* Tables follow the fleet: an AUTO fleet that landed on /dev/shm stays there. */
+    req->backing = f->want_backing == ORBIT_BACKING_AUTO && f->seg.backing == ORBIT_BACKING_SHM
+                       ? ORBIT_BACKING_SHM : f->want_backing;
+    if (f->observer)
+        req->backing = ORBIT_BACKING_AUTO;
+    return orb_segment_open(req, out);
+}
+
+int orb_fleet_table_open_existing(struct orbit_fleet *f, uint8_t kind, struct orb_segment *out)
+{
+    if (f->is_private) {
+        pthread_mutex_lock(&f->lock);
+        int i = private_find(f, kind);
+        if (i >= 0) {
+            f->private_tables[i].refs++;
+            *out = f->private_tables[i].seg;
+            out->created = false;
+        }
+        pthread_mutex_unlock(&f->lock);
+        return i >= 0 ? 0 : -ENOENT;
+    }
+    int rc = orb_segment_open_existing(f->name, kind, out);
+    if (rc == 0 && orb_seg_hdr(out)->fleet_capacity != f->capacity) {
+        orb_segment_close(out);
+        rc = -ORBIT_EGEOMETRY;
+    }
+    return rc;
+}
+
+void orb_fleet_table_close(struct orbit_fleet *f, struct orb_segment *seg)
+{
+    if (!seg->base)
+        return;
+    if (!f->is_private) {
+        orb_segment_close(seg);
+        return;
+    }
+    pthread_mutex_lock(&f->lock);
+    for (int i = 0; i < ORB_PRIVATE_TABLES_MAX; i++) {
+        if (f->private_tables[i].refs > 0 && f->private_tables[i].seg.base == seg->base &&
+            --f->private_tables[i].refs == 0)
+            orb_segment_close(&f->private_tables[i].seg);
+    }
+    pthread_mutex_unlock(&f->lock);
+    seg->base = NULL;
+}
+
+/* Kinds and types of this fleet's table segments (for dispatch). Returns how many. */
+int orb_fleet_table_kinds(struct orbit_fleet *f, uint8_t *kinds, uint8_t *types, int max);
+int orb_fleet_table_kinds(struct orbit_fleet *f, uint8_t *kinds, uint8_t *types, int max)
+{
+    int n = 0;
+    if (f->is_private) {
+        pthread_mutex_lock(&f->lock);
+        for (int i = 0; i < ORB_PRIVATE_TABLES_MAX && n < max; i++)
+            if (f->private_tables[i].refs > 0) {
+                kinds[n] = f->private_tables[i].seg.kind;
+                types[n++] = f->private_tables[i].seg.table_type;
+            }
+        pthread_mutex_unlock(&f->lock);
+        return n;
+    }
+    struct orbit_segment_info info[256];
+    ssize_t total = orbit_fleet_segments(f->name, info, 256);
+    for (ssize_t i = 0; i < total && i < 256 && n < max; i++) {
+        struct orb_segment seg;
+        if (info[i].kind == ORB_FLEET_KIND || orb_segment_open_existing(f->name, info[i].kind, &seg) != 0)
+            continue;
+        kinds[n] = seg.kind;
+        types[n++] = seg.table_type;
+        orb_segment_close(&seg);
+    }
+    return n;
+}
+
+/* ---- listing and unlinking --------------------------------------------- */
+
+/* Calls fn for each "orbit.<fleet>.<kind>" file in the backing directories. */
+static void scan_segments(void (*fn)(void *ctx, const char *dir, const char *fleet, unsigned kind,
+                                     enum orbit_backing b), void *ctx)
+{
+    const char *dirs[2] = { orb_hugetlb_dir(), "/dev/shm" };
+    char hdir[256];
+    if (dirs[0]) {
+        snprintf(hdir, sizeof hdir, "%s", dirs[0]);
+        dirs[0] = hdir;
+    }
+    for (int d = 0; d < 2; d++) {
+        if (!dirs[d])
+            continue;
+        DIR *dir = opendir(dirs[d]);
+        if (!dir)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(dir)) != NULL) {
+            const char *n = e->d_name, *dot = strrchr(n, '.');
+            if (strncmp(n, "orbit.", 6) != 0 || !dot || dot <= n + 6 || strstr(n, ".tmp."))
+                continue;
+            char *end;
+            unsigned long kind = strtoul(dot + 1, &end, 10);
+            if (*end || end == dot + 1 || kind > 255)
+                continue;
+            char fleet[ORBIT_FLEET_NAME_MAX + 1];
+            size_t len = (size_t)(dot - (n + 6));
+            if (len > ORBIT_FLEET_NAME_MAX)
+                continue;
+            memcpy(fleet, n + 6, len);
+            fleet[len] = '\0';
+            fn(ctx, dirs[d], fleet, (unsigned)kind, d == 0 ? ORBIT_BACKING_HUGETLB : ORBIT_BACKING_SHM);
+        }
+        closedir(dir);
+    }
+}
+
+struct seg_collect { const char *fleet; struct orbit_segment_info *out; size_t max, n; };
+
+static void collect_segment(void *ctx, const char *dir, const char *fleet, unsigned kind,
+                            enum orbit_backing b)
+{
+    struct seg_collect *c = ctx;
+    if (strcmp(fleet, c->fleet) != 0)
+        return;
+    if (c->n < c->max) {
+        struct orbit_segment_info *si = &c->out[c->n];
+        memset(si, 0, sizeof *si);
+        si->kind = (uint8_t)kind;
+        si->backing = b;
+        snprintf(si->path, sizeof si->path, "%s/orbit.%s.%u", dir, fleet, kind);
+        struct orb_segment seg;
+        if (orb_segment_open_existing(fleet, (uint8_t)kind, &seg) == 0) {
+            si->size = seg.mapped;
+            si->epoch = atomic_load(&orb_seg_hdr(&seg)->epoch);
+            orb_segment_close(&seg);
+        }
+    }
+    c->n++;
+}
+
+ssize_t orbit_fleet_segments(const char *name, struct orbit_segment_info *out, size_t max)
+{
+    if (!orb_fleet_name_valid(name) || (max && !out))
+        return -ORBIT_EMALFORMED;
+    struct seg_collect c = { name, out, max, 0 };
+    scan_segments(collect_segment, &c);
+    return (ssize_t)c.n;
+}
+
+struct name_collect { char (*names)[ORBIT_FLEET_NAME_MAX + 1]; size_t max, n; };
+
+static void collect_name(void *ctx, const char *dir, const char *fleet, unsigned kind,
+                         enum orbit_backing b)
+{
+    (void)dir; (void)b;
+    struct name_collect *c = ctx;
+    if (kind != ORB_FLEET_KIND)
+        return;
+    if (c->n < c->max)
+        snprintf(c->names[c->n], ORBIT_FLEET_NAME_MAX + 1, "%s", fleet);
+    c->n++;
+}
+
+ssize_t orbit_fleet_list(char (*names)[ORBIT_FLEET_NAME_MAX + 1], size_t max)
+{
+    if (max && !names)
+        return -ORBIT_EMALFORMED;
+    struct name_collect c = { names, max, 0 };
+    scan_segments(collect_name, &c);
+    return (ssize_t)c.n;
+}
+
+struct unlink_ctx { const char *fleet; int removed; int error; };
+
+static void unlink_one(void *ctx, const char *dir, const char *fleet, unsigned kind, enum orbit_backing b)
+{
+    (void)b;
+    struct unlink_ctx *u = ctx;
+    char path[400];
+    if (strcmp(fleet, u->fleet) != 0)
+        return;
+    snprintf(path, sizeof path, "%s/orbit.%s.%u", dir, fleet, kind);
+    if (unlink(path) == 0)
+        u->removed++;
+    else if (errno != ENOENT)
+        u->error = -errno;
+}
+
+int orbit_fleet_unlink(const char *name)
+{
+    if (!orb_fleet_name_valid(name))
+        return -ORBIT_EMALFORMED;
+    struct unlink_ctx u = { name, 0, 0 };
+    scan_segments(unlink_one, &u);
+    if (u.error)
+        return u.error;
+    return u.removed ? 0 : -ENOENT;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* The fleet as the tables see it: node records, doorbells, table segments. */
+#ifndef ORB_CORE_FLEET_INTERNAL_H
+#define ORB_CORE_FLEET_INTERNAL_H
+
+#include <pthread.h>
+#include <orbit/fleet.h>
+#include "segment.h"
+#include "wait.h"
+
+/* One record per node in the fleet segment; 64 bytes, one cache line. */
+struct orb_node_record {
+    _Atomic uint32_t state;        /* enum orbit_node_state */
+    _Atomic int32_t  pid;
+    _Atomic uint64_t start_time;   /* /proc/<pid>/stat field 22 */
+    _Atomic uint64_t incarnation;
+    struct orb_waitword doorbell;  /* rung when a watched thing of this node changes */
+    _Atomic uint64_t joins;        /* times this node was claimed */
+    uint8_t pad[24];
+};
+_Static_assert(sizeof(struct orb_node_record) == 64, "node record is one cache line");
+
+struct orb_fleet_geometry {        /* the fleet segment's geometry */
+    uint32_t capacity;
+    uint32_t record_bytes;
+};
+
+#define ORB_PRIVATE_TABLES_MAX 32
+
+struct orbit_fleet {
+    char name[ORBIT_FLEET_NAME_MAX + 1];   /* "" for PRIVATE */
+    bool is_private;
+    bool observer;                          /* no node claimed */
+    uint16_t capacity;
+    uint16_t node;                          /* ORBIT_NODE_NONE for observers */
+    uint64_t incarnation;
+    enum orbit_backing want_backing;        /* what the joiner asked for */
+    uint32_t mode;
+    int64_t gid;
+    struct orb_segment seg;                 /* the fleet segment (kind 255) */
+    struct orb_node_record *nodes;          /* capacity records */
+    pthread_mutex_t lock;                   /* guards private_tables */
+    struct {
+        uint8_t kind;
+        int refs;
+        struct orb_segment seg;
+    } private_tables[ORB_PRIVATE_TABLES_MAX];
+};
+
+/*
+ * Table segments of this fleet. For a named fleet every call maps the named
+ * segment; for a PRIVATE fleet the same kind opened twice shares one
+ * anonymous mapping (refcounted), so several handles see one table.
+ */
+int  orb_fleet_table_open(struct orbit_fleet *f, struct orb_seg_request *req, struct orb_segment *out);
+int  orb_fleet_table_open_existing(struct orbit_fleet *f, uint8_t kind, struct orb_segment *out);
+void orb_fleet_table_close(struct orbit_fleet *f, struct orb_segment *seg);
+
+/* The node's record, or NULL if node >= capacity. */
+static inline struct orb_node_record *orb_fleet_record(struct orbit_fleet *f, uint32_t node)
+{
+    return node < f->capacity ? &f->nodes[node] : (struct orb_node_record *)0;
+}
+
+/* Ring a node's doorbell (wake its readiness drivers / doorbell waiters). */
+void orb_fleet_ring_doorbell(struct orbit_fleet *f, uint32_t node, struct orb_wait_stats *stats);
+
+/* Is the process in that record alive with that start time? */
+bool orb_node_alive(int32_t pid, uint64_t start_time);
+
+/* Defined in lib/dispatch.c: node_dead on every table of the fleet. */
+int  orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation);
+
+/* Epoch for reset_all: max(now in ms, previous + 1). */
+uint64_t orb_next_epoch(uint64_t previous);
+
+#endif

@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: MIT */
+/* Named shared-memory segments on hugetlbfs or /dev/shm, and anonymous ones. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+#include "segment.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#ifndef HUGETLBFS_MAGIC
+#define HUGETLBFS_MAGIC 0x958458f6
+#endif
+
+#define SHM_DIR "/dev/shm"
+#define READY_WAIT_MS 10000   /* an opener gives up on a live but stuck creator after this */
+
+bool orb_fleet_name_valid(const char *name)
+{
+    size_t n = 0;
+    if (!name || !*name)
+        return false;
+    for (; name[n]; n++) {
+        char c = name[n];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '-' || (c == '.' && n > 0);
+        if (!ok || n >= ORBIT_FLEET_NAME_MAX)
+            return false;
+    }
+    return true;
+}
+
+const char *orb_hugetlb_dir(void)
+{
+    static _Thread_local char dir[256];
+    const char *env = getenv("ORBIT_HUGETLB_DIR");
+    if (env) {
+        struct statfs sf;
+        if (!*env || statfs(env, &sf) != 0 || sf.f_type != HUGETLBFS_MAGIC)
+            return NULL;
+        snprintf(dir, sizeof dir, "%s", env);
+        return dir;
+    }
+    FILE *m = fopen("/proc/self/mounts", "re");
+    if (!m)
+        return NULL;
+    char line[1024];
+    const char *found = NULL;
+    while (fgets(line, sizeof line, m)) {
+        char src[256], mnt[256], type[64];
+        if (sscanf(line, "%255s %255s %63s", src, mnt, type) == 3 && strcmp(type, "hugetlbfs") == 0) {
+            snprintf(dir, sizeof dir, "%s", mnt);
+            found = dir;
+            break;
+        }
+    }
+    fclose(m);
+    return found;
+}
+
+int orb_segment_path(enum orbit_backing backing, const char *fleet, uint8_t kind, char *buf, size_t len)
+{
+    const char *dir = backing == ORBIT_BACKING_HUGETLB ? orb_hugetlb_dir() : SHM_DIR;
+    if (!dir)
+        return -ENOENT;
+    int n = snprintf(buf, len, "%s/orbit.%s.%u", dir, fleet, (unsigned)kind);
+    return n < 0 || (size_t)n >= len ? -ORBIT_ETOOLARGE : 0;
+}
+
+static uint64_t header_check(const struct orb_seg_header *h)
+{
+    const unsigned char *p = (const unsigned char *)h;
+    uint64_t x = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < offsetof(struct orb_seg_header, check); i++)
+        x = (x ^ p[i]) * 0x100000001b3ull;
+    return x;
+}
+
+static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+uint64_t orb_proc_start_time(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');   /* comm may hold spaces and parens: fields follow the last ')' */
+    if (!p || p[1] != ' ')
+        return 0;
+    p += 2;                        /* field 3: state */
+    if (*p == 'Z' || *p == 'X')
+        return 0;                  /* exited (zombie): dead for the fleet */
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p, ' ');
+        if (!p)
+            return 0;
+        p++;
+    }
+    return strtoull(p, NULL, 10);
+}
+
+static int populate(void *base, size_t mapped, size_t page, size_t off, size_t len)
+{
+    if (len == 0)
+        return 0;
+    size_t start = off / page * page, end = round_up(off + len, page);
+    if (end > mapped)
+        end = mapped;
+    if (start >= end)
+        return 0;
+    /* On hugetlbfs exhaustion this fails with EFAULT instead of a later SIGBUS. */
+    if (madvise((char *)base + start, end - start, MADV_POPULATE_WRITE) != 0)
+        return errno == EINVAL ? -ORBIT_ENOTSUP : -ENOMEM;
+    return 0;
+}
+
+int orb_segment_populate(struct orb_segment *seg, size_t off, size_t len)
+{
+    if (!seg || !seg->base || off > seg->mapped || len > seg->mapped - off)
+        return -ORBIT_EMALFORMED;
+    return populate(seg->base, seg->mapped, seg->page, off, len);
+}
+
+static void fill_header(struct orb_seg_header *h, const struct orb_seg_request *req, size_t mapped)
+{
+    memset(h, 0, sizeof *h);
+    h->magic = ORB_SEG_MAGIC;
+    h->version = ORB_SEG_VERSION;
+    h->header_bytes = ORB_SEG_HEADER_BYTES;
+    h->kind = req->kind;
+    h->table_type = req->table_type;
+    h->fleet_capacity = req->fleet_capacity;
+    h->geometry_len = req->geometry_len;
+    h->table_bytes = req->table_bytes;
+    h->mapped_bytes = mapped;
+    h->creator_pid = (int32_t)getpid();
+    if (req->geometry_len)
+        memcpy(h->geometry, req->geometry, req->geometry_len);
+    h->check = header_check(h);
+}
+
+/* Run the table's initialiser, then publish ready: openers parked on it wake. */
+static int finish_create(struct orb_segment *seg, const struct orb_seg_request *req)
+{
+    struct orb_seg_header *h = orb_seg_hdr(seg);
+    int rc = req->init ? req->init(seg, req->ctx) : 0;
+    if (rc < 0)
+        return rc;
+    /* Release: the table's initial contents are visible before ready reads 1. */
+    atomic_store_explicit(&h->ready.changes, 1, memory_order_release);
+    orb_futex_wake_all(&h->ready.changes);
+    return 0;
+}
+
+static int open_private(const struct orb_seg_request *req, struct orb_segment *out)
+{
+    size_t size = round_up(req->table_bytes, 4096);
+    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED)
+        return -ENOMEM;
+    madvise(base, size, MADV_HUGEPAGE);
+    *out = (struct orb_segment){ .base = base, .mapped = size, .page = 4096, .fd = -1,
+                                 .backing = ORBIT_BACKING_PRIVATE, .created = true,
+                                 .kind = req->kind, .table_type = req->table_type };
+    fill_header(orb_seg_hdr(out), req, size);
+    int rc = finish_create(out, req);
+    if (rc < 0) {
+        munmap(base, size);
+        out->base = NULL;
+    }
+    return rc;
+}
+
+static size_t backing_page(int fd)
+{
+    struct statfs sf;
+    if (fstatfs(fd, &sf) == 0 && sf.f_type == HUGETLBFS_MAGIC)
+        return (size_t)sf.f_bsize;
+    return 4096;
+}
+
+/* Create under a private name, map, pre-fault, write the header, link into place. */
+static int create_named(const struct orb_seg_request *req, enum orbit_backing backing,
+                        const char *path, struct orb_segment *out)
+{
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d.%ld", path, (int)getpid(), (long)orb_now_ns());
+    mode_t mode = req->gid >= 0 ? 0660 : (req->mode ? (mode_t)req->mode : 0600);
+    int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0)
+        return -errno;
+    int rc = 0;
+    void *base = MAP_FAILED;
+    size_t page = backing_page(fd), size = round_up(req->table_bytes, page);
+    if (fchmod(fd, mode) != 0 || (req->gid >= 0 && fchown(fd, (uid_t)-1, (gid_t)req->gid) != 0) ||
+        ftruncate(fd, (off_t)size) != 0) {
+        rc = -errno;
+        goto fail;
+    }
+    /* NORESERVE: pages are taken by the populate below, where exhaustion is an error code. */
+    base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    if (base == MAP_FAILED) {
+        rc = -errno;
+        goto fail;
+    }
+    size_t want = req->populate_bytes > ORB_SEG_HEADER_BYTES ? req->populate_bytes : ORB_SEG_HEADER_BYTES;
+    if ((rc = populate(base, size, page, 0, want)) < 0)
+        goto fail;
+    if (page == 4096)
+        madvise(base, size, MADV_HUGEPAGE);
+    *out = (struct orb_segment){ .base = base, .mapped = size, .page = page, .fd = fd,
+                                 .backing = backing, .created = true, .kind = req->kind,
+                                 .table_type = req->table_type };
+    snprintf(out->path, sizeof out->path, "%s", path);
+    fill_header(orb_seg_hdr(out), req, size);
+    /* link(2) is atomic and refuses an existing name: exactly one creator wins. */
+    if (link(tmp, path) != 0) {
+        rc = -errno;
+        goto fail;
+    }
+    unlink(tmp);
+    if ((rc = finish_create(out, req)) < 0) {
+        unlink(path);
+        munmap(base, size);
+        close(fd);
+        out->base = NULL;
+    }
+    return rc;
+fail:
+    if (base != MAP_FAILED)
+        munmap(base, size);
+    close(fd);
+    unlink(tmp);
+    out->base = NULL;
+    return rc;
+}
+
+static int validate_header(const struct orb_seg_header *h, size_t file_size)
+{
+    if (h->magic != ORB_SEG_MAGIC || h->header_bytes != ORB_SEG_HEADER_BYTES)
+        return -ORBIT_ECORRUPT;
+    if (h->version != ORB_SEG_VERSION)
+        return -ORBIT_EGEOMETRY;
+    if (h->check != header_check(h) || h->geometry_len > ORB_GEOMETRY_MAX ||
+        h->mapped_bytes != file_size || h->table_bytes > h->mapped_bytes ||
+        h->table_bytes < ORB_SEG_HEADER_BYTES)
+        return -ORBIT_ECORRUPT;
+    return 0;
+}
+
+/* Park on the ready word until the creator publishes, or it is known dead. */
+static int wait_ready(struct orb_seg_header *h)
+{
+    int64_t give_up = orb_now_ns() + (int64_t)READY_WAIT_MS * 1000000;
+    for (;;) {
+        uint32_t ready = atomic_load_explicit(&h->ready.changes, memory_order_acquire);
+        if (ready == 1)
+            return 0;
+        if (ready != 0)
+            return -ORBIT_ECORRUPT;
+        if (orb_proc_start_time(h->creator_pid) == 0 || orb_now_ns() > give_up)
+            return -ORBIT_ECORRUPT;   /* the creator died before publishing */
+        struct orb_deadline slice = orb_deadline_in(50);
+        orb_futex_wait(&h->ready.changes, 0, &slice);
+    }
+}
+
+static int open_path(const char *path, enum orbit_backing backing, const struct orb_seg_request *req,
+                     struct orb_segment *out)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size < ORB_SEG_HEADER_BYTES) {
+        close(fd);
+        return -ORBIT_ECORRUPT;
+    }
+    size_t size = (size_t)st.st_size;
+    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    if (base == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return e == EINVAL ? -ORBIT_ECORRUPT : -e;
+    }
+    struct orb_seg_header *h = base;
+    int rc = validate_header(h, size);
+    if (rc == 0)
+        rc = wait_ready(h);
+    if (rc == 0 && req &&
+        (h->kind != req->kind || h->table_type != req->table_type ||
+         h->fleet_capacity != req->fleet_capacity || h->geometry_len != req->geometry_len ||
+         memcmp(h->geometry, req->geometry, req->geometry_len) != 0 ||
+         h->table_bytes != req->table_bytes))
+        rc = -ORBIT_EGEOMETRY;
+    if (rc < 0) {
+        munmap(base, size);
+        close(fd);
+        return rc;
+    }
+    *out = (struct orb_segment){ .base = base, .mapped = size, .page = backing_page(fd), .fd = fd,
+                                 .backing = backing, .created = false, .kind = h->kind,
+                                 .table_type = h->table_type };
+    snprintf(out->path, sizeof out->path, "%s", path);
+    return 0;
+}
+
+/* An existing segment of that name in either directory. -ENOENT when none. */
+static int open_found(const char *fleet, uint8_t kind, const struct orb_seg_request *req,
+                      struct orb_segment *out)
+{
+    static const enum orbit_backing order[] = { ORBIT_BACKING_HUGETLB, ORBIT_BACKING_SHM };
+    for (size_t i = 0; i < 2; i++) {
+        char path[256];
+        if (orb_segment_path(order[i], fleet, kind, path, sizeof path) != 0)
+            continue;
+        int rc = open_path(path, order[i], req, out);
+        if (rc != -ENOENT)
+            return rc;
+    }
+    return -ENOENT;
+}
+
+int orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segment *out)
+{
+    if (!orb_fleet_name_valid(fleet) || !out)
+        return -ORBIT_EMALFORMED;
+    return open_found(fleet, kind, NULL, out);
+}
+
+static int create_with_backing(const struct orb_seg_request *req, enum orbit_backing backing,
+                               struct orb_segment *out)
+{
+    char path[256];
+    int rc = orb_segment_path(backing, req->fleet, req->kind, path, sizeof path);
+    if (rc == -ENOENT)
+        return -ENOMEM;      /* no hugetlbfs mounted: no huge pages to be had */
+    if (rc < 0)
+        return rc;
+    return create_named(req, backing, path, out);
+}
+
+int orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out)
+{
+    if (!req || !out || req->geometry_len > ORB_GEOMETRY_MAX ||
+        req->table_bytes < ORB_SEG_HEADER_BYTES || (req->mode & 0007))
+        return -ORBIT_EMALFORMED;
+    if (!req->fleet || req->backing == ORBIT_BACKING_PRIVATE)
+        return open_private(req, out);
+    if (!orb_fleet_name_valid(req->fleet))
+        return -ORBIT_EMALFORMED;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        int rc = open_found(req->fleet, req->kind, req, out);
+        if (rc != -ENOENT)
+            return rc;
+        if (req->backing == ORBIT_BACKING_SHM)
+            rc = create_with_backing(req, ORBIT_BACKING_SHM, out);
+        else {
+            rc = create_with_backing(req, ORBIT_BACKING_HUGETLB, out);
+            if (rc == -ENOMEM && req->backing == ORBIT_BACKING_AUTO)
+                rc = create_with_backing(req, ORBIT_BACKING_SHM, out);
+        }
+        if (rc != -EEXIST)
+            return rc;   /* -EEXIST: another creator linked first; open theirs */
+    }
+    return -ORBIT_ECORRUPT;
+}
+
+void orb_segment_close(struct orb_segment *seg)
+{
+    if (!seg || !seg->base)
+        return;
+    munmap(seg->base, seg->mapped);
+    if (seg->fd >= 0)
+        close(seg->fd);
+    seg->base = NULL;
+    seg->fd = -1;
+}

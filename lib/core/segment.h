@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Segments: one shared mapping per table, named "orbit.<fleet>.<kind>".
+ *
+ * Layout: a 4 KiB header (struct orb_seg_header) then the table's bytes.
+ * Creation is race-free: the creator builds the file under a private name,
+ * sizes it, maps it, pre-faults the shared part, writes the header with
+ * ready = 0 and link(2)s it into place (fails with EEXIST if someone won);
+ * it initialises the table and publishes ready = 1 last. Openers park on the
+ * ready word (futex) and give up with -ORBIT_ECORRUPT only if the creator
+ * died before publishing.
+ */
+#ifndef ORB_CORE_SEGMENT_H
+#define ORB_CORE_SEGMENT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <orbit/fleet.h>
+#include "wait.h"
+
+#define ORB_SEG_MAGIC        0x4745535449425234ull /* "4RBITSEG" little-endian-ish tag */
+#define ORB_SEG_VERSION      1u
+#define ORB_SEG_HEADER_BYTES 4096u
+#define ORB_GEOMETRY_MAX     64u
+#define ORB_FLEET_KIND       255
+
+/* What a segment holds, so tools and the reaper can find every table. */
+enum orb_table_type {
+    ORB_TABLE_FLEET = 1, ORB_TABLE_POOL = 2, ORB_TABLE_STREAMS = 3,
+    ORB_TABLE_ADMISSION = 4, ORB_TABLE_ARENA = 5,
+};
+
+struct orb_seg_header {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t header_bytes;        /* ORB_SEG_HEADER_BYTES */
+    uint8_t  kind;
+    uint8_t  table_type;          /* enum orb_table_type */
+    uint16_t fleet_capacity;
+    uint32_t geometry_len;
+    uint64_t table_bytes;         /* header + table, as the table asked */
+    uint64_t mapped_bytes;        /* file size (rounded to the page size) */
+    int32_t  creator_pid;
+    uint32_t reserved1;
+    uint8_t  geometry[ORB_GEOMETRY_MAX];
+    uint64_t check;               /* FNV-1a over the fields above */
+    _Atomic uint64_t epoch;       /* the table's epoch (reset_all) */
+    struct orb_waitword ready;    /* changes: 0 initialising, 1 ready */
+};
+
+struct orb_segment {
+    void    *base;                /* header at base, table at base + 4096 */
+    size_t   mapped;              /* bytes mapped */
+    size_t   page;                /* page size of the backing (2 MiB on hugetlbfs) */
+    int      fd;                  /* -1 for PRIVATE */
+    enum orbit_backing backing;   /* HUGETLB, SHM or PRIVATE: what was obtained */
+    bool     created;             /* this process created it */
+    uint8_t  kind;
+    uint8_t  table_type;
+    char     path[256];
+};
+
+/* What a table asks for. */
+struct orb_seg_request {
+    const char *fleet;            /* NULL: PRIVATE (anonymous) */
+    uint8_t  kind;
+    uint8_t  table_type;          /* enum orb_table_type */
+    uint16_t fleet_capacity;
+    const void *geometry;         /* compared byte for byte with an existing header */
+    uint32_t geometry_len;        /* <= ORB_GEOMETRY_MAX */
+    size_t   table_bytes;         /* total bytes including the 4 KiB header */
+    size_t   populate_bytes;      /* the creator pre-faults [0, populate_bytes) */
+    enum orbit_backing backing;
+    uint32_t mode;                /* 0: 0600 */
+    int64_t  gid;                 /* -1: none */
+    /* The creator's initialiser, run before ready is published. May be NULL. */
+    int (*init)(struct orb_segment *seg, void *ctx);
+    void *ctx;
+};
+
+static inline struct orb_seg_header *orb_seg_hdr(const struct orb_segment *s)
+{
+    return (struct orb_seg_header *)s->base;
+}
+static inline void *orb_seg_table(const struct orb_segment *s)
+{
+    return (char *)s->base + ORB_SEG_HEADER_BYTES;
+}
+
+/*
+ * Create or open. Errors: -ORBIT_EGEOMETRY (other kind/capacity/geometry/
+ * version/size), -ORBIT_ECORRUPT (truncated, foreign, garbled, creator died
+ * before ready), -ENOMEM (huge pages exhausted: HUGETLB; AUTO falls back),
+ * -EACCES, -ORBIT_EMALFORMED.
+ */
+int  orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out);
+
+/*
+ * Open an existing named segment, taking its geometry from the header.
+ * geometry/geometry_len receive it (buffer of ORB_GEOMETRY_MAX). -ENOENT if
+ * it does not exist.
+ */
+int  orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segment *out);
+
+/* Pre-fault [off, off+len) for writing: -ENOMEM on huge-page exhaustion. */
+int  orb_segment_populate(struct orb_segment *seg, size_t off, size_t len);
+void orb_segment_close(struct orb_segment *seg);
+
+/* Build "<dir>/orbit.<fleet>.<kind>" for a backing; -ORBIT_ETOOLARGE, -ENOENT (no such dir). */
+int  orb_segment_path(enum orbit_backing backing, const char *fleet, uint8_t kind, char *buf, size_t len);
+bool orb_fleet_name_valid(const char *name);
+const char *orb_hugetlb_dir(void);        /* ORBIT_HUGETLB_DIR or the first hugetlbfs mount, or NULL */
+
+/* Process start time, field 22 of /proc/<pid>/stat; 0 when pid is gone. */
+uint64_t orb_proc_start_time(int pid);
+
+#endif

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/* The wake protocol: change word + parked flag, spin then park on futex(2). */
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <orbit/fleet.h>
+#include "wait.h"
+
+static _Atomic uint32_t spin_ns_setting = UINT32_MAX;   /* UINT32_MAX: not read yet */
+static _Thread_local orb_wake_hook_fn wake_hook;
+static _Thread_local void *wake_hook_ctx;
+
+int64_t orb_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+uint64_t orb_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+struct orb_deadline orb_deadline_in(int timeout_ms)
+{
+    struct orb_deadline d = { 0, timeout_ms < 0 };
+    if (timeout_ms >= 0)
+        d.at_ns = orb_now_ns() + (int64_t)timeout_ms * 1000000;
+    return d;
+}
+
+bool orb_deadline_passed(const struct orb_deadline *d)
+{
+    return !d->forever && orb_now_ns() >= d->at_ns;
+}
+
+void orbit_set_spin_ns(uint32_t ns)
+{
+    atomic_store(&spin_ns_setting, ns > 1000000 ? 1000000 : ns);
+}
+
+uint32_t orbit_spin_ns(void)
+{
+    uint32_t v = atomic_load_explicit(&spin_ns_setting, memory_order_relaxed);
+    if (v == UINT32_MAX) {
+        const char *env = getenv("ORBIT_SPIN_NS");
+        long parsed = env ? strtol(env, NULL, 10) : 2000;
+        v = parsed < 0 ? 0 : parsed > 1000000 ? 1000000 : (uint32_t)parsed;
+        atomic_store(&spin_ns_setting, v);
+    }
+    return v;
+}
+
+void orb_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+int orb_futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct orb_deadline *deadline)
+{
+    struct timespec ts, *tsp = NULL;
+    if (deadline && !deadline->forever) {
+        ts.tv_sec = deadline->at_ns / 1000000000;
+        ts.tv_nsec = deadline->at_ns % 1000000000;
+        tsp = &ts;
+    }
+    /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline; shared (not private)
+     * because the word lives in a segment other processes map. */
+    long rc = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET, expected, tsp, NULL,
+                      FUTEX_BITSET_MATCH_ANY);
+    if (rc == 0)
+        return 0;
+    if (errno == ETIMEDOUT)
+        return -ETIMEDOUT;
+    if (errno == EINTR)
+        return -EINTR;
+    return -EAGAIN;   /* the word already moved */
+}
+
+void orb_futex_wake_all(_Atomic uint32_t *word)
+{
+    if (wake_hook && wake_hook(wake_hook_ctx, word) == 0)
+        return;
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void orb_wait_set_wake_hook(orb_wake_hook_fn fn, void *ctx)
+{
+    wake_hook = fn;
+    wake_hook_ctx = ctx;
+}
+
+bool orb_wait_signal(struct orb_waitword *w, struct orb_wait_stats *stats)
+{
+    /* changes moves first: a waiter that armed after this sees its futex value differ. */
+    atomic_fetch_add_explicit(&w->changes, 1, memory_order_seq_cst);
+    /* seq_cst load after the RMW: either we see parked, or the waiter's later futex check
+     * sees the new changes value and does not sleep. */
+    if (atomic_load_explicit(&w->parked, memory_order_seq_cst) == 0)
+        return false;
+    if (atomic_exchange_explicit(&w->parked, 0, memory_order_seq_cst) == 0)
+        return false;
+    orb_futex_wake_all(&w->changes);
+    if (stats)
+        atomic_fetch_add_explicit(&stats->wakes, 1, memory_order_relaxed);
+    return true;
+}
+
+int orb_wait_park(struct orb_waitword *w, uint32_t since, const struct orb_deadline *deadline,
+                  struct orb_wait_stats *stats)
+{
+    int rc = orb_futex_wait(&w->changes, since, deadline);
+    if (rc != -EAGAIN && stats)
+        atomic_fetch_add_explicit(&stats->parks, 1, memory_order_relaxed);
+    return rc == -EAGAIN ? 0 : rc;
+}
+
+/* Spin up to the adaptive budget; returns pred's non-zero value or 0. */
+static int spin_phase(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
+                      const struct orb_deadline *deadline)
+{
+    uint32_t setting = orbit_spin_ns();
+    if (setting == 0)
+        return 0;
+    uint32_t budget = spin ? atomic_load_explicit(&spin->budget_ns, memory_order_relaxed) : 0;
+    if (budget == 0 || budget > setting)
+        budget = setting;
+    int64_t start = orb_now_ns(), end = start + budget;
+    if (!deadline->forever && deadline->at_ns < end)
+        end = deadline->at_ns;
+    int r = 0;
+    for (unsigned i = 1;; i++) {
+        orb_cpu_relax();
+        if ((r = pred(ctx)) != 0)
+            break;
+        if ((i & 15) == 0 && orb_now_ns() >= end)
+            break;
+    }
+    if (spin) {
+        /* Success grows the budget back toward the setting, failure halves it (floor 1/16). */
+        uint32_t floor = setting / 16 ? setting / 16 : 1;
+        uint32_t next = r ? budget * 2 : budget / 2;
+        next = next > setting ? setting : next < floor ? floor : next;
+        atomic_store_explicit(&spin->budget_ns, next, memory_order_relaxed);
+    }
+    return r;
+}
+
+int orb_wait_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
+                   const struct orb_deadline *deadline, struct orb_spin *spin,
+                   struct orb_wait_stats *stats)
+{
+    int r = pred(ctx);
+    if (r != 0)
+        return r;
+    if (orb_deadline_passed(deadline))
+        return -ETIMEDOUT;
+    if ((r = spin_phase(pred, ctx, spin, deadline)) != 0)
+        return r;
+    for (;;) {
+        /* since is read before the last check, so a change after that check moves the word. */
+        uint32_t since = orb_wait_since(w);
+        orb_wait_arm(w);
+        if ((r = pred(ctx)) != 0)
+            return r;
+        if (orb_deadline_passed(deadline))
+            return -ETIMEDOUT;
+        int rc = orb_wait_park(w, since, deadline, stats);
+        if (rc == -ETIMEDOUT) {
+            r = pred(ctx);
+            return r != 0 ? r : -ETIMEDOUT;
+        }
+        if ((r = pred(ctx)) != 0)
+            return r;
+    }
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wake protocol (DESIGN §3), one implementation for every table.
+ *
+ * A waitable thing owns a struct orb_waitword in shared memory:
+ *   changes - u32 futex word, bumped on every change that may satisfy a waiter;
+ *   parked  - u32 flag, "someone may be asleep on changes".
+ * Waiter: since = changes; check; parked = 1 (seq_cst); check again; sleep
+ * while changes == since. Waker: publish; changes++; fence; wake only when
+ * exchange(parked, 0) was 1. The waker clears the flag, so an abandoned
+ * waiter costs at most one spurious wake later.
+ */
+#ifndef ORB_CORE_WAIT_H
+#define ORB_CORE_WAIT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+struct orb_waitword {
+    _Atomic uint32_t changes;
+    _Atomic uint32_t parked;
+};
+
+/* Per table handle, process-local counters (orbit_*_stats). */
+struct orb_wait_stats {
+    _Atomic uint64_t parks;      /* times a waiter went to sleep in the kernel */
+    _Atomic uint64_t wakes;      /* FUTEX_WAKEs issued (syscall or SQE) */
+    _Atomic uint64_t doorbells;  /* node doorbells rung */
+};
+
+/* An absolute CLOCK_MONOTONIC deadline; forever when timeout_ms < 0. */
+struct orb_deadline {
+    int64_t at_ns;
+    bool forever;
+};
+
+int64_t orb_now_ns(void);                 /* CLOCK_MONOTONIC */
+uint64_t orb_wall_ms(void);               /* CLOCK_REALTIME in ms */
+struct orb_deadline orb_deadline_in(int timeout_ms);
+bool orb_deadline_passed(const struct orb_deadline *);
+
+/* Adaptive spin budget kept by one waiter (process-local, may be shared). */
+struct orb_spin {
+    _Atomic uint32_t budget_ns;   /* 0 = not initialised: take orbit_spin_ns() */
+};
+
+/*
+ * Predicate for orb_wait_until: > 0 ready (returned as is), < 0 an error
+ * (returned as is), 0 not yet.
+ */
+typedef int (*orb_wait_pred)(void *ctx);
+
+/*
+ * orb_wait_until - the whole waiter side: check, spin for the adaptive
+ * budget, arm the parked flag, check again, park on changes, repeat.
+ * Returns what pred returned (> 0 or < 0), or -ORBIT_ETIMEDOUT at deadline
+ * (pred is checked once more first). A deadline already passed still checks
+ * pred once. parks are counted in stats (may be NULL).
+ */
+int orb_wait_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
+                   const struct orb_deadline *deadline, struct orb_spin *spin,
+                   struct orb_wait_stats *stats);
+
+/* Low-level pieces, for callers that build their own loops (io_uring prep). */
+static inline uint32_t orb_wait_since(struct orb_waitword *w)
+{
+    return atomic_load_explicit(&w->changes, memory_order_acquire);
+}
+/* Arm: after this, a waker that changes anything will wake us. */
+static inline void orb_wait_arm(struct orb_waitword *w)
+{
+    atomic_store_explicit(&w->parked, 1, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
+}
+/* Sleep while changes == since, until deadline. 0 woken/changed, -ETIMEDOUT, -EINTR. */
+int orb_wait_park(struct orb_waitword *w, uint32_t since, const struct orb_deadline *deadline,
+                  struct orb_wait_stats *stats);
+
+/*
+ * orb_wait_signal - waker side, after the change is published: bump changes
+ * and wake sleepers only if one may be parked. Returns true if a wake went
+ * out (counted in stats).
+ */
+bool orb_wait_signal(struct orb_waitword *w, struct orb_wait_stats *stats);
+
+/* Bump changes without waking anyone (a change no waiter can be parked for). */
+static inline void orb_wait_bump(struct orb_waitword *w)
+{
+    atomic_fetch_add_explicit(&w->changes, 1, memory_order_release);
+}
+
+/* futex(2) helpers on a shared (non-private) u32 word. */
+int orb_futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct orb_deadline *deadline);
+/* Wakes every sleeper: through the attached io_uring batch when there is one. */
+void orb_futex_wake_all(_Atomic uint32_t *word);
+
+/*
+ * The wake batch hook (set by orbit_uring_attach_wakes for this thread):
+ * returns 0 when it queued the wake, < 0 to fall back to futex(2).
+ */
+typedef int (*orb_wake_hook_fn)(void *ctx, _Atomic uint32_t *word);
+void orb_wait_set_wake_hook(orb_wake_hook_fn fn, void *ctx);
+
+/* Spin for up to budget; returns true as soon as pred becomes non-zero. */
+void orb_cpu_relax(void);
+
+#endif

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * orbit/fleet.h — fleets, nodes, ids and segments.
+ *
+ * A fleet is a named set of up to 4096 cooperating processes on one host.
+ * Each process that joins claims a node (a small integer, a role a
+ * replacement may inherit) and carries an incarnation (a 64-bit number that
+ * tells one process life from the next). Every table of the fleet (pool,
+ * streams, admission) lives in its own shared-memory segment named
+ * "orbit.<fleet>.<kind in decimal>", on hugetlbfs when it can, else /dev/shm.
+ *
+ * Thread safety: a fleet handle may be shared by the threads of its process;
+ * orbit_fleet_leave must be the last call on it.
+ */
+#ifndef ORBIT_FLEET_H
+#define ORBIT_FLEET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <orbit/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- ids ---------------------------------------------------------------
+ * orbit_id (the original's NetId64): kind:8 | node:16 | counter:40, where
+ * counter = generation:24 | slot:16. The kind is the table's segment kind,
+ * the node the lane (creator) it lives in, the slot its index in that lane
+ * and the generation the slot's tenancy; a later tenant has another
+ * generation, so an old id answers -ORBIT_ESTALE. */
+typedef uint64_t orbit_id;
+
+#define ORBIT_ID_GENERATION_MAX 0xffffffu
+#define ORBIT_ID_SLOT_MAX       0xffffu
+
+static inline uint8_t  orbit_id_kind(orbit_id id)       { return (uint8_t)(id >> 56); }
+static inline uint16_t orbit_id_node(orbit_id id)       { return (uint16_t)(id >> 40); }
+static inline uint64_t orbit_id_counter(orbit_id id)    { return id & 0xffffffffffull; }
+static inline uint32_t orbit_id_slot(orbit_id id)       { return (uint32_t)(id & 0xffffu); }
+/* 0 is never a live generation. */
+static inline uint32_t orbit_id_generation(orbit_id id) { return (uint32_t)((id >> 16) & 0xffffffu); }
+static inline orbit_id orbit_id_make(uint8_t kind, uint16_t node, uint32_t generation, uint32_t slot)
+{
+    return ((uint64_t)kind << 56) | ((uint64_t)node << 40) |
+           ((uint64_t)(generation & 0xffffffu) << 16) | (uint64_t)(slot & 0xffffu);
+}
+
+/*
+ * orbit_id_format - write "kind:node:counter" in decimal plus a NUL.
+ * Returns the text's length, or -ORBIT_ETOOLARGE when len cannot hold it
+ * (nothing useful is written then), -ORBIT_EMALFORMED for a NULL buf.
+ * At most 30 bytes are ever needed (ORBIT_ID_TEXT_MAX).
+ */
+#define ORBIT_ID_TEXT_MAX 32
+int orbit_id_format(orbit_id id, char *buf, size_t len);
+
+/*
+ * orbit_id_parse - read an id from its decimal "kind:node:counter" form, or
+ * from "0x" followed by 1..16 hex digits. Fields are plain decimal digits
+ * (no sign, no spaces); a field out of range (kind > 255, node > 65535,
+ * counter >= 2^40), an empty field or any trailing byte is -ORBIT_EMALFORMED
+ * and *out is left untouched.
+ */
+int orbit_id_parse(const char *text, orbit_id *out);
+
+/* ---- fleets ------------------------------------------------------------ */
+
+enum orbit_backing {
+    ORBIT_BACKING_AUTO,     /* hugetlbfs, else /dev/shm + MADV_HUGEPAGE, else plain pages */
+    ORBIT_BACKING_HUGETLB,  /* huge pages or -ENOMEM */
+    ORBIT_BACKING_SHM,      /* /dev/shm */
+    ORBIT_BACKING_PRIVATE,  /* anonymous memory: this process only (threads) */
+};
+
+struct orbit_fleet_opts {
+    uint16_t capacity;          /* nodes, 1..4096; must match an existing fleet */
+    int32_t  node;              /* -1: first free node; otherwise claim exactly this node */
+    uint64_t incarnation;       /* 0: derived from pid and process start time */
+    enum orbit_backing backing;
+    uint32_t mode;              /* 0: 0600 */
+    int64_t  gid;               /* -1: none; else segments are chowned to it and 0660 */
+};
+#define ORBIT_FLEET_OPTS_DEFAULT { .capacity = 64, .node = -1, .incarnation = 0, \
+                                   .backing = ORBIT_BACKING_AUTO, .mode = 0, .gid = -1 }
+
+#define ORBIT_FLEET_CAPACITY_MAX 4096
+#define ORBIT_FLEET_NAME_MAX     64     /* bytes, without the NUL; [A-Za-z0-9_.-] */
+#define ORBIT_NODE_NONE          0xffffu /* orbit_fleet_node of an observer handle */
+
+struct orbit_fleet;
+
+/*
+ * orbit_fleet_join - join (creating if needed) the fleet called name and
+ * claim a node. opts NULL means ORBIT_FLEET_OPTS_DEFAULT. name NULL makes a
+ * PRIVATE fleet of this process only, whatever opts->backing says.
+ *
+ * Errors: -ORBIT_EMALFORMED (bad name, capacity outside 1..4096, node >=
+ * capacity, mode with world bits), -ORBIT_EGEOMETRY (the fleet exists with
+ * another capacity), -ORBIT_ECORRUPT (the fleet segment is truncated or not
+ * an orbit segment), -ORBIT_EFULL (no free node), -ORBIT_ECLAIMED (the node
+ * asked for is held by a live process), -ENOMEM (HUGETLB and no huge pages),
+ * -EACCES (permissions), or another negated errno.
+ */
+int  orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, struct orbit_fleet **out);
+
+/*
+ * orbit_fleet_observe - open an existing fleet without claiming a node, for
+ * tools and supervisors (orbitctl, the reaper). Tables opened through an
+ * observer may be inspected and may report deaths, but create nothing.
+ * -ENOENT when the fleet does not exist.
+ */
+int  orbit_fleet_observe(const char *name, struct orbit_fleet **out);
+
+/* Releases the node (if any) and unmaps the fleet; tables must be closed first. */
+void orbit_fleet_leave(struct orbit_fleet *);
+uint16_t orbit_fleet_node(const struct orbit_fleet *);
+uint64_t orbit_fleet_incarnation(const struct orbit_fleet *);
+uint16_t orbit_fleet_capacity(const struct orbit_fleet *);
+enum orbit_backing orbit_fleet_backing(const struct orbit_fleet *);
+const char *orbit_fleet_name(const struct orbit_fleet *);     /* "" for PRIVATE */
+
+/*
+ * orbit_fleet_reap - one liveness sweep over the node table: every claimed
+ * node whose process is gone (or whose pid now names a process with another
+ * start time) is reported dead on every table segment of the fleet that
+ * exists and is freed. Returns the number of nodes reported (each death is
+ * reported once), or a negative code.
+ */
+int  orbit_fleet_reap(struct orbit_fleet *);
+
+/* orbit_fleet_unlink - removes every segment of that fleet (both backings). */
+int  orbit_fleet_unlink(const char *name);
+
+/* ---- inspection (additions for tools and supervisors) ------------------ */
+
+enum orbit_node_state { ORBIT_NODE_FREE = 0, ORBIT_NODE_JOINING = 1, ORBIT_NODE_LIVE = 2 };
+struct orbit_node_info {
+    uint16_t node;
+    enum orbit_node_state state;
+    int32_t  pid;
+    uint64_t start_time;     /* field 22 of /proc/<pid>/stat, clock ticks since boot */
+    uint64_t incarnation;
+    bool     alive;          /* pid exists with that start time */
+};
+/* Fills up to max records of claimed nodes; returns how many are claimed. */
+ssize_t orbit_fleet_nodes(struct orbit_fleet *, struct orbit_node_info *out, size_t max);
+
+/*
+ * orbit_fleet_node_dead - report one confirmed death: runs node_dead for
+ * (node, incarnation) on every table segment of the fleet that exists, then
+ * frees the node if it still carries that incarnation. Returns 0, or
+ * -ORBIT_EMALFORMED for node >= capacity. orbit_fleet_reap and the reaper
+ * use it; call it yourself only for a process you know is gone.
+ */
+int  orbit_fleet_node_dead(struct orbit_fleet *, uint16_t node, uint64_t incarnation);
+
+struct orbit_segment_info {
+    uint8_t  kind;
+    enum orbit_backing backing;   /* HUGETLB or SHM */
+    uint64_t size;                /* bytes mapped */
+    uint64_t epoch;
+    char     path[256];
+};
+/* Segments of the named fleet that exist; returns how many (may exceed max). */
+ssize_t orbit_fleet_segments(const char *name, struct orbit_segment_info *out, size_t max);
+
+/* Fleet names present on this host (fleet segments found); returns how many. */
+ssize_t orbit_fleet_list(char (*names)[ORBIT_FLEET_NAME_MAX + 1], size_t max);
+
+const char *orbit_backing_name(enum orbit_backing);  /* "auto", "hugetlb", "shm", "private" */
+
+/*
+ * Spin before park (DESIGN §3): every blocking wait spins with `pause` for
+ * up to this many nanoseconds before it parks in the kernel (default 2000,
+ * or the ORBIT_SPIN_NS environment variable at first use; 0 disables). The
+ * budget adapts per waiter: spins that keep failing shrink it. Process-wide.
+ */
+void     orbit_set_spin_ns(uint32_t ns);
+uint32_t orbit_spin_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

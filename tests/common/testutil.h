@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* Small helpers shared by the Check suites and fleet tests. */
+#ifndef ORBIT_TESTUTIL_H
+#define ORBIT_TESTUTIL_H
+
+#include <check.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <orbit/fleet.h>
+
+/* A fleet name unique to this process and call ("t-<tag>-<pid>-<n>"). */
+static inline const char *tu_fleet_name(const char *tag)
+{
+    static _Thread_local char buf[64];
+    static _Atomic unsigned counter;
+    snprintf(buf, sizeof buf, "t-%.20s-%d-%u", tag, (int)getpid(), counter++);
+    return buf;
+}
+
+/* Join a named fleet with explicit node and incarnation (node -1: any). */
+static inline struct orbit_fleet *tu_join(const char *name, uint16_t capacity, int32_t node,
+                                          uint64_t incarnation, enum orbit_backing backing)
+{
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    o.capacity = capacity;
+    o.node = node;
+    o.incarnation = incarnation;
+    o.backing = backing;
+    struct orbit_fleet *f = NULL;
+    int rc = orbit_fleet_join(name, &o, &f);
+    ck_assert_msg(rc == 0, "join %s node %d: %s", name, node, orbit_strerror(rc));
+    return f;
+}
+
+/* Backing for named-fleet tests: ORBIT_TEST_BACKING=shm|hugetlb|auto (default auto). */
+static inline enum orbit_backing tu_backing(void)
+{
+    const char *b = getenv("ORBIT_TEST_BACKING");
+    if (b && strcmp(b, "shm") == 0) return ORBIT_BACKING_SHM;
+    if (b && strcmp(b, "hugetlb") == 0) return ORBIT_BACKING_HUGETLB;
+    return ORBIT_BACKING_AUTO;
+}
+
+static inline int64_t tu_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void tu_sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* Wait for a child; returns its exit status (0..255), 128+sig if killed, -1 on timeout. */
+static inline int tu_wait_child(pid_t pid, int timeout_ms)
+{
+    int64_t end = tu_now_ns() + (int64_t)timeout_ms * 1000000;
+    for (;;) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (tu_now_ns() > end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        tu_sleep_ms(2);
+    }
+}
+
+/* A tiny pipe-based barrier between a parent and its forked children. */
+struct tu_gate { int fd[2]; };
+static inline void tu_gate_init(struct tu_gate *g) { ck_assert_int_eq(pipe(g->fd), 0); }
+static inline void tu_gate_open(struct tu_gate *g, int n)
+{
+    for (int i = 0; i < n; i++) { char c = 1; ck_assert_int_eq(write(g->fd[1], &c, 1), 1); }
+}
+static inline void tu_gate_pass(struct tu_gate *g)
+{
+    char c;
+    if (read(g->fd[0], &c, 1) != 1) _exit(99);
+}
+
+/* Run a Check suite; returns the process exit code. */
+static inline int tu_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
+
+#endif

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/* orbit-bench — orbit measured side by side with the kernel alternatives, in one run. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tool.h"
+
+static const char usage[] =
+"usage: orbit-bench SUBCOMMAND [OPTIONS]   (SUBCOMMAND --help for its options)\n"
+"\n"
+"  wake        one-way wake and ping-pong latency: orbit futex word (spin+park, park\n"
+"              only), io_uring FUTEX_WAIT, eventfd, pipe, AF_UNIX socketpair\n"
+#ifdef ORBIT_WITH_STREAM
+"  stream      stream throughput and ping-pong beside pipe, socketpair and memcpy\n"
+#endif
+#ifdef ORBIT_WITH_POOL
+"  pool        reserve/accept/complete ops/s beside a process-shared mutex\n"
+#endif
+#ifdef ORBIT_WITH_ADMISSION
+"  admission   claims+releases per second\n"
+#endif
+"\n"
+"Every subcommand takes --json for machine-readable output.\n";
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int64_t tool_percentile(int64_t *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof *v, cmp_i64);
+    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
+    return v[i < n ? i : n - 1];
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *sub = argv[1];
+    if (strcmp(sub, "wake") == 0) return bench_wake(argc - 1, argv + 1);
+#ifdef ORBIT_WITH_STREAM
+    if (strcmp(sub, "stream") == 0) return bench_stream(argc - 1, argv + 1);
+#endif
+#ifdef ORBIT_WITH_POOL
+    if (strcmp(sub, "pool") == 0) return bench_pool(argc - 1, argv + 1);
+#endif
+#ifdef ORBIT_WITH_ADMISSION
+    if (strcmp(sub, "admission") == 0) return bench_admission(argc - 1, argv + 1);
+#endif
+    fprintf(stderr, "orbit-bench: unknown subcommand '%s'\n\n%s", sub, usage);
+    return 2;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared by orbitctl and orbit-bench: module hooks and small output helpers. */
+#ifndef ORBIT_TOOL_H
+#define ORBIT_TOOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <orbit/fleet.h>
+
+/*
+ * orbitctl show: one function per table type. Each prints its section for the
+ * segment of that kind: human text, or with json a single JSON object (no
+ * trailing newline) that orbitctl embeds. Returns 0 or a negative code.
+ */
+int ctl_show_pool(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out);
+int ctl_show_stream(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out);
+int ctl_show_admission(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out);
+
+/*
+ * orbit-bench subcommands: argv[0] is the subcommand name. Each parses its own
+ * options (--help, --json, ...), runs its kernel baselines in the same run and
+ * prints ratios. Returns the process exit code.
+ */
+int bench_wake(int argc, char **argv);
+int bench_pool(int argc, char **argv);
+int bench_stream(int argc, char **argv);
+int bench_admission(int argc, char **argv);
+
+/* Print a JSON string literal (quoted, escaped). */
+static inline void tool_json_str(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+        else if (c < 0x20) fprintf(out, "\\u%04x", c);
+        else fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+/* Sort helper and percentile of n int64 samples (sorts in place). */
+int64_t tool_percentile(int64_t *v, size_t n, double p);
+
+#endif

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/* orbitctl — inspect and repair orbit fleets on this host. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <orbit/pool.h>
+#include <orbit/stream.h>
+#include <orbit/admission.h>
+#include "tool.h"
+#include "core/segment.h"
+
+static const char usage[] =
+"usage: orbitctl [--json] COMMAND [ARGS]\n"
+"\n"
+"  ls                               fleets on this host: segments, backing, sizes\n"
+"  show FLEET                       nodes (pid, incarnation, alive) and every table\n"
+"  node-dead FLEET NODE INCARNATION report a death: reclaim that incarnation's share\n"
+"  reap FLEET                       one liveness sweep: report every dead node\n"
+"  reset FLEET                      start a new epoch on every table (quiescent fleet only)\n"
+"  unlink FLEET                     remove every segment of the fleet\n"
+"\n"
+"  --json     machine-readable output for ls and show\n"
+"  -h, --help this text\n"
+"\n"
+"Exit status: 0 on success, 1 on an error (printed on stderr), 2 on bad usage.\n";
+
+static int fail(const char *what, int rc)
+{
+    fprintf(stderr, "orbitctl: %s: %s\n", what, orbit_strerror(rc));
+    return 1;
+}
+
+static const char *table_name(uint8_t type)
+{
+    switch (type) {
+    case ORB_TABLE_FLEET:     return "fleet";
+    case ORB_TABLE_POOL:      return "pool";
+    case ORB_TABLE_STREAMS:   return "streams";
+    case ORB_TABLE_ADMISSION: return "admission";
+    case ORB_TABLE_ARENA:     return "arena";
+    }
+    return "unknown";
+}
+
+static uint8_t segment_type(const char *fleet, uint8_t kind)
+{
+    struct orb_segment seg;
+    if (orb_segment_open_existing(fleet, kind, &seg) != 0)
+        return 0;
+    uint8_t t = seg.table_type;
+    orb_segment_close(&seg);
+    return t;
+}
+
+static void print_segments(const char *fleet, bool json)
+{
+    struct orbit_segment_info segs[64];
+    ssize_t n = orbit_fleet_segments(fleet, segs, 64);
+    if (json)
+        printf("\"segments\":[");
+    for (ssize_t i = 0; i < n && i < 64; i++) {
+        const struct orbit_segment_info *s = &segs[i];
+        if (json) {
+            printf("%s{\"kind\":%u,\"table\":\"%s\",\"backing\":\"%s\",\"bytes\":%" PRIu64
+                   ",\"epoch\":%" PRIu64 ",\"path\":", i ? "," : "", s->kind,
+                   table_name(segment_type(fleet, s->kind)), orbit_backing_name(s->backing),
+                   s->size, s->epoch);
+            tool_json_str(stdout, s->path);
+            printf("}");
+        } else {
+            printf("  %-10s kind %3u  %-8s %10" PRIu64 " bytes  epoch %" PRIu64 "  %s\n",
+                   table_name(segment_type(fleet, s->kind)), s->kind,
+                   orbit_backing_name(s->backing), s->size, s->epoch, s->path);
+        }
+    }
+    if (json)
+        printf("]");
+}
+
+static int cmd_ls(bool json)
+{
+    char names[256][ORBIT_FLEET_NAME_MAX + 1];
+    ssize_t n = orbit_fleet_list(names, 256);
+    if (n < 0)
+        return fail("ls", (int)n);
+    if (json)
+        printf("{\"fleets\":[");
+    for (ssize_t i = 0; i < n && i < 256; i++) {
+        if (json) {
+            printf("%s{\"name\":", i ? "," : "");
+            tool_json_str(stdout, names[i]);
+            printf(",");
+            print_segments(names[i], true);
+            printf("}");
+        } else {
+            printf("%s\n", names[i]);
+            print_segments(names[i], false);
+        }
+    }
+    if (json)
+        printf("]}\n");
+    else if (n == 0)
+        printf("no fleets\n");
+    return 0;
+}
+
+static void print_nodes(struct orbit_fleet *f, bool json)
+{
+    struct orbit_node_info *nodes = calloc(ORBIT_FLEET_CAPACITY_MAX, sizeof *nodes);
+    ssize_t n = nodes ? orbit_fleet_nodes(f, nodes, ORBIT_FLEET_CAPACITY_MAX) : 0;
+    if (json)
+        printf("\"nodes\":[");
+    else
+        printf("nodes (%zd of %u claimed):\n", n, orbit_fleet_capacity(f));
+    for (ssize_t i = 0; i < n && i < ORBIT_FLEET_CAPACITY_MAX; i++) {
+        const struct orbit_node_info *ni = &nodes[i];
+        const char *state = ni->state == ORBIT_NODE_LIVE ? "live" : "joining";
+        if (json)
+            printf("%s{\"node\":%u,\"state\":\"%s\",\"pid\":%d,\"start_time\":%" PRIu64
+                   ",\"incarnation\":%" PRIu64 ",\"alive\":%s}", i ? "," : "", ni->node, state,
+                   ni->pid, ni->start_time, ni->incarnation, ni->alive ? "true" : "false");
+        else
+            printf("  node %-5u %-8s pid %-8d incarnation %-20" PRIu64 " %s\n", ni->node, state,
+                   ni->pid, ni->incarnation, ni->alive ? "alive" : "DEAD");
+    }
+    if (json)
+        printf("]");
+    free(nodes);
+}
+
+/* Each table section comes from its module's ctl_show_* hook. */
+static void print_tables(struct orbit_fleet *f, bool json)
+{
+    struct orbit_segment_info segs[64];
+    ssize_t n = orbit_fleet_segments(orbit_fleet_name(f), segs, 64);
+    if (json)
+        printf(",\"tables\":[");
+    int shown = 0;
+    for (ssize_t i = 0; i < n && i < 64; i++) {
+        uint8_t kind = segs[i].kind, type = segment_type(orbit_fleet_name(f), kind);
+        if (type == ORB_TABLE_FLEET || type == 0)
+            continue;
+        if (json)
+            printf("%s{\"kind\":%u,\"table\":\"%s\",\"state\":", shown ? "," : "", kind, table_name(type));
+        else
+            printf("%s (kind %u):\n", table_name(type), kind);
+        int rc = -ORBIT_ENOTSUP;
+#ifdef ORBIT_WITH_POOL
+        if (type == ORB_TABLE_POOL) rc = ctl_show_pool(f, kind, json, stdout);
+#endif
+#ifdef ORBIT_WITH_STREAM
+        if (type == ORB_TABLE_STREAMS) rc = ctl_show_stream(f, kind, json, stdout);
+#endif
+#ifdef ORBIT_WITH_ADMISSION
+        if (type == ORB_TABLE_ADMISSION) rc = ctl_show_admission(f, kind, json, stdout);
+#endif
+        if (rc < 0) {
+            if (json) printf("{\"error\":\"%s\"}", orbit_strerror(rc));
+            else printf("  (%s)\n", orbit_strerror(rc));
+        }
+        if (json)
+            printf("}");
+        shown++;
+    }
+    if (json)
+        printf("]");
+}
+
+static int cmd_show(const char *name, bool json)
+{
+    struct orbit_fleet *f;
+    int rc = orbit_fleet_observe(name, &f);
+    if (rc < 0)
+        return fail(name, rc);
+    if (json) {
+        printf("{\"name\":");
+        tool_json_str(stdout, name);
+        printf(",\"capacity\":%u,\"backing\":\"%s\",", orbit_fleet_capacity(f),
+               orbit_backing_name(orbit_fleet_backing(f)));
+        print_segments(name, true);
+        printf(",");
+        print_nodes(f, true);
+        print_tables(f, true);
+        printf("}\n");
+    } else {
+        printf("fleet %s: capacity %u, backing %s\n", name, orbit_fleet_capacity(f),
+               orbit_backing_name(orbit_fleet_backing(f)));
+        print_segments(name, false);
+        print_nodes(f, false);
+        print_tables(f, false);
+    }
+    orbit_fleet_leave(f);
+    return 0;
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (!*s || *end || errno || v > max || s[0] == '-')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int cmd_node_dead(const char *name, const char *node_s, const char *inc_s)
+{
+    uint64_t node, inc;
+    if (parse_u64(node_s, 0xffff, &node) || parse_u64(inc_s, UINT64_MAX, &inc)) {
+        fprintf(stderr, "orbitctl: node-dead: NODE must be 0..65535 and INCARNATION a u64\n");
+        return 2;
+    }
+    struct orbit_fleet *f;
+    int rc = orbit_fleet_observe(name, &f);
+    if (rc < 0)
+        return fail(name, rc);
+    rc = orbit_fleet_node_dead(f, (uint16_t)node, inc);
+    orbit_fleet_leave(f);
+    if (rc < 0)
+        return fail("node-dead", rc);
+    printf("node %" PRIu64 " incarnation %" PRIu64 " reported dead on every table of %s\n", node, inc, name);
+    return 0;
+}
+
+static int cmd_reap(const char *name)
+{
+    struct orbit_fleet *f;
+    int rc = orbit_fleet_observe(name, &f);
+    if (rc < 0)
+        return fail(name, rc);
+    rc = orbit_fleet_reap(f);
+    orbit_fleet_leave(f);
+    if (rc < 0)
+        return fail("reap", rc);
+    printf("%d dead node(s) reported in %s\n", rc, name);
+    return 0;
+}
+
+static int cmd_reset(const char *name)
+{
+    struct orbit_fleet *f;
+    int rc = orbit_fleet_observe(name, &f);
+    if (rc < 0)
+        return fail(name, rc);
+    struct orbit_segment_info segs[64];
+    ssize_t n = orbit_fleet_segments(name, segs, 64);
+    for (ssize_t i = 0; i < n && i < 64; i++) {
+        uint8_t kind = segs[i].kind, type = segment_type(name, kind);
+        (void)type;
+#ifdef ORBIT_WITH_POOL
+        struct orbit_pool *p;
+        if (type == ORB_TABLE_POOL && orbit_pool_open_existing(f, kind, &p) == 0) {
+            orbit_pool_reset_all(p);
+            orbit_pool_close(p);
+            printf("pool kind %u: new epoch\n", kind);
+        }
+#endif
+#ifdef ORBIT_WITH_STREAM
+        struct orbit_streams *s;
+        if (type == ORB_TABLE_STREAMS && orbit_streams_open_existing(f, kind, &s) == 0) {
+            orbit_streams_reset_all(s);
+            orbit_streams_close(s);
+            printf("streams kind %u: new epoch\n", kind);
+        }
+#endif
+    }
+    orbit_fleet_leave(f);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    bool json = false;
+    static const struct option opts[] = { { "json", no_argument, 0, 'j' },
+                                          { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+    int c;
+    while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
+        if (c == 'j') json = true;
+        else if (c == 'h') { fputs(usage, stdout); return 0; }
+        else { fputs(usage, stderr); return 2; }
+    }
+    int left = argc - optind;
+    char **a = argv + optind;
+    for (int i = 1; i < left; i++)   /* --json may also follow the command */
+        if (strcmp(a[i], "--json") == 0) {
+            json = true;
+            memmove(&a[i], &a[i + 1], (size_t)(left - i - 1) * sizeof *a);
+            left--;
+        }
+    if (left == 1 && strcmp(a[0], "ls") == 0) return cmd_ls(json);
+    if (left == 2 && strcmp(a[0], "show") == 0) return cmd_show(a[1], json);
+    if (left == 4 && strcmp(a[0], "node-dead") == 0) return cmd_node_dead(a[1], a[2], a[3]);
+    if (left == 2 && strcmp(a[0], "reap") == 0) return cmd_reap(a[1]);
+    if (left == 2 && strcmp(a[0], "reset") == 0) return cmd_reset(a[1]);
+    if (left == 2 && strcmp(a[0], "unlink") == 0) {
+        int rc = orbit_fleet_unlink(a[1]);
+        return rc < 0 ? fail(a[1], rc) : 0;
+    }
+    fputs(usage, stderr);
+    return 2;
+}

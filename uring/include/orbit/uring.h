@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * orbit/uring.h — waiting on orbit from an io_uring event loop.
+ *
+ * Every orbit wait is a u32 futex word in shared memory. An io_uring server
+ * parks on it with an IORING_OP_FUTEX_WAIT SQE (Linux 6.7+) submitted in its
+ * own ring, beside its socket reads, so one io_uring_enter covers sockets and
+ * orbit alike; and the wakes orbit issues can ride the same ring as
+ * IORING_OP_FUTEX_WAKE SQEs. Where the kernel lacks the futex opcodes (or
+ * io_uring is disabled) the prep calls return -ORBIT_ENOTSUP and callers use
+ * the blocking calls or the readiness eventfds instead.
+ *
+ * A completed wait means "something may have changed": re-try the
+ * non-blocking call (try_read, take_offer, reserve...). A wait whose word
+ * already moved completes with -EAGAIN; treat it as a wake. To bound a wait,
+ * link an IORING_OP_LINK_TIMEOUT (use IOSQE_IO_HARDLINK: -EAGAIN breaks an
+ * ordinary link).
+ */
+#ifndef ORBIT_URING_H
+#define ORBIT_URING_H
+
+#include <liburing.h>
+#include <orbit/pool.h>
+#include <orbit/stream.h>
+#include <orbit/admission.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* user_data of the FUTEX_WAKE SQEs queued by orbit_uring_attach_wakes. They carry
+ * IOSQE_CQE_SKIP_SUCCESS, so a CQE with this user_data appears only on failure. */
+#define ORBIT_URING_WAKE_USER_DATA 0x0eb17a4e0eb17a4eull
+
+bool orbit_uring_futex_supported(void);                       /* probed once */
+/* Each prep returns 0 when it filled the SQE with a FUTEX_WAIT that completes on
+ * the next relevant change, 1 when the thing is ready now (SQE left untouched:
+ * do not submit it), or a negative code. user_data is the caller's. */
+int orbit_endpoint_prep_wait_readable(struct orbit_endpoint *, struct io_uring_sqe *);
+int orbit_endpoint_prep_wait_writable(struct orbit_endpoint *, struct io_uring_sqe *);
+int orbit_pool_prep_wait_capacity(struct orbit_pool *, orbit_key, uint32_t since, struct io_uring_sqe *);
+int orbit_streams_prep_wait_offer(struct orbit_streams *, struct io_uring_sqe *);
+int orbit_admission_prep_wait(struct orbit_admission *, uint64_t since_epoch, struct io_uring_sqe *);
+int orbit_fleet_prep_wait_doorbell(struct orbit_fleet *, struct io_uring_sqe *);
+/* Wakes the library would issue with futex(2) are queued as FUTEX_WAKE SQEs in
+ * this ring instead, until the batch is detached; they go out with the
+ * caller's next io_uring_submit. */
+int  orbit_uring_attach_wakes(struct io_uring *ring);        /* per thread */
+void orbit_uring_detach_wakes(void);
+int  orbit_readiness_drain(int readiness_fd);                 /* drain + re-arm */
+
+#ifdef __cplusplus
+}
+#endif
+#endif
