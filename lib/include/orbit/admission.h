@@ -70,7 +70,10 @@ struct orbit_demand { const struct orbit_units *claim; size_t n_claim;     /* im
  * incarnation are additions beyond the contract's four fields: the record's
  * index (so release is O(1)) and the claimer's incarnation. Do not edit it:
  * a claim whose fields disagree with a live record of the same serial
- * poisons the ledger on release.
+ * poisons the ledger on release. Serials only grow and are never reused; each
+ * ledger starts them at a random point below 2^62, so a claim of another
+ * ledger (or of an earlier ledger of the same name) is never taken for one of
+ * this ledger's: releasing it is -ORBIT_ENOTRESERVED.
  */
 struct orbit_claim { uint64_t serial; uint16_t node; uint64_t retained_bytes; bool released;
                      uint32_t slot; uint64_t incarnation; };
@@ -89,6 +92,8 @@ struct orbit_admission;
  * orbit_admission_open - open (creating if needed) the fleet's ledger.
  * spec NULL means ORBIT_ADMISSION_SPEC_DEFAULT. A new ledger has no domains:
  * set them up with orbit_admission_set_capacity.
+ * On an observer fleet (orbit_fleet_observe) it creates nothing: the ledger
+ * must exist (else -ENOENT) with this spec.
  * Errors: -ORBIT_EMALFORMED (bad spec, kind 255), -ORBIT_EGEOMETRY (the
  * ledger exists with another spec), -ORBIT_ECORRUPT, -ENOMEM, -EACCES.
  *

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The admission ledger's shared layout (private to lib/admission and its tests).
+ *
+ * Segment table (after the 4 KiB segment header), each part 64-byte aligned:
+ *   struct adm_ledger                       robust mutex, counters, wake word
+ *   struct adm_domain   [max_domains]       id, capacity, used, availability epoch
+ *   uint32_t            [max_claims]        free-slot stack (slot indexes)
+ *   struct adm_record   [max_claims]        claim records, record_bytes each
+ *
+ * Everything except the atomics below is read and written only under the
+ * mutex. The atomics (poisoned, closed, change_epoch, the wake word) are also
+ * read without it by waiters and inspectors.
+ */
+#ifndef ORB_ADMISSION_LAYOUT_H
+#define ORB_ADMISSION_LAYOUT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <orbit/admission.h>
+#include "core/fleet_internal.h"
+#include "core/segment.h"
+#include "core/wait.h"
+
+#define ADM_LAYOUT_VERSION 1u
+#define ADM_DOMAINS_MAX    1024u        /* spec.max_domains upper bound */
+#define ADM_CLAIMS_MAX     (1u << 20)   /* spec.max_claims upper bound */
+#define ADM_TABLE_MAX      (1ull << 30) /* table bytes upper bound */
+
+/* Geometry as stored in the segment header; compared byte for byte by openers. */
+struct adm_geometry {
+    uint32_t layout;            /* ADM_LAYOUT_VERSION */
+    uint32_t max_domains;
+    uint32_t max_claims;
+    uint32_t record_bytes;
+    uint64_t retained_max;      /* 0: retention disabled */
+};
+
+/* Why a ledger was poisoned (ledger->poisoned); 0 means healthy. */
+enum adm_poison {
+    ADM_OK = 0,
+    ADM_POISON_SERIAL,          /* serial counter exhausted */
+    ADM_POISON_EPOCH,           /* change or availability epoch exhausted */
+    ADM_POISON_USAGE,           /* used above capacity, or a sum overflowed */
+    ADM_POISON_RETAINED,        /* retained bytes above the cap, or below a release */
+    ADM_POISON_RECORD,          /* a live record disagrees with a claim or the ledger */
+    ADM_POISON_HALF_WRITTEN,    /* a holder died while writing a record */
+    ADM_POISON_LAYOUT,          /* a shared index or count failed a bounds check */
+    ADM_POISON_MUTEX,           /* the mutex is not recoverable */
+};
+
+struct adm_ledger {
+    pthread_mutex_t mutex;              /* robust, process-shared */
+    uint32_t n_domains;                 /* domains [0, n_domains) are set up */
+    uint32_t live_claims;               /* records in state LIVE */
+    uint32_t free_top;                  /* free stack holds [0, free_top) */
+    uint32_t pad;
+    uint64_t next_serial;               /* next serial to hand out; starts at random in [1, 2^62] */
+    uint64_t retained_bytes;            /* sum of live records' retained bytes */
+    uint64_t repairs;                   /* EOWNERDEAD repairs done */
+    /* Read without the mutex by waiters: a line of its own, so spinning waiters do not slow the holder. */
+    _Alignas(64) _Atomic uint32_t poisoned;   /* enum adm_poison; set once, never cleared */
+    _Atomic uint32_t closed;            /* shutdown: no new claims */
+    _Atomic uint64_t change_epoch;      /* the "release epoch" of results; only grows */
+    struct orb_waitword change;         /* moves whenever change_epoch advances or on poison */
+};
+
+struct adm_domain {
+    uint32_t id;
+    uint32_t pad;
+    uint64_t capacity;
+    uint64_t used;
+    uint64_t availability_epoch;        /* advances when this domain's free units grow */
+};
+
+/* Record states: only LIVE records hold capacity. */
+enum adm_record_state {
+    ADM_REC_FREE = 0,
+    ADM_REC_WRITING = 1,                /* being filled by a claimer: unproven */
+    ADM_REC_LIVE = 2,
+    ADM_REC_RELEASING = 3,              /* a release is taking it apart: counts as gone */
+};
+
+struct adm_unit {
+    uint32_t domain_index;              /* index into the domain table, not the id */
+    uint32_t pad;
+    uint64_t units;
+};
+
+/* A demand entry resolved to its domain's index. */
+struct adm_want { uint32_t index; uint64_t units; };
+
+struct adm_record {
+    _Atomic uint32_t state;             /* enum adm_record_state */
+    uint32_t n_units;
+    uint16_t node;
+    uint16_t pad16;
+    uint32_t pad32;
+    uint64_t incarnation;
+    uint64_t serial;
+    uint64_t retained_bytes;
+    uint64_t pad64;
+    struct adm_unit units[];            /* n_units entries, up to max_domains */
+};
+_Static_assert(sizeof(struct adm_record) == 48, "record header is 48 bytes");
+
+/* Where each part starts, from the geometry (process-local, trusted). */
+struct adm_offsets {
+    size_t domains, free_stack, records, table_bytes;   /* table_bytes: without segment header */
+};
+
+/* Test hook points (ORBIT_TEST_ADMISSION_PARK_IN_MUTEX). */
+enum adm_park {
+    ADM_PARK_NONE = 0,
+    ADM_PARK_CLAIM_WRITING,             /* record half-written */
+    ADM_PARK_CLAIM_COMMIT,              /* record live, used partly charged */
+    ADM_PARK_RELEASE,                   /* record releasing, used partly returned */
+};
+
+struct orbit_admission {
+    struct orbit_fleet *fleet;
+    struct orb_segment seg;
+    struct adm_ledger *ledger;
+    struct adm_domain *domains;
+    uint32_t *free_stack;
+    unsigned char *records;
+    struct adm_geometry geo;            /* trusted bounds: never re-read from shared memory */
+    uint64_t *scratch;                  /* max_domains sums; used only under the mutex */
+    struct adm_want *want;              /* 2 * max_domains resolved entries; only under the mutex */
+    enum adm_park park;
+    struct orb_spin spin;
+    struct orb_wait_stats stats;
+};
+
+static inline struct adm_record *adm_record(const struct orbit_admission *a, uint32_t slot)
+{
+    return (struct adm_record *)(void *)(a->records + (size_t)slot * a->geo.record_bytes);
+}
+
+/* Layout arithmetic (admission.c). -ORBIT_EMALFORMED when out of bounds. */
+int  adm_geometry_make(const struct orbit_admission_spec *spec, struct adm_geometry *out);
+int  adm_offsets(const struct adm_geometry *geo, struct adm_offsets *out);
+/* Index of a set-up domain id, or -1 (under the mutex; n_domains already bounds-checked). */
+int64_t adm_domain_find(const struct orbit_admission *a, uint32_t id);
+
+/*
+ * Mutex and repair (lock.c). adm_lock: 0 held, or -ORBIT_EPOISONED (not
+ * recoverable), -ORBIT_ECORRUPT; with inspect, -ORBIT_ETIMEDOUT after
+ * ADM_INSPECT_LOCK_S seconds (tools must not hang on a stopped holder).
+ */
+#define ADM_INSPECT_LOCK_S 2
+int  adm_lock(struct orbit_admission *a, bool inspect);
+void adm_unlock(struct orbit_admission *a);
+void adm_poison(struct orbit_admission *a, enum adm_poison why);   /* under the mutex */
+bool adm_is_poisoned(const struct orbit_admission *a);
+void adm_park_here(const struct orbit_admission *a, enum adm_park point);
+/* Advance the change epoch by one (under the mutex): false when it cannot (then poisoned). */
+bool adm_advance_epoch(struct orbit_admission *a);
+void adm_repair(struct orbit_admission *a);
+
+/* Release of one live record (release.c), under the mutex. 0, or -ORBIT_EPOISONED. */
+int  adm_release_record(struct orbit_admission *a, uint32_t slot);
+
+#endif

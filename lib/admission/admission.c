@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/* The admission ledger: segment layout, open/close, capacity, shutdown, waits. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/random.h>
+#include <orbit/uring.h>
+#include "adm_layout.h"
+#include "uring_internal.h"
+
+static size_t round64(size_t v) { return (v + 63) & ~(size_t)63; }
+
+int adm_geometry_make(const struct orbit_admission_spec *spec, struct adm_geometry *out)
+{
+    if (spec->kind == ORB_FLEET_KIND || spec->max_domains == 0 || spec->max_domains > ADM_DOMAINS_MAX ||
+        spec->max_claims == 0 || spec->max_claims > ADM_CLAIMS_MAX)
+        return -ORBIT_EMALFORMED;
+    *out = (struct adm_geometry){
+        .layout = ADM_LAYOUT_VERSION,
+        .max_domains = spec->max_domains,
+        .max_claims = spec->max_claims,
+        .record_bytes = (uint32_t)round64(sizeof(struct adm_record) +
+                                          sizeof(struct adm_unit) * spec->max_domains),
+        .retained_max = spec->retained_max_bytes,
+    };
+    struct adm_offsets off;
+    return adm_offsets(out, &off);
+}
+
+int adm_offsets(const struct adm_geometry *g, struct adm_offsets *out)
+{
+    out->domains = round64(sizeof(struct adm_ledger));
+    out->free_stack = out->domains + round64(sizeof(struct adm_domain) * g->max_domains);
+    out->records = out->free_stack + round64(sizeof(uint32_t) * g->max_claims);
+    out->table_bytes = out->records + (size_t)g->record_bytes * g->max_claims;
+    return ORB_SEG_HEADER_BYTES + out->table_bytes <= ADM_TABLE_MAX ? 0 : -ORBIT_EMALFORMED;
+}
+
+static int init_mutex(pthread_mutex_t *m)
+{
+    pthread_mutexattr_t at;
+    int rc = pthread_mutexattr_init(&at);
+    if (rc == 0)
+        rc = pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED);
+    if (rc == 0)
+        rc = pthread_mutexattr_setrobust(&at, PTHREAD_MUTEX_ROBUST);
+    if (rc == 0)
+        rc = pthread_mutex_init(m, &at);
+    pthread_mutexattr_destroy(&at);
+    return rc == 0 ? 0 : -rc;
+}
+
+/*
+ * Serials start at a random point below 2^62 (at least 2^62 remain): a claim
+ * of another ledger, or of an earlier ledger of the same name, is then never
+ * taken for one of this ledger's (the seed's coordinator id, in one number).
+ */
+static uint64_t serial_base(void)
+{
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+        r = (uint64_t)orb_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32;
+    return (r & ((1ull << 62) - 1)) + 1;
+}
+
+/* The creator's initialiser: runs before the segment's ready word is published. */
+static int adm_init(struct orb_segment *seg, void *ctx)
+{
+    const struct adm_geometry *g = ctx;
+    struct adm_offsets off;
+    adm_offsets(g, &off);
+    char *t = orb_seg_table(seg);
+    memset(t, 0, off.table_bytes);
+    struct adm_ledger *l = (struct adm_ledger *)(void *)t;
+    l->next_serial = serial_base();
+    l->free_top = g->max_claims;
+    uint32_t *stack = (uint32_t *)(void *)(t + off.free_stack);
+    /* Slot 0 on top: the first claims take the lowest slots. */
+    for (uint32_t i = 0; i < g->max_claims; i++)
+        stack[i] = g->max_claims - 1 - i;
+    return init_mutex(&l->mutex);
+}
+
+static enum adm_park park_from_env(void)
+{
+    const char *v = getenv("ORBIT_TEST_ADMISSION_PARK_IN_MUTEX");
+    if (!v)
+        return ADM_PARK_NONE;
+    if (strcmp(v, "claim-writing") == 0)
+        return ADM_PARK_CLAIM_WRITING;
+    if (strcmp(v, "claim-commit") == 0)
+        return ADM_PARK_CLAIM_COMMIT;
+    if (strcmp(v, "release") == 0)
+        return ADM_PARK_RELEASE;
+    return ADM_PARK_NONE;
+}
+
+/* Builds the handle over an opened segment; closes the segment on failure. */
+static int attach(struct orbit_fleet *f, struct orb_segment *seg, const struct adm_geometry *g,
+                  struct orbit_admission **out)
+{
+    struct adm_offsets off;
+    struct orbit_admission *a = calloc(1, sizeof *a);
+    uint64_t *scratch = calloc(g->max_domains, sizeof(uint64_t));
+    struct adm_want *want = calloc(2 * (size_t)g->max_domains, sizeof *want);
+    int rc = a && scratch && want ? adm_offsets(g, &off) : -ENOMEM;
+    if (rc == 0 && (orb_seg_hdr(seg)->table_bytes != ORB_SEG_HEADER_BYTES + off.table_bytes ||
+                    seg->mapped < ORB_SEG_HEADER_BYTES + off.table_bytes))
+        rc = -ORBIT_ECORRUPT;
+    if (rc < 0) {
+        free(a);
+        free(scratch);
+        free(want);
+        orb_fleet_table_close(f, seg);
+        return rc;
+    }
+    char *t = orb_seg_table(seg);
+    a->fleet = f;
+    a->seg = *seg;
+    a->geo = *g;
+    a->ledger = (struct adm_ledger *)(void *)t;
+    a->domains = (struct adm_domain *)(void *)(t + off.domains);
+    a->free_stack = (uint32_t *)(void *)(t + off.free_stack);
+    a->records = (unsigned char *)(t + off.records);
+    a->scratch = scratch;
+    a->want = want;
+    a->park = park_from_env();
+    *out = a;
+    return 0;
+}
+
+/* An observer creates nothing: it opens the existing ledger, which must have this spec. */
+static int open_as_observer(struct orbit_fleet *f, const struct adm_geometry *g, uint8_t kind,
+                            struct orbit_admission **out)
+{
+    int rc = orbit_admission_open_existing(f, kind, out);
+    if (rc == 0 && memcmp(&(*out)->geo, g, sizeof *g) != 0) {
+        orbit_admission_close(*out);
+        *out = NULL;
+        rc = -ORBIT_EGEOMETRY;
+    }
+    return rc;
+}
+
+int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spec *spec,
+                         struct orbit_admission **out)
+{
+    static const struct orbit_admission_spec dflt = ORBIT_ADMISSION_SPEC_DEFAULT;
+    if (!f || !out)
+        return -ORBIT_EMALFORMED;
+    struct adm_geometry g;
+    int rc = adm_geometry_make(spec ? spec : &dflt, &g);
+    if (rc < 0)
+        return rc;
+    if (f->observer)
+        return open_as_observer(f, &g, spec ? spec->kind : dflt.kind, out);
+    struct adm_offsets off;
+    adm_offsets(&g, &off);
+    struct orb_seg_request req = {
+        .kind = (spec ? spec : &dflt)->kind,
+        .table_type = ORB_TABLE_ADMISSION,
+        .geometry = &g,
+        .geometry_len = sizeof g,
+        .table_bytes = ORB_SEG_HEADER_BYTES + off.table_bytes,
+        .populate_bytes = ORB_SEG_HEADER_BYTES + off.table_bytes,
+        .init = adm_init,
+        .ctx = &g,
+    };
+    struct orb_segment seg;
+    if ((rc = orb_fleet_table_open(f, &req, &seg)) < 0)
+        return rc;
+    return attach(f, &seg, &g, out);
+}
+
+int orbit_admission_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_admission **out)
+{
+    if (!f || !out)
+        return -ORBIT_EMALFORMED;
+    struct orb_segment seg;
+    int rc = orb_fleet_table_open_existing(f, kind, &seg);
+    if (rc < 0)
+        return rc;
+    const struct orb_seg_header *h = orb_seg_hdr(&seg);
+    struct adm_geometry stored, g;
+    memcpy(&stored, h->geometry, sizeof stored);
+    struct orbit_admission_spec spec = { .kind = kind, .max_domains = stored.max_domains,
+                                         .max_claims = stored.max_claims,
+                                         .retained_max_bytes = stored.retained_max };
+    /* The stored geometry must be one this build would have made from its own spec. */
+    if (h->table_type != ORB_TABLE_ADMISSION || h->geometry_len != sizeof stored ||
+        adm_geometry_make(&spec, &g) < 0 || memcmp(&g, &stored, sizeof g) != 0) {
+        orb_fleet_table_close(f, &seg);
+        return -ORBIT_EGEOMETRY;
+    }
+    return attach(f, &seg, &g, out);
+}
+
+void orbit_admission_close(struct orbit_admission *a)
+{
+    if (!a)
+        return;
+    orb_fleet_table_close(a->fleet, &a->seg);
+    free(a->scratch);
+    free(a->want);
+    free(a);
+}
+
+/* ---- capacity and shutdown --------------------------------------------- */
+
+int64_t adm_domain_find(const struct orbit_admission *a, uint32_t id)
+{
+    for (uint32_t i = 0; i < a->ledger->n_domains; i++)
+        if (a->domains[i].id == id)
+            return i;
+    return -1;
+}
+
+static int add_domain(struct orbit_admission *a, uint32_t id, uint64_t capacity)
+{
+    struct adm_ledger *l = a->ledger;
+    if (l->n_domains >= a->geo.max_domains)
+        return -ORBIT_EKEYFULL;
+    a->domains[l->n_domains] = (struct adm_domain){ .id = id, .capacity = capacity };
+    /* The entry is whole before n_domains covers it: a crash here leaves it unseen. */
+    atomic_signal_fence(memory_order_seq_cst);
+    l->n_domains++;
+    return 0;
+}
+
+static int set_capacity_locked(struct orbit_admission *a, uint32_t id, uint64_t capacity)
+{
+    if (adm_is_poisoned(a))
+        return -ORBIT_EPOISONED;
+    if (a->ledger->n_domains > a->geo.max_domains) {
+        adm_poison(a, ADM_POISON_LAYOUT);
+        return -ORBIT_EPOISONED;
+    }
+    int64_t i = adm_domain_find(a, id);
+    if (i < 0)
+        return add_domain(a, id, capacity);
+    struct adm_domain *dom = &a->domains[i];
+    if (capacity < dom->used)
+        return -ORBIT_EBUSY;
+    if (capacity <= dom->capacity) {
+        dom->capacity = capacity;
+        return 0;
+    }
+    /* Growth: deferred claimers on this domain may fit now. */
+    if (dom->availability_epoch == UINT64_MAX) {
+        adm_poison(a, ADM_POISON_EPOCH);
+        return -ORBIT_EPOISONED;
+    }
+    if (!adm_advance_epoch(a))
+        return -ORBIT_EPOISONED;
+    dom->capacity = capacity;
+    dom->availability_epoch++;
+    orb_wait_signal(&a->ledger->change, &a->stats);
+    return 0;
+}
+
+int orbit_admission_set_capacity(struct orbit_admission *a, uint32_t domain, uint64_t capacity)
+{
+    if (!a)
+        return -ORBIT_EMALFORMED;
+    int rc = adm_lock(a, false);
+    if (rc < 0)
+        return rc;
+    rc = set_capacity_locked(a, domain, capacity);
+    adm_unlock(a);
+    return rc;
+}
+
+int orbit_admission_shutdown(struct orbit_admission *a)
+{
+    if (!a)
+        return -ORBIT_EMALFORMED;
+    int rc = adm_lock(a, false);
+    if (rc < 0)
+        return rc;
+    struct adm_ledger *l = a->ledger;
+    if (adm_is_poisoned(a))
+        rc = -ORBIT_EPOISONED;
+    else if (!atomic_load_explicit(&l->closed, memory_order_relaxed)) {
+        atomic_store_explicit(&l->closed, 1, memory_order_relaxed);
+        /* Deferred claimers wake and learn from try_claim that admission closed. */
+        if (adm_advance_epoch(a))
+            orb_wait_signal(&l->change, &a->stats);
+        else
+            rc = -ORBIT_EPOISONED;
+    }
+    adm_unlock(a);
+    return rc;
+}
+
+/* ---- waits --------------------------------------------------------------- */
+
+struct adm_wait_ctx { struct orbit_admission *a; uint64_t since; };
+
+static int epoch_passed(void *p)
+{
+    const struct adm_wait_ctx *c = p;
+    if (adm_is_poisoned(c->a))
+        return -ORBIT_EPOISONED;
+    /* Acquire pairs with the epoch's release store: the change behind it is visible. */
+    return atomic_load_explicit(&c->a->ledger->change_epoch, memory_order_acquire) > c->since;
+}
+
+int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int timeout_ms, uint64_t *now)
+{
+    if (!a) {
+        if (now)
+            *now = 0;
+        return -ORBIT_EMALFORMED;
+    }
+    struct adm_wait_ctx ctx = { a, since_epoch };
+    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
+    int rc = orb_wait_until(&a->ledger->change, epoch_passed, &ctx, &deadline, &a->spin, &a->stats);
+    if (now)
+        *now = atomic_load_explicit(&a->ledger->change_epoch, memory_order_acquire);
+    return rc > 0 ? 0 : rc;
+}
+
+int orbit_admission_prep_wait(struct orbit_admission *a, uint64_t since_epoch, struct io_uring_sqe *sqe)
+{
+    if (!a || !sqe)
+        return -ORBIT_EMALFORMED;
+    struct adm_wait_ctx ctx = { a, since_epoch };
+    return orb_uring_prep_wait(&a->ledger->change, epoch_passed, &ctx, sqe, &a->stats);
+}
+
+/* ---- inspection ---------------------------------------------------------- */
+
+bool orbit_admission_poisoned(struct orbit_admission *a)
+{
+    return a && adm_is_poisoned(a);
+}
+
+uint64_t orbit_admission_epoch(struct orbit_admission *a)
+{
+    return a ? atomic_load_explicit(&a->ledger->change_epoch, memory_order_acquire) : 0;
+}
+
+uint64_t orbit_admission_retained_bytes(struct orbit_admission *a)
+{
+    if (!a || adm_lock(a, true) < 0)
+        return 0;
+    uint64_t v = a->ledger->retained_bytes;
+    adm_unlock(a);
+    return v;
+}
+
+ssize_t orbit_admission_domains(struct orbit_admission *a, struct orbit_domain_info *out, size_t max)
+{
+    if (!a || (max && !out))
+        return -ORBIT_EMALFORMED;
+    int rc = adm_lock(a, true);
+    if (rc < 0)
+        return rc;
+    uint32_t n = a->ledger->n_domains;
+    if (n > a->geo.max_domains)
+        n = a->geo.max_domains;   /* bounds first; try_claim poisons on it */
+    for (uint32_t i = 0; i < n && i < max; i++) {
+        const struct adm_domain *d = &a->domains[i];
+        out[i] = (struct orbit_domain_info){ d->id, d->capacity, d->used, d->availability_epoch };
+    }
+    adm_unlock(a);
+    return n;
+}
+
+static struct orbit_claim claim_of(const struct orbit_admission *a, uint32_t slot)
+{
+    const struct adm_record *r = adm_record(a, slot);
+    return (struct orbit_claim){ .serial = r->serial, .node = r->node, .retained_bytes = r->retained_bytes,
+                                 .released = false, .slot = slot, .incarnation = r->incarnation };
+}
+
+ssize_t orbit_admission_claims(struct orbit_admission *a, struct orbit_claim_info *out, size_t max)
+{
+    if (!a || (max && !out))
+        return -ORBIT_EMALFORMED;
+    int rc = adm_lock(a, true);
+    if (rc < 0)
+        return rc;
+    size_t n = 0;
+    for (uint32_t s = 0; s < a->geo.max_claims; s++) {
+        const struct adm_record *r = adm_record(a, s);
+        if (atomic_load_explicit(&r->state, memory_order_relaxed) != ADM_REC_LIVE)
+            continue;
+        if (n < max)
+            out[n] = (struct orbit_claim_info){ claim_of(a, s), r->n_units };
+        n++;
+    }
+    adm_unlock(a);
+    return (ssize_t)n;
+}
+
+ssize_t orbit_admission_claim_units(struct orbit_admission *a, const struct orbit_claim *c,
+                                    struct orbit_units *out, size_t max)
+{
+    if (!a || !c || (max && !out))
+        return -ORBIT_EMALFORMED;
+    int rc = adm_lock(a, true);
+    if (rc < 0)
+        return rc;
+    const struct adm_record *r = c->slot < a->geo.max_claims ? adm_record(a, c->slot) : NULL;
+    ssize_t n = -ORBIT_ENOTRESERVED;
+    if (r && c->serial != 0 && r->serial == c->serial &&
+        atomic_load_explicit(&r->state, memory_order_relaxed) == ADM_REC_LIVE) {
+        n = r->n_units <= a->geo.max_domains ? (ssize_t)r->n_units : -ORBIT_ECORRUPT;
+        for (ssize_t i = 0; i < n && (size_t)i < max; i++) {
+            uint32_t d = r->units[i].domain_index;
+            out[i] = (struct orbit_units){ d < a->geo.max_domains ? a->domains[d].id : UINT32_MAX,
+                                           r->units[i].units };
+        }
+    }
+    adm_unlock(a);
+    return n;
+}
+
+static const char *poison_text(uint32_t why)
+{
+    static const char *const text[] = {
+        [ADM_OK] = "",
+        [ADM_POISON_SERIAL] = "serial counter exhausted",
+        [ADM_POISON_EPOCH] = "epoch exhausted",
+        [ADM_POISON_USAGE] = "domain usage above capacity or overflowed",
+        [ADM_POISON_RETAINED] = "retained bytes inconsistent with the cap or a release",
+        [ADM_POISON_RECORD] = "claim record disagrees with the claim or the ledger",
+        [ADM_POISON_HALF_WRITTEN] = "a holder died while writing a claim record",
+        [ADM_POISON_LAYOUT] = "a shared index or count failed a bounds check",
+        [ADM_POISON_MUTEX] = "ledger mutex not recoverable",
+    };
+    return why < sizeof text / sizeof text[0] ? text[why] : "unknown poison reason";
+}
+
+int orbit_admission_info(struct orbit_admission *a, struct orbit_admission_info *out)
+{
+    if (!a || !out)
+        return -ORBIT_EMALFORMED;
+    int rc = adm_lock(a, true);
+    if (rc < 0)
+        return rc;
+    const struct adm_ledger *l = a->ledger;
+    uint32_t why = atomic_load_explicit(&l->poisoned, memory_order_acquire);
+    *out = (struct orbit_admission_info){
+        .spec = { .kind = a->seg.kind, .max_domains = a->geo.max_domains,
+                  .max_claims = a->geo.max_claims, .retained_max_bytes = a->geo.retained_max },
+        .n_domains = l->n_domains, .live_claims = l->live_claims,
+        .next_serial = l->next_serial, .retained_bytes = l->retained_bytes,
+        .change_epoch = atomic_load_explicit(&l->change_epoch, memory_order_relaxed),
+        .repairs = l->repairs,
+        .shutdown = atomic_load_explicit(&l->closed, memory_order_relaxed) != 0,
+        .poisoned = why != ADM_OK, .poison_reason = poison_text(why),
+    };
+    adm_unlock(a);
+    return 0;
+}
+
+void orbit_admission_stats(struct orbit_admission *a, struct orbit_admission_stats *out)
+{
+    if (!a || !out)
+        return;
+    out->parks = atomic_load_explicit(&a->stats.parks, memory_order_relaxed);
+    out->wakes = atomic_load_explicit(&a->stats.wakes, memory_order_relaxed);
+}

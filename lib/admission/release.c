@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/* Release exactly once, and node_dead: give a record's units back and wake waiters. */
+#include "adm_layout.h"
+
+/* The seed's validity conditions for releasing a live record. false: poison. */
+static bool record_releasable(const struct orbit_admission *a, const struct adm_record *r)
+{
+    const struct adm_ledger *l = a->ledger;
+    if (r->n_units == 0 || r->n_units > a->geo.max_domains || l->n_domains > a->geo.max_domains)
+        return false;
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < r->n_units; i++) {
+        const struct adm_unit *u = &r->units[i];
+        if (u->domain_index >= l->n_domains || u->units == 0 ||
+            __builtin_add_overflow(sum, u->units, &sum))
+            return false;
+        const struct adm_domain *dom = &a->domains[u->domain_index];
+        if (dom->used < u->units || dom->availability_epoch == UINT64_MAX)
+            return false;
+    }
+    if (r->retained_bytes != 0 && r->retained_bytes != sum)
+        return false;
+    if (l->retained_bytes < r->retained_bytes || l->retained_bytes > a->geo.retained_max)
+        return false;
+    return l->live_claims > 0 && l->free_top < a->geo.max_claims &&
+           atomic_load_explicit(&l->change_epoch, memory_order_relaxed) != UINT64_MAX;
+}
+
+int adm_release_record(struct orbit_admission *a, uint32_t slot)
+{
+    struct adm_ledger *l = a->ledger;
+    struct adm_record *r = adm_record(a, slot);
+    if (!record_releasable(a, r)) {
+        adm_poison(a, ADM_POISON_RECORD);
+        return -ORBIT_EPOISONED;
+    }
+    /* RELEASING before any unit goes back: repair then counts the record as gone. */
+    atomic_store_explicit(&r->state, ADM_REC_RELEASING, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    for (uint32_t i = 0; i < r->n_units; i++) {
+        struct adm_domain *dom = &a->domains[r->units[i].domain_index];
+        dom->used -= r->units[i].units;
+        dom->availability_epoch++;
+        if (i == 0)
+            adm_park_here(a, ADM_PARK_RELEASE);
+    }
+    l->retained_bytes -= r->retained_bytes;
+    l->live_claims--;
+    r->serial = 0;
+    atomic_store_explicit(&r->state, ADM_REC_FREE, memory_order_relaxed);
+    a->free_stack[l->free_top++] = slot;
+    uint64_t e = atomic_load_explicit(&l->change_epoch, memory_order_relaxed);
+    /* Release: a waiter that sees the new epoch also sees the units given back. */
+    atomic_store_explicit(&l->change_epoch, e + 1, memory_order_release);
+    return 0;
+}
+
+/* The live record a claim names, or NULL when it is not live (forged or released). */
+static struct adm_record *claim_record(struct orbit_admission *a, const struct orbit_claim *c)
+{
+    if (c->slot >= a->geo.max_claims || c->serial == 0)
+        return NULL;
+    struct adm_record *r = adm_record(a, c->slot);
+    if (atomic_load_explicit(&r->state, memory_order_relaxed) != ADM_REC_LIVE || r->serial != c->serial)
+        return NULL;
+    return r;
+}
+
+static int release_locked(struct orbit_admission *a, const struct orbit_claim *c)
+{
+    if (adm_is_poisoned(a))
+        return -ORBIT_EPOISONED;
+    struct adm_record *r = claim_record(a, c);
+    if (!r)
+        return -ORBIT_ENOTRESERVED;
+    /* Same serial, other owner or fee: the claim or the ledger is wrong, and we cannot tell which. */
+    if (r->node != c->node || r->incarnation != c->incarnation || r->retained_bytes != c->retained_bytes) {
+        adm_poison(a, ADM_POISON_RECORD);
+        return -ORBIT_EPOISONED;
+    }
+    int rc = adm_release_record(a, c->slot);
+    if (rc == 0)
+        orb_wait_signal(&a->ledger->change, &a->stats);
+    return rc;
+}
+
+int orbit_admission_release(struct orbit_admission *a, struct orbit_claim *c)
+{
+    if (!a || !c)
+        return -ORBIT_EMALFORMED;
+    if (c->released)
+        return -ORBIT_ENOTRESERVED;
+    int rc = adm_lock(a, false);
+    if (rc < 0)
+        return rc;
+    rc = release_locked(a, c);
+    adm_unlock(a);
+    if (rc == 0)
+        c->released = true;
+    return rc;
+}
+
+void orbit_admission_node_dead(struct orbit_admission *a, uint16_t node, uint64_t incarnation)
+{
+    if (!a || adm_lock(a, false) < 0)
+        return;
+    bool released = false;
+    for (uint32_t s = 0; s < a->geo.max_claims && !adm_is_poisoned(a); s++) {
+        struct adm_record *r = adm_record(a, s);
+        if (atomic_load_explicit(&r->state, memory_order_relaxed) != ADM_REC_LIVE ||
+            r->node != node || r->incarnation != incarnation)
+            continue;
+        if (adm_release_record(a, s) == 0)
+            released = true;
+    }
+    /* One wake covers every release above; each advanced the epoch. */
+    if (released)
+        orb_wait_signal(&a->ledger->change, &a->stats);
+    adm_unlock(a);
+}

@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: MIT */
+/* Segments and the fleet, with real processes: joins, geometry, corruption, permissions, reaping. */
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include "testutil.h"
+#include "core/fleet_internal.h"
+
+static struct orbit_fleet_opts opts_for(uint16_t capacity, int32_t node)
+{
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    o.capacity = capacity;
+    o.node = node;
+    o.backing = tu_backing();
+    return o;
+}
+
+START_TEST(eight_processes_join_and_get_distinct_nodes)
+{
+    const char *name = tu_fleet_name("join8");
+    struct tu_gate gate, hold;
+    tu_gate_init(&gate);
+    tu_gate_init(&hold);
+    int report[2];
+    ck_assert_int_eq(pipe(report), 0);
+    pid_t kids[8];
+    for (int i = 0; i < 8; i++) {
+        if ((kids[i] = fork()) == 0) {
+            tu_gate_pass(&gate);   /* all race to create the fleet at once */
+            struct orbit_fleet_opts o = opts_for(8, -1);
+            struct orbit_fleet *f;
+            int rc = orbit_fleet_join(name, &o, &f);
+            int node = rc == 0 ? orbit_fleet_node(f) : rc;
+            if (write(report[1], &node, sizeof node) != sizeof node) _exit(2);
+            tu_gate_pass(&hold);   /* keep the node until every child has reported */
+            _exit(rc == 0 ? 0 : 1);
+        }
+    }
+    tu_gate_open(&gate, 8);
+    bool seen[8] = { false };
+    for (int i = 0; i < 8; i++) {
+        int node;
+        ck_assert_int_eq(read(report[0], &node, sizeof node), (ssize_t)sizeof node);
+        ck_assert_msg(node >= 0 && node < 8, "join failed: %s", orbit_strerror(node));
+        ck_assert_msg(!seen[node], "node %d handed out twice", node);
+        seen[node] = true;
+    }
+    /* The fleet is full now: a ninth joiner is refused cleanly. */
+    struct orbit_fleet_opts o = opts_for(8, -1);
+    struct orbit_fleet *f;
+    ck_assert_int_eq(orbit_fleet_join(name, &o, &f), -ORBIT_EFULL);
+    tu_gate_open(&hold, 8);
+    for (int i = 0; i < 8; i++)
+        ck_assert_int_eq(tu_wait_child(kids[i], 20000), 0);
+    /* The children left by exiting without leave: a sweep reports all eight once. */
+    struct orbit_fleet *obs;
+    ck_assert_int_eq(orbit_fleet_observe(name, &obs), 0);
+    ck_assert_int_eq(orbit_fleet_reap(obs), 8);
+    ck_assert_int_eq(orbit_fleet_reap(obs), 0);
+    ck_assert_int_eq(orbit_fleet_nodes(obs, NULL, 0), 0);
+    orbit_fleet_leave(obs);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
+START_TEST(another_capacity_is_refused_with_egeometry)
+{
+    const char *name = tu_fleet_name("geom");
+    struct orbit_fleet *a = tu_join(name, 4, -1, 0, tu_backing()), *b;
+    struct orbit_fleet_opts o = opts_for(5, -1);
+    ck_assert_int_eq(orbit_fleet_join(name, &o, &b), -ORBIT_EGEOMETRY);
+    o = opts_for(4, -1);
+    ck_assert_int_eq(orbit_fleet_join(name, &o, &b), 0);
+    ck_assert_uint_ne(orbit_fleet_node(a), orbit_fleet_node(b));
+    orbit_fleet_leave(b);
+    orbit_fleet_leave(a);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
+START_TEST(bad_options_are_malformed)
+{
+    struct orbit_fleet *f;
+    struct orbit_fleet_opts o = opts_for(0, -1);
+    ck_assert_int_eq(orbit_fleet_join("x", &o, &f), -ORBIT_EMALFORMED);
+    o = opts_for(4097, -1);
+    ck_assert_int_eq(orbit_fleet_join("x", &o, &f), -ORBIT_EMALFORMED);
+    o = opts_for(4, 4);
+    ck_assert_int_eq(orbit_fleet_join("x", &o, &f), -ORBIT_EMALFORMED);
+    o = opts_for(4, -2);
+    ck_assert_int_eq(orbit_fleet_join("x", &o, &f), -ORBIT_EMALFORMED);
+    o = opts_for(4, -1);
+    o.mode = 0666;
+    ck_assert_int_eq(orbit_fleet_join("x", &o, &f), -ORBIT_EMALFORMED);
+    o.mode = 0;
+    ck_assert_int_eq(orbit_fleet_join("a/b", &o, &f), -ORBIT_EMALFORMED);
+    ck_assert_int_eq(orbit_fleet_join("", &o, &f), -ORBIT_EMALFORMED);
+    ck_assert_int_eq(orbit_fleet_join(".hidden", &o, &f), -ORBIT_EMALFORMED);
+    ck_assert_int_eq(orbit_fleet_join("x", &o, NULL), -ORBIT_EMALFORMED);
+    ck_assert_int_eq(orbit_fleet_observe("t-no-such-fleet-here", &f), -ENOENT);
+    ck_assert_int_eq(orbit_fleet_unlink("t-no-such-fleet-here"), -ENOENT);
+}
+END_TEST
+
+/* Write garbage over (or cut) the fleet segment and reopen it. */
+static void damage_and_expect(const char *how, int expected)
+{
+    const char *name = tu_fleet_name(how);
+    struct orbit_fleet *f = tu_join(name, 4, -1, 0, ORBIT_BACKING_SHM);
+    char path[256];
+    snprintf(path, sizeof path, "/dev/shm/orbit.%s.255", name);
+    orbit_fleet_leave(f);
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    if (strcmp(how, "garbage") == 0) {
+        char junk[4096];
+        for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(i * 7 + 3);
+        ck_assert_int_eq(pwrite(fd, junk, sizeof junk, 0), (ssize_t)sizeof junk);
+    } else if (strcmp(how, "truncated") == 0) {
+        ck_assert_int_eq(ftruncate(fd, 100), 0);
+    } else if (strcmp(how, "shrunk") == 0) {
+        ck_assert_int_eq(ftruncate(fd, 4096), 0);
+    } else if (strcmp(how, "flipped") == 0) {
+        char byte;
+        ck_assert_int_eq(pread(fd, &byte, 1, 24), 1);   /* inside the checked header fields */
+        byte ^= 0x40;
+        ck_assert_int_eq(pwrite(fd, &byte, 1, 24), 1);
+    }
+    close(fd);
+    struct orbit_fleet_opts o = opts_for(4, -1);
+    o.backing = ORBIT_BACKING_SHM;
+    ck_assert_int_eq(orbit_fleet_join(name, &o, &f), expected);
+    ck_assert_int_eq(orbit_fleet_observe(name, &f), expected);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+
+START_TEST(a_garbled_or_truncated_segment_is_corrupt)
+{
+    damage_and_expect("garbage", -ORBIT_ECORRUPT);
+    damage_and_expect("truncated", -ORBIT_ECORRUPT);
+    damage_and_expect("shrunk", -ORBIT_ECORRUPT);
+    damage_and_expect("flipped", -ORBIT_ECORRUPT);
+}
+END_TEST
+
+START_TEST(open_existing_reads_the_geometry_back)
+{
+    const char *name = tu_fleet_name("exist");
+    struct orbit_fleet *f = tu_join(name, 12, 3, 77, tu_backing()), *obs;
+    ck_assert_int_eq(orbit_fleet_observe(name, &obs), 0);
+    ck_assert_uint_eq(orbit_fleet_capacity(obs), 12);
+    ck_assert_uint_eq(orbit_fleet_node(obs), ORBIT_NODE_NONE);
+    struct orbit_node_info ni[12];
+    ck_assert_int_eq(orbit_fleet_nodes(obs, ni, 12), 1);
+    ck_assert_uint_eq(ni[0].node, 3);
+    ck_assert_uint_eq(ni[0].incarnation, 77);
+    ck_assert_int_eq(ni[0].pid, getpid());
+    ck_assert(ni[0].alive);
+    ck_assert_uint_eq(ni[0].start_time, orb_proc_start_time(getpid()));
+    struct orb_segment seg;
+    ck_assert_int_eq(orb_segment_open_existing(name, ORB_FLEET_KIND, &seg), 0);
+    struct orb_fleet_geometry g;
+    memcpy(&g, orb_seg_hdr(&seg)->geometry, sizeof g);
+    ck_assert_uint_eq(g.capacity, 12);
+    ck_assert_uint_eq(g.record_bytes, 64);
+    orb_segment_close(&seg);
+    orbit_fleet_leave(obs);
+    orbit_fleet_leave(f);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
+START_TEST(an_exact_node_held_by_a_live_process_is_refused_then_taken_over)
+{
+    const char *name = tu_fleet_name("exact");
+    struct tu_gate hold;
+    tu_gate_init(&hold);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+        struct orbit_fleet_opts o = opts_for(4, 2);
+        struct orbit_fleet *f;
+        char ok = orbit_fleet_join(name, &o, &f) == 0 ? 1 : 0;
+        if (write(ready[1], &ok, 1) != 1) _exit(2);
+        tu_gate_pass(&hold);
+        _exit(0);
+    }
+    char ok;
+    ck_assert_int_eq(read(ready[0], &ok, 1), 1);
+    ck_assert_int_eq(ok, 1);
+    struct orbit_fleet_opts o = opts_for(4, 2);
+    struct orbit_fleet *f;
+    ck_assert_int_eq(orbit_fleet_join(name, &o, &f), -ORBIT_ECLAIMED);
+    tu_gate_open(&hold, 1);
+    ck_assert_int_eq(tu_wait_child(kid, 10000), 0);
+    /* Its holder is dead now: the node is taken over (its earlier life reported dead). */
+    ck_assert_int_eq(orbit_fleet_join(name, &o, &f), 0);
+    ck_assert_uint_eq(orbit_fleet_node(f), 2);
+    orbit_fleet_leave(f);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
+START_TEST(a_zombie_counts_as_dead_and_a_live_node_never_does)
+{
+    const char *name = tu_fleet_name("zombie");
+    struct orbit_fleet *me = tu_join(name, 4, 0, 0, tu_backing());
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+        struct orbit_fleet_opts o = opts_for(4, 1);
+        struct orbit_fleet *f;
+        char ok = orbit_fleet_join(name, &o, &f) == 0 ? 1 : 0;
+        if (write(ready[1], &ok, 1) != 1) _exit(2);
+        _exit(0);   /* exits; the parent does not reap it yet */
+    }
+    char ok;
+    ck_assert_int_eq(read(ready[0], &ok, 1), 1);
+    ck_assert_int_eq(ok, 1);
+    /* Wait for the exit without reaping it (WNOWAIT leaves a zombie). */
+    siginfo_t si;
+    ck_assert_int_eq(waitid(P_PID, (id_t)kid, &si, WEXITED | WNOWAIT), 0);
+    ck_assert_int_eq(orbit_fleet_reap(me), 1);
+    ck_assert_int_eq(orbit_fleet_reap(me), 0);
+    struct orbit_node_info ni[4];
+    ck_assert_int_eq(orbit_fleet_nodes(me, ni, 4), 1);   /* only this live process is left */
+    ck_assert_uint_eq(ni[0].node, 0);
+    ck_assert_int_eq(tu_wait_child(kid, 1000), 0);
+    orbit_fleet_leave(me);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
+START_TEST(a_clean_leave_frees_the_node)
+{
+    const char *name = tu_fleet_name("leave");
+    struct orbit_fleet *a = tu_join(name, 2, -1, 0, tu_backing());
+    struct orbit_fleet *b = tu_join(name, 2, -1, 0, tu_backing());
+    struct orbit_fleet_opts o = opts_for(2, -1);
+    struct orbit_fleet *c;
+    ck_assert_int_eq(orbit_fleet_join(name, &o, &c), -ORBIT_EFULL);
+    uint16_t freed = orbit_fleet_node(b);
+    orbit_fleet_leave(b);
+    ck_assert_int_eq(orbit_fleet_join(name, &o, &c), 0);
+    ck_assert_uint_eq(orbit_fleet_node(c), freed);
+    ck_assert_int_eq(orbit_fleet_reap(a), 0);
+    orbit_fleet_leave(c);
+    orbit_fleet_leave(a);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
+START_TEST(the_incarnation_is_given_or_derived_per_process_life)
+{
+    const char *name = tu_fleet_name("inc");
+    struct orbit_fleet *a = tu_join(name, 4, -1, 0, tu_backing());
+    struct orbit_fleet *b = tu_join(name, 4, -1, 0, tu_backing());
+    struct orbit_fleet *c = tu_join(name, 4, -1, 9, tu_backing());
+    ck_assert_uint_ne(orbit_fleet_incarnation(a), 0);
+    ck_assert_uint_eq(orbit_fleet_incarnation(a), orbit_fleet_incarnation(b));   /* same life */
+    ck_assert_uint_eq(orbit_fleet_incarnation(c), 9);
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+        struct orbit_fleet_opts o = opts_for(4, -1);
+        struct orbit_fleet *k;
+        uint64_t inc = orbit_fleet_join(name, &o, &k) == 0 ? orbit_fleet_incarnation(k) : 0;
+        _exit(write(p[1], &inc, sizeof inc) == sizeof inc ? 0 : 1);
+    }
+    uint64_t kid_inc;
+    ck_assert_int_eq(read(p[0], &kid_inc, sizeof kid_inc), (ssize_t)sizeof kid_inc);
+    ck_assert_uint_ne(kid_inc, 0);
+    ck_assert_uint_ne(kid_inc, orbit_fleet_incarnation(a));
+    ck_assert_int_eq(tu_wait_child(kid, 5000), 0);
+    orbit_fleet_leave(c);
+    orbit_fleet_leave(b);
+    orbit_fleet_leave(a);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
+START_TEST(segments_are_0600_or_group_0660)
+{
+    const char *name = tu_fleet_name("mode");
+    struct orbit_fleet *f = tu_join(name, 2, -1, 0, ORBIT_BACKING_SHM);
+    char path[256];
+    snprintf(path, sizeof path, "/dev/shm/orbit.%s.255", name);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    orbit_fleet_leave(f);
+    orbit_fleet_unlink(name);
+    if (geteuid() != 0)
+        return;
+    name = tu_fleet_name("group");
+    struct orbit_fleet_opts o = opts_for(2, -1);
+    o.backing = ORBIT_BACKING_SHM;
+    o.gid = 100;
+    ck_assert_int_eq(orbit_fleet_join(name, &o, &f), 0);
+    snprintf(path, sizeof path, "/dev/shm/orbit.%s.255", name);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0660);
+    ck_assert_uint_eq(st.st_gid, 100);
+    orbit_fleet_leave(f);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
+START_TEST(another_uid_cannot_open_a_0600_fleet)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "SKIP another_uid_cannot_open_a_0600_fleet: needs root to switch uid\n");
+        return;
+    }
+    const char *name = tu_fleet_name("uid");
+    struct orbit_fleet *f = tu_join(name, 2, -1, 0, tu_backing());
+    pid_t kid = fork();
+    if (kid == 0) {
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(3);
+        struct orbit_fleet_opts o = opts_for(2, -1);
+        struct orbit_fleet *g;
+        int rc = orbit_fleet_join(name, &o, &g);
+        int rc2 = orbit_fleet_observe(name, &g);
+        _exit(rc == -EACCES && rc2 == -EACCES ? 0 : 1);
+    }
+    ck_assert_int_eq(tu_wait_child(kid, 5000), 0);
+    orbit_fleet_leave(f);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
+START_TEST(private_fleets_share_tables_within_the_process)
+{
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    o.backing = ORBIT_BACKING_SHM;   /* a NULL name is PRIVATE whatever this says */
+    struct orbit_fleet *f;
+    ck_assert_int_eq(orbit_fleet_join(NULL, &o, &f), 0);
+    ck_assert_int_eq(orbit_fleet_backing(f), ORBIT_BACKING_PRIVATE);
+    ck_assert_uint_eq(orbit_fleet_node(f), 0);
+    uint32_t geom = 7;
+    struct orb_seg_request req = { .kind = 200, .table_type = ORB_TABLE_POOL, .geometry = &geom,
+                                   .geometry_len = sizeof geom, .table_bytes = 8192 };
+    struct orb_segment s1, s2, s3;
+    ck_assert_int_eq(orb_fleet_table_open(f, &req, &s1), 0);
+    ck_assert_int_eq(orb_fleet_table_open(f, &req, &s2), 0);
+    ck_assert_ptr_eq(s1.base, s2.base);
+    geom = 8;
+    ck_assert_int_eq(orb_fleet_table_open(f, &req, &s3), -ORBIT_EGEOMETRY);
+    ck_assert_int_eq(orb_fleet_table_open_existing(f, 200, &s3), 0);
+    ck_assert_ptr_eq(s3.base, s1.base);
+    orb_fleet_table_close(f, &s3);
+    orb_fleet_table_close(f, &s2);
+    orb_fleet_table_close(f, &s1);
+    ck_assert_int_eq(orb_fleet_table_open_existing(f, 200, &s3), -ENOENT);
+    orbit_fleet_leave(f);
+}
+END_TEST
+
+static int die_in_init(struct orb_segment *seg, void *ctx)
+{
+    (void)seg; (void)ctx;
+    _exit(0);   /* the creator dies after linking the segment, before publishing ready */
+}
+
+START_TEST(a_creator_that_died_before_ready_is_corrupt_not_a_hang)
+{
+    const char *name = tu_fleet_name("stuck");
+    uint32_t geom = 1;
+    struct orb_seg_request req = { .fleet = name, .kind = 9, .table_type = ORB_TABLE_POOL,
+                                   .fleet_capacity = 2, .geometry = &geom, .geometry_len = sizeof geom,
+                                   .table_bytes = 8192, .backing = ORBIT_BACKING_SHM, .gid = -1,
+                                   .init = die_in_init };
+    pid_t kid = fork();
+    if (kid == 0) {
+        struct orb_segment seg;
+        orb_segment_open(&req, &seg);
+        _exit(1);
+    }
+    ck_assert_int_eq(tu_wait_child(kid, 5000), 0);
+    req.init = NULL;
+    struct orb_segment seg;
+    int64_t t0 = tu_now_ns();
+    ck_assert_int_eq(orb_segment_open(&req, &seg), -ORBIT_ECORRUPT);
+    ck_assert(tu_now_ns() - t0 < 5000000000LL);
+    char path[256];
+    snprintf(path, sizeof path, "/dev/shm/orbit.%s.9", name);
+    ck_assert_int_eq(unlink(path), 0);
+    /* Gone: the next opener creates it afresh. */
+    ck_assert_int_eq(orb_segment_open(&req, &seg), 0);
+    ck_assert(seg.created);
+    orb_segment_close(&seg);
+    ck_assert_int_eq(unlink(path), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("fleet");
+    TCase *tc = tcase_create("fleet");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, eight_processes_join_and_get_distinct_nodes);
+    tcase_add_test(tc, another_capacity_is_refused_with_egeometry);
+    tcase_add_test(tc, bad_options_are_malformed);
+    tcase_add_test(tc, a_garbled_or_truncated_segment_is_corrupt);
+    tcase_add_test(tc, open_existing_reads_the_geometry_back);
+    tcase_add_test(tc, an_exact_node_held_by_a_live_process_is_refused_then_taken_over);
+    tcase_add_test(tc, a_zombie_counts_as_dead_and_a_live_node_never_does);
+    tcase_add_test(tc, a_clean_leave_frees_the_node);
+    tcase_add_test(tc, the_incarnation_is_given_or_derived_per_process_life);
+    tcase_add_test(tc, segments_are_0600_or_group_0660);
+    tcase_add_test(tc, another_uid_cannot_open_a_0600_fleet);
+    tcase_add_test(tc, private_fleets_share_tables_within_the_process);
+    tcase_add_test(tc, a_creator_that_died_before_ready_is_corrupt_not_a_hang);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Huge-page exhaustion: with vm.nr_hugepages too small, a HUGETLB join fails
+ * with -ENOMEM, an AUTO join falls back to /dev/shm, and no process dies of
+ * SIGBUS. Root and a hugetlbfs mount are needed; it changes vm.nr_hugepages
+ * while it runs and restores it (meson runs it alone).
+ */
+#include <fcntl.h>
+#include "testutil.h"
+#include "core/fleet_internal.h"
+
+static long read_long(const char *path)
+{
+    char buf[64] = { 0 };
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    return n > 0 ? strtol(buf, NULL, 10) : -1;
+}
+
+static void write_long(const char *path, long v)
+{
+    char buf[64];
+    int n = snprintf(buf, sizeof buf, "%ld\n", v);
+    int fd = open(path, O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, buf, (size_t)n), n);
+    close(fd);
+}
+
+static const char *nr = "/proc/sys/vm/nr_hugepages";
+
+static bool can_run(void)
+{
+    if (geteuid() != 0 || !orb_hugetlb_dir() || read_long(nr) < 0) {
+        fprintf(stderr, "SKIP: needs root and a hugetlbfs mount\n");
+        return false;
+    }
+    return true;
+}
+
+/* In a child, so a SIGBUS would show as its death rather than ours. */
+static int exhausted_child(const char *name)
+{
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    o.capacity = 64;
+    o.backing = ORBIT_BACKING_HUGETLB;
+    struct orbit_fleet *f;
+    int rc = orbit_fleet_join(name, &o, &f);
+    if (rc != -ENOMEM)
+        return 10;
+    o.backing = ORBIT_BACKING_AUTO;
+    if (orbit_fleet_join(name, &o, &f) != 0 || orbit_fleet_backing(f) != ORBIT_BACKING_SHM)
+        return 11;
+    /* A table segment on this fleet goes to /dev/shm too, and is fully usable. */
+    uint32_t geom = 1;
+    struct orb_seg_request req = { .kind = 7, .table_type = ORB_TABLE_POOL, .geometry = &geom,
+                                   .geometry_len = sizeof geom, .table_bytes = 6u << 20 };
+    struct orb_segment seg;
+    if (orb_fleet_table_open(f, &req, &seg) != 0 || seg.backing != ORBIT_BACKING_SHM)
+        return 12;
+    memset(orb_seg_table(&seg), 0xab, (6u << 20) - ORB_SEG_HEADER_BYTES);
+    orb_fleet_table_close(f, &seg);
+    orbit_fleet_leave(f);
+    return 0;
+}
+
+START_TEST(exhausted_huge_pages_are_enomem_or_a_fallback_never_sigbus)
+{
+    if (!can_run())
+        return;
+    long saved = read_long(nr);
+    write_long(nr, 0);   /* shrinks to the pages in use: none free */
+    const char *name = tu_fleet_name("huge0");
+    pid_t kid = fork();
+    if (kid == 0)
+        _exit(exhausted_child(name));
+    int st = tu_wait_child(kid, 30000);
+    write_long(nr, saved);
+    orbit_fleet_unlink(name);
+    ck_assert_msg(st == 0, "child ended with %d (128+7 would be SIGBUS)", st);
+}
+END_TEST
+
+/* One free page: a table needing three is refused cleanly on hugetlbfs. */
+static int partial_child(const char *name)
+{
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    o.capacity = 4;
+    o.backing = ORBIT_BACKING_HUGETLB;
+    struct orbit_fleet *f;
+    if (orbit_fleet_join(name, &o, &f) != 0 || orbit_fleet_backing(f) != ORBIT_BACKING_HUGETLB)
+        return 20;
+    uint32_t geom = 1;
+    struct orb_seg_request req = { .kind = 8, .table_type = ORB_TABLE_POOL, .geometry = &geom,
+                                   .geometry_len = sizeof geom, .table_bytes = 6u << 20,
+                                   .populate_bytes = 6u << 20 };
+    struct orb_segment seg;
+    if (orb_fleet_table_open(f, &req, &seg) != -ENOMEM)
+        return 21;
+    orbit_fleet_leave(f);
+    return 0;
+}
+
+START_TEST(a_table_larger_than_the_free_pages_is_enomem)
+{
+    if (!can_run())
+        return;
+    long saved = read_long(nr);
+    long total = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages");
+    long free_pages = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
+    if (total < 0 || free_pages < 0) {
+        fprintf(stderr, "SKIP: no 2 MiB huge page pool\n");
+        return;
+    }
+    write_long(nr, total - free_pages + 2);   /* two free: the fleet takes one */
+    const char *name = tu_fleet_name("huge1");
+    pid_t kid = fork();
+    if (kid == 0)
+        _exit(partial_child(name));
+    int st = tu_wait_child(kid, 30000);
+    write_long(nr, saved);
+    orbit_fleet_unlink(name);
+    ck_assert_msg(st == 0, "child ended with %d (128+7 would be SIGBUS)", st);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("hugepages");
+    TCase *tc = tcase_create("hugepages");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, exhausted_huge_pages_are_enomem_or_a_fallback_never_sigbus);
+    tcase_add_test(tc, a_table_larger_than_the_free_pages_is_enomem);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

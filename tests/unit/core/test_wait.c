@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/* The wake protocol: wake only when parked, timed waits, spin, the io_uring wake batch. */
+#include <pthread.h>
+#include <sys/mman.h>
+#include <orbit/uring.h>
+#include "testutil.h"
+#include "core/wait.h"
+#include "uring_internal.h"
+
+struct flag { struct orb_waitword w; _Atomic int value; };
+
+static int flag_set(void *ctx)
+{
+    struct flag *f = ctx;
+    return atomic_load(&f->value) ? 1 : 0;
+}
+
+START_TEST(a_signal_with_nobody_parked_issues_no_wake)
+{
+    struct flag f = { 0 };
+    struct orb_wait_stats st = { 0 };
+    atomic_store(&f.value, 1);
+    ck_assert(!orb_wait_signal(&f.w, &st));
+    ck_assert_uint_eq(atomic_load(&st.wakes), 0);
+    ck_assert_uint_eq(atomic_load(&f.w.changes), 1);
+}
+END_TEST
+
+START_TEST(a_ready_predicate_returns_at_once_even_with_timeout_zero)
+{
+    struct flag f = { 0 };
+    atomic_store(&f.value, 1);
+    struct orb_deadline d = orb_deadline_in(0);
+    ck_assert_int_eq(orb_wait_until(&f.w, flag_set, &f, &d, NULL, NULL), 1);
+}
+END_TEST
+
+START_TEST(nothing_changing_times_out)
+{
+    struct flag f = { 0 };
+    struct orb_wait_stats st = { 0 };
+    struct orb_deadline d = orb_deadline_in(0);
+    ck_assert_int_eq(orb_wait_until(&f.w, flag_set, &f, &d, NULL, &st), -ETIMEDOUT);
+    d = orb_deadline_in(30);
+    int64_t t0 = tu_now_ns();
+    ck_assert_int_eq(orb_wait_until(&f.w, flag_set, &f, &d, NULL, &st), -ETIMEDOUT);
+    ck_assert(tu_now_ns() - t0 >= 29000000);
+    ck_assert_uint_ge(atomic_load(&st.parks), 1);
+}
+END_TEST
+
+static void *setter(void *arg)
+{
+    struct flag *f = arg;
+    tu_sleep_ms(30);
+    atomic_store(&f->value, 1);
+    orb_wait_signal(&f->w, NULL);
+    return NULL;
+}
+
+START_TEST(a_parked_waiter_is_woken_by_exactly_one_wake)
+{
+    struct flag f = { 0 };
+    struct orb_wait_stats st = { 0 }, wst = { 0 };
+    pthread_t t;
+    pthread_create(&t, NULL, setter, &f);
+    struct orb_deadline forever = orb_deadline_in(-1);
+    ck_assert_int_eq(orb_wait_until(&f.w, flag_set, &f, &forever, NULL, &st), 1);
+    pthread_join(t, NULL);
+    ck_assert_uint_eq(atomic_load(&st.parks), 1);
+    /* The waker cleared parked, so a second signal issues no wake. */
+    ck_assert(!orb_wait_signal(&f.w, &wst));
+    ck_assert_uint_eq(atomic_load(&f.w.parked), 0);
+}
+END_TEST
+
+START_TEST(the_spin_budget_adapts_down_when_spins_fail)
+{
+    orbit_set_spin_ns(4000);
+    struct flag f = { 0 };
+    struct orb_spin spin = { 0 };
+    struct orb_deadline d = orb_deadline_in(5);
+    ck_assert_int_eq(orb_wait_until(&f.w, flag_set, &f, &d, &spin, NULL), -ETIMEDOUT);
+    uint32_t after_one = atomic_load(&spin.budget_ns);
+    ck_assert_uint_eq(after_one, 2000);
+    for (int i = 0; i < 8; i++) {
+        d = orb_deadline_in(1);
+        orb_wait_until(&f.w, flag_set, &f, &d, &spin, NULL);
+    }
+    ck_assert_uint_eq(atomic_load(&spin.budget_ns), 250);   /* floor: a sixteenth */
+    orbit_set_spin_ns(0);
+    ck_assert_uint_eq(orbit_spin_ns(), 0);
+    orbit_set_spin_ns(2000);
+}
+END_TEST
+
+/* A process parked with futex(2) on a MAP_SHARED word is woken from another process. */
+START_TEST(a_wait_crosses_processes)
+{
+    struct flag *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(f, MAP_FAILED);
+    memset(f, 0, sizeof *f);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct orb_deadline d = orb_deadline_in(5000);
+        _exit(orb_wait_until(&f->w, flag_set, f, &d, NULL, NULL) == 1 ? 0 : 1);
+    }
+    while (atomic_load(&f->w.parked) == 0)
+        tu_sleep_ms(1);
+    atomic_store(&f->value, 1);
+    ck_assert(orb_wait_signal(&f->w, NULL));
+    ck_assert_int_eq(tu_wait_child(pid, 10000), 0);
+    munmap(f, 4096);
+}
+END_TEST
+
+/* With a ring attached, the wake is an SQE that goes out with the caller's submit. */
+START_TEST(attached_wakes_ride_the_callers_submit)
+{
+    if (!orbit_uring_futex_supported())
+        return;   /* -ORBIT_ENOTSUP path is checked below */
+    struct flag *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    memset(f, 0, sizeof *f);
+    int pipefd[2];
+    ck_assert_int_eq(pipe(pipefd), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        uint32_t since = orb_wait_since(&f->w);
+        orb_wait_arm(&f->w);
+        struct orb_deadline d = orb_deadline_in(5000);
+        int rc = orb_futex_wait(&f->w.changes, since, &d);
+        char c = rc == 0 ? 'w' : 't';
+        _exit(write(pipefd[1], &c, 1) == 1 ? 0 : 1);
+    }
+    while (atomic_load(&f->w.parked) == 0)
+        tu_sleep_ms(1);
+    tu_sleep_ms(20);   /* the child is in futex(2) by now, or its value check will fail */
+    struct io_uring ring;
+    ck_assert_int_eq(io_uring_queue_init(8, &ring, 0), 0);
+    ck_assert_int_eq(orbit_uring_attach_wakes(&ring), 0);
+    ck_assert(orb_wait_signal(&f->w, NULL));
+    ck_assert_uint_eq(io_uring_sq_ready(&ring), 1);   /* queued, not yet issued */
+    orbit_uring_detach_wakes();
+    ck_assert_int_eq(io_uring_submit(&ring), 1);
+    char c = 0;
+    ck_assert_int_eq(read(pipefd[0], &c, 1), 1);
+    ck_assert_int_eq(c, 'w');
+    ck_assert_int_eq(tu_wait_child(pid, 10000), 0);
+    io_uring_queue_exit(&ring);
+    munmap(f, 4096);
+}
+END_TEST
+
+START_TEST(attach_refuses_null)
+{
+    ck_assert_int_eq(orbit_uring_attach_wakes(NULL), -ORBIT_EMALFORMED);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("wait");
+    TCase *tc = tcase_create("wait");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, a_signal_with_nobody_parked_issues_no_wake);
+    tcase_add_test(tc, a_ready_predicate_returns_at_once_even_with_timeout_zero);
+    tcase_add_test(tc, nothing_changing_times_out);
+    tcase_add_test(tc, a_parked_waiter_is_woken_by_exactly_one_wake);
+    tcase_add_test(tc, the_spin_budget_adapts_down_when_spins_fail);
+    tcase_add_test(tc, a_wait_crosses_processes);
+    tcase_add_test(tc, attached_wakes_ride_the_callers_submit);
+    tcase_add_test(tc, attach_refuses_null);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

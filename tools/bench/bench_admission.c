@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * orbit-bench admission: claim+release pairs per second on the admission
+ * ledger with 1 and 2 processes, beside two baselines doing the same
+ * all-or-nothing multi-domain charge: a bare robust process-shared pthread
+ * mutex over counters (the ledger's floor), and the kernel's own multi-counter
+ * admission, a SysV semaphore set with semop(IPC_NOWAIT|SEM_UNDO).
+ */
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/sem.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <orbit/admission.h>
+#include "tool.h"
+
+enum bkind { B_ORBIT, B_MUTEX, B_SEMOP, B_COUNT };
+static const char *bkind_name[B_COUNT] = { "orbit admission ledger", "pthread robust mutex + counters",
+                                           "SysV semop (kernel)" };
+static const char *bkind_key[B_COUNT] = { "orbit", "pthread_mutex", "semop" };
+
+#define BENCH_DOMAINS_MAX 16
+#define BENCH_PROCS_MAX 2
+
+struct bench_cfg { double seconds; int domains; char fleet[64]; int semid; };
+
+/* MAP_SHARED between the parent and its workers. */
+struct bench_shared {
+    pthread_mutex_t mutex;                 /* the mutex baseline */
+    uint64_t used[BENCH_DOMAINS_MAX], capacity[BENCH_DOMAINS_MAX];
+    _Atomic int64_t start_ns[BENCH_PROCS_MAX], end_ns[BENCH_PROCS_MAX];
+    _Atomic long pairs[BENCH_PROCS_MAX];
+    _Atomic int stop, failed;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int orbit_prepare(const struct bench_cfg *c, struct orbit_fleet **f, struct orbit_admission **a)
+{
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    o.capacity = 8;
+    int rc = orbit_fleet_join(c->fleet, &o, f);
+    if (rc == 0 && (rc = orbit_admission_open(*f, NULL, a)) < 0) {
+        orbit_fleet_leave(*f);
+        *f = NULL;
+    }
+    return rc;
+}
+
+/* Workers look at the stop flag once per this many pairs. */
+#define BENCH_BATCH 256
+
+static int run_orbit(const struct bench_cfg *c, struct bench_shared *sh, struct orbit_admission *a, long *done)
+{
+    struct orbit_units u[BENCH_DOMAINS_MAX];
+    for (int d = 0; d < c->domains; d++)
+        u[d] = (struct orbit_units){ .domain = 100u + (uint32_t)d, .units = 1 };
+    struct orbit_demand dem = { .claim = u, .n_claim = (size_t)c->domains };
+    struct orbit_admit_result r;
+    int rc = 0;
+    for (long i = 0; rc == 0 && (i % BENCH_BATCH || !atomic_load(&sh->stop)); i++, ++*done) {
+        rc = orbit_admission_try_claim(a, &dem, &r);
+        if (rc == 0 && r.outcome != ORBIT_ADMIT_CLAIMED)
+            rc = -ORBIT_EBUSY;
+        if (rc == 0)
+            rc = orbit_admission_release(a, &r.claim);
+    }
+    return rc;
+}
+
+static int run_mutex(const struct bench_cfg *c, struct bench_shared *sh, long *done)
+{
+    for (long i = 0; i % BENCH_BATCH || !atomic_load(&sh->stop); i++, ++*done) {
+        pthread_mutex_lock(&sh->mutex);
+        bool fits = true;
+        for (int d = 0; d < c->domains; d++)
+            fits = fits && sh->capacity[d] - sh->used[d] >= 1;
+        for (int d = 0; fits && d < c->domains; d++)
+            sh->used[d] += 1;
+        pthread_mutex_unlock(&sh->mutex);
+        if (!fits)
+            return -ORBIT_EBUSY;
+        pthread_mutex_lock(&sh->mutex);
+        for (int d = 0; d < c->domains; d++)
+            sh->used[d] -= 1;
+        pthread_mutex_unlock(&sh->mutex);
+    }
+    return 0;
+}
+
+static int run_semop(const struct bench_cfg *c, struct bench_shared *sh, long *done)
+{
+    struct sembuf take[BENCH_DOMAINS_MAX], give[BENCH_DOMAINS_MAX];
+    for (int d = 0; d < c->domains; d++) {
+        take[d] = (struct sembuf){ .sem_num = (unsigned short)d, .sem_op = -1, .sem_flg = IPC_NOWAIT | SEM_UNDO };
+        give[d] = (struct sembuf){ .sem_num = (unsigned short)d, .sem_op = 1, .sem_flg = SEM_UNDO };
+    }
+    for (long i = 0; i % BENCH_BATCH || !atomic_load(&sh->stop); i++, ++*done)
+        if (semop(c->semid, take, (size_t)c->domains) != 0 || semop(c->semid, give, (size_t)c->domains) != 0)
+            return -errno;
+    return 0;
+}
+
+static void worker(enum bkind k, const struct bench_cfg *c, struct bench_shared *sh, int idx, int gate,
+                   int ready)
+{
+    struct orbit_fleet *f = NULL;
+    struct orbit_admission *a = NULL;
+    int rc = k == B_ORBIT ? orbit_prepare(c, &f, &a) : 0;
+    char go = 1;
+    if (write(ready, &go, 1) != 1 || read(gate, &go, 1) != 1)
+        _exit(3);
+    atomic_store(&sh->start_ns[idx], now_ns());
+    long done = 0;
+    if (rc == 0)
+        rc = k == B_ORBIT ? run_orbit(c, sh, a, &done) : k == B_MUTEX ? run_mutex(c, sh, &done)
+                                                       : run_semop(c, sh, &done);
+    atomic_store(&sh->end_ns[idx], now_ns());
+    atomic_store(&sh->pairs[idx], done);
+    if (a) {
+        orbit_admission_close(a);
+        orbit_fleet_leave(f);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "orbit-bench admission: %s: %s\n", bkind_name[k], orbit_strerror(rc));
+        atomic_store(&sh->failed, 1);
+    }
+    _exit(rc < 0);
+}
+
+/* Runs procs workers at once; returns pairs per second, or < 0. */
+static double measure(enum bkind k, const struct bench_cfg *c, struct bench_shared *sh, int procs)
+{
+    int gate[2], ready[2];
+    if (pipe(gate) != 0)
+        return -1;
+    if (pipe(ready) != 0) {
+        close(gate[0]);
+        close(gate[1]);
+        return -1;
+    }
+    pid_t pid[BENCH_PROCS_MAX];
+    int started = 0;
+    for (; started < procs; started++) {
+        if ((pid[started] = fork()) < 0)
+            break;
+        if (pid[started] == 0) {
+            close(gate[1]);
+            close(ready[0]);
+            worker(k, c, sh, started, gate[0], ready[1]);
+        }
+    }
+    close(gate[0]);
+    close(ready[1]);
+    /* Every worker has joined and opened before any starts its clock. */
+    char go[BENCH_PROCS_MAX] = { 1, 1 };
+    bool ok = started == procs;
+    for (int i = 0; i < started && ok; i++)
+        ok = read(ready[0], go, 1) == 1;
+    close(ready[0]);
+    atomic_store(&sh->stop, 0);
+    ok = write(gate[1], go, (size_t)started) == started && ok;
+    close(gate[1]);
+    struct timespec run = { (time_t)c->seconds, (long)((c->seconds - (double)(time_t)c->seconds) * 1e9) };
+    nanosleep(&run, NULL);
+    atomic_store(&sh->stop, 1);
+    for (int i = 0; i < started; i++) {
+        int st;
+        ok = waitpid(pid[i], &st, 0) == pid[i] && WIFEXITED(st) && WEXITSTATUS(st) == 0 && ok;
+    }
+    int64_t start = INT64_MAX, end = 0;
+    long pairs = 0;
+    for (int i = 0; i < procs; i++) {
+        pairs += atomic_load(&sh->pairs[i]);
+        start = atomic_load(&sh->start_ns[i]) < start ? atomic_load(&sh->start_ns[i]) : start;
+        end = atomic_load(&sh->end_ns[i]) > end ? atomic_load(&sh->end_ns[i]) : end;
+    }
+    if (!ok || atomic_load(&sh->failed) || end <= start)
+        return -1;
+    return (double)pairs / ((double)(end - start) / 1e9);
+}
+
+/* Ledger and baselines start with room for every worker's claim in every domain. */
+static int setup(struct bench_cfg *c, struct bench_shared *sh)
+{
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    o.capacity = 8;
+    struct orbit_fleet *f;
+    struct orbit_admission *a;
+    int rc = orbit_fleet_join(c->fleet, &o, &f);
+    if (rc < 0)
+        return rc;
+    if ((rc = orbit_admission_open(f, NULL, &a)) == 0) {
+        for (int d = 0; d < c->domains && rc == 0; d++)
+            rc = orbit_admission_set_capacity(a, 100u + (uint32_t)d, 1000);
+        orbit_admission_close(a);
+    }
+    orbit_fleet_leave(f);
+    pthread_mutexattr_t at;
+    pthread_mutexattr_init(&at);
+    pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&at, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&sh->mutex, &at);
+    pthread_mutexattr_destroy(&at);
+    for (int d = 0; d < c->domains; d++)
+        sh->capacity[d] = 1000;
+    c->semid = semget(IPC_PRIVATE, c->domains, IPC_CREAT | 0600);
+    for (int d = 0; d < c->domains && c->semid >= 0; d++)
+        semctl(c->semid, d, SETVAL, 1000);
+    return rc;
+}
+
+static void print_text(const struct bench_cfg *c, double r[B_COUNT][BENCH_PROCS_MAX + 1])
+{
+    printf("orbit-bench admission: claim+release pairs per second, %d domains per claim, %.1f s per run\n\n",
+           c->domains, c->seconds);
+    printf("%-34s %14s %14s   %s\n", "ledger", "1 process", "2 processes", "vs semop (1 / 2 procs)");
+    for (int k = 0; k < B_COUNT; k++) {
+        printf("%-34s", bkind_name[k]);
+        for (int p = 1; p <= BENCH_PROCS_MAX; p++)
+            r[k][p] > 0 ? printf(" %14.0f", r[k][p]) : printf(" %14s", "n/a");
+        if (r[B_SEMOP][1] > 0 && r[B_SEMOP][2] > 0 && r[k][1] > 0 && r[k][2] > 0)
+            printf("   %.2fx / %.2fx", r[k][1] / r[B_SEMOP][1], r[k][2] / r[B_SEMOP][2]);
+        printf("\n");
+    }
+}
+
+static void print_json(const struct bench_cfg *c, double r[B_COUNT][BENCH_PROCS_MAX + 1])
+{
+    printf("{\"bench\":\"admission\",\"domains\":%d,\"seconds\":%.3f,\"results\":[", c->domains, c->seconds);
+    for (int k = 0; k < B_COUNT; k++)
+        printf("%s{\"ledger\":\"%s\",\"pairs_per_s_1proc\":%.0f,\"pairs_per_s_2proc\":%.0f}", k ? "," : "",
+               bkind_key[k], r[k][1] > 0 ? r[k][1] : 0, r[k][2] > 0 ? r[k][2] : 0);
+    printf("]}\n");
+}
+
+int bench_admission(int argc, char **argv)
+{
+    static const char help[] =
+        "usage: orbit-bench admission [--seconds S] [--domains D] [--json]\n"
+        "  --seconds S  length of each run (default 0.5)\n"
+        "  --domains D  domains charged by each claim, 1..16 (default 2)\n"
+        "  --json       one JSON object on stdout\n";
+    static const struct option opts[] = { { "seconds", required_argument, 0, 's' },
+                                          { "domains", required_argument, 0, 'd' },
+                                          { "json", no_argument, 0, 'j' },
+                                          { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+    struct bench_cfg c = { .seconds = 0.5, .domains = 2 };
+    bool json = false;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "s:d:jh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 's': c.seconds = strtod(optarg, NULL); break;
+        case 'd': c.domains = atoi(optarg); break;
+        case 'j': json = true; break;
+        case 'h': fputs(help, stdout); return 0;
+        default: fputs(help, stderr); return 2;
+        }
+    }
+    if (!(c.seconds > 0 && c.seconds <= 60) || c.domains < 1 || c.domains > BENCH_DOMAINS_MAX) {
+        fputs(help, stderr);
+        return 2;
+    }
+    snprintf(c.fleet, sizeof c.fleet, "bench-adm-%d", (int)getpid());
+    struct bench_shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED)
+        return 1;
+    memset(sh, 0, sizeof *sh);
+    int rc = setup(&c, sh);
+    double r[B_COUNT][BENCH_PROCS_MAX + 1] = { { 0 } };
+    for (int k = 0; k < B_COUNT && rc == 0; k++)
+        for (int p = 1; p <= BENCH_PROCS_MAX; p++)
+            if (k != B_SEMOP || c.semid >= 0)
+                r[k][p] = measure((enum bkind)k, &c, sh, p);
+    if (c.semid >= 0)
+        semctl(c.semid, 0, IPC_RMID);
+    orbit_fleet_unlink(c.fleet);
+    munmap(sh, sizeof *sh);
+    if (rc < 0) {
+        fprintf(stderr, "orbit-bench admission: setup: %s\n", orbit_strerror(rc));
+        return 1;
+    }
+    json ? print_json(&c, r) : print_text(&c, r);
+    return r[B_ORBIT][1] > 0 && r[B_ORBIT][2] > 0 ? 0 : 1;
+}
