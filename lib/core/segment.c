@@ -72,7 +72,7 @@ int orb_segment_path(enum orbit_backing backing, const char *fleet, uint8_t kind
     return n < 0 || (size_t)n >= len ? -ORBIT_ETOOLARGE : 0;
 }
 
-static uint64_t header_check(const struct orb_seg_header *h)
+uint64_t orb_seg_header_check(const struct orb_seg_header *h)
 {
     const unsigned char *p = (const unsigned char *)h;
     uint64_t x = 0xcbf29ce484222325ull;
@@ -147,7 +147,7 @@ static void fill_header(struct orb_seg_header *h, const struct orb_seg_request *
     h->creator_pid = (int32_t)getpid();
     if (req->geometry_len)
         memcpy(h->geometry, req->geometry, req->geometry_len);
-    h->check = header_check(h);
+    h->check = orb_seg_header_check(h);
 }
 
 /* Run the table's initialiser, then publish ready: openers parked on it wake. */
@@ -252,7 +252,7 @@ static int validate_header(const struct orb_seg_header *h, size_t file_size)
         return -ORBIT_ECORRUPT;
     if (h->version != ORB_SEG_VERSION)
         return -ORBIT_EGEOMETRY;
-    if (h->check != header_check(h) || h->geometry_len > ORB_GEOMETRY_MAX ||
+    if (h->check != orb_seg_header_check(h) || h->geometry_len > ORB_GEOMETRY_MAX ||
         h->mapped_bytes != file_size || h->table_bytes > h->mapped_bytes ||
         h->table_bytes < ORB_SEG_HEADER_BYTES)
         return -ORBIT_ECORRUPT;

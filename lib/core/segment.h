@@ -103,6 +103,9 @@ int  orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out
  */
 int  orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segment *out);
 
+/* FNV-1a over the header fields before check (what validation compares). */
+uint64_t orb_seg_header_check(const struct orb_seg_header *h);
+
 /* Pre-fault [off, off+len) for writing: -ENOMEM on huge-page exhaustion. */
 int  orb_segment_populate(struct orb_segment *seg, size_t off, size_t len);
 void orb_segment_close(struct orb_segment *seg);

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Model-check the wake protocol with spin: the real protocol has no invalid end
+# state (no lost wakeup); a deliberately broken waker must be caught.
+set -euo pipefail
+model=$(cd "$(dirname "$0")" && pwd)/wake.pml
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+check() {   # check NAME [spin -D flags]: prints the error count
+    local name=$1; shift
+    mkdir -p "$work/$name"; cd "$work/$name"
+    spin -a "$@" "$model" >/dev/null
+    gcc -O2 -w -o pan pan.c
+    ./pan -m100000 > out.txt 2>&1 || true
+    awk '/errors:/{print $NF}' out.txt
+}
+ok=$(check correct)
+broken=$(check broken -DBROKEN)
+echo "wake protocol: errors=$ok; broken variant: errors=$broken"
+[ "$ok" = "0" ] && [ "$broken" != "0" ]
