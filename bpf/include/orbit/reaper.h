@@ -1,5 +1,46 @@
 /* SPDX-License-Identifier: MIT */
-/* orbit/reaper.h — see the comments below; documented per call. */
+/*
+ * orbit/reaper.h — death reports for fleets (liborbit-reaper, optional).
+ *
+ * A reaper watches the members of one or more fleets and turns each
+ * confirmed death into node_dead on every table of that fleet (pool,
+ * streams, admission), then frees the node: a kill -9 leaks no lease,
+ * stream side or admitted capacity.
+ *
+ * Backends:
+ *   BPF    exit.bpf.c on tp_btf/sched_process_exit reports the exit that
+ *          ends a whole thread group of a watched tgid (filtered in the
+ *          kernel) through a ring buffer. Needs root (CAP_BPF+CAP_PERFMON),
+ *          kernel BTF and a build with clang and bpftool (-Dbpf).
+ *   PIDFD  one pidfd_open(2) descriptor per member in an epoll set; it
+ *          polls readable when the member's whole thread group has exited.
+ *   AUTO   BPF when it loads, else PIDFD (orbit_reaper_note says why).
+ *
+ * Identity: a report names a process by pid AND start time (field 22 of
+ * /proc/<pid>/stat). A death is acted on only when the node record still
+ * holds that pid, that start time and the incarnation seen alive, so a pid
+ * reused by another process never ends a live node. A node whose pid now
+ * names another process (other start time) is reported dead when found.
+ *
+ * Membership: the reaper re-reads each watched fleet's node table on every
+ * orbit_reaper_process call and on a timer inside its pollable fd (every
+ * 100 ms by default), so members that join or leave are picked up without
+ * busy polling. A member that joins and dies between two reads (or is
+ * already inside exit(2) when first read) is reported by that read as found
+ * dead. A member that leaves (orbit_fleet_leave) and then exits is never
+ * reported. A leader that calls pthread_exit while other threads run is not
+ * a death: only the end of the whole thread group is.
+ *
+ * Thread safety: calls on one handle are serialised by an internal lock;
+ * orbit_reaper_process may block in one thread while another calls
+ * orbit_reaper_watch. The death callback runs under that lock and must not
+ * call orbit_reaper_* on the same handle. orbit_reaper_close must be last.
+ *
+ * Pid namespaces: node records hold pids as the members see them. Both
+ * backends name processes as the reaper's own pid namespace sees them (the
+ * BPF program translates), so run the reaper in the members' pid namespace
+ * (the host's, usually).
+ */
 #ifndef ORBIT_REAPER_H
 #define ORBIT_REAPER_H
 
@@ -11,12 +52,126 @@ extern "C" {
 
 enum orbit_reaper_backend { ORBIT_REAPER_AUTO, ORBIT_REAPER_BPF, ORBIT_REAPER_PIDFD };
 struct orbit_reaper;
+
+/*
+ * orbit_reaper_open - a reaper with the given backend, watching nothing yet.
+ * Errors: -ORBIT_ENOTSUP (BPF asked for, but this build has no BPF program),
+ * -EPERM (BPF asked for without the privilege to load it), another negated
+ * errno from the BPF load, -ORBIT_EMALFORMED (unknown backend or out NULL),
+ * -ENOMEM. AUTO never fails for want of BPF: it falls back to PIDFD.
+ */
 int  orbit_reaper_open(enum orbit_reaper_backend, struct orbit_reaper **out);
+
+/*
+ * orbit_reaper_watch - watch the fleet called fleet_name. A fleet that does
+ * not exist yet (or is removed and created again) is attached when it
+ * appears on a later re-read. Watching a name twice is a no-op. Returns 0;
+ * -ORBIT_EMALFORMED for a bad name, -ORBIT_ECORRUPT / -ORBIT_EGEOMETRY when
+ * the fleet segment exists but cannot be read, -ENOMEM.
+ */
 int  orbit_reaper_watch(struct orbit_reaper *, const char *fleet_name);
+
+/*
+ * orbit_reaper_fd - an fd that polls readable when orbit_reaper_process
+ * has work (an exit, or the membership timer). Level-triggered; owned by
+ * the reaper. Suitable for epoll or an io_uring POLL_ADD.
+ */
 int  orbit_reaper_fd(struct orbit_reaper *);                  /* pollable */
+
+/*
+ * orbit_reaper_process - re-read the watched node tables, then handle what
+ * is ready: every confirmed death is reclaimed (node_dead on every table,
+ * node freed) and reported to the callback. Waits up to timeout_ms (-1:
+ * forever, 0: handle what is ready now) until at least one death has been
+ * handled. Returns the number of deaths handled, 0 when none came within
+ * timeout_ms, -EINTR when a signal interrupted the wait before any, or
+ * -ORBIT_EMALFORMED for a NULL handle.
+ */
 int  orbit_reaper_process(struct orbit_reaper *, int timeout_ms); /* returns deaths handled */
 enum orbit_reaper_backend orbit_reaper_backend(struct orbit_reaper *);
 void orbit_reaper_close(struct orbit_reaper *);
+
+/* ---- additions ---------------------------------------------------------- */
+
+/* "auto", "bpf", "pidfd". */
+const char *orbit_reaper_backend_name(enum orbit_reaper_backend);
+
+/* Why AUTO fell back to PIDFD ("" when it did not): for logs. */
+const char *orbit_reaper_note(struct orbit_reaper *);
+
+/*
+ * orbit_reaper_watch_all - watch every fleet on this host, now and as they
+ * are created (looked for on each timer tick). Fleets that disappear are
+ * dropped. Returns 0 or a negative code.
+ */
+int  orbit_reaper_watch_all(struct orbit_reaper *);
+
+/*
+ * orbit_reaper_set_interval - period of the membership timer in ms (1..60000;
+ * default 100). It bounds how late a member that joined after the last
+ * re-read is watched (and so how late a death of such a member is seen).
+ * -ORBIT_EMALFORMED outside the range.
+ */
+int  orbit_reaper_set_interval(struct orbit_reaper *, int interval_ms);
+
+/*
+ * orbit_reaper_rescan - re-read the node tables now (what process does on
+ * entry). Returns the number of members watched, or a negative code. Deaths
+ * it finds are handled by the next orbit_reaper_process.
+ */
+int  orbit_reaper_rescan(struct orbit_reaper *);
+
+/* What a death gave back, counted from the tables just before node_dead. */
+struct orbit_reaper_reclaim {
+    uint32_t tables;             /* table segments node_dead ran on */
+    uint32_t pool_resources;     /* resources the incarnation owned, now closed */
+    uint64_t pool_units;         /* their capacity */
+    uint64_t pool_leases;        /* reservations and active leases on them */
+    uint64_t pool_creating;      /* creation claims returned (fleet-wide drop) */
+    uint32_t stream_sides;       /* stream sides it held */
+    uint64_t stream_unread;      /* bytes queued towards it that nobody will read */
+    uint32_t admission_claims;   /* live admission claims it held */
+    uint64_t admission_units;    /* their units, summed over domains */
+};
+
+enum orbit_reaper_source {
+    ORBIT_REAPER_EXIT_EVENT,     /* the backend saw the thread group end */
+    ORBIT_REAPER_FOUND_DEAD,     /* found gone (or pid reused) when read */
+};
+
+struct orbit_reaper_death {
+    const char *fleet;           /* valid during the callback only */
+    uint16_t node;
+    int32_t  pid;
+    uint64_t start_time;         /* /proc/<pid>/stat field 22 */
+    uint64_t incarnation;
+    int      status;             /* waitpid(2) status; -1 when unknown */
+    enum orbit_reaper_backend backend;  /* BPF or PIDFD */
+    enum orbit_reaper_source source;
+    uint64_t exit_ns;            /* CLOCK_MONOTONIC of the exit; 0 when unknown */
+    uint64_t detected_ns;        /* CLOCK_MONOTONIC when the reaper took it up */
+    uint64_t reclaimed_ns;       /* CLOCK_MONOTONIC when node_dead had finished */
+    bool     accounted;          /* reclaimed holds counts (ORBIT_REAPER_ACCOUNT) */
+    struct orbit_reaper_reclaim reclaimed;
+};
+
+typedef void (*orbit_reaper_death_fn)(void *ctx, const struct orbit_reaper_death *);
+
+#define ORBIT_REAPER_ACCOUNT 1u  /* count what each death gave back (costs a table walk) */
+
+/* Call fn for each death handled; flags: ORBIT_REAPER_ACCOUNT. fn NULL: none. */
+int  orbit_reaper_on_death(struct orbit_reaper *, orbit_reaper_death_fn fn, void *ctx, unsigned flags);
+
+struct orbit_reaper_stats {
+    uint64_t events;             /* exit reports received from the backend */
+    uint64_t deaths;             /* deaths reclaimed */
+    uint64_t ignored;            /* reports that matched no live node record (left, reused, done) */
+    uint64_t drops;              /* BPF events lost to a full ring (a sweep follows) */
+    uint64_t rescans;
+    uint32_t fleets;             /* fleets attached */
+    uint32_t watched;            /* members watched */
+};
+void orbit_reaper_stats(struct orbit_reaper *, struct orbit_reaper_stats *out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* The record exit.bpf.c sends and liborbit-reaper reads (shared by both sides). */
+#ifndef ORB_EXIT_EVENT_H
+#define ORB_EXIT_EVENT_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* USER_HZ is 100 on every Linux ABI: /proc/<pid>/stat field 22 counts 10 ms ticks. */
+#define ORB_NSEC_PER_TICK 10000000ull
+
+struct orb_exit_event {
+    __u32 tgid;          /* the thread group that ended, in the reaper's pid namespace */
+    __s32 status;        /* what waitpid(2) would report for it */
+    __u64 start_ticks;   /* leader's start_boottime in ticks: /proc/<pid>/stat field 22 */
+    __u64 exit_ns;       /* bpf_ktime_get_ns() at the exit: CLOCK_MONOTONIC */
+};
+
+#endif

@@ -1,0 +1,776 @@
+/* SPDX-License-Identifier: MIT */
+/* liborbit-reaper: watched fleets, identity checks, reclaiming, the event loop. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+#include "reaper_internal.h"
+
+#define RP_INTERVAL_DEFAULT 100
+#define RP_EPOLL_BATCH      64
+
+/* ---- small helpers -------------------------------------------------------- */
+
+uint64_t rp_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const char *orbit_reaper_backend_name(enum orbit_reaper_backend b)
+{
+    switch (b) {
+    case ORBIT_REAPER_AUTO:  return "auto";
+    case ORBIT_REAPER_BPF:   return "bpf";
+    case ORBIT_REAPER_PIDFD: return "pidfd";
+    }
+    return "unknown";
+}
+
+int rp_queue_push(struct orbit_reaper *r, const struct rp_exit *e)
+{
+    if (r->n_queue == r->cap_queue) {
+        size_t cap = r->cap_queue ? r->cap_queue * 2 : 16;
+        struct rp_exit *q = realloc(r->queue, cap * sizeof *q);
+        if (!q)
+            return -ENOMEM;
+        r->queue = q;
+        r->cap_queue = cap;
+    }
+    r->queue[r->n_queue++] = *e;
+    return 0;
+}
+
+/* Field `field` (1-based, >= 3) of a /proc stat file; false if unreadable. */
+static bool stat_field(const char *path, int field, uint64_t *out)
+{
+    char buf[1024];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');   /* comm may hold ')': fields follow the last one */
+    if (!p || p[1] != ' ')
+        return false;
+    p += 2;                        /* field 3 */
+    for (int f = 3; f < field; f++) {
+        p = strchr(p, ' ');
+        if (!p)
+            return false;
+        p++;
+    }
+    *out = strtoull(p, NULL, 10);
+    return true;
+}
+
+/* Field 22 of /proc/<pid>/stat whatever the state (a leader that called
+ * pthread_exit reads as a zombie while its threads run); 0 if pid is gone. */
+static uint64_t proc_start_ticks(int32_t pid)
+{
+    char path[64];
+    uint64_t ticks = 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    return stat_field(path, 22, &ticks) ? ticks : 0;
+}
+
+#define RP_PF_EXITING 0x4u   /* task->flags (stat field 9): set as do_exit begins, never cleared */
+
+/*
+ * Has every thread of the group begun do_exit? Then the group is as good as
+ * dead, though its pidfd turns readable only once teardown is over. The BPF
+ * backend needs this: a member whose exit began before its tgid entered the
+ * filter is never reported by the kernel. Threads cannot be added once all
+ * are exiting, so "all seen exiting" stays true.
+ */
+static bool group_exiting(int32_t pid)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *dir = opendir(path);
+    if (!dir)
+        return errno == ENOENT;   /* unreadable (hidepid): no evidence either way */
+    bool all = true;
+    int seen = 0;
+    struct dirent *e;
+    while (all && (e = readdir(dir)) != NULL) {
+        uint64_t flags;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/task/%.16s/stat", (int)pid, e->d_name);
+        if (!stat_field(path, 9, &flags))
+            continue;   /* that thread is gone already */
+        seen++;
+        all = (flags & RP_PF_EXITING) != 0;
+    }
+    closedir(dir);
+    return all && seen > 0;   /* nothing readable: the pidfd decides */
+}
+
+bool rp_pidfd_exited(int pidfd)
+{
+    struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+    return poll(&pfd, 1, 0) > 0;   /* readable once the whole thread group has exited */
+}
+
+/*
+ * Open a pidfd, then check the start time: if /proc still shows the start
+ * time of the record, the pidfd pins that very process (opened before the
+ * check, so a reuse in between would show another start time). Dead only
+ * on evidence: no such pid, the group exited, or another start time; an
+ * unreadable /proc (hidepid) leaves the pidfd to decide.
+ */
+bool rp_probe_alive(int32_t pid, uint64_t start_time, int *pidfd)
+{
+    if (pid <= 0)
+        return false;
+    int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    if (fd < 0)
+        return errno != ESRCH && errno != EINVAL;   /* ESRCH: gone; EINVAL: now a thread id */
+    uint64_t now = proc_start_ticks(pid);
+    bool alive = (now == 0 || now == start_time) && !rp_pidfd_exited(fd);
+    if (alive && pidfd)
+        *pidfd = fd;
+    else
+        close(fd);
+    return alive;
+}
+
+/* Alive, and not already on its way out (see group_exiting). */
+bool rp_member_alive(int32_t pid, uint64_t start_time)
+{
+    return rp_probe_alive(pid, start_time, NULL) && !group_exiting(pid);
+}
+
+/* Best effort: PIDFD_GET_INFO (Linux 6.15) gives the status once the task is reaped. */
+struct rp_pidfd_info {
+    uint64_t mask, cgroupid;
+    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+    int32_t  exit_code;
+};
+#define RP_PIDFD_GET_INFO  _IOWR(0xFF, 11, struct rp_pidfd_info)
+#define RP_PIDFD_INFO_EXIT (1ull << 3)
+
+int rp_pidfd_status(int pidfd)
+{
+    struct rp_pidfd_info info;
+    memset(&info, 0, sizeof info);
+    info.mask = RP_PIDFD_INFO_EXIT;
+    if (ioctl(pidfd, RP_PIDFD_GET_INFO, &info) != 0 || !(info.mask & RP_PIDFD_INFO_EXIT))
+        return -1;
+    return info.exit_code;
+}
+
+/*
+ * One node record, consistently: joins moves on every claim and state on
+ * every change, so equal (state, joins) before and after the field reads
+ * means the fields belong to that one publication.
+ */
+static bool read_record(struct orbit_fleet *f, uint16_t node, struct rp_snap *s)
+{
+    struct orb_node_record *rec = orb_fleet_record(f, node);
+    if (!rec)
+        return false;
+    for (int tries = 0; tries < 8; tries++) {
+        uint64_t joins = atomic_load(&rec->joins);
+        uint32_t state = atomic_load(&rec->state);   /* seq_cst: pairs with publish's release */
+        s->pid = atomic_load(&rec->pid);
+        s->start_time = atomic_load(&rec->start_time);
+        s->incarnation = atomic_load(&rec->incarnation);
+        if (atomic_load(&rec->state) == state && atomic_load(&rec->joins) == joins) {
+            s->state = state;
+            s->joins = joins;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool same_life(const struct rp_snap *a, const struct rp_snap *b)
+{
+    return a->pid == b->pid && a->start_time == b->start_time &&
+           a->incarnation == b->incarnation && a->joins == b->joins;
+}
+
+/* ---- watching one member ------------------------------------------------- */
+
+static bool tgid_watched(struct orbit_reaper *r, int32_t pid)
+{
+    for (size_t i = 0; i < r->n_fleets; i++) {
+        struct rp_fleet *rf = r->fleets[i];
+        for (uint32_t n = 0; rf->f && n < rf->capacity; n++)
+            if (rf->nodes[n].watched && rf->nodes[n].seen.pid == pid)
+                return true;
+    }
+    return false;
+}
+
+static void unwatch(struct orbit_reaper *r, struct rp_watch *w)
+{
+    if (!w->watched)
+        return;
+    w->watched = false;
+    r->stats.watched--;
+    if (w->pidfd >= 0) {
+        epoll_ctl(r->epfd, EPOLL_CTL_DEL, w->pidfd, NULL);
+        close(w->pidfd);
+        w->pidfd = -1;
+    }
+    if (r->backend == ORBIT_REAPER_BPF && !tgid_watched(r, w->seen.pid))
+        rp_bpf_unwatch(r, w->seen.pid);
+}
+
+static void queue_found_dead(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node,
+                             const struct rp_snap *s)
+{
+    struct rp_exit e = { .kind = RP_FOUND_DEAD, .fleet_id = rf->id, .node = node, .seen = *s,
+                         .status = -1, .detected_ns = rp_now_ns() };
+    rp_queue_push(r, &e);
+}
+
+/*
+ * Start watching a LIVE record. The kernel filter is armed before the
+ * liveness probe, so a member that dies in between is caught by one or the
+ * other (a second report then finds the node already freed).
+ */
+static void watch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, const struct rp_snap *s)
+{
+    struct rp_watch *w = &rf->nodes[node];
+    w->seen = *s;
+    w->pidfd = -1;
+    if (r->backend == ORBIT_REAPER_BPF) {
+        if (rp_bpf_watch(r, s->pid) < 0)
+            return;   /* the map is full: retried on the next re-read */
+        w->watched = true;
+        r->stats.watched++;
+        if (!rp_member_alive(s->pid, s->start_time))
+            queue_found_dead(r, rf, node, s);
+        return;
+    }
+    int fd = -1;
+    if (!rp_probe_alive(s->pid, s->start_time, &fd)) {
+        queue_found_dead(r, rf, node, s);
+        return;
+    }
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = ((uint64_t)rf->id << 16) | node };
+    if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(fd);
+        return;   /* out of resources: retried on the next re-read */
+    }
+    w->pidfd = fd;
+    w->watched = true;
+    r->stats.watched++;
+}
+
+/* Bring one fleet's watches in step with its node table. */
+static void rescan_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
+{
+    for (uint32_t n = 0; n < rf->capacity; n++) {
+        struct rp_watch *w = &rf->nodes[n];
+        struct rp_snap s;
+        if (!read_record(rf->f, (uint16_t)n, &s))
+            continue;   /* changing under us: next time */
+        bool live = s.state == ORBIT_NODE_LIVE && s.pid > 0;
+        if (w->watched && (!live || !same_life(&w->seen, &s)))
+            unwatch(r, w);
+        if (live && !w->watched)
+            watch(r, rf, (uint16_t)n, &s);
+    }
+}
+
+/* ---- fleets --------------------------------------------------------------- */
+
+static void detach_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
+{
+    if (!rf->f)
+        return;
+    for (uint32_t n = 0; n < rf->capacity; n++)
+        unwatch(r, &rf->nodes[n]);
+    free(rf->nodes);
+    rf->nodes = NULL;
+    rp_tables_free(rf->tables);
+    rf->tables = NULL;
+    orbit_fleet_leave(rf->f);
+    rf->f = NULL;
+    rf->capacity = 0;
+    r->stats.fleets--;
+}
+
+static int attach_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
+{
+    struct orbit_fleet *f;
+    int rc = orbit_fleet_observe(rf->name, &f);
+    if (rc < 0)
+        return rc;
+    struct stat st;
+    if (fstat(f->seg.fd, &st) != 0) {
+        rc = -errno;
+        orbit_fleet_leave(f);
+        return rc;
+    }
+    rf->nodes = calloc(f->capacity, sizeof *rf->nodes);
+    if (!rf->nodes) {
+        orbit_fleet_leave(f);
+        return -ENOMEM;
+    }
+    for (uint32_t n = 0; n < f->capacity; n++)
+        rf->nodes[n].pidfd = -1;
+    rf->f = f;
+    rf->capacity = f->capacity;
+    rf->dev = st.st_dev;
+    rf->ino = st.st_ino;
+    r->stats.fleets++;
+    return 0;
+}
+
+/* Is the mapped fleet segment still the file under its name? */
+static bool fleet_current(struct rp_fleet *rf)
+{
+    struct stat st;
+    return stat(rf->f->seg.path, &st) == 0 && st.st_dev == rf->dev && st.st_ino == rf->ino;
+}
+
+static struct rp_fleet *find_fleet_name(struct orbit_reaper *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_fleets; i++)
+        if (strcmp(r->fleets[i]->name, name) == 0)
+            return r->fleets[i];
+    return NULL;
+}
+
+static struct rp_fleet *find_fleet_id(struct orbit_reaper *r, uint32_t id)
+{
+    for (size_t i = 0; i < r->n_fleets; i++)
+        if (r->fleets[i]->id == id)
+            return r->fleets[i];
+    return NULL;
+}
+
+static int add_fleet(struct orbit_reaper *r, const char *name, bool from_all, struct rp_fleet **out)
+{
+    if (r->n_fleets == r->cap_fleets) {
+        size_t cap = r->cap_fleets ? r->cap_fleets * 2 : 8;
+        struct rp_fleet **v = realloc(r->fleets, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        r->fleets = v;
+        r->cap_fleets = cap;
+    }
+    struct rp_fleet *rf = calloc(1, sizeof *rf);
+    if (!rf)
+        return -ENOMEM;
+    rf->id = r->next_fleet_id++;
+    snprintf(rf->name, sizeof rf->name, "%s", name);
+    rf->from_all = from_all;
+    r->fleets[r->n_fleets++] = rf;
+    *out = rf;
+    return 0;
+}
+
+static void remove_fleet(struct orbit_reaper *r, size_t i)
+{
+    detach_fleet(r, r->fleets[i]);
+    free(r->fleets[i]);
+    r->fleets[i] = r->fleets[--r->n_fleets];
+}
+
+/* Pick up fleets created since (watch_all). */
+static void discover_fleets(struct orbit_reaper *r)
+{
+    char (*names)[ORBIT_FLEET_NAME_MAX + 1] = NULL;
+    ssize_t n = orbit_fleet_list(NULL, 0);
+    if (n <= 0 || !(names = calloc((size_t)n, sizeof *names)))
+        return;
+    ssize_t got = orbit_fleet_list(names, (size_t)n);
+    for (ssize_t i = 0; i < got && i < n; i++) {
+        struct rp_fleet *rf;
+        if (!find_fleet_name(r, names[i]))
+            add_fleet(r, names[i], true, &rf);
+    }
+    free(names);
+}
+
+/* Timer work: follow fleets that were removed, recreated or created. */
+static void refresh_fleets(struct orbit_reaper *r)
+{
+    if (r->all)
+        discover_fleets(r);
+    for (size_t i = 0; i < r->n_fleets;) {
+        struct rp_fleet *rf = r->fleets[i];
+        if (rf->f && !fleet_current(rf))
+            detach_fleet(r, rf);
+        if (!rf->f && attach_fleet(r, rf) < 0 && rf->from_all) {
+            remove_fleet(r, i);
+            continue;
+        }
+        i++;
+    }
+}
+
+static void rescan_all(struct orbit_reaper *r)
+{
+    r->stats.rescans++;
+    for (size_t i = 0; i < r->n_fleets; i++)
+        if (r->fleets[i]->f)
+            rescan_fleet(r, r->fleets[i]);
+}
+
+/* ---- reclaiming ----------------------------------------------------------- */
+
+static void reclaim(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node,
+                    const struct rp_snap *s, const struct rp_exit *e)
+{
+    struct orbit_reaper_death d = {
+        .fleet = rf->name, .node = node, .pid = s->pid, .start_time = s->start_time,
+        .incarnation = s->incarnation, .status = e->status, .backend = r->backend,
+        .source = e->kind == RP_FOUND_DEAD ? ORBIT_REAPER_FOUND_DEAD : ORBIT_REAPER_EXIT_EVENT,
+        .exit_ns = e->exit_ns, .detected_ns = e->detected_ns,
+    };
+    uint64_t creating = 0;
+    bool account = r->on_death && (r->flags & ORBIT_REAPER_ACCOUNT);
+    if (account)
+        rp_account(rf->f, &rf->tables, node, s->incarnation, &d.reclaimed, &creating);
+    orbit_fleet_node_dead(rf->f, node, s->incarnation);
+    d.reclaimed_ns = rp_now_ns();
+    if (account) {
+        uint64_t after = rp_pool_creating(rf->tables);
+        d.reclaimed.pool_creating = creating > after ? creating - after : 0;
+        d.accounted = true;
+    }
+    r->stats.deaths++;
+    unwatch(r, &rf->nodes[node]);
+    if (r->on_death)
+        r->on_death(r->ctx, &d);
+}
+
+/* Is the node still held by exactly that life? Only then may it be ended. */
+static bool still_held(struct rp_fleet *rf, uint16_t node, const struct rp_snap *seen, struct rp_snap *now)
+{
+    return rf->f && node < rf->capacity && read_record(rf->f, node, now) &&
+           now->state == ORBIT_NODE_LIVE && same_life(seen, now);
+}
+
+/* A BPF report names (tgid, start time): end every node that life holds. */
+static int handle_tgid(struct orbit_reaper *r, const struct rp_exit *e)
+{
+    int handled = 0;
+    for (size_t i = 0; i < r->n_fleets; i++) {
+        struct rp_fleet *rf = r->fleets[i];
+        for (uint32_t n = 0; rf->f && n < rf->capacity; n++) {
+            struct rp_snap s;
+            if (read_record(rf->f, (uint16_t)n, &s) && s.state == ORBIT_NODE_LIVE &&
+                s.pid == (int32_t)e->tgid && s.start_time == e->start_ticks) {
+                reclaim(r, rf, (uint16_t)n, &s, e);
+                handled++;
+            }
+        }
+    }
+    return handled;
+}
+
+static int handle_exit(struct orbit_reaper *r, struct rp_exit *e)
+{
+    if (e->kind == RP_EXIT_TGID)
+        return handle_tgid(r, e);
+    struct rp_fleet *rf = find_fleet_id(r, e->fleet_id);
+    struct rp_snap now;
+    if (!rf || !still_held(rf, e->node, &e->seen, &now))
+        return 0;
+    if (e->kind == RP_FOUND_DEAD && rp_member_alive(now.pid, now.start_time))
+        return 0;   /* a queued probe result is re-checked: never end a live process */
+    return reclaim(r, rf, e->node, &now, e), 1;
+}
+
+static int drain_queue(struct orbit_reaper *r)
+{
+    int handled = 0;
+    /* Handlers may queue more (a watch that finds its member dead): loop by index. */
+    for (size_t i = 0; i < r->n_queue; i++) {
+        struct rp_exit e = r->queue[i];
+        int n = handle_exit(r, &e);
+        if (n == 0 && e.kind != RP_FOUND_DEAD)
+            r->stats.ignored++;
+        handled += n;
+    }
+    r->n_queue = 0;
+    return handled;
+}
+
+/* ---- events --------------------------------------------------------------- */
+
+static void pidfd_event(struct orbit_reaper *r, uint64_t tag)
+{
+    struct rp_fleet *rf = find_fleet_id(r, (uint32_t)(tag >> 16));
+    uint16_t node = (uint16_t)(tag & 0xffff);
+    if (!rf || !rf->f || node >= rf->capacity)
+        return;
+    struct rp_watch *w = &rf->nodes[node];
+    /* The event may predate a re-watch: act on the pidfd held now, if it says so. */
+    if (!w->watched || w->pidfd < 0 || !rp_pidfd_exited(w->pidfd))
+        return;
+    struct rp_exit e = { .kind = RP_EXIT_NODE, .fleet_id = rf->id, .node = node, .seen = w->seen,
+                         .status = rp_pidfd_status(w->pidfd), .detected_ns = rp_now_ns() };
+    r->stats.events++;
+    rp_queue_push(r, &e);
+    unwatch(r, w);   /* its pidfd stays readable: out of the set now */
+}
+
+/* The membership timer: follow fleets and members even inside one long process call. */
+static void timer_event(struct orbit_reaper *r)
+{
+    uint64_t ticks;
+    if (read(r->timerfd, &ticks, sizeof ticks) < 0 && errno != EAGAIN)
+        return;
+    refresh_fleets(r);
+    rescan_all(r);
+}
+
+/* Everything read from one epoll_wait; returns deaths handled. */
+static int dispatch(struct orbit_reaper *r, struct epoll_event *evs, int n)
+{
+    bool swept = false;
+    for (int i = 0; i < n; i++) {
+        uint64_t tag = evs[i].data.u64;
+        if (tag == RP_TAG_TIMER)
+            timer_event(r);
+        else if (tag == RP_TAG_RING)
+            swept |= rp_bpf_consume(r);
+        else
+            pidfd_event(r, tag);
+    }
+    if (swept) {
+        /* Events were lost: probe every watched member once. */
+        for (size_t i = 0; i < r->n_fleets; i++)
+            for (uint32_t k = 0; r->fleets[i]->f && k < r->fleets[i]->capacity; k++) {
+                struct rp_watch *w = &r->fleets[i]->nodes[k];
+                if (w->watched && !rp_member_alive(w->seen.pid, w->seen.start_time))
+                    queue_found_dead(r, r->fleets[i], (uint16_t)k, &w->seen);
+            }
+    }
+    int handled = drain_queue(r);
+    if (handled)
+        rescan_all(r);   /* freed nodes leave the watched set at once */
+    return handled;
+}
+
+static int remaining_ms(uint64_t deadline_ns, int timeout_ms)
+{
+    if (timeout_ms < 0)
+        return -1;
+    uint64_t now = rp_now_ns();
+    if (now >= deadline_ns)
+        return 0;
+    return (int)((deadline_ns - now + 999999) / 1000000);
+}
+
+int orbit_reaper_process(struct orbit_reaper *r, int timeout_ms)
+{
+    if (!r)
+        return -ORBIT_EMALFORMED;
+    uint64_t deadline = rp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+    pthread_mutex_lock(&r->lock);
+    rescan_all(r);
+    int handled = drain_queue(r);
+    pthread_mutex_unlock(&r->lock);
+    while (handled == 0) {
+        struct epoll_event evs[RP_EPOLL_BATCH];
+        int wait = remaining_ms(deadline, timeout_ms);
+        int n = epoll_wait(r->epfd, evs, RP_EPOLL_BATCH, wait);
+        if (n < 0)
+            return errno == EINTR ? -EINTR : -errno;
+        pthread_mutex_lock(&r->lock);
+        handled = dispatch(r, evs, n);
+        pthread_mutex_unlock(&r->lock);
+        if (wait == 0)
+            break;
+    }
+    return handled;
+}
+
+/* ---- the handle ----------------------------------------------------------- */
+
+static int arm_timer(struct orbit_reaper *r)
+{
+    struct itimerspec its = {
+        .it_interval = { r->interval_ms / 1000, (long)(r->interval_ms % 1000) * 1000000L },
+    };
+    its.it_value = its.it_interval;
+    return timerfd_settime(r->timerfd, 0, &its, NULL) == 0 ? 0 : -errno;
+}
+
+static int open_fds(struct orbit_reaper *r)
+{
+    r->epfd = epoll_create1(EPOLL_CLOEXEC);
+    r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (r->epfd < 0 || r->timerfd < 0)
+        return -errno;
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = RP_TAG_TIMER };
+    if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->timerfd, &ev) != 0)
+        return -errno;
+    return arm_timer(r);
+}
+
+static int pick_backend(struct orbit_reaper *r, enum orbit_reaper_backend want)
+{
+    if (want == ORBIT_REAPER_PIDFD) {
+        r->backend = ORBIT_REAPER_PIDFD;
+        return 0;
+    }
+    char why[128] = "";
+    r->backend = ORBIT_REAPER_BPF;
+    int rc = rp_bpf_open(r, why, sizeof why);
+    if (rc == 0 || want == ORBIT_REAPER_BPF)
+        return rc;
+    r->backend = ORBIT_REAPER_PIDFD;
+    snprintf(r->note, sizeof r->note, "BPF backend unavailable (%s): using pidfd", why);
+    return 0;
+}
+
+int orbit_reaper_open(enum orbit_reaper_backend backend, struct orbit_reaper **out)
+{
+    if (!out || backend > ORBIT_REAPER_PIDFD)
+        return -ORBIT_EMALFORMED;
+    struct orbit_reaper *r = calloc(1, sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    pthread_mutex_init(&r->lock, NULL);
+    r->interval_ms = RP_INTERVAL_DEFAULT;
+    r->timerfd = -1;
+    int rc = open_fds(r);
+    if (rc == 0)
+        rc = pick_backend(r, backend);
+    if (rc < 0) {
+        orbit_reaper_close(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+void orbit_reaper_close(struct orbit_reaper *r)
+{
+    if (!r)
+        return;
+    while (r->n_fleets)
+        remove_fleet(r, r->n_fleets - 1);
+    if (r->backend == ORBIT_REAPER_BPF)
+        rp_bpf_close(r);
+    if (r->timerfd >= 0)
+        close(r->timerfd);
+    if (r->epfd >= 0)
+        close(r->epfd);
+    free(r->fleets);
+    free(r->queue);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+int orbit_reaper_watch(struct orbit_reaper *r, const char *fleet_name)
+{
+    if (!r || !fleet_name || !*fleet_name || strlen(fleet_name) > ORBIT_FLEET_NAME_MAX)
+        return -ORBIT_EMALFORMED;
+    for (const char *c = fleet_name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '_' || *c == '.' || *c == '-'))
+            return -ORBIT_EMALFORMED;
+    pthread_mutex_lock(&r->lock);
+    struct rp_fleet *rf = find_fleet_name(r, fleet_name);
+    int rc = 0;
+    if (rf)
+        rf->from_all = false;   /* named explicitly: kept while it is missing */
+    else
+        rc = add_fleet(r, fleet_name, false, &rf);
+    if (rc == 0 && !rf->f) {
+        rc = attach_fleet(r, rf);
+        if (rc == -ENOENT)
+            rc = 0;             /* attached when it appears */
+        else if (rc == 0)
+            rescan_fleet(r, rf);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+int orbit_reaper_watch_all(struct orbit_reaper *r)
+{
+    if (!r)
+        return -ORBIT_EMALFORMED;
+    pthread_mutex_lock(&r->lock);
+    r->all = true;
+    refresh_fleets(r);
+    rescan_all(r);
+    pthread_mutex_unlock(&r->lock);
+    return 0;
+}
+
+int orbit_reaper_fd(struct orbit_reaper *r)
+{
+    return r ? r->epfd : -ORBIT_EMALFORMED;
+}
+
+enum orbit_reaper_backend orbit_reaper_backend(struct orbit_reaper *r)
+{
+    return r ? r->backend : ORBIT_REAPER_AUTO;
+}
+
+const char *orbit_reaper_note(struct orbit_reaper *r)
+{
+    return r ? r->note : "";
+}
+
+int orbit_reaper_set_interval(struct orbit_reaper *r, int interval_ms)
+{
+    if (!r || interval_ms < 1 || interval_ms > 60000)
+        return -ORBIT_EMALFORMED;
+    pthread_mutex_lock(&r->lock);
+    r->interval_ms = interval_ms;
+    int rc = arm_timer(r);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+int orbit_reaper_rescan(struct orbit_reaper *r)
+{
+    if (!r)
+        return -ORBIT_EMALFORMED;
+    pthread_mutex_lock(&r->lock);
+    rescan_all(r);
+    int watched = (int)r->stats.watched;
+    pthread_mutex_unlock(&r->lock);
+    return watched;
+}
+
+int orbit_reaper_on_death(struct orbit_reaper *r, orbit_reaper_death_fn fn, void *ctx, unsigned flags)
+{
+    if (!r || (flags & ~ORBIT_REAPER_ACCOUNT))
+        return -ORBIT_EMALFORMED;
+    pthread_mutex_lock(&r->lock);
+    r->on_death = fn;
+    r->ctx = ctx;
+    r->flags = flags;
+    pthread_mutex_unlock(&r->lock);
+    return 0;
+}
+
+void orbit_reaper_stats(struct orbit_reaper *r, struct orbit_reaper_stats *out)
+{
+    if (!r || !out)
+        return;
+    pthread_mutex_lock(&r->lock);
+    *out = r->stats;
+    pthread_mutex_unlock(&r->lock);
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/* liborbit-reaper internals: watched fleets, queued exits, backends. */
+#ifndef ORB_REAPER_INTERNAL_H
+#define ORB_REAPER_INTERNAL_H
+
+#include <pthread.h>
+#include <sys/types.h>
+#include <orbit/reaper.h>
+#include "core/fleet_internal.h"
+
+/* epoll tags: anything else is a pidfd watch, (fleet id << 16) | node. */
+#define RP_TAG_TIMER   (~0ull)
+#define RP_TAG_RING    (~0ull - 1)
+
+/* One node record as read at one moment. */
+struct rp_snap {
+    uint32_t state;
+    int32_t  pid;
+    uint64_t start_time, incarnation, joins;
+};
+
+/* A node of a watched fleet: the member we watch there, if any. */
+struct rp_watch {
+    bool watched;
+    struct rp_snap seen;        /* the LIVE record we watch */
+    int pidfd;                  /* PIDFD backend; -1 otherwise */
+};
+
+struct rp_fleet {
+    uint32_t id;                /* never reused within a reaper: tags pidfd events */
+    char name[ORBIT_FLEET_NAME_MAX + 1];
+    bool from_all;              /* added by watch_all: dropped when it disappears */
+    struct orbit_fleet *f;      /* observer handle; NULL while detached */
+    dev_t dev;                  /* the fleet segment file mapped */
+    ino_t ino;
+    uint16_t capacity;
+    struct rp_watch *nodes;     /* capacity entries */
+    struct rp_tables *tables;   /* table handles for accounting; NULL until needed */
+};
+
+enum rp_kind { RP_EXIT_TGID, RP_EXIT_NODE, RP_FOUND_DEAD };
+
+/* A queued exit, handled after the events are read. */
+struct rp_exit {
+    enum rp_kind kind;
+    uint32_t fleet_id;          /* RP_EXIT_NODE, RP_FOUND_DEAD */
+    uint16_t node;
+    struct rp_snap seen;        /* RP_EXIT_NODE, RP_FOUND_DEAD: the identity watched */
+    uint32_t tgid;              /* RP_EXIT_TGID */
+    uint64_t start_ticks;       /* RP_EXIT_TGID */
+    int status;
+    uint64_t exit_ns, detected_ns;
+};
+
+struct rp_bpf;
+
+struct orbit_reaper {
+    pthread_mutex_t lock;
+    enum orbit_reaper_backend backend;
+    char note[160];
+    int epfd, timerfd;
+    int interval_ms;
+    bool all;
+    uint32_t next_fleet_id;
+    struct rp_fleet **fleets;
+    size_t n_fleets, cap_fleets;
+    struct rp_exit *queue;
+    size_t n_queue, cap_queue;
+    orbit_reaper_death_fn on_death;
+    void *ctx;
+    unsigned flags;
+    struct orbit_reaper_stats stats;
+    struct rp_bpf *bpf;
+};
+
+/* reaper.c */
+int  rp_queue_push(struct orbit_reaper *r, const struct rp_exit *e);
+uint64_t rp_now_ns(void);
+/* Is the process with this pid and start time alive? Keeps its pidfd in *pidfd if asked. */
+bool rp_probe_alive(int32_t pid, uint64_t start_time, int *pidfd);
+/* rp_probe_alive, and not every thread already inside do_exit. */
+bool rp_member_alive(int32_t pid, uint64_t start_time);
+bool rp_pidfd_exited(int pidfd);
+int  rp_pidfd_status(int pidfd);
+
+/* reaper_account.c: counts of what (node, incarnation) holds in the fleet's tables,
+ * through table handles cached in *cache (rebuilt when the segments change). */
+struct rp_tables;
+void rp_account(struct orbit_fleet *f, struct rp_tables **cache, uint16_t node, uint64_t incarnation,
+                struct orbit_reaper_reclaim *out, uint64_t *creating);
+uint64_t rp_pool_creating(struct rp_tables *cache);
+void rp_tables_free(struct rp_tables *cache);
+
+/* reaper_bpf.c (stubs returning -ORBIT_ENOTSUP when built without BPF). */
+int  rp_bpf_open(struct orbit_reaper *r, char *why, size_t why_len);
+void rp_bpf_close(struct orbit_reaper *r);
+int  rp_bpf_watch(struct orbit_reaper *r, int32_t tgid);
+int  rp_bpf_unwatch(struct orbit_reaper *r, int32_t tgid);
+/* Reads the ring into the queue; returns true when events were lost. */
+bool rp_bpf_consume(struct orbit_reaper *r);
+
+#endif

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/* acquire: snapshot, ask a policy, reserve or claim; the built-in policies. */
+#include <stdlib.h>
+#include <string.h>
+#include "pool_layout.h"
+
+#define SNAPSHOT_STACK 32
+
+static uint64_t cand_used(const struct orbit_candidate *c) { return (uint64_t)c->reserved + c->active; }
+static uint64_t cand_free(const struct orbit_candidate *c)
+{
+    return cand_used(c) >= c->capacity ? 0 : c->capacity - cand_used(c);
+}
+static bool usable(const struct orbit_candidate *c) { return c->state == ORBIT_LIVE && cand_free(c) > 0; }
+
+static struct orbit_decision decide(enum orbit_decision_kind kind, orbit_id reuse)
+{
+    return (struct orbit_decision){ .kind = kind, .reuse = reuse, .reason = 0 };
+}
+
+static struct orbit_decision create_or_wait(uint32_t live, uint32_t creating, const struct orbit_limits *l)
+{
+    return decide((uint64_t)live + creating < l->max_live ? ORBIT_DECIDE_CREATE : ORBIT_DECIDE_WAIT, 0);
+}
+
+/* Less used first, then less recently reserved. */
+static bool lighter(const struct orbit_candidate *a, const struct orbit_candidate *b)
+{
+    return cand_used(a) != cand_used(b) ? cand_used(a) < cand_used(b) : a->last_reserve_ms < b->last_reserve_ms;
+}
+
+static struct orbit_decision local_first(void *ctx, orbit_key key, const struct orbit_candidate *c, size_t n,
+                                         uint32_t live, uint32_t creating, const struct orbit_limits *l)
+{
+    (void)ctx, (void)key;
+    const struct orbit_candidate *local = NULL, *remote = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!usable(&c[i]))
+            continue;
+        const struct orbit_candidate **best = c[i].local ? &local : &remote;
+        if (!*best || lighter(&c[i], *best))
+            *best = &c[i];
+    }
+    if (local || remote)
+        return decide(ORBIT_DECIDE_REUSE, (local ? local : remote)->id);
+    return create_or_wait(live, creating, l);
+}
+
+static struct orbit_decision local_only(void *ctx, orbit_key key, const struct orbit_candidate *c, size_t n,
+                                        uint32_t live, uint32_t creating, const struct orbit_limits *l)
+{
+    (void)ctx, (void)key;
+    const struct orbit_candidate *best = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (c[i].local && usable(&c[i]) && (!best || cand_used(&c[i]) < cand_used(best)))
+            best = &c[i];
+    if (best)
+        return decide(ORBIT_DECIDE_REUSE, best->id);
+    return create_or_wait(live, creating, l);
+}
+
+/* Most free units, then least recently reserved, then local, then table order. */
+static bool roomier(const struct orbit_candidate *a, const struct orbit_candidate *b)
+{
+    if (cand_free(a) != cand_free(b))
+        return cand_free(a) > cand_free(b);
+    if (a->last_reserve_ms != b->last_reserve_ms)
+        return a->last_reserve_ms < b->last_reserve_ms;
+    return a->local && !b->local;
+}
+
+static struct orbit_decision least_loaded(void *ctx, orbit_key key, const struct orbit_candidate *c, size_t n,
+                                          uint32_t live, uint32_t creating, const struct orbit_limits *l)
+{
+    (void)ctx, (void)key;
+    const struct orbit_candidate *best = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (usable(&c[i]) && (!best || roomier(&c[i], best)))
+            best = &c[i];
+    if (best)
+        return decide(ORBIT_DECIDE_REUSE, best->id);
+    return create_or_wait(live, creating, l);
+}
+
+const struct orbit_policy orbit_policy_local_first = { local_first, NULL };
+const struct orbit_policy orbit_policy_local_only = { local_only, NULL };
+const struct orbit_policy orbit_policy_least_loaded = { least_loaded, NULL };
+
+/* Candidates into *buf (the stack buffer, or a heap one grown to fit); returns the count. */
+static ssize_t snapshot(struct orbit_pool *p, orbit_key key, struct orbit_candidate **buf, size_t *cap,
+                        struct orbit_candidate *stack)
+{
+    for (;;) {
+        ssize_t n = orbit_pool_candidates(p, key, *buf, *cap);
+        if (n < 0 || (size_t)n <= *cap)
+            return n;
+        struct orbit_candidate *grown = realloc(*buf == stack ? NULL : *buf, (size_t)n * sizeof *grown);
+        if (!grown)
+            return -ENOMEM;
+        *buf = grown;
+        *cap = (size_t)n;
+    }
+}
+
+static int plan_wait(struct orbit_pool *p, orbit_key key, struct orbit_plan *out)
+{
+    out->kind = ORBIT_PLAN_WAIT;
+    return orbit_pool_version(p, key, &out->version);
+}
+
+/* One decision carried out: 1 = plan made, 0 = lost race (retry), < 0 an error. */
+static int carry_out(struct orbit_pool *p, orbit_key key, struct orbit_decision d,
+                     const struct orbit_limits *l, struct orbit_plan *out)
+{
+    int rc;
+    switch (d.kind) {
+    case ORBIT_DECIDE_REUSE:
+        rc = orbit_pool_reserve(p, d.reuse, &out->lease);
+        if (rc == -ORBIT_EBUSY || rc == -ORBIT_ESTALE || rc == -ORBIT_EDRAINING)
+            return 0;
+        if (rc < 0)
+            return rc;
+        out->kind = orbit_id_node(d.reuse) == p->node ? ORBIT_PLAN_LOCAL_REUSE : ORBIT_PLAN_REMOTE_REUSE;
+        return 1;
+    case ORBIT_DECIDE_CREATE:
+        rc = orbit_pool_claim_create(p, key, l->max_live, &out->permit);
+        if (rc == -ORBIT_EBUDGET)
+            return 0;
+        if (rc < 0)
+            return rc;
+        out->kind = ORBIT_PLAN_CREATE;
+        return 1;
+    case ORBIT_DECIDE_WAIT:
+        rc = plan_wait(p, key, out);
+        return rc < 0 ? rc : 1;
+    case ORBIT_DECIDE_REJECT:
+        out->kind = ORBIT_PLAN_REJECT;
+        out->reason = d.reason;
+        return 1;
+    }
+    return -ORBIT_EMALFORMED;
+}
+
+int orbit_pool_acquire(struct orbit_pool *p, orbit_key key, const struct orbit_limits *limits,
+                       const struct orbit_policy *policy, struct orbit_plan *out)
+{
+    struct orbit_limits lim = ORBIT_LIMITS_DEFAULT;
+    if (limits)
+        lim = *limits;
+    if (!policy)
+        policy = &orbit_policy_local_first;
+    if (!p || !out || !policy->decide)
+        return -ORBIT_EMALFORMED;
+    memset(out, 0, sizeof *out);
+    struct orbit_candidate stack[SNAPSHOT_STACK], *buf = stack;
+    size_t cap = SNAPSHOT_STACK;
+    int rc = 0;
+    for (uint32_t attempt = 0; attempt < (lim.attempts ? lim.attempts : 1) && rc == 0; attempt++) {
+        ssize_t n = snapshot(p, key, &buf, &cap, stack);
+        if (n < 0) {
+            rc = (int)n;
+            break;
+        }
+        uint32_t live, creating;
+        orbit_pool_budget(p, key, &live, &creating);
+        struct orbit_decision d = policy->decide(policy->ctx, key, buf, (size_t)n, live, creating, &lim);
+        rc = carry_out(p, key, d, &lim, out);
+    }
+    if (buf != stack)
+        free(buf);
+    if (rc == 0) {   /* every attempt lost its race */
+        int w = plan_wait(p, key, out);
+        rc = w < 0 ? w : 1;
+    }
+    return rc < 0 ? rc : 0;
+}

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* Creation budgets, key versions, waits (futex and io_uring) and the readiness fd. */
+#include <orbit/uring.h>
+#include "pool_layout.h"
+#include "uring_internal.h"
+
+int orbit_pool_claim_create(struct orbit_pool *p, orbit_key key, uint32_t max_live, struct orbit_permit *out)
+{
+    if (!out)
+        return -ORBIT_EMALFORMED;
+    *out = (struct orbit_permit){ .done = true };   /* finishing a refused permit is a no-op */
+    if (!p)
+        return -ORBIT_EMALFORMED;
+    if (p->observer)
+        return -ORBIT_ENOTOWNER;
+    uint32_t ki;
+    int rc = pool_key_hold(p, key, &ki);
+    if (rc < 0)
+        return rc;
+    struct pool_key *k = pool_key_at(p, ki);
+    uint64_t c = atomic_load(&k->counts), next;
+    do {
+        /* live + creating under max_live, checked and counted by one CAS. */
+        if ((uint64_t)pool_hi(c) + pool_lo(c) >= max_live) {
+            pool_key_release(p, ki);
+            return -ORBIT_EBUDGET;
+        }
+        next = pool_pack(pool_hi(c), pool_lo(c) + 1);
+    } while (!atomic_compare_exchange_weak(&k->counts, &c, next));
+    /* The hold stays with the permit; the claim row lets node_dead return both. */
+    atomic_fetch_add(pool_claims(p, p->node, ki), 1);
+    *out = (struct orbit_permit){ .pool = p, .key_index = ki, .done = false };
+    return 0;
+}
+
+void orbit_permit_finish(struct orbit_permit *pm)
+{
+    if (!pm || pm->done || !pm->pool)
+        return;
+    pm->done = true;
+    struct orbit_pool *p = pm->pool;
+    uint32_t ki = pm->key_index;
+    if (ki > p->key_mask || p->observer)
+        return;
+    _Atomic uint32_t *claims = pool_claims(p, p->node, ki);
+    uint32_t v = atomic_load(claims);
+    do {
+        if (v == 0)
+            return;   /* node_dead or a reset returned this claim already */
+    } while (!atomic_compare_exchange_weak(claims, &v, v - 1));
+    pool_counts_add(&pool_key_at(p, ki)->counts, 0, -1);
+    pool_key_changed(p, ki);
+    pool_key_release(p, ki);
+}
+
+void orbit_pool_budget(struct orbit_pool *p, orbit_key key, uint32_t *live, uint32_t *creating)
+{
+    uint64_t c = 0;
+    uint32_t ki;
+    if (p && pool_key_peek(p, key, &ki) == 0)
+        c = atomic_load(&pool_key_at(p, ki)->counts);
+    if (live)
+        *live = pool_hi(c);
+    if (creating)
+        *creating = pool_lo(c);
+}
+
+int orbit_pool_version(struct orbit_pool *p, orbit_key key, uint32_t *out)
+{
+    if (!p || !out)
+        return -ORBIT_EMALFORMED;
+    uint32_t ki;
+    int rc = pool_key_hold(p, key, &ki);
+    if (rc < 0)
+        return rc;
+    *out = atomic_load(&pool_key_at(p, ki)->wait.changes);
+    pool_key_release(p, ki);
+    return 0;
+}
+
+struct capacity_wait {
+    struct pool_key *key;
+    uint32_t since;
+    uint64_t tag;          /* with check_tag: a reclaimed slot counts as a change */
+    bool check_tag;
+};
+
+static int capacity_changed(void *ctx)
+{
+    struct capacity_wait *c = ctx;
+    if (atomic_load(&c->key->wait.changes) != c->since)
+        return 1;
+    return c->check_tag && atomic_load(&c->key->tag) != c->tag ? 1 : 0;
+}
+
+int orbit_pool_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t since, int timeout_ms, uint32_t *now)
+{
+    if (!p)
+        return -ORBIT_EMALFORMED;
+    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
+    uint32_t ki;
+    int rc = pool_key_hold(p, key, &ki);
+    if (rc < 0)
+        return rc;
+    /* Held for the whole wait: the key cannot be reclaimed under a parked waiter. */
+    struct capacity_wait ctx = { .key = pool_key_at(p, ki), .since = since };
+    rc = orb_wait_until(&ctx.key->wait, capacity_changed, &ctx, &deadline, &p->spin, &p->stats);
+    uint32_t seen = atomic_load(&ctx.key->wait.changes);
+    pool_key_release(p, ki);
+    if (now)
+        *now = seen;
+    if (rc > 0)
+        return 0;
+    return rc == -ETIMEDOUT ? -ORBIT_ETIMEDOUT : rc;
+}
+
+/*
+ * The io_uring form: the SQE waits on the key's change word. No hold can span
+ * an SQE, so a reclaim of the key is also a change: the reclaimer signals a
+ * parked word, and the tag check catches one that happened before the arm.
+ */
+int orbit_pool_prep_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t since, struct io_uring_sqe *sqe)
+{
+    if (!p || !sqe)
+        return -ORBIT_EMALFORMED;
+    uint32_t ki;
+    int rc = pool_key_hold(p, key, &ki);
+    if (rc < 0)
+        return rc;
+    struct pool_key *k = pool_key_at(p, ki);
+    struct capacity_wait ctx = { .key = k, .since = since, .tag = atomic_load(&k->tag), .check_tag = true };
+    rc = orb_uring_prep_wait(&k->wait, capacity_changed, &ctx, sqe, &p->stats);
+    pool_key_release(p, ki);   /* after the arm: a reclaim from here sees parked and signals */
+    return rc;
+}
+
+int orbit_pool_readiness(struct orbit_pool *p)
+{
+    if (!p)
+        return -ORBIT_EMALFORMED;
+    if (p->observer)
+        return -ORBIT_ENOTOWNER;
+    int expect = -1;
+    if (!atomic_compare_exchange_strong(&p->readiness, &expect, -2))
+        return -ORBIT_EBUSY;
+    int fd = orb_readiness_open(&orb_fleet_record(p->fleet, p->node)->doorbell);
+    atomic_store(&p->readiness, fd < 0 ? -1 : fd);
+    return fd;
+}

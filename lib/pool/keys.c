@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The key table: lock-free lookup and references, locked insert and sweep,
+ * reclamation of keys nothing refers to, change signalling and watches.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "pool_layout.h"
+
+#define NO_SLOT UINT32_MAX
+
+static uint32_t key_home(const struct orbit_pool *p, orbit_key key)
+{
+    uint64_t x = key.lo ^ (key.hi * 0x9e3779b97f4a7c15ull);
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 32;
+    return (uint32_t)x & p->key_mask;
+}
+
+static bool key_matches(struct pool_key *k, orbit_key key)
+{
+    return atomic_load_explicit(&k->key_lo, memory_order_relaxed) == key.lo &&
+           atomic_load_explicit(&k->key_hi, memory_order_relaxed) == key.hi;
+}
+
+bool pool_counts_add(_Atomic uint64_t *counts, int64_t live, int64_t creating)
+{
+    uint64_t c = atomic_load(counts), next;
+    do {
+        int64_t l = (int64_t)pool_hi(c) + live, n = (int64_t)pool_lo(c) + creating;
+        l = l < 0 ? 0 : l > UINT32_MAX ? UINT32_MAX : l;
+        n = n < 0 ? 0 : n > UINT32_MAX ? UINT32_MAX : n;
+        next = pool_pack((uint32_t)l, (uint32_t)n);
+        if (next == c)
+            return false;
+    } while (!atomic_compare_exchange_weak(counts, &c, next));
+    return true;
+}
+
+/*
+ * The last reference of tenancy `tag` is gone and REFS_CLOSED is ours: the
+ * slot becomes a tombstone. A CAS, not a store: under the key lock an insert
+ * may have finished this reclaim already and put a new tenancy here.
+ */
+static void key_reclaim(struct orbit_pool *p, uint32_t i, uint64_t tag)
+{
+    struct pool_key *k = pool_key_at(p, i);
+    if (KEY_TAG_STATE(tag) == KEY_LIVE &&
+        atomic_compare_exchange_strong(&k->tag, &tag, KEY_TAG(KEY_TAG_SEQ(tag), KEY_TOMB)))
+        atomic_fetch_add_explicit(&p->hdr->tombstones, 1, memory_order_relaxed);
+    /* seq_cst tag change, then the parked load: a prep waiter that armed before this either is
+     * seen here and woken, or sees the tag change in its own re-check (Dekker pairing). */
+    if (atomic_load(&k->wait.parked))
+        orb_wait_signal(&k->wait, &p->stats);
+    atomic_fetch_add_explicit(&p->key_reclaims, 1, memory_order_relaxed);
+}
+
+void pool_key_unref(struct orbit_pool *p, uint32_t i, uint64_t n)
+{
+    if (i > p->key_mask || n == 0)
+        return;
+    struct pool_key *k = pool_key_at(p, i);
+    /* Read while a reference is still held: the tenancy cannot change before our CAS. */
+    uint64_t tag = atomic_load(&k->tag);
+    uint64_t r = atomic_load(&k->refs), next;
+    do {
+        /* Closed or short: a reset cleared what we held; never go below zero. */
+        if ((r & REFS_CLOSED) || REFS_COUNT(r) == 0)
+            return;
+        uint64_t left = REFS_COUNT(r) > n ? REFS_COUNT(r) - n : 0;
+        /* Dropping the last reference closes the slot in the same CAS: nobody can pin it after. */
+        next = left ? left : REFS_CLOSED;
+    } while (!atomic_compare_exchange_weak(&k->refs, &r, next));
+    if (next == REFS_CLOSED)
+        key_reclaim(p, i, tag);
+}
+
+void pool_key_ref_held(struct orbit_pool *p, uint32_t i)
+{
+    /* The caller holds a reference, so the slot cannot close under this add. */
+    atomic_fetch_add(&pool_key_at(p, i)->refs, 1);
+}
+
+/* One plain reference on slot i if it is still the tenancy `tag`. */
+static bool key_ref_if(struct orbit_pool *p, uint32_t i, uint64_t tag)
+{
+    struct pool_key *k = pool_key_at(p, i);
+    uint64_t r = atomic_load(&k->refs);
+    do {
+        if ((r & REFS_CLOSED) || REFS_COUNT(r) >= REFS_CLOSED - 1)
+            return false;
+    } while (!atomic_compare_exchange_weak(&k->refs, &r, r + 1));
+    /* The reference is in; if the tenancy moved meanwhile it is not ours to keep. */
+    if (atomic_load(&k->tag) != tag) {
+        pool_key_unref(p, i, 1);
+        return false;
+    }
+    return true;
+}
+
+/* Probe from the key's home to the first EMPTY slot for a LIVE tenancy of key. */
+static int key_probe(struct orbit_pool *p, orbit_key key, bool take_ref, uint32_t *index)
+{
+    uint32_t home = key_home(p, key);
+    for (uint32_t n = 0; n <= p->key_mask; n++) {
+        uint32_t i = (home + n) & p->key_mask;
+        struct pool_key *k = pool_key_at(p, i);
+        /* Acquire: the digest written before LIVE was published is the one we compare. */
+        uint64_t tag = atomic_load_explicit(&k->tag, memory_order_acquire);
+        unsigned st = KEY_TAG_STATE(tag);
+        if (st == KEY_EMPTY)
+            break;
+        if (st != KEY_LIVE || !key_matches(k, key))
+            continue;
+        if (!take_ref) {
+            *index = i;
+            return 0;
+        }
+        if (key_ref_if(p, i, tag)) {
+            *index = i;
+            return 0;
+        }
+        /* Dying: a new tenancy of this key may sit further along or be inserted. */
+    }
+    return -ENOENT;
+}
+
+int pool_key_find(struct orbit_pool *p, orbit_key key, uint32_t *index)
+{
+    return key_probe(p, key, true, index);
+}
+
+int pool_key_peek(struct orbit_pool *p, orbit_key key, uint32_t *index)
+{
+    return key_probe(p, key, false, index);
+}
+
+/* ---- the lock: inserts and sweeps ---- */
+
+/*
+ * Lock held: LIVE with REFS_CLOSED is a reclaim between its two steps (or a
+ * reclaimer that died there); finish it so the slot can be used again.
+ * Returns the slot's state afterwards.
+ */
+static unsigned key_settle_locked(struct orbit_pool *p, struct pool_key *k)
+{
+    uint64_t tag = atomic_load(&k->tag);
+    if (KEY_TAG_STATE(tag) == KEY_LIVE && atomic_load(&k->refs) == REFS_CLOSED &&
+        atomic_compare_exchange_strong(&k->tag, &tag, KEY_TAG(KEY_TAG_SEQ(tag), KEY_TOMB))) {
+        atomic_fetch_add_explicit(&p->hdr->tombstones, 1, memory_order_relaxed);
+        return KEY_TOMB;
+    }
+    return KEY_TAG_STATE(atomic_load(&k->tag));
+}
+
+/* A holder died mid-insert: its CLAIMING slot never became a key. */
+static void tombstone_gone(struct orbit_pool *p)
+{
+    uint32_t t = atomic_load_explicit(&p->hdr->tombstones, memory_order_relaxed);
+    while (t && !atomic_compare_exchange_weak(&p->hdr->tombstones, &t, t - 1))
+        ;
+}
+
+static void key_repair_locked(struct orbit_pool *p)
+{
+    for (uint32_t i = 0; i <= p->key_mask; i++) {
+        struct pool_key *k = pool_key_at(p, i);
+        uint64_t tag = atomic_load(&k->tag);
+        if (KEY_TAG_STATE(tag) != KEY_CLAIMING)
+            continue;
+        atomic_store(&k->refs, REFS_CLOSED);
+        atomic_store(&k->tag, KEY_TAG(KEY_TAG_SEQ(tag), KEY_TOMB));
+        atomic_fetch_add_explicit(&p->hdr->tombstones, 1, memory_order_relaxed);
+    }
+}
+
+int pool_key_lock(struct orbit_pool *p)
+{
+    int rc = pthread_mutex_lock(&p->hdr->key_lock.m);
+    if (rc == EOWNERDEAD) {
+        key_repair_locked(p);
+        pthread_mutex_consistent(&p->hdr->key_lock.m);
+        return 0;
+    }
+    return rc == 0 ? 0 : -ORBIT_ECORRUPT;
+}
+
+void pool_key_unlock(struct orbit_pool *p)
+{
+    pthread_mutex_unlock(&p->hdr->key_lock.m);
+}
+
+/*
+ * Tombstones no live key's probe chain passes through become EMPTY again, so
+ * misses stay short however many keys have come and gone. Lock held: no
+ * insert runs; concurrent reclaims only make more slots unneeded.
+ */
+static void key_sweep_locked(struct orbit_pool *p)
+{
+    uint32_t cap = p->key_mask + 1;
+    uint64_t *needed = calloc((cap + 63) / 64, sizeof *needed);
+    if (!needed)
+        return;
+    for (uint32_t i = 0; i < cap; i++) {
+        struct pool_key *k = pool_key_at(p, i);
+        if (key_settle_locked(p, k) != KEY_LIVE)
+            continue;
+        orbit_key key = { atomic_load(&k->key_lo), atomic_load(&k->key_hi) };
+        for (uint32_t j = key_home(p, key); j != i; j = (j + 1) & p->key_mask)
+            needed[j / 64] |= 1ull << (j % 64);
+    }
+    for (uint32_t i = 0; i < cap; i++) {
+        struct pool_key *k = pool_key_at(p, i);
+        uint64_t tag = atomic_load(&k->tag);
+        if (KEY_TAG_STATE(tag) == KEY_TOMB && !(needed[i / 64] & (1ull << (i % 64))) &&
+            atomic_compare_exchange_strong(&k->tag, &tag, KEY_TAG(KEY_TAG_SEQ(tag), KEY_EMPTY)))
+            tombstone_gone(p);
+    }
+    free(needed);
+    atomic_fetch_add_explicit(&p->key_sweeps, 1, memory_order_relaxed);
+}
+
+/* The first TOMB or EMPTY slot on the key's chain, or NO_SLOT. Lock held. */
+static uint32_t key_free_slot(struct orbit_pool *p, orbit_key key)
+{
+    uint32_t home = key_home(p, key), found = NO_SLOT;
+    for (uint32_t n = 0; n <= p->key_mask; n++) {
+        uint32_t i = (home + n) & p->key_mask;
+        unsigned st = key_settle_locked(p, pool_key_at(p, i));
+        if (st == KEY_TOMB && found == NO_SLOT)
+            found = i;
+        if (st == KEY_EMPTY) {
+            if (found == NO_SLOT)
+                found = i;
+            break;
+        }
+    }
+    return found;
+}
+
+static void bitmap_clear(_Atomic uint64_t *w, uint32_t words)
+{
+    for (uint32_t i = 0; i < words; i++)
+        if (atomic_load_explicit(&w[i], memory_order_relaxed))
+            atomic_store_explicit(&w[i], 0, memory_order_relaxed);
+}
+
+/* Make slot i the key's new tenancy, with one reference for the caller. Lock held. */
+static void key_install_locked(struct orbit_pool *p, uint32_t i, orbit_key key)
+{
+    struct pool_key *k = pool_key_at(p, i);
+    uint64_t tag = atomic_load(&k->tag);
+    if (KEY_TAG_STATE(tag) == KEY_TOMB)
+        tombstone_gone(p);
+    atomic_store(&k->tag, KEY_TAG(KEY_TAG_SEQ(tag) + 1, KEY_CLAIMING));
+    atomic_store_explicit(&k->key_lo, key.lo, memory_order_relaxed);
+    atomic_store_explicit(&k->key_hi, key.hi, memory_order_relaxed);
+    atomic_store_explicit(&k->counts, 0, memory_order_relaxed);
+    atomic_store_explicit(&k->watch_count, 0, memory_order_relaxed);
+    bitmap_clear(pool_key_watchers(p, i), p->watch_words);
+    bitmap_clear(pool_key_members(p, i), p->member_words);
+    /* The slot is closed (nobody can pin it): the first reference is stored, not added. */
+    atomic_store(&k->refs, 1);
+    /* Release: digest, counts and bitmaps are visible before a prober sees LIVE. */
+    atomic_store_explicit(&k->tag, KEY_TAG(KEY_TAG_SEQ(tag) + 1, KEY_LIVE), memory_order_release);
+    atomic_fetch_add_explicit(&p->key_inserts, 1, memory_order_relaxed);
+}
+
+static int key_insert(struct orbit_pool *p, orbit_key key, uint32_t *index)
+{
+    int rc = pool_key_lock(p);
+    if (rc < 0)
+        return rc;
+    /* Under the lock no other insert runs: a second look decides present or absent. */
+    if (pool_key_find(p, key, index) == 0) {
+        pool_key_unlock(p);
+        return 0;
+    }
+    uint32_t i = key_free_slot(p, key);
+    /* Tombstones lengthen every miss: past a quarter of the table, sweep them. */
+    uint32_t many = (p->key_mask + 1) / 4 ? (p->key_mask + 1) / 4 : 1;
+    if (i == NO_SLOT || atomic_load_explicit(&p->hdr->tombstones, memory_order_relaxed) >= many) {
+        key_sweep_locked(p);
+        i = key_free_slot(p, key);
+    }
+    if (i == NO_SLOT) {
+        pool_key_unlock(p);
+        return -ORBIT_EKEYFULL;
+    }
+    key_install_locked(p, i, key);
+    pool_key_unlock(p);
+    *index = i;
+    return 0;
+}
+
+/*
+ * A reference this node holds, counted in its holds row so that node_dead
+ * can return it if the process dies holding it. Observers hold plain refs.
+ */
+int pool_key_hold(struct orbit_pool *p, orbit_key key, uint32_t *index)
+{
+    int rc = pool_key_find(p, key, index);
+    if (rc < 0 && (rc = key_insert(p, key, index)) < 0)
+        return rc;
+    if (!p->observer)
+        atomic_fetch_add(pool_holds(p, p->node, *index), 1);
+    return 0;
+}
+
+void pool_key_release(struct orbit_pool *p, uint32_t i)
+{
+    if (i > p->key_mask)
+        return;
+    if (p->observer) {
+        pool_key_unref(p, i, 1);
+        return;
+    }
+    _Atomic uint32_t *h = pool_holds(p, p->node, i);
+    uint32_t v = atomic_load(h);
+    do {
+        if (v == 0)
+            return;   /* node_dead or a reset returned it already */
+    } while (!atomic_compare_exchange_weak(h, &v, v - 1));
+    pool_key_unref(p, i, 1);
+}
+
+/* ---- changes and watches ---- */
+
+/* Take every watcher bit of this word, ring those nodes, drop their references. */
+static void deliver_word(struct orbit_pool *p, uint32_t i, uint32_t w, uint64_t mask)
+{
+    struct pool_key *k = pool_key_at(p, i);
+    uint64_t bits = atomic_fetch_and(&pool_key_watchers(p, i)[w], ~mask) & mask;
+    if (!bits)
+        return;
+    uint32_t n = (uint32_t)__builtin_popcountll(bits);
+    for (uint64_t b = bits; b; b &= b - 1) {
+        uint32_t node = w * 64 + (uint32_t)__builtin_ctzll(b);
+        if (node < p->geo.fleet_capacity)
+            orb_fleet_ring_doorbell(p->fleet, node, &p->stats);
+    }
+    atomic_fetch_sub(&k->watch_count, n);
+    pool_key_unref(p, i, n);
+}
+
+void pool_key_changed(struct orbit_pool *p, uint32_t i)
+{
+    if (i > p->key_mask)
+        return;
+    struct pool_key *k = pool_key_at(p, i);
+    orb_wait_signal(&k->wait, &p->stats);
+    /* changes moved (seq_cst) before this load: a watch set after it sees the change itself. */
+    if (atomic_load(&k->watch_count) == 0)
+        return;
+    for (uint32_t w = 0; w < p->watch_words; w++)
+        if (atomic_load_explicit(&pool_key_watchers(p, i)[w], memory_order_relaxed))
+            deliver_word(p, i, w, ~0ull);
+}
+
+static int watch_key(struct orbit_pool *p, orbit_key key, uint32_t *index)
+{
+    if (!p)
+        return -ORBIT_EMALFORMED;
+    if (p->observer)
+        return -ORBIT_ENOTOWNER;
+    int rc = pool_key_hold(p, key, index);
+    if (rc < 0)
+        return rc;
+    struct pool_key *k = pool_key_at(p, *index);
+    uint64_t bit = 1ull << (p->node % 64);
+    /* Count first, then the bit: a changer that sees the bit also sees a non-zero count. */
+    atomic_fetch_add(&k->watch_count, 1);
+    if (atomic_fetch_or(&pool_key_watchers(p, *index)[p->node / 64], bit) & bit)
+        atomic_fetch_sub(&k->watch_count, 1);   /* already watched: one bit, one reference */
+    else
+        pool_key_ref_held(p, *index);           /* the bit keeps the key until delivered */
+    pool_key_release(p, *index);
+    return 0;
+}
+
+int orbit_pool_watch(struct orbit_pool *p, orbit_key key)
+{
+    uint32_t i;
+    return watch_key(p, key, &i);
+}
+
+int orbit_pool_watch_since(struct orbit_pool *p, orbit_key key, uint32_t since)
+{
+    uint32_t i;
+    int rc = watch_key(p, key, &i);
+    if (rc < 0)
+        return rc;
+    /* The bit is set: a change from here rings; one before it is rung for now. */
+    if (atomic_load(&pool_key_at(p, i)->wait.changes) != since)
+        orb_fleet_ring_doorbell(p->fleet, p->node, &p->stats);
+    return 0;
+}
+
+/* node_dead: return the node's holds and claims on every key, deliver its watches. */
+void pool_key_return_node(struct orbit_pool *p, uint16_t node)
+{
+    if (node >= p->geo.fleet_capacity)
+        return;
+    for (uint32_t i = 0; i <= p->key_mask; i++) {
+        struct pool_key *k = pool_key_at(p, i);
+        uint32_t claims = atomic_exchange(pool_claims(p, node, i), 0);
+        uint32_t holds = atomic_exchange(pool_holds(p, node, i), 0);
+        if (claims)
+            pool_counts_add(&k->counts, 0, -(int64_t)claims);
+        /* Ringing, not clearing: a later life of the node re-checks instead of missing it. */
+        deliver_word(p, i, node / 64, 1ull << (node % 64));
+        if (claims || holds)
+            pool_key_changed(p, i);
+        pool_key_unref(p, i, holds);
+    }
+}
+
+/* reset_all's key part, lock held: every slot EMPTY under a new sequence, waiters woken. */
+void pool_key_reset_locked(struct orbit_pool *p)
+{
+    atomic_store(&p->hdr->tombstones, 0);
+    for (uint32_t i = 0; i <= p->key_mask; i++) {
+        struct pool_key *k = pool_key_at(p, i);
+        uint64_t tag = atomic_load(&k->tag);
+        atomic_store(&k->refs, REFS_CLOSED);
+        atomic_store(&k->counts, 0);
+        atomic_store(&k->watch_count, 0);
+        bitmap_clear(pool_key_watchers(p, i), p->watch_words);
+        bitmap_clear(pool_key_members(p, i), p->member_words);
+        atomic_store(&k->tag, KEY_TAG(KEY_TAG_SEQ(tag) + 1, KEY_EMPTY));
+        orb_wait_signal(&k->wait, &p->stats);
+    }
+}

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pool segment's layout and the handle (private to lib/pool).
+ *
+ * Table bytes, after the 4 KiB segment header:
+ *   pool_header                        magic, the key-table lock
+ *   pool_lane[fleet]                   per node: allocation cursor (own line)
+ *   holds[fleet][key_capacity]  u32    key references a node holds (waits, permits, ops)
+ *   claims[fleet][key_capacity] u32    creation claims a node holds
+ *   keys[key_capacity] x 64 B          pool_key: dense, so a probe chain is contiguous
+ *   bitmaps[key_capacity] x key_stride watcher bitmap (fleet bits) + member bitmap (fleet x lane)
+ *   resources[fleet][lane] x 384 B     pool_resource
+ *
+ * Keys: open addressing (linear probing) on the 128-bit digest. A key slot is
+ * EMPTY, CLAIMING (being inserted, under the lock), LIVE or TOMB (reclaimed).
+ * Its refs word counts everything that keeps it: live resources, held
+ * references, watch bits; dropping the last one sets REFS_CLOSED in the same
+ * CAS, after which nobody can take a reference and the slot becomes TOMB.
+ * Inserts and tombstone sweeps take the robust process-shared key lock;
+ * lookups and references are lock-free.
+ */
+#ifndef ORB_POOL_LAYOUT_H
+#define ORB_POOL_LAYOUT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <orbit/pool.h>
+#include "core/fleet_internal.h"
+
+#define POOL_MAGIC           0x4c4f4f50u          /* "POOL" */
+#define POOL_LAYOUT_VERSION  1u
+#define POOL_PENDING         16u
+#define POOL_GEN_MAX         ORBIT_ID_GENERATION_MAX
+#define POOL_KEY_CAP_MAX     (1u << 20)
+#define POOL_LANE_CAP_MAX    (ORBIT_ID_SLOT_MAX + 1u)
+
+/* Compared byte for byte with an existing segment: every field is explicit. */
+struct pool_geometry {
+    uint32_t layout_version;
+    uint32_t key_capacity;
+    uint32_t lane_capacity;
+    uint32_t generation_limit;    /* effective: 1..POOL_GEN_MAX */
+    uint32_t fleet_capacity;
+    uint32_t pending;
+    uint32_t key_stride;          /* bytes of one key's bitmaps */
+    uint32_t resource_bytes;
+};
+
+struct pool_header {
+    uint32_t magic;
+    uint32_t version;
+    _Atomic uint32_t tombstones;  /* a hint: reclaimed key slots not yet swept or reused */
+    uint8_t  pad0[52];
+    union {
+        pthread_mutex_t m;        /* robust, process-shared: key inserts and sweeps */
+        uint8_t bytes[64];
+    } key_lock;
+};
+_Static_assert(sizeof(pthread_mutex_t) <= 64, "the key lock fits its line");
+_Static_assert(sizeof(struct pool_header) == 128, "pool header is two lines");
+
+struct pool_lane {
+    _Atomic uint32_t cursor;      /* next slot to try: tenancies rotate through the lane */
+    _Atomic uint32_t populated;   /* the node pre-faulted its lane: others may read it */
+    uint8_t pad[56];
+};
+
+/* ---- keys ---- */
+enum { KEY_EMPTY = 0, KEY_CLAIMING = 1, KEY_LIVE = 2, KEY_TOMB = 3 };
+#define KEY_TAG(seq, state)   (((uint64_t)(seq) << 8) | (uint64_t)(state))
+#define KEY_TAG_STATE(t)      ((unsigned)((t) & 0xff))
+#define KEY_TAG_SEQ(t)        ((t) >> 8)
+#define REFS_CLOSED           (1ull << 63)
+#define REFS_COUNT(r)         ((r) & ~REFS_CLOSED)
+
+struct pool_key {
+    _Atomic uint64_t tag;         /* seq << 8 | state; seq moves on every new tenancy */
+    _Atomic uint64_t refs;        /* REFS_CLOSED | references */
+    _Atomic uint64_t key_lo, key_hi;
+    _Atomic uint64_t counts;      /* live << 32 | creating: one CAS sees both */
+    struct orb_waitword wait;     /* the key's change word */
+    _Atomic uint32_t watch_count; /* >= watcher bits set: skip the bitmap when 0 */
+    uint32_t pad0;
+    uint8_t pad1[8];
+};
+_Static_assert(sizeof(struct pool_key) == 64, "key slot head is one cache line");
+
+static inline uint64_t pool_pack(uint32_t hi, uint32_t lo) { return ((uint64_t)hi << 32) | lo; }
+static inline uint32_t pool_hi(uint64_t v) { return (uint32_t)(v >> 32); }
+static inline uint32_t pool_lo(uint64_t v) { return (uint32_t)v; }
+
+/* ---- resources ---- */
+enum { RES_EMPTY = 0, RES_LIVE = 1, RES_DRAINING = 2, RES_CLOSED = 3, RES_EXHAUSTED = 4,
+       RES_ALLOCATING = 5, RES_CLOSING = 6 };
+/* state word = generation << 8 | state: one load or CAS sees both. */
+#define RES_WORD(gen, st)     (((uint32_t)(gen) << 8) | (uint32_t)(st))
+#define RES_GEN(w)            ((uint32_t)(w) >> 8)
+#define RES_STATE(w)          ((unsigned)((w) & 0xff))
+#define RES_IN_USE(w)         (RES_STATE(w) == RES_LIVE || RES_STATE(w) == RES_DRAINING)
+
+/*
+ * units = tag:16 | pending bits:16 | active:32. tag is the generation's low
+ * 16 bits, so a CAS made for one tenancy fails on the next; bit b set means
+ * pending entry b holds one reserved unit (reserved = popcount).
+ */
+static inline uint64_t units_make(uint32_t tag, uint32_t bits, uint32_t active)
+{
+    return ((uint64_t)(tag & 0xffff) << 48) | ((uint64_t)(bits & 0xffff) << 32) | active;
+}
+static inline uint32_t units_tag(uint64_t u)    { return (uint32_t)(u >> 48); }
+static inline uint32_t units_bits(uint64_t u)   { return (uint32_t)(u >> 32) & 0xffff; }
+static inline uint32_t units_active(uint64_t u) { return (uint32_t)u; }
+static inline uint32_t units_reserved(uint64_t u)
+{
+    uint32_t v = units_bits(u);   /* 16-bit popcount without a libgcc call */
+    v = v - ((v >> 1) & 0x5555u);
+    v = (v & 0x3333u) + ((v >> 2) & 0x3333u);
+    v = (v + (v >> 4)) & 0x0f0fu;
+    return (v + (v >> 8)) & 0x1fu;
+}
+static inline uint32_t gen_tag(uint32_t gen)    { return gen & 0xffff; }
+
+#define FENCE_TAKEN UINT64_MAX    /* an entry being freed by accept or aging */
+
+struct pool_pending {
+    _Atomic uint64_t fence;       /* 0 free or not yet published, FENCE_TAKEN being freed */
+    _Atomic uint64_t since_ms;    /* 0 not stamped yet */
+};
+
+struct pool_resource {
+    _Atomic uint32_t state;       /* RES_WORD(generation, state) */
+    _Atomic uint32_t uses;        /* tenancies this epoch */
+    _Atomic uint32_t owner_node;
+    _Atomic uint32_t capacity;
+    _Atomic uint64_t owner_incarnation;
+    _Atomic uint64_t key_lo, key_hi;
+    _Atomic uint32_t key_index;
+    uint32_t pad0;
+    uint8_t pad1[16];
+    /* second line: what every reserve/accept/complete touches */
+    _Atomic uint64_t units;
+    _Atomic uint64_t fence;       /* strictly increasing per slot, never reset */
+    _Atomic uint64_t last_reserve_ms;
+    uint8_t pad2[40];
+    struct pool_pending pending[POOL_PENDING];
+};
+_Static_assert(sizeof(struct pool_resource) == 384, "resource slot is 128 + 16 x 16 bytes");
+
+/* ---- the handle ---- */
+struct orbit_pool {
+    struct orbit_fleet *fleet;
+    struct orb_segment seg;
+    struct pool_geometry geo;
+    uint8_t  kind;
+    bool     observer;
+    uint16_t node;                /* ORBIT_NODE_NONE for observers */
+    uint64_t incarnation;
+    uint32_t key_mask, lane_mask;
+    uint32_t watch_words, member_words;
+    uint64_t total_resources;     /* fleet x lane */
+    struct pool_header *hdr;
+    struct pool_lane *lanes;
+    _Atomic uint32_t *holds, *claims;
+    struct pool_key *keys;
+    unsigned char *bitmaps;
+    struct pool_resource *res;
+    _Atomic int readiness;        /* -1 none, -2 opening, else the fd */
+    struct orb_wait_stats stats;
+    struct orb_spin spin;
+    _Atomic uint64_t key_inserts, key_reclaims, key_sweeps;
+};
+
+/* Byte offsets of the sections inside the table (after the segment header). */
+struct pool_sections {
+    size_t lanes, holds, claims, keys, bitmaps, res, end;
+};
+int  pool_sections_of(const struct pool_geometry *g, struct pool_sections *out);
+
+static inline struct pool_key *pool_key_at(const struct orbit_pool *p, uint32_t i)
+{
+    return &p->keys[i];
+}
+static inline _Atomic uint64_t *pool_key_watchers(const struct orbit_pool *p, uint32_t i)
+{
+    return (_Atomic uint64_t *)(p->bitmaps + (size_t)i * p->geo.key_stride);
+}
+static inline _Atomic uint64_t *pool_key_members(const struct orbit_pool *p, uint32_t i)
+{
+    return pool_key_watchers(p, i) + p->watch_words;
+}
+static inline struct pool_resource *pool_res_at(const struct orbit_pool *p, uint64_t index)
+{
+    return &p->res[index];
+}
+static inline _Atomic uint32_t *pool_holds(const struct orbit_pool *p, uint32_t node, uint32_t key)
+{
+    return &p->holds[(size_t)node * p->geo.key_capacity + key];
+}
+static inline _Atomic uint32_t *pool_claims(const struct orbit_pool *p, uint32_t node, uint32_t key)
+{
+    return &p->claims[(size_t)node * p->geo.key_capacity + key];
+}
+static inline uint64_t pool_epoch_now(const struct orbit_pool *p)
+{
+    return atomic_load_explicit(&orb_seg_hdr(&p->seg)->epoch, memory_order_acquire);
+}
+
+/* ---- keys.c ---- */
+int  pool_key_find(struct orbit_pool *p, orbit_key key, uint32_t *index);   /* takes a plain ref */
+int  pool_key_peek(struct orbit_pool *p, orbit_key key, uint32_t *index);   /* no ref: snapshots */
+int  pool_key_hold(struct orbit_pool *p, orbit_key key, uint32_t *index);   /* find or insert + hold */
+void pool_key_release(struct orbit_pool *p, uint32_t index);                /* drops one hold */
+void pool_key_ref_held(struct orbit_pool *p, uint32_t index);               /* +1 while a ref is held */
+void pool_key_unref(struct orbit_pool *p, uint32_t index, uint64_t n);
+void pool_key_changed(struct orbit_pool *p, uint32_t index);
+void pool_key_return_node(struct orbit_pool *p, uint16_t node);             /* node_dead's key part */
+void pool_key_reset_locked(struct orbit_pool *p);
+int  pool_key_lock(struct orbit_pool *p);
+void pool_key_unlock(struct orbit_pool *p);
+bool pool_counts_add(_Atomic uint64_t *counts, int64_t live, int64_t creating);
+
+/* ---- resource.c ---- */
+void pool_resources_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
+void pool_resources_reset(struct orbit_pool *p);
+
+#endif

@@ -1,0 +1,533 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Resource slots: register, unregister, drain, reserve, accept, complete,
+ * reconcile, candidates, owners, death and reset.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "pool_layout.h"
+
+/* Whether node's lane has been pre-faulted: other lanes are never touched. */
+static bool lane_ready(const struct orbit_pool *p, uint32_t node)
+{
+    return node < p->geo.fleet_capacity &&
+           atomic_load_explicit(&p->lanes[node].populated, memory_order_acquire) != 0;
+}
+
+/* An id of this pool names a slot inside the table; bounds come from the handle. */
+static int locate(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index)
+{
+    if (orbit_id_kind(id) != p->kind || orbit_id_node(id) >= p->geo.fleet_capacity ||
+        orbit_id_slot(id) >= p->geo.lane_capacity || orbit_id_generation(id) == 0)
+        return -ORBIT_EMALFORMED;
+    if (!lane_ready(p, orbit_id_node(id)))
+        return -ORBIT_ESTALE;   /* nothing was ever registered in that lane */
+    *index = (uint64_t)orbit_id_node(id) * p->geo.lane_capacity + orbit_id_slot(id);
+    *r = pool_res_at(p, *index);
+    return 0;
+}
+
+/* Live in the id's generation and owned by this handle's node and incarnation. */
+static int owned(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index,
+                 uint32_t *word)
+{
+    int rc = locate(p, id, r, index);
+    if (rc < 0)
+        return rc;
+    uint32_t w = atomic_load_explicit(&(*r)->state, memory_order_acquire);
+    if (RES_GEN(w) != orbit_id_generation(id) || !RES_IN_USE(w))
+        return -ORBIT_ESTALE;
+    if (p->observer || orbit_id_node(id) != p->node ||
+        atomic_load(&(*r)->owner_incarnation) != p->incarnation)
+        return -ORBIT_ENOTOWNER;
+    *word = w;
+    return 0;
+}
+
+static uint32_t next_gen(uint32_t gen) { return gen % POOL_GEN_MAX + 1; }
+
+/* A free slot of this node's lane, taken out of EMPTY/CLOSED by CAS; rotates from the cursor. */
+static int lane_take(struct orbit_pool *p, uint32_t *slot, uint32_t *word)
+{
+    struct pool_lane *lane = &p->lanes[p->node];
+    uint32_t start = atomic_load(&lane->cursor);
+    for (uint32_t n = 0; n < p->geo.lane_capacity; n++) {
+        uint32_t s = (start + n) & p->lane_mask;
+        struct pool_resource *r = pool_res_at(p, (uint64_t)p->node * p->geo.lane_capacity + s);
+        uint32_t w = atomic_load(&r->state);
+        if (RES_STATE(w) != RES_EMPTY && RES_STATE(w) != RES_CLOSED)
+            continue;
+        if (atomic_load(&r->uses) >= p->geo.generation_limit) {
+            atomic_compare_exchange_strong(&r->state, &w, RES_WORD(RES_GEN(w), RES_EXHAUSTED));
+            continue;
+        }
+        /* The CAS is the claim: one allocator moves the slot out of EMPTY/CLOSED. */
+        if (!atomic_compare_exchange_strong(&r->state, &w, RES_WORD(RES_GEN(w), RES_ALLOCATING)))
+            continue;
+        atomic_store(&r->owner_incarnation, p->incarnation);   /* first: node_dead can find it */
+        atomic_store(&lane->cursor, (s + 1) & p->lane_mask);
+        *slot = s;
+        *word = w;
+        return 0;
+    }
+    return -ORBIT_EFULL;
+}
+
+static void resource_fill(struct orbit_pool *p, struct pool_resource *r, uint32_t gen, orbit_key key,
+                          uint32_t key_index, uint32_t capacity)
+{
+    atomic_fetch_add(&r->uses, 1);
+    atomic_store(&r->owner_node, p->node);
+    atomic_store(&r->capacity, capacity);
+    atomic_store(&r->key_lo, key.lo);
+    atomic_store(&r->key_hi, key.hi);
+    atomic_store(&r->key_index, key_index);
+    atomic_store(&r->last_reserve_ms, 0);
+    for (unsigned b = 0; b < POOL_PENDING; b++) {
+        atomic_store(&r->pending[b].fence, 0);
+        atomic_store(&r->pending[b].since_ms, 0);
+    }
+    /* A new tag: CASes prepared against the previous tenancy fail from here on. */
+    atomic_store(&r->units, units_make(gen_tag(gen), 0, 0));
+}
+
+int orbit_pool_register(struct orbit_pool *p, orbit_key key, uint32_t capacity, orbit_id *out)
+{
+    if (!p || !out || capacity == 0)
+        return -ORBIT_EMALFORMED;
+    if (p->observer)
+        return -ORBIT_ENOTOWNER;
+    uint32_t ki, slot, w;
+    int rc = pool_key_hold(p, key, &ki);
+    if (rc < 0)
+        return rc;
+    if ((rc = lane_take(p, &slot, &w)) < 0) {
+        pool_key_release(p, ki);
+        return rc;
+    }
+    uint64_t index = (uint64_t)p->node * p->geo.lane_capacity + slot;
+    struct pool_resource *r = pool_res_at(p, index);
+    uint32_t gen = next_gen(RES_GEN(w));
+    resource_fill(p, r, gen, key, ki, capacity);
+    struct pool_key *k = pool_key_at(p, ki);
+    /* The resource's own reference and its place in the key come before anyone sees it LIVE. */
+    pool_key_ref_held(p, ki);
+    atomic_fetch_or(&pool_key_members(p, ki)[index / 64], 1ull << (index % 64));
+    pool_counts_add(&k->counts, 1, 0);
+    /* Release: every field above is visible to a reader that sees LIVE in this generation. */
+    atomic_store_explicit(&r->state, RES_WORD(gen, RES_LIVE), memory_order_release);
+    pool_key_release(p, ki);
+    pool_key_changed(p, ki);
+    *out = orbit_id_make(p->kind, p->node, gen, slot);
+    return 0;
+}
+
+/*
+ * End the tenancy word w names; false when someone else ended it first.
+ * CLOSING keeps the slot out of reach of allocators until the key no longer
+ * refers to it: only then is it CLOSED and reusable.
+ */
+static bool resource_close(struct orbit_pool *p, uint64_t index, uint32_t w)
+{
+    struct pool_resource *r = pool_res_at(p, index);
+    uint32_t gen = RES_GEN(w);
+    do {
+        if (RES_GEN(w) != gen || !RES_IN_USE(w))
+            return false;
+        /* The state CAS carries the generation: exactly one closer ends this tenancy. */
+    } while (!atomic_compare_exchange_weak(&r->state, &w, RES_WORD(gen, RES_CLOSING)));
+    /* Same tag, no units: a late complete of this tenancy finds nothing to give back. */
+    atomic_store(&r->units, units_make(gen_tag(gen), 0, 0));
+    uint32_t ki = atomic_load(&r->key_index);   /* still this tenancy's: nobody can reinstall yet */
+    bool keyed = ki <= p->key_mask;              /* a corrupt index touches no key */
+    if (keyed) {
+        struct pool_key *k = pool_key_at(p, ki);
+        atomic_fetch_and(&pool_key_members(p, ki)[index / 64], ~(1ull << (index % 64)));
+        pool_counts_add(&k->counts, -1, 0);
+    }
+    unsigned next = atomic_load(&r->uses) >= p->geo.generation_limit ? RES_EXHAUSTED : RES_CLOSED;
+    /* Release: the key no longer names this slot when an allocator can take it. */
+    atomic_store_explicit(&r->state, RES_WORD(gen, next), memory_order_release);
+    if (keyed) {
+        pool_key_changed(p, ki);
+        pool_key_unref(p, ki, 1);   /* the resource's reference, held until here */
+    }
+    return true;
+}
+
+int orbit_pool_unregister(struct orbit_pool *p, orbit_id id)
+{
+    if (!p)
+        return -ORBIT_EMALFORMED;
+    struct pool_resource *r;
+    uint64_t index;
+    uint32_t w;
+    int rc = owned(p, id, &r, &index, &w);
+    if (rc < 0)
+        return rc;
+    return resource_close(p, index, w) ? 0 : -ORBIT_ESTALE;
+}
+
+int orbit_pool_drain(struct orbit_pool *p, orbit_id id)
+{
+    if (!p)
+        return -ORBIT_EMALFORMED;
+    struct pool_resource *r;
+    uint64_t index;
+    uint32_t w;
+    int rc = owned(p, id, &r, &index, &w);
+    if (rc < 0)
+        return rc;
+    uint32_t gen = RES_GEN(w);
+    for (;;) {
+        if (RES_GEN(w) != gen || !RES_IN_USE(w))
+            return -ORBIT_ESTALE;
+        if (RES_STATE(w) == RES_DRAINING)
+            return 0;
+        /* The CAS carries the generation: a later tenant is never drained by an old id. */
+        if (atomic_compare_exchange_weak(&r->state, &w, RES_WORD(gen, RES_DRAINING)))
+            return 0;
+    }
+}
+
+/* ---- reservations ---- */
+
+/* One CAS takes a unit and pending entry b together; returns b or an error. */
+static int take_unit(struct pool_resource *r, uint32_t gen)
+{
+    uint64_t capacity = atomic_load(&r->capacity);
+    uint64_t u = atomic_load(&r->units), next;
+    int b;
+    do {
+        if (units_tag(u) != gen_tag(gen))
+            return -ORBIT_ESTALE;
+        uint32_t bits = units_bits(u);
+        if ((uint64_t)units_reserved(u) + units_active(u) >= capacity || bits == 0xffff)
+            return -ORBIT_EBUSY;
+        b = __builtin_ctz(~bits & 0xffffu);
+        next = u | (1ull << (32 + b));
+    } while (!atomic_compare_exchange_weak(&r->units, &u, next));
+    return b;
+}
+
+static void give_back(struct pool_resource *r, uint32_t gen, int b)
+{
+    uint64_t u = atomic_load(&r->units), bit = 1ull << (32 + b);
+    do {
+        if (units_tag(u) != gen_tag(gen) || !(u & bit))
+            return;   /* the tenancy ended: its units were voided already */
+    } while (!atomic_compare_exchange_weak(&r->units, &u, u & ~bit));
+}
+
+int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *out)
+{
+    if (!p || !out)
+        return -ORBIT_EMALFORMED;
+    struct pool_resource *r;
+    uint64_t index;
+    int rc = locate(p, id, &r, &index);
+    if (rc < 0)
+        return rc;
+    uint32_t gen = orbit_id_generation(id);
+    uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
+    if (RES_GEN(w) != gen || !RES_IN_USE(w))
+        return -ORBIT_ESTALE;
+    if (RES_STATE(w) == RES_DRAINING)
+        return -ORBIT_EDRAINING;
+    int b = take_unit(r, gen);
+    if (b < 0)
+        return b;
+    /* The slot may have ended between the state check and the CAS: then the unit is void. */
+    w = atomic_load(&r->state);
+    if (RES_GEN(w) != gen || !RES_IN_USE(w)) {
+        give_back(r, gen, b);
+        return -ORBIT_ESTALE;
+    }
+    uint64_t fence = atomic_fetch_add(&r->fence, 1) + 1;
+    uint64_t now = orb_wall_ms();
+    /* Entry b is ours by its bit: stamp it, then publish the fence (release: the stamp first). */
+    atomic_store_explicit(&r->pending[b].since_ms, now ? now : 1, memory_order_relaxed);
+    atomic_store_explicit(&r->pending[b].fence, fence, memory_order_release);
+    atomic_store_explicit(&r->last_reserve_ms, now, memory_order_relaxed);
+    *out = (struct orbit_lease){ .id = id, .fence = fence, .holder = p->node,
+                                 .holder_incarnation = p->incarnation, .epoch = pool_epoch_now(p) };
+    return 0;
+}
+
+/* Take the entry carrying fence out of the pending set: exactly one taker per fence. */
+static int take_entry(struct pool_resource *r, uint64_t fence)
+{
+    if (fence == 0 || fence == FENCE_TAKEN)
+        return -ORBIT_ENOTRESERVED;
+    for (int b = 0; b < (int)POOL_PENDING; b++) {
+        uint64_t f = fence;
+        if (atomic_compare_exchange_strong(&r->pending[b].fence, &f, FENCE_TAKEN))
+            return b;
+    }
+    return -ORBIT_ENOTRESERVED;
+}
+
+/* Entry b is taken: wipe it, then move its unit to active in one CAS (which frees the entry). */
+static int entry_to_active(struct pool_resource *r, uint32_t gen, int b)
+{
+    /* Plain stores: the CAS below is a full barrier, so both land before the entry is free. */
+    atomic_store_explicit(&r->pending[b].since_ms, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->pending[b].fence, 0, memory_order_relaxed);
+    uint64_t u = atomic_load(&r->units), bit = 1ull << (32 + b);
+    do {
+        if (units_tag(u) != gen_tag(gen))
+            return -ORBIT_ESTALE;
+        if (!(u & bit))
+            return -ORBIT_ENOTRESERVED;
+        if (units_active(u) == UINT32_MAX)
+            return -ORBIT_EBUSY;
+    } while (!atomic_compare_exchange_weak(&r->units, &u, (u & ~bit) + 1));
+    return 0;
+}
+
+int orbit_pool_accept(struct orbit_pool *p, const struct orbit_lease *lease, struct orbit_execution *out)
+{
+    if (!out)
+        return -ORBIT_EMALFORMED;
+    *out = (struct orbit_execution){ .done = true };   /* completing a refused one is a no-op */
+    if (!p || !lease)
+        return -ORBIT_EMALFORMED;
+    struct pool_resource *r;
+    uint64_t index;
+    uint32_t w;
+    int rc = owned(p, lease->id, &r, &index, &w);
+    if (rc == 0 && lease->epoch != pool_epoch_now(p))
+        rc = -ORBIT_ESTALE;
+    if (rc < 0)
+        return rc;
+    if (RES_STATE(w) != RES_LIVE)
+        return -ORBIT_EDRAINING;
+    int b = take_entry(r, lease->fence);
+    if (b < 0)
+        return b;
+    if ((rc = entry_to_active(r, orbit_id_generation(lease->id), b)) < 0)
+        return rc;
+    *out = (struct orbit_execution){ .pool = p, .lease = *lease, .done = false };
+    return 0;
+}
+
+void orbit_execution_complete(struct orbit_execution *ex)
+{
+    if (!ex || ex->done || !ex->pool)
+        return;
+    ex->done = true;
+    struct orbit_pool *p = ex->pool;
+    struct pool_resource *r;
+    uint64_t index;
+    if (locate(p, ex->lease.id, &r, &index) < 0 || ex->lease.epoch != pool_epoch_now(p))
+        return;
+    uint32_t gen = orbit_id_generation(ex->lease.id);
+    if (RES_GEN(atomic_load(&r->state)) != gen)
+        return;
+    uint64_t u = atomic_load(&r->units);
+    do {
+        /* Only this tenancy's units: a reinstalled slot has nothing of ours to give back. */
+        if (units_tag(u) != gen_tag(gen) || units_active(u) == 0)
+            return;
+    } while (!atomic_compare_exchange_weak(&r->units, &u, u - 1));
+    pool_key_changed(p, atomic_load(&r->key_index));
+}
+
+bool orbit_pool_is_current(struct orbit_pool *p, const struct orbit_lease *lease)
+{
+    struct pool_resource *r;
+    uint64_t index;
+    if (!p || !lease || locate(p, lease->id, &r, &index) < 0 || lease->epoch != pool_epoch_now(p))
+        return false;
+    uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
+    return RES_GEN(w) == orbit_id_generation(lease->id) && RES_IN_USE(w);
+}
+
+/*
+ * Age the pending entries older than grace. An entry with its bit set but no
+ * stamp belongs to a reserver mid-way (or one that died there): it is stamped
+ * now and ages like the rest; grace 0 ages it at once.
+ */
+static uint32_t age_entries(struct pool_resource *r, uint64_t grace_ms)
+{
+    uint64_t now = orb_wall_ms();
+    uint32_t bits = units_bits(atomic_load(&r->units)), aged = 0;
+    for (uint32_t b = 0; b < POOL_PENDING; b++) {
+        if (!(bits & (1u << b)))
+            continue;
+        struct pool_pending *e = &r->pending[b];
+        uint64_t f = atomic_load(&e->fence), since = atomic_load(&e->since_ms);
+        if (f == FENCE_TAKEN)
+            continue;
+        if (since == 0 && grace_ms != 0) {
+            uint64_t zero = 0;
+            atomic_compare_exchange_strong(&e->since_ms, &zero, now);
+            continue;
+        }
+        if (since != 0 && (now <= since || now - since <= grace_ms))
+            continue;
+        /* Taking the fence excludes an accept of the same lease: one of the two frees it. */
+        if (!atomic_compare_exchange_strong(&e->fence, &f, FENCE_TAKEN))
+            continue;
+        atomic_store(&e->since_ms, 0);
+        atomic_store(&e->fence, 0);
+        aged |= 1u << b;
+    }
+    return aged;
+}
+
+int orbit_pool_reconcile(struct orbit_pool *p, orbit_id id, uint32_t active, uint64_t grace_ms)
+{
+    if (!p)
+        return -ORBIT_EMALFORMED;
+    struct pool_resource *r;
+    uint64_t index;
+    uint32_t w;
+    int rc = owned(p, id, &r, &index, &w);
+    if (rc < 0)
+        return rc;
+    uint32_t gen = RES_GEN(w), aged = age_entries(r, grace_ms);
+    uint64_t u = atomic_load(&r->units), next;
+    bool freed;
+    do {
+        if (units_tag(u) != gen_tag(gen))
+            return -ORBIT_ESTALE;
+        uint32_t bits = units_bits(u) & ~aged;
+        next = units_make(gen, bits, active);
+        freed = units_reserved(next) + (uint64_t)active < units_reserved(u) + (uint64_t)units_active(u);
+    } while (!atomic_compare_exchange_weak(&r->units, &u, next));
+    if (freed)
+        pool_key_changed(p, atomic_load(&r->key_index));
+    return 0;
+}
+
+/* ---- snapshots ---- */
+
+static bool candidate_at(struct orbit_pool *p, uint64_t index, orbit_key key, struct orbit_candidate *c)
+{
+    struct pool_resource *r = pool_res_at(p, index);
+    uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
+    if (!RES_IN_USE(w) || atomic_load(&r->key_lo) != key.lo || atomic_load(&r->key_hi) != key.hi)
+        return false;
+    uint64_t u = atomic_load(&r->units);
+    if (units_tag(u) != gen_tag(RES_GEN(w)))
+        return false;   /* changed tenancy between the two loads */
+    uint16_t node = (uint16_t)(index / p->geo.lane_capacity);
+    *c = (struct orbit_candidate){
+        .id = orbit_id_make(p->kind, node, RES_GEN(w), (uint32_t)(index & p->lane_mask)),
+        .owner = node, .owner_incarnation = atomic_load(&r->owner_incarnation),
+        .local = node == p->node, .state = RES_STATE(w) == RES_LIVE ? ORBIT_LIVE : ORBIT_DRAINING,
+        .capacity = atomic_load(&r->capacity), .reserved = units_reserved(u),
+        .active = units_active(u), .last_reserve_ms = atomic_load(&r->last_reserve_ms) };
+    return true;
+}
+
+ssize_t orbit_pool_candidates(struct orbit_pool *p, orbit_key key, struct orbit_candidate *out, size_t max)
+{
+    if (!p || (max && !out))
+        return -ORBIT_EMALFORMED;
+    uint32_t ki;
+    if (pool_key_peek(p, key, &ki) < 0)
+        return 0;
+    _Atomic uint64_t *members = pool_key_members(p, ki);
+    size_t n = 0;
+    for (uint32_t wi = 0; wi < p->member_words; wi++) {
+        for (uint64_t bits = atomic_load(&members[wi]); bits; bits &= bits - 1) {
+            uint64_t index = (uint64_t)wi * 64 + (uint64_t)__builtin_ctzll(bits);
+            struct orbit_candidate c;
+            /* A member bit is shared data: only an index inside a populated lane is read. */
+            if (index >= p->total_resources || !lane_ready(p, (uint32_t)(index / p->geo.lane_capacity)) ||
+                !candidate_at(p, index, key, &c))
+                continue;
+            if (n < max)
+                out[n] = c;
+            n++;
+        }
+    }
+    return (ssize_t)n;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+ssize_t orbit_pool_owners(struct orbit_pool *p, struct orbit_owner *out, size_t max)
+{
+    if (!p || (max && !out))
+        return -ORBIT_EMALFORMED;
+    uint64_t *incs = malloc((size_t)p->geo.lane_capacity * sizeof *incs);
+    if (!incs)
+        return -ENOMEM;
+    size_t n = 0;
+    for (uint32_t node = 0; node < p->geo.fleet_capacity; node++) {
+        if (!lane_ready(p, node))
+            continue;
+        size_t m = 0;
+        for (uint32_t s = 0; s < p->geo.lane_capacity; s++) {
+            struct pool_resource *r = pool_res_at(p, (uint64_t)node * p->geo.lane_capacity + s);
+            if (RES_IN_USE(atomic_load_explicit(&r->state, memory_order_acquire)))
+                incs[m++] = atomic_load(&r->owner_incarnation);
+        }
+        qsort(incs, m, sizeof *incs, cmp_u64);
+        for (size_t i = 0; i < m; i++) {
+            if (i && incs[i] == incs[i - 1])
+                continue;
+            if (n < max)
+                out[n] = (struct orbit_owner){ .node = (uint16_t)node, .incarnation = incs[i] };
+            n++;
+        }
+    }
+    free(incs);
+    return (ssize_t)n;
+}
+
+/* ---- death and reset ---- */
+
+void pool_resources_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation)
+{
+    if (!lane_ready(p, node))
+        return;
+    for (uint32_t s = 0; s < p->geo.lane_capacity; s++) {
+        uint64_t index = (uint64_t)node * p->geo.lane_capacity + s;
+        struct pool_resource *r = pool_res_at(p, index);
+        uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
+        if (atomic_load(&r->owner_incarnation) != incarnation)
+            continue;
+        /* Died mid-register, before the key counted it. (A CLOSING slot is left alone: another
+         * reporter may be closing it right now.) */
+        if (RES_STATE(w) == RES_ALLOCATING)
+            atomic_compare_exchange_strong(&r->state, &w, RES_WORD(RES_GEN(w), RES_CLOSED));
+        else if (RES_IN_USE(w))
+            resource_close(p, index, w);
+    }
+}
+
+void orbit_pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation)
+{
+    if (!p || node >= p->geo.fleet_capacity)
+        return;
+    pool_resources_node_dead(p, node, incarnation);
+    pool_key_return_node(p, node);
+}
+
+void pool_resources_reset(struct orbit_pool *p)
+{
+    for (uint32_t node = 0; node < p->geo.fleet_capacity; node++) {
+        if (!lane_ready(p, node))
+            continue;
+        for (uint32_t s = 0; s < p->geo.lane_capacity; s++) {
+            struct pool_resource *r = pool_res_at(p, (uint64_t)node * p->geo.lane_capacity + s);
+            uint32_t gen = RES_GEN(atomic_load(&r->state));
+            atomic_store(&r->uses, 0);
+            atomic_store(&r->units, units_make(gen_tag(gen), 0, 0));
+            for (unsigned b = 0; b < POOL_PENDING; b++) {
+                atomic_store(&r->pending[b].fence, 0);
+                atomic_store(&r->pending[b].since_ms, 0);
+            }
+            /* Generation kept: an id from before names no later tenant. */
+            atomic_store(&r->state, RES_WORD(gen, RES_EMPTY));
+        }
+    }
+}

@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: MIT */
+/* The pool table: spec, geometry, segment, handle, epoch, reset and inspection. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pool_layout.h"
+#include "uring_internal.h"
+
+const unsigned ORBIT_PENDING_RESERVATIONS = POOL_PENDING;
+
+static bool pow2(uint32_t v) { return v && (v & (v - 1)) == 0; }
+static size_t align64(size_t v) { return (v + 63) & ~(size_t)63; }
+
+static int spec_validate(const struct orbit_pool_spec *s)
+{
+    if (s->kind == ORB_FLEET_KIND || !pow2(s->key_capacity) || !pow2(s->lane_capacity) ||
+        s->key_capacity > POOL_KEY_CAP_MAX || s->lane_capacity > POOL_LANE_CAP_MAX ||
+        s->generation_limit > POOL_GEN_MAX)
+        return -ORBIT_EMALFORMED;
+    return 0;
+}
+
+static void geometry_of(const struct orbit_pool_spec *s, uint16_t fleet_capacity,
+                        struct pool_geometry *g)
+{
+    memset(g, 0, sizeof *g);
+    uint64_t members = (uint64_t)fleet_capacity * s->lane_capacity;
+    size_t words = (fleet_capacity + 63u) / 64u + (size_t)((members + 63) / 64);
+    g->layout_version = POOL_LAYOUT_VERSION;
+    g->key_capacity = s->key_capacity;
+    g->lane_capacity = s->lane_capacity;
+    g->generation_limit = s->generation_limit ? s->generation_limit : POOL_GEN_MAX;
+    g->fleet_capacity = fleet_capacity;
+    g->pending = POOL_PENDING;
+    g->key_stride = (uint32_t)align64(words * 8);
+    g->resource_bytes = sizeof(struct pool_resource);
+}
+
+int pool_sections_of(const struct pool_geometry *g, struct pool_sections *out)
+{
+    if (!pow2(g->key_capacity) || g->key_capacity > POOL_KEY_CAP_MAX || !pow2(g->lane_capacity) ||
+        g->lane_capacity > POOL_LANE_CAP_MAX || g->fleet_capacity < 1 ||
+        g->fleet_capacity > ORBIT_FLEET_CAPACITY_MAX || g->generation_limit < 1 ||
+        g->generation_limit > POOL_GEN_MAX || g->pending != POOL_PENDING ||
+        g->resource_bytes != sizeof(struct pool_resource))
+        return -ORBIT_ECORRUPT;
+    uint64_t members = (uint64_t)g->fleet_capacity * g->lane_capacity;
+    size_t words = (g->fleet_capacity + 63u) / 64u + (size_t)((members + 63) / 64);
+    if (g->key_stride != align64(words * 8))
+        return -ORBIT_ECORRUPT;
+    size_t row = (size_t)g->fleet_capacity * g->key_capacity * sizeof(uint32_t);
+    out->lanes = sizeof(struct pool_header);
+    out->holds = out->lanes + (size_t)g->fleet_capacity * sizeof(struct pool_lane);
+    out->claims = out->holds + row;
+    out->keys = align64(out->claims + row);
+    out->bitmaps = out->keys + (size_t)g->key_capacity * sizeof(struct pool_key);
+    out->res = align64(out->bitmaps + (size_t)g->key_capacity * g->key_stride);
+    out->end = out->res + (size_t)members * sizeof(struct pool_resource);
+    return 0;
+}
+
+size_t orbit_pool_segment_size(const struct orbit_pool_spec *spec, uint16_t fleet_capacity)
+{
+    struct orbit_pool_spec s = ORBIT_POOL_SPEC_DEFAULT;
+    if (spec)
+        s = *spec;
+    struct pool_geometry g;
+    struct pool_sections sec;
+    if (spec_validate(&s) < 0 || fleet_capacity < 1 || fleet_capacity > ORBIT_FLEET_CAPACITY_MAX)
+        return 0;
+    geometry_of(&s, fleet_capacity, &g);
+    if (pool_sections_of(&g, &sec) < 0)
+        return 0;
+    return ORB_SEG_HEADER_BYTES + sec.end;
+}
+
+/* Point the handle at the sections of a mapped segment; bounds come from the geometry. */
+static int handle_bind(struct orbit_pool *p, const struct pool_geometry *g)
+{
+    struct pool_sections sec;
+    int rc = pool_sections_of(g, &sec);
+    if (rc < 0)
+        return rc;
+    if (g->fleet_capacity != p->fleet->capacity)
+        return -ORBIT_EGEOMETRY;
+    if (ORB_SEG_HEADER_BYTES + sec.end > p->seg.mapped ||
+        orb_seg_hdr(&p->seg)->table_bytes != ORB_SEG_HEADER_BYTES + sec.end)
+        return -ORBIT_ECORRUPT;
+    char *t = orb_seg_table(&p->seg);
+    p->geo = *g;
+    p->hdr = (struct pool_header *)t;
+    p->lanes = (struct pool_lane *)(t + sec.lanes);
+    p->holds = (_Atomic uint32_t *)(t + sec.holds);
+    p->claims = (_Atomic uint32_t *)(t + sec.claims);
+    p->keys = (struct pool_key *)(t + sec.keys);
+    p->bitmaps = (unsigned char *)(t + sec.bitmaps);
+    p->res = (struct pool_resource *)(t + sec.res);
+    p->key_mask = g->key_capacity - 1;
+    p->lane_mask = g->lane_capacity - 1;
+    p->watch_words = (g->fleet_capacity + 63u) / 64u;
+    p->total_resources = (uint64_t)g->fleet_capacity * g->lane_capacity;
+    p->member_words = (uint32_t)((p->total_resources + 63) / 64);
+    if (p->hdr->magic != POOL_MAGIC || p->hdr->version != POOL_LAYOUT_VERSION)
+        return -ORBIT_ECORRUPT;
+    return 0;
+}
+
+static int lock_init(pthread_mutex_t *m)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    int rc = pthread_mutex_init(m, &a);
+    pthread_mutexattr_destroy(&a);
+    return rc ? -rc : 0;
+}
+
+/* The creator's initialiser: runs before the segment's ready word is published. */
+static int pool_init(struct orb_segment *seg, void *ctx)
+{
+    const struct pool_geometry *g = ctx;
+    struct pool_sections sec;
+    int rc = pool_sections_of(g, &sec);
+    if (rc < 0)
+        return rc;
+    char *t = orb_seg_table(seg);
+    memset(t, 0, sec.res);   /* everything but the resource lanes, which start zeroed (EMPTY) */
+    struct pool_header *h = (struct pool_header *)t;
+    if ((rc = lock_init(&h->key_lock.m)) < 0)
+        return rc;
+    for (uint32_t i = 0; i < g->key_capacity; i++) {
+        struct pool_key *k = (struct pool_key *)(t + sec.keys) + i;
+        atomic_store_explicit(&k->refs, REFS_CLOSED, memory_order_relaxed);
+    }
+    h->magic = POOL_MAGIC;
+    h->version = POOL_LAYOUT_VERSION;
+    struct orb_seg_header *sh = orb_seg_hdr(seg);
+    if (atomic_load(&sh->epoch) == 0)
+        atomic_store(&sh->epoch, orb_next_epoch(0));
+    return 0;
+}
+
+static struct orbit_pool *handle_new(struct orbit_fleet *f)
+{
+    struct orbit_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->fleet = f;
+    p->observer = f->observer || f->node == ORBIT_NODE_NONE;
+    p->node = p->observer ? ORBIT_NODE_NONE : f->node;
+    p->incarnation = p->observer ? 0 : f->incarnation;
+    atomic_init(&p->readiness, -1);
+    return p;
+}
+
+/* A member pre-faults its own lane so that no later write can SIGBUS. */
+static int populate_lane(struct orbit_pool *p)
+{
+    if (p->observer)
+        return 0;
+    size_t lane_bytes = (size_t)p->geo.lane_capacity * sizeof(struct pool_resource);
+    size_t off = (size_t)((char *)pool_res_at(p, (uint64_t)p->node * p->geo.lane_capacity) -
+                          (char *)p->seg.base);
+    int rc = orb_segment_populate(&p->seg, off, lane_bytes);
+    if (rc < 0 && rc != -ORBIT_ENOTSUP)
+        return rc;
+    /* Release: the lane's pages exist before anyone reads them through this flag. */
+    atomic_store_explicit(&p->lanes[p->node].populated, 1, memory_order_release);
+    return 0;
+}
+
+static int handle_finish(struct orbit_pool *p, const struct pool_geometry *g, struct orbit_pool **out)
+{
+    int rc = handle_bind(p, g);
+    if (rc == 0)
+        rc = populate_lane(p);
+    if (rc < 0) {
+        orb_fleet_table_close(p->fleet, &p->seg);
+        free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+int orbit_pool_open(struct orbit_fleet *f, const struct orbit_pool_spec *spec, struct orbit_pool **out)
+{
+    struct orbit_pool_spec s = ORBIT_POOL_SPEC_DEFAULT;
+    if (spec)
+        s = *spec;
+    if (!f || !out || spec_validate(&s) < 0)
+        return -ORBIT_EMALFORMED;
+    struct pool_geometry g;
+    struct pool_sections sec;
+    geometry_of(&s, f->capacity, &g);
+    if (pool_sections_of(&g, &sec) < 0)
+        return -ORBIT_EMALFORMED;
+    struct orbit_pool *p = handle_new(f);
+    if (!p)
+        return -ENOMEM;
+    p->kind = s.kind;
+    struct orb_seg_request req = {
+        .kind = s.kind, .table_type = ORB_TABLE_POOL, .geometry = &g, .geometry_len = sizeof g,
+        .table_bytes = ORB_SEG_HEADER_BYTES + sec.end,
+        .populate_bytes = ORB_SEG_HEADER_BYTES + sec.res,   /* the shared part; lanes by their nodes */
+        .init = pool_init, .ctx = &g,
+    };
+    int rc = orb_fleet_table_open(f, &req, &p->seg);
+    if (rc < 0) {
+        free(p);
+        return rc;
+    }
+    return handle_finish(p, &g, out);
+}
+
+int orbit_pool_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_pool **out)
+{
+    if (!f || !out)
+        return -ORBIT_EMALFORMED;
+    struct orbit_pool *p = handle_new(f);
+    if (!p)
+        return -ENOMEM;
+    p->kind = kind;
+    int rc = orb_fleet_table_open_existing(f, kind, &p->seg);
+    if (rc < 0) {
+        free(p);
+        return rc;
+    }
+    struct orb_seg_header *h = orb_seg_hdr(&p->seg);
+    struct pool_geometry g;
+    if (h->table_type != ORB_TABLE_POOL || h->geometry_len != sizeof g)
+        rc = -ORBIT_EGEOMETRY;
+    else {
+        memcpy(&g, h->geometry, sizeof g);
+        if (g.layout_version != POOL_LAYOUT_VERSION)
+            rc = -ORBIT_EGEOMETRY;
+    }
+    if (rc < 0) {
+        orb_fleet_table_close(f, &p->seg);
+        free(p);
+        return rc;
+    }
+    return handle_finish(p, &g, out);
+}
+
+void orbit_pool_close(struct orbit_pool *p)
+{
+    if (!p)
+        return;
+    int fd = atomic_load(&p->readiness);
+    if (fd >= 0)
+        orb_readiness_close(fd);
+    orb_fleet_table_close(p->fleet, &p->seg);
+    free(p);
+}
+
+uint8_t  orbit_pool_kind(const struct orbit_pool *p) { return p ? p->kind : 0; }
+uint16_t orbit_pool_node(const struct orbit_pool *p) { return p ? p->node : ORBIT_NODE_NONE; }
+uint64_t orbit_pool_incarnation(const struct orbit_pool *p) { return p ? p->incarnation : 0; }
+uint64_t orbit_pool_epoch(struct orbit_pool *p) { return p ? pool_epoch_now(p) : 0; }
+
+void orbit_pool_spec_of(const struct orbit_pool *p, struct orbit_pool_spec *out)
+{
+    if (!p || !out)
+        return;
+    *out = (struct orbit_pool_spec){ .kind = p->kind, .key_capacity = p->geo.key_capacity,
+                                     .lane_capacity = p->geo.lane_capacity,
+                                     .generation_limit = p->geo.generation_limit };
+}
+
+void orbit_pool_stats(struct orbit_pool *p, struct orbit_pool_stats *out)
+{
+    if (!p || !out)
+        return;
+    out->parks = atomic_load(&p->stats.parks);
+    out->wakes = atomic_load(&p->stats.wakes);
+    out->doorbells = atomic_load(&p->stats.doorbells);
+    out->key_inserts = atomic_load(&p->key_inserts);
+    out->key_reclaims = atomic_load(&p->key_reclaims);
+    out->key_sweeps = atomic_load(&p->key_sweeps);
+}
+
+/*
+ * Quiescent owner boot: every key, resource, claim and hold is cleared and a
+ * new epoch starts. Generations and fences continue, so an id or lease from
+ * before never names a later tenant; waiters are woken to re-check.
+ */
+void orbit_pool_reset_all(struct orbit_pool *p)
+{
+    if (!p)
+        return;
+    bool locked = pool_key_lock(p) == 0;
+    pool_resources_reset(p);
+    size_t rows = (size_t)p->geo.fleet_capacity * p->geo.key_capacity;
+    for (size_t i = 0; i < rows; i++) {
+        atomic_store_explicit(&p->holds[i], 0, memory_order_relaxed);
+        atomic_store_explicit(&p->claims[i], 0, memory_order_relaxed);
+    }
+    for (uint32_t n = 0; n < p->geo.fleet_capacity; n++)
+        atomic_store_explicit(&p->lanes[n].cursor, 0, memory_order_relaxed);
+    struct orb_seg_header *h = orb_seg_hdr(&p->seg);
+    atomic_store(&h->epoch, orb_next_epoch(atomic_load(&h->epoch)));
+    pool_key_reset_locked(p);   /* last: it wakes every key's waiters */
+    if (locked)
+        pool_key_unlock(p);
+}
+
+void orbit_pool_key_table(struct orbit_pool *p, struct orbit_pool_key_table *out)
+{
+    if (!p || !out)
+        return;
+    memset(out, 0, sizeof *out);
+    out->capacity = p->geo.key_capacity;
+    for (uint32_t i = 0; i < p->geo.key_capacity; i++) {
+        unsigned st = KEY_TAG_STATE(atomic_load_explicit(&pool_key_at(p, i)->tag, memory_order_acquire));
+        if (st == KEY_EMPTY)
+            out->empty++;
+        else if (st == KEY_TOMB)
+            out->tombstones++;
+        else
+            out->live++;
+    }
+}
+
+ssize_t orbit_pool_keys(struct orbit_pool *p, struct orbit_pool_key_info *out, size_t max)
+{
+    if (!p || (max && !out))
+        return -ORBIT_EMALFORMED;
+    size_t n = 0;
+    for (uint32_t i = 0; i < p->geo.key_capacity; i++) {
+        struct pool_key *k = pool_key_at(p, i);
+        uint64_t tag = atomic_load_explicit(&k->tag, memory_order_acquire);
+        if (KEY_TAG_STATE(tag) != KEY_LIVE)
+            continue;
+        if (n < max) {
+            uint64_t counts = atomic_load(&k->counts), refs = atomic_load(&k->refs);
+            out[n] = (struct orbit_pool_key_info){
+                .key = { atomic_load(&k->key_lo), atomic_load(&k->key_hi) }, .index = i,
+                .live = pool_hi(counts), .creating = pool_lo(counts),
+                .refs = (uint32_t)REFS_COUNT(refs), .version = atomic_load(&k->wait.changes),
+                .watchers = atomic_load(&k->watch_count) };
+        }
+        n++;
+    }
+    return (ssize_t)n;
+}
+
+int orbit_key_format(orbit_key key, char *buf, size_t len)
+{
+    if (!buf)
+        return -ORBIT_EMALFORMED;
+    char tmp[ORBIT_KEY_TEXT_MAX];
+    int n = snprintf(tmp, sizeof tmp, "key:%016llx%016llx", (unsigned long long)key.hi,
+                     (unsigned long long)key.lo);
+    if (n < 0 || (size_t)n >= len)
+        return -ORBIT_ETOOLARGE;
+    memcpy(buf, tmp, (size_t)n + 1);
+    return n;
+}

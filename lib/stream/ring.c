@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Streams: the byte rings. head and tail are u64 byte counters; the ring index
+ * is the counter masked by buffer_bytes - 1, so head - tail is what is queued.
+ *
+ * Wakes (DESIGN §3): a writer wakes its reader only when it publishes into a
+ * ring the reader had drained (empty -> non-empty); a reader wakes its writer
+ * only when a consume lifts the free space across the writer's stated need.
+ * Bulk copies publish every quarter ring so both ends copy at the same time.
+ */
+#include <sched.h>
+#include <string.h>
+#include "stream_layout.h"
+
+static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
+
+static size_t quarter(const struct orbit_streams *s)
+{
+    return s->buffer_bytes >= 4 ? s->buffer_bytes / 4 : s->buffer_bytes;
+}
+
+static void ring_put(unsigned char *ring, size_t cap, uint64_t pos, const unsigned char *src, size_t n)
+{
+    size_t start = (size_t)(pos & (cap - 1)), first = min_size(n, cap - start);
+    memcpy(ring + start, src, first);
+    memcpy(ring, src + first, n - first);
+}
+
+static void ring_get(const unsigned char *ring, size_t cap, uint64_t pos, unsigned char *dst, size_t n)
+{
+    size_t start = (size_t)(pos & (cap - 1)), first = min_size(n, cap - start);
+    memcpy(dst, ring + start, first);
+    memcpy(dst + first, ring, n - first);
+}
+
+static uint64_t clamp_need(uint64_t need, uint64_t cap) { return need == 0 ? 1 : need > cap ? cap : need; }
+static uint64_t free_space(uint64_t cap, uint64_t used) { return used >= cap ? 0 : cap - used; }
+
+/* Publish [from, to). True when this lifts what is queued across the reader's need
+ * (need 1: the ring was empty), i.e. the reader may be parked waiting for it. */
+static bool publish_head(struct orbit_endpoint *ep, uint64_t from, uint64_t to)
+{
+    struct stream_dir *d = ep->wr;
+    /* seq_cst store then seq_cst loads: either the reader's check after stating its
+     * need sees `to`, or these loads see its tail and need and we wake it. */
+    atomic_store_explicit(&d->head, to, memory_order_seq_cst);
+    uint64_t tail = atomic_load_explicit(&d->tail, memory_order_seq_cst);
+    uint64_t need = clamp_need(atomic_load_explicit(&d->reader_need, memory_order_seq_cst),
+                               ep->s->buffer_bytes);
+    uint64_t before = from >= tail ? from - tail : 0, after = to >= tail ? to - tail : 0;
+    return before < need && after >= need;
+}
+
+/* Publish consumption up to `to`. True when free space crossed the writer's need,
+ * i.e. the writer may be parked waiting for it. */
+static bool publish_tail(struct orbit_endpoint *ep, uint64_t from, uint64_t to)
+{
+    struct stream_dir *d = ep->rd;
+    uint64_t cap = ep->s->buffer_bytes;
+    /* seq_cst store then loads: either the writer's room check sees `to`, or we see
+     * the need it stated before that check and wake it. */
+    atomic_store_explicit(&d->tail, to, memory_order_seq_cst);
+    uint64_t head = atomic_load_explicit(&d->head, memory_order_seq_cst);
+    uint64_t need = clamp_need(atomic_load_explicit(&d->writer_need, memory_order_seq_cst), cap);
+    return free_space(cap, head - from) < need && free_space(cap, head - to) >= need;
+}
+
+/*
+ * A wake found mid-copy. When the waiter last parked on the CPU we run on, it
+ * cannot copy beside us: waking it now only has it preempt us for a quarter
+ * ring and park again, so the wake waits for the end of the call (true). On
+ * another CPU it goes out at once and both ends copy together.
+ */
+static bool wake_or_defer(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t mask)
+{
+    struct stream_dir *d = &slot->dir[dir];
+    _Atomic uint32_t *hint = mask == WATCH_READER ? &d->reader_cpu : &d->writer_cpu;
+    int cpu = sched_getcpu();
+    if (cpu >= 0 && (uint32_t)cpu == atomic_load_explicit(hint, memory_order_relaxed))
+        return true;
+    stream_dir_wake(s, slot, dir, mask);
+    return false;
+}
+
+void stream_note_cpu(_Atomic uint32_t *hint)
+{
+    int cpu = sched_getcpu();
+    if (cpu >= 0 && atomic_load_explicit(hint, memory_order_relaxed) != (uint32_t)cpu)
+        atomic_store_explicit(hint, (uint32_t)cpu, memory_order_relaxed);
+}
+
+static int write_refusal(const struct orbit_endpoint *ep)
+{
+    int rc = stream_ep_check(ep);
+    if (rc < 0)
+        return rc;
+    if (ep->write_shut)
+        return -ORBIT_ECLOSED;
+    uint32_t flags = atomic_load_explicit(&ep->wr->flags, memory_order_acquire);
+    if (flags & DIR_RESET)
+        return -ORBIT_ERESET;
+    if (flags & DIR_FIN)
+        return -ORBIT_ECLOSED;
+    if (flags & DIR_READER_GONE)
+        return -ORBIT_EPEERGONE;
+    return 0;
+}
+
+/* One attempt: what fits now (exact: all of it or nothing). */
+static ssize_t write_some(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
+{
+    struct orbit_streams *s = ep->s;
+    size_t cap = s->buffer_bytes;
+    int rc = write_refusal(ep);
+    if (rc < 0)
+        return rc;
+    if (exact && len > cap)
+        return -ORBIT_ETOOLARGE;
+    if (len == 0)
+        return 0;
+    uint64_t head = atomic_load_explicit(&ep->wr->head, memory_order_relaxed);
+    /* Acquire: the reader's copies out of the space it frees are done before we reuse it. */
+    uint64_t used = head - atomic_load_explicit(&ep->wr->tail, memory_order_acquire);
+    if (used > cap)
+        return -ORBIT_ECORRUPT;
+    size_t room = cap - (size_t)used;
+    if (room == 0 || (exact && room < len))
+        return -ORBIT_EAGAIN;
+    size_t n = min_size(len, room), step = exact ? n : quarter(s);
+    unsigned dir = ep->side == ORBIT_SIDE_A ? 0 : 1;
+    bool deferred = false;
+    for (size_t done = 0; done < n;) {
+        size_t k = min_size(step, n - done);
+        ring_put(ep->wr_ring, cap, head + done, buf + done, k);
+        if (publish_head(ep, head + done, head + done + k))
+            deferred |= wake_or_defer(s, ep->slot, dir, WATCH_READER);
+        done += k;
+    }
+    if (deferred)
+        stream_dir_wake(s, ep->slot, dir, WATCH_READER);
+    atomic_fetch_add_explicit(&s->bytes_written, n, memory_order_relaxed);
+    return (ssize_t)n;
+}
+
+/* One attempt: what is there now (exact: the whole frame or nothing). 0 = FIN. */
+static ssize_t read_some(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
+{
+    struct orbit_streams *s = ep->s;
+    size_t cap = s->buffer_bytes;
+    int rc = stream_ep_check(ep);
+    if (rc < 0)
+        return rc;
+    /* Flags before head: FIN is raised after the last publish, so seeing FIN here
+     * means the head loaded next is final. */
+    uint32_t flags = atomic_load_explicit(&ep->rd->flags, memory_order_acquire);
+    if (flags & DIR_RESET)
+        return -ORBIT_ERESET;
+    if (exact && len > cap)
+        return -ORBIT_ETOOLARGE;
+    if (len == 0)
+        return 0;
+    uint64_t tail = atomic_load_explicit(&ep->rd->tail, memory_order_relaxed);
+    /* Acquire: the bytes up to head were copied in before the writer published it. */
+    uint64_t avail = atomic_load_explicit(&ep->rd->head, memory_order_acquire) - tail;
+    if (avail > cap)
+        return -ORBIT_ECORRUPT;
+    if (avail == 0 || (exact && avail < len)) {
+        if (!(flags & DIR_FIN))
+            return -ORBIT_EAGAIN;
+        return avail == 0 && !exact ? 0 : -ORBIT_EMALFORMED;
+    }
+    size_t n = min_size(len, (size_t)avail), step = exact ? n : quarter(s);
+    unsigned dir = ep->side == ORBIT_SIDE_A ? 1 : 0;
+    bool deferred = false;
+    for (size_t done = 0; done < n;) {
+        size_t k = min_size(step, n - done);
+        ring_get(ep->rd_ring, cap, tail + done, buf + done, k);
+        if (publish_tail(ep, tail + done, tail + done + k))
+            deferred |= wake_or_defer(s, ep->slot, dir, WATCH_WRITER);
+        done += k;
+    }
+    if (deferred)
+        stream_dir_wake(s, ep->slot, dir, WATCH_WRITER);
+    atomic_fetch_add_explicit(&s->bytes_read, n, memory_order_relaxed);
+    return (ssize_t)n;
+}
+
+/* ---- predicates (also used by the io_uring preps) ------------------------- */
+
+int stream_pred_readable(void *ctx)
+{
+    struct stream_room *want = ctx;
+    struct orbit_endpoint *ep = want->ep;
+    int rc = stream_ep_check(ep);
+    if (rc < 0)
+        return rc;
+    if (atomic_load_explicit(&ep->rd->flags, memory_order_acquire) & (DIR_FIN | DIR_RESET))
+        return 1;
+    uint64_t queued = atomic_load_explicit(&ep->rd->head, memory_order_acquire) -
+                      atomic_load_explicit(&ep->rd->tail, memory_order_relaxed);
+    /* Past the ring is corruption: ready, and the read reports it. */
+    return queued >= want->need || queued > ep->s->buffer_bytes;
+}
+
+int stream_pred_room(void *ctx)
+{
+    struct stream_room *room = ctx;
+    struct orbit_endpoint *ep = room->ep;
+    int rc = stream_ep_check(ep);
+    if (rc < 0)
+        return rc;
+    if (ep->write_shut ||
+        (atomic_load_explicit(&ep->wr->flags, memory_order_acquire) &
+         (DIR_FIN | DIR_RESET | DIR_READER_GONE)))
+        return 1;
+    uint64_t used = atomic_load_explicit(&ep->wr->head, memory_order_relaxed) -
+                    atomic_load_explicit(&ep->wr->tail, memory_order_acquire);
+    /* A used count past the ring is corruption: ready, and the write reports it. */
+    return used > ep->s->buffer_bytes || free_space(ep->s->buffer_bytes, used) >= room->need;
+}
+
+/* Only one end stores each need word; seq_cst pairs with the other end's load after
+ * its publication. The stored value stays until the next wait states another. */
+void stream_reader_need(struct orbit_endpoint *ep, uint32_t need)
+{
+    if (atomic_load_explicit(&ep->rd->reader_need, memory_order_relaxed) != need)
+        atomic_store_explicit(&ep->rd->reader_need, need, memory_order_seq_cst);
+}
+
+void stream_writer_need(struct orbit_endpoint *ep, uint32_t need)
+{
+    if (atomic_load_explicit(&ep->wr->writer_need, memory_order_relaxed) != need)
+        atomic_store_explicit(&ep->wr->writer_need, need, memory_order_seq_cst);
+}
+
+int stream_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin)
+{
+    uint32_t setting = orbit_spin_ns();
+    if (setting == 0)
+        return 0;
+    uint32_t budget = atomic_load_explicit(&spin->budget_ns, memory_order_relaxed);
+    if (budget == 0 || budget > setting)
+        budget = setting;
+    int64_t end = orb_now_ns() + budget;
+    int r = 0;
+    for (unsigned i = 1;; i++) {
+        orb_cpu_relax();
+        if ((r = pred(ctx)) != 0 || ((i & 15) == 0 && orb_now_ns() >= end))
+            break;
+    }
+    /* Same adaptation as orb_wait_until: success doubles the budget, failure halves it. */
+    uint32_t floor = setting / 16 ? setting / 16 : 1, next = r ? budget * 2 : budget / 2;
+    next = next > setting ? setting : next < floor ? floor : next;
+    atomic_store_explicit(&spin->budget_ns, next, memory_order_relaxed);
+    return r;
+}
+
+static int wait_data(struct orbit_endpoint *ep, uint32_t need, const struct orb_deadline *deadline)
+{
+    struct stream_room want = { ep, need ? need : 1 };
+    stream_reader_need(ep, want.need);
+    stream_note_cpu(&ep->rd->reader_cpu);
+    int r = orb_wait_until(&ep->rd->wait, stream_pred_readable, &want, deadline, &ep->read_spin,
+                           &ep->s->stats);
+    return r < 0 ? r : 0;
+}
+
+static int wait_room(struct orbit_endpoint *ep, uint32_t need, const struct orb_deadline *deadline)
+{
+    struct stream_room room = { ep, need ? need : 1 };
+    stream_writer_need(ep, room.need);
+    stream_note_cpu(&ep->wr->writer_cpu);
+    int r = orb_wait_until(&ep->wr->wait, stream_pred_room, &room, deadline, &ep->write_spin,
+                           &ep->s->stats);
+    return r < 0 ? r : 0;
+}
+
+/* After -ORBIT_EAGAIN from a try: ask for the doorbell, then look once more. */
+static void watch(struct stream_dir *d, uint32_t bit)
+{
+    /* seq_cst RMW: a change published after it sees the bit; one before it the retry sees. */
+    if (!(atomic_load_explicit(&d->watch, memory_order_relaxed) & bit))
+        atomic_fetch_or(&d->watch, bit);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* ---- public calls --------------------------------------------------------- */
+
+ssize_t orbit_endpoint_try_read(struct orbit_endpoint *ep, void *buf, size_t len)
+{
+    if (!ep || (!buf && len))
+        return -ORBIT_EMALFORMED;
+    ssize_t r = read_some(ep, buf, len, false);
+    if (r == -ORBIT_EAGAIN) {
+        stream_reader_need(ep, 1);
+        watch(ep->rd, WATCH_READER);
+        r = read_some(ep, buf, len, false);
+    }
+    return r;
+}
+
+int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t len)
+{
+    if (!ep || (!buf && len))
+        return -ORBIT_EMALFORMED;
+    ssize_t r = read_some(ep, buf, len, true);
+    if (r == -ORBIT_EAGAIN) {
+        stream_reader_need(ep, (uint32_t)len);   /* len <= buffer_bytes here */
+        watch(ep->rd, WATCH_READER);
+        r = read_some(ep, buf, len, true);
+    }
+    return r < 0 ? (int)r : 0;
+}
+
+ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
+{
+    if (!ep || (!buf && len))
+        return -ORBIT_EMALFORMED;
+    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
+    for (;;) {
+        ssize_t r = read_some(ep, buf, len, false);
+        if (r != -ORBIT_EAGAIN)
+            return r;
+        int w = wait_data(ep, 1, &deadline);
+        if (w < 0)
+            return w;
+    }
+}
+
+int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
+{
+    if (!ep || (!buf && len))
+        return -ORBIT_EMALFORMED;
+    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
+    for (;;) {
+        ssize_t r = read_some(ep, buf, len, true);
+        if (r != -ORBIT_EAGAIN)
+            return r < 0 ? (int)r : 0;
+        int w = wait_data(ep, (uint32_t)len, &deadline);
+        if (w < 0)
+            return w;
+    }
+}
+
+ssize_t orbit_endpoint_try_write(struct orbit_endpoint *ep, const void *buf, size_t len)
+{
+    if (!ep || (!buf && len))
+        return -ORBIT_EMALFORMED;
+    ssize_t r = write_some(ep, buf, len, false);
+    if (r == -ORBIT_EAGAIN) {
+        stream_writer_need(ep, 1);
+        watch(ep->wr, WATCH_WRITER);
+        r = write_some(ep, buf, len, false);
+    }
+    return r;
+}
+
+int orbit_endpoint_try_write_exact(struct orbit_endpoint *ep, const void *buf, size_t len)
+{
+    if (!ep || (!buf && len))
+        return -ORBIT_EMALFORMED;
+    ssize_t r = write_some(ep, buf, len, true);
+    if (r == -ORBIT_EAGAIN) {
+        stream_writer_need(ep, (uint32_t)len);   /* len <= buffer_bytes here */
+        watch(ep->wr, WATCH_WRITER);
+        r = write_some(ep, buf, len, true);
+    }
+    return r < 0 ? (int)r : 0;
+}
+
+ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
+{
+    if (!ep || (!buf && len))
+        return -ORBIT_EMALFORMED;
+    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
+    for (;;) {
+        ssize_t r = write_some(ep, buf, len, false);
+        if (r != -ORBIT_EAGAIN)
+            return r;
+        int w = wait_room(ep, 1, &deadline);
+        if (w < 0)
+            return w;
+    }
+}
+
+int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
+{
+    if (!ep || (!buf && len))
+        return -ORBIT_EMALFORMED;
+    const unsigned char *p = buf;
+    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
+    size_t done = 0;
+    do {
+        ssize_t r = write_some(ep, p + done, len - done, false);
+        if (r >= 0) {
+            done += (size_t)r;
+            continue;
+        }
+        if (r != -ORBIT_EAGAIN)
+            return (int)r;
+        /* Wait for a quarter ring (or the rest): fewer, larger refills. The reader
+         * frees it whenever it wants bytes past what the ring already holds. */
+        int w = wait_room(ep, (uint32_t)min_size(len - done, quarter(ep->s)), &deadline);
+        if (w < 0)
+            return w;
+    } while (done < len);
+    return 0;
+}
+
+int orbit_endpoint_write_exact(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
+{
+    if (!ep || (!buf && len))
+        return -ORBIT_EMALFORMED;
+    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
+    for (;;) {
+        ssize_t r = write_some(ep, buf, len, true);
+        if (r != -ORBIT_EAGAIN)
+            return r < 0 ? (int)r : 0;
+        int w = wait_room(ep, (uint32_t)len, &deadline);
+        if (w < 0)
+            return w;
+    }
+}
+
+int orbit_endpoint_wait_readable(struct orbit_endpoint *ep, int timeout_ms)
+{
+    if (!ep)
+        return -ORBIT_EMALFORMED;
+    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
+    return wait_data(ep, 1, &deadline);
+}
+
+int orbit_endpoint_wait_writable(struct orbit_endpoint *ep, int timeout_ms)
+{
+    if (!ep)
+        return -ORBIT_EMALFORMED;
+    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
+    return wait_room(ep, 1, &deadline);
+}
+
+int orbit_endpoint_wait_writable_exact(struct orbit_endpoint *ep, size_t needed, int timeout_ms)
+{
+    if (!ep)
+        return -ORBIT_EMALFORMED;
+    if (needed > ep->s->buffer_bytes)
+        return -ORBIT_ETOOLARGE;
+    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
+    return wait_room(ep, (uint32_t)needed, &deadline);
+}
+
+int orbit_endpoint_finish(struct orbit_endpoint *ep)
+{
+    if (!ep)
+        return -ORBIT_EMALFORMED;
+    int rc = stream_ep_check(ep);
+    if (rc < 0)
+        return rc;
+    if (ep->write_shut)
+        return 0;
+    ep->write_shut = true;
+    stream_raise(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 0 : 1, DIR_FIN);
+    return 0;
+}
+
+void orbit_endpoint_reset(struct orbit_endpoint *ep)
+{
+    if (!ep || stream_ep_check(ep) < 0)
+        return;
+    ep->write_shut = true;
+    stream_raise(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 0 : 1, DIR_RESET);
+}
+
+void orbit_endpoint_stop_reading(struct orbit_endpoint *ep)
+{
+    if (!ep || stream_ep_check(ep) < 0)
+        return;
+    stream_raise(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 1 : 0, DIR_READER_GONE);
+}
+
+static int pred_peer_closed(void *ctx)
+{
+    struct orbit_endpoint *ep = ctx;
+    int rc = stream_ep_check(ep);
+    if (rc < 0)
+        return rc;
+    return (atomic_load_explicit(&ep->wr->flags, memory_order_acquire) &
+            (DIR_RESET | DIR_READER_GONE)) != 0;
+}
+
+int orbit_endpoint_peer_closed(struct orbit_endpoint *ep)
+{
+    if (!ep)
+        return -ORBIT_EMALFORMED;
+    int r = pred_peer_closed(ep);
+    if (r != 0)
+        return r;
+    /* seq_cst RMW then a second look: a departure after it rings our doorbell. */
+    atomic_fetch_or(&ep->wr->flags, DIR_CLOSE_WATCH);
+    return pred_peer_closed(ep);
+}
+
+int orbit_endpoint_wait_peer_closed(struct orbit_endpoint *ep, int timeout_ms)
+{
+    if (!ep)
+        return -ORBIT_EMALFORMED;
+    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
+    int r = orb_wait_until(&ep->wr->wait, pred_peer_closed, ep, &deadline, &ep->write_spin,
+                           &ep->s->stats);
+    return r < 0 ? r : 0;
+}

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/* Streams: slots, sides, tickets; create, open, close, rearm. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "stream_layout.h"
+
+int stream_locate(const struct orbit_streams *s, orbit_id id, size_t *index)
+{
+    uint32_t gen = orbit_id_generation(id), slot = orbit_id_slot(id);
+    uint16_t node = orbit_id_node(id);
+    if (orbit_id_kind(id) != s->kind || node >= s->fleet_capacity || slot >= s->lane_capacity ||
+        gen == 0 || gen > s->generation_limit)
+        return -ORBIT_EMALFORMED;
+    *index = (size_t)node * s->lane_capacity + slot;
+    return 0;
+}
+
+int stream_ep_check(const struct orbit_endpoint *ep)
+{
+    if (stream_epoch(ep->s) != ep->epoch ||
+        atomic_load_explicit(&ep->slot->tenancy, memory_order_acquire) != ep->live)
+        return -ORBIT_ESTALE;
+    return 0;
+}
+
+void stream_dir_clear(struct stream_dir *d)
+{
+    atomic_store(&d->head, 0);
+    atomic_store(&d->tail, 0);
+    atomic_store(&d->flags, 0);
+    atomic_store(&d->writer_need, 0);
+    atomic_store(&d->watch, 0);
+    atomic_store(&d->reader_need, 0);
+    atomic_store(&d->reader_cpu, UINT32_MAX);   /* no waiter has parked yet */
+    atomic_store(&d->writer_cpu, UINT32_MAX);
+}
+
+static void ring_node(struct orbit_streams *s, struct stream_slot *slot, unsigned side)
+{
+    /* A node read from shared memory: orb_fleet_ring_doorbell ignores one out of range. */
+    orb_fleet_ring_doorbell(s->fleet, atomic_load(&slot->node[side]), &s->stats);
+}
+
+void stream_dir_wake(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t mask)
+{
+    struct stream_dir *d = &slot->dir[dir];
+    orb_wait_signal(&d->wait, &s->stats);
+    /* seq_cst after our publication: a watcher that registered later re-checks and sees it. */
+    if (!(atomic_load(&d->watch) & mask))
+        return;
+    uint32_t rung = atomic_fetch_and(&d->watch, ~mask) & mask;
+    if (rung & WATCH_READER)
+        ring_node(s, slot, 1 - dir);
+    if (rung & WATCH_WRITER)
+        ring_node(s, slot, dir);
+}
+
+void stream_raise(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t flag)
+{
+    struct stream_dir *d = &slot->dir[dir];
+    uint32_t before = atomic_fetch_or(&d->flags, flag);
+    if (before & flag)
+        return;
+    stream_dir_wake(s, slot, dir, WATCH_READER | WATCH_WRITER);
+    /* A writer watching for its reader's departure hears it without a pending try. */
+    if ((before & DIR_CLOSE_WATCH) && (flag & (DIR_READER_GONE | DIR_RESET)))
+        ring_node(s, slot, dir);
+}
+
+void stream_vacate_if_unheld(struct orbit_streams *s, struct stream_slot *slot, uint32_t live,
+                             unsigned other)
+{
+    /* Both sides release with seq_cst CAS then load the other: at least one sees both gone. */
+    if (atomic_load(&slot->claimed[other]) == SIDE_CLAIMED)
+        return;
+    uint32_t expect = live;
+    if (!atomic_compare_exchange_strong(&slot->tenancy, &expect, TENANCY(TENANCY_GEN(live), SLOT_EMPTY)))
+        return;
+    /* Waiters still holding this generation wake and find it stale. */
+    for (unsigned dir = 0; dir < 2; dir++)
+        stream_dir_wake(s, slot, dir, WATCH_READER | WATCH_WRITER);
+}
+
+void stream_end_side(struct orbit_streams *s, struct stream_slot *slot, uint32_t live, unsigned side)
+{
+    uint32_t claimed = SIDE_CLAIMED;
+    /* The CAS decides between this report and the holder's own release. */
+    if (!atomic_compare_exchange_strong(&slot->claimed[side], &claimed, SIDE_DEAD))
+        return;
+    if (!(atomic_load(&slot->dir[side].flags) & DIR_FIN))
+        stream_raise(s, slot, side, DIR_RESET);
+    stream_raise(s, slot, 1 - side, DIR_READER_GONE);
+    stream_vacate_if_unheld(s, slot, live, 1 - side);
+}
+
+static void endpoint_bind(struct orbit_endpoint *ep, struct orbit_streams *s, size_t index,
+                          uint32_t gen, enum orbit_side side, uint64_t epoch)
+{
+    unsigned w = side == ORBIT_SIDE_A ? 0 : 1;
+    ep->s = s;
+    ep->slot = &s->slots[index];
+    ep->wr = &ep->slot->dir[w];
+    ep->rd = &ep->slot->dir[1 - w];
+    ep->wr_ring = stream_ring(s, index, w);
+    ep->rd_ring = stream_ring(s, index, 1 - w);
+    ep->id = orbit_id_make(s->kind, (uint16_t)(index / s->lane_capacity), gen,
+                           (uint32_t)(index % s->lane_capacity));
+    ep->epoch = epoch;
+    ep->live = TENANCY(gen, SLOT_LIVE);
+    ep->index = (uint32_t)index;
+    ep->side = side;
+}
+
+/* Fill a slot we hold in SLOT_INSTALLING, then publish it live. */
+static void install(struct orbit_streams *s, struct stream_slot *slot, uint32_t gen)
+{
+    atomic_store(&slot->claimed[0], SIDE_CLAIMED);
+    atomic_store(&slot->claimed[1], SIDE_FREE);
+    atomic_store(&slot->node[0], s->node);
+    atomic_store(&slot->incarnation[0], s->incarnation);
+    atomic_store(&slot->node[1], STREAM_NODE_NONE);
+    atomic_store(&slot->incarnation[1], 0);
+    atomic_store(&slot->offer, 0);
+    stream_dir_clear(&slot->dir[0]);
+    stream_dir_clear(&slot->dir[1]);
+    /* Release: every field above is in place before an opener can see the generation live. */
+    atomic_store_explicit(&slot->tenancy, TENANCY(gen, SLOT_LIVE), memory_order_release);
+}
+
+/* Take the lowest free slot of our lane (hot slots and rings are reused first). */
+static int allocate(struct orbit_streams *s, size_t *index, uint32_t *gen)
+{
+    size_t base = (size_t)s->node * s->lane_capacity;
+    for (size_t i = 0; i < s->lane_capacity; i++) {
+        struct stream_slot *slot = &s->slots[base + i];
+        uint32_t t = atomic_load_explicit(&slot->tenancy, memory_order_acquire);
+        while (TENANCY_STATE(t) == SLOT_EMPTY) {
+            uint32_t g = TENANCY_GEN(t);
+            bool spent = g >= s->generation_limit;
+            uint32_t next = spent ? TENANCY(g, SLOT_EXHAUSTED) : TENANCY(g + 1, SLOT_INSTALLING);
+            /* The CAS is the allocation: one creator moves a slot out of EMPTY. */
+            if (!atomic_compare_exchange_strong(&slot->tenancy, &t, next))
+                continue;
+            if (spent)
+                break;
+            install(s, slot, g + 1);
+            *index = base + i;
+            *gen = g + 1;
+            return 0;
+        }
+    }
+    return -ORBIT_EFULL;
+}
+
+int orbit_streams_create(struct orbit_streams *s, struct orbit_endpoint **a, struct orbit_ticket *b_ticket)
+{
+    if (!s || !a || !b_ticket)
+        return -ORBIT_EMALFORMED;
+    if (!stream_is_member(s))
+        return -ORBIT_ENOTOWNER;
+    int rc = stream_lane_ready(s);
+    if (rc < 0)
+        return rc;
+    struct orbit_endpoint *ep = calloc(1, sizeof *ep);   /* fail before taking a slot */
+    if (!ep)
+        return -ENOMEM;
+    uint64_t epoch = stream_epoch(s);
+    size_t index;
+    uint32_t gen;
+    rc = allocate(s, &index, &gen);
+    if (rc < 0) {
+        free(ep);
+        return rc;
+    }
+    endpoint_bind(ep, s, index, gen, ORBIT_SIDE_A, epoch);
+    *a = ep;
+    *b_ticket = (struct orbit_ticket){ ep->id, ORBIT_SIDE_B, epoch };
+    return 0;
+}
+
+int orbit_streams_open_ticket(struct orbit_streams *s, const struct orbit_ticket *t,
+                              struct orbit_endpoint **out)
+{
+    size_t index;
+    if (!s || !t || !out || (t->side != ORBIT_SIDE_A && t->side != ORBIT_SIDE_B) ||
+        stream_locate(s, t->id, &index) < 0)
+        return -ORBIT_EMALFORMED;
+    if (!stream_is_member(s))
+        return -ORBIT_ENOTOWNER;
+    uint32_t gen = orbit_id_generation(t->id), live = TENANCY(gen, SLOT_LIVE);
+    struct stream_slot *slot = &s->slots[index];
+    if (t->epoch != stream_epoch(s) || atomic_load(&slot->tenancy) != live)
+        return -ORBIT_ESTALE;
+    struct orbit_endpoint *ep = calloc(1, sizeof *ep);
+    if (!ep)
+        return -ENOMEM;
+    endpoint_bind(ep, s, index, gen, t->side, t->epoch);
+    unsigned side = t->side == ORBIT_SIDE_A ? 0 : 1;
+    uint32_t expect = SIDE_FREE;
+    if (!atomic_compare_exchange_strong(&slot->claimed[side], &expect, SIDE_CLAIMED)) {
+        free(ep);
+        return -ORBIT_ECLAIMED;
+    }
+    /* The slot may have ended between the look and the claim: give the claim back. */
+    if (atomic_load(&slot->tenancy) != live) {
+        expect = SIDE_CLAIMED;
+        atomic_compare_exchange_strong(&slot->claimed[side], &expect, SIDE_FREE);
+        free(ep);
+        return -ORBIT_ESTALE;
+    }
+    /* Incarnation before node: a death report that matches the node sees the right life. */
+    atomic_store(&slot->incarnation[side], s->incarnation);
+    atomic_store(&slot->node[side], s->node);
+    *out = ep;
+    return 0;
+}
+
+orbit_id orbit_endpoint_id(const struct orbit_endpoint *ep)
+{
+    return ep ? ep->id : 0;
+}
+
+enum orbit_side orbit_endpoint_side(const struct orbit_endpoint *ep)
+{
+    return ep ? ep->side : ORBIT_SIDE_A;
+}
+
+void orbit_endpoint_close(struct orbit_endpoint *ep)
+{
+    if (!ep)
+        return;
+    struct orbit_streams *s = ep->s;
+    struct stream_slot *slot = ep->slot;
+    unsigned side = ep->side == ORBIT_SIDE_A ? 0 : 1;
+    if (stream_ep_check(ep) == 0 && atomic_load(&slot->claimed[side]) == SIDE_CLAIMED) {
+        /* Flags before the release: once released, a rearm may clear them. */
+        if (!ep->write_shut)
+            stream_raise(s, slot, side, DIR_RESET);
+        stream_raise(s, slot, 1 - side, DIR_READER_GONE);
+        uint32_t expect = SIDE_CLAIMED;
+        if (atomic_compare_exchange_strong(&slot->claimed[side], &expect, SIDE_RELEASED))
+            stream_vacate_if_unheld(s, slot, ep->live, 1 - side);
+    }
+    free(ep);
+}
+
+int orbit_endpoint_rearm(struct orbit_endpoint *ep)
+{
+    if (!ep || ep->side != ORBIT_SIDE_A)
+        return -ORBIT_EMALFORMED;
+    int rc = stream_ep_check(ep);
+    if (rc < 0)
+        return rc;
+    struct stream_slot *slot = ep->slot;
+    uint32_t far = atomic_load(&slot->claimed[1]);
+    if (far == SIDE_CLAIMED)
+        return -ORBIT_EAGAIN;
+    if (far != SIDE_RELEASED)
+        return -ORBIT_ESTALE;   /* never opened (a late open may still come) or died */
+    stream_dir_clear(&slot->dir[0]);
+    stream_dir_clear(&slot->dir[1]);
+    atomic_store(&slot->node[1], STREAM_NODE_NONE);
+    atomic_store(&slot->incarnation[1], 0);
+    /* Released is terminal for its holder and death only ends a claimed side: this CAS
+     * publishes the cleared state to the next opener. */
+    uint32_t expect = SIDE_RELEASED;
+    if (!atomic_compare_exchange_strong(&slot->claimed[1], &expect, SIDE_FREE))
+        return -ORBIT_ESTALE;
+    ep->write_shut = false;
+    return 0;
+}
+
+/* ---- tickets -------------------------------------------------------------- */
+
+int orbit_ticket_format(const struct orbit_ticket *t, char *buf, size_t len)
+{
+    char id[ORBIT_ID_TEXT_MAX], text[ORBIT_ID_TEXT_MAX + 32];
+    if (!t || !buf || (t->side != ORBIT_SIDE_A && t->side != ORBIT_SIDE_B))
+        return -ORBIT_EMALFORMED;
+    int n = orbit_id_format(t->id, id, sizeof id);
+    if (n < 0)
+        return n;
+    n = snprintf(text, sizeof text, "%s/%c/%llu", id, t->side == ORBIT_SIDE_A ? 'a' : 'b',
+                 (unsigned long long)t->epoch);
+    if (n < 0 || (size_t)n >= len)
+        return -ORBIT_ETOOLARGE;
+    memcpy(buf, text, (size_t)n + 1);
+    return n;
+}
+
+/* 1..20 decimal digits filling the whole string, without overflow. */
+static int parse_u64(const char *p, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!*p)
+        return -ORBIT_EMALFORMED;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -ORBIT_EMALFORMED;
+        uint64_t d = (uint64_t)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -ORBIT_EMALFORMED;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+int orbit_ticket_parse(const char *text, struct orbit_ticket *out)
+{
+    char buf[ORBIT_ID_TEXT_MAX + 32];
+    if (!text || !out)
+        return -ORBIT_EMALFORMED;
+    size_t n = strnlen(text, sizeof buf);
+    if (n >= sizeof buf)
+        return -ORBIT_EMALFORMED;
+    memcpy(buf, text, n + 1);
+    char *epoch = strrchr(buf, '/');
+    if (!epoch)
+        return -ORBIT_EMALFORMED;
+    *epoch++ = '\0';
+    char *side = strrchr(buf, '/');
+    if (!side)
+        return -ORBIT_EMALFORMED;
+    *side++ = '\0';
+    struct orbit_ticket t;
+    if ((strcmp(side, "a") != 0 && strcmp(side, "b") != 0) || parse_u64(epoch, &t.epoch) < 0 ||
+        orbit_id_parse(buf, &t.id) < 0)
+        return -ORBIT_EMALFORMED;
+    t.side = side[0] == 'a' ? ORBIT_SIDE_A : ORBIT_SIDE_B;
+    *out = t;
+    return 0;
+}

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Streams: the shared layout of a stream table and the process-local handles.
+ *
+ * Segment (offsets from the segment base; the 4 KiB orb_seg_header first):
+ *   offers   fleet_capacity x offer_bytes   per target node: offer waitword +
+ *                                           bitmap of lanes holding an offer
+ *   slots    fleet_capacity x lane_capacity x struct stream_slot
+ *   rings    2 MiB aligned; slot i direction d at rings + (2i + d) * buffer_bytes
+ *
+ * Slot i lives in lane i / lane_capacity (the creator's node). Direction 0
+ * carries A -> B, direction 1 B -> A: a side writes the direction of its own
+ * index and reads the other.
+ */
+#ifndef ORB_STREAM_LAYOUT_H
+#define ORB_STREAM_LAYOUT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <orbit/stream.h>
+#include "core/fleet_internal.h"
+#include "core/segment.h"
+#include "core/wait.h"
+
+#define STREAM_LAYOUT_VERSION 1u
+#define STREAM_RINGS_ALIGN    (2u << 20)
+#define STREAM_NODE_NONE      0xffffu
+
+/* tenancy = generation << 2 | state: one load tells whether a handle is current. */
+enum { SLOT_EMPTY = 0, SLOT_LIVE = 1, SLOT_EXHAUSTED = 2, SLOT_INSTALLING = 3 };
+#define TENANCY(gen, state)  (((uint32_t)(gen) << 2) | (uint32_t)(state))
+#define TENANCY_GEN(t)       ((uint32_t)(t) >> 2)
+#define TENANCY_STATE(t)     ((uint32_t)(t) & 3u)
+
+enum { SIDE_FREE = 0, SIDE_CLAIMED = 1, SIDE_RELEASED = 2, SIDE_DEAD = 3 };
+
+/* Direction flags (the public ORBIT_STREAM_* values are the same bits). */
+#define DIR_FIN         1u
+#define DIR_RESET       2u
+#define DIR_READER_GONE 4u
+#define DIR_CLOSE_WATCH 8u
+
+/* Doorbell interest: which end of a direction wants its node's doorbell rung. */
+#define WATCH_READER 1u
+#define WATCH_WRITER 2u
+
+/* One direction: two cache lines so the reader's tail never shares the writer's. */
+struct stream_dir {
+    /* Written by the writer (and by waiters arming `parked`); read by the reader. */
+    _Atomic uint64_t head;            /* bytes ever published */
+    struct orb_waitword wait;         /* both ends park here; never both at once */
+    _Atomic uint32_t flags;           /* DIR_* */
+    _Atomic uint32_t writer_need;     /* free bytes a waiting writer wants; 0 = any */
+    _Atomic uint32_t watch;           /* WATCH_*: ring that end's doorbell on a change */
+    _Atomic uint32_t writer_cpu;      /* CPU a waiting writer parked from (a hint) */
+    uint8_t pad1[32];
+    /* Written by the reader only. */
+    _Alignas(64) _Atomic uint64_t tail; /* bytes ever consumed */
+    _Atomic uint32_t reader_need;     /* queued bytes a waiting reader wants; 0 = any */
+    _Atomic uint32_t reader_cpu;      /* CPU a waiting reader parked from (a hint) */
+    uint8_t pad2[48];
+};
+_Static_assert(sizeof(struct stream_dir) == 128, "a direction is two cache lines");
+
+struct stream_slot {
+    _Atomic uint32_t tenancy;         /* TENANCY(generation, SLOT_*) */
+    _Atomic uint32_t claimed[2];      /* SIDE_* per side */
+    _Atomic uint32_t node[2];         /* holder's node, STREAM_NODE_NONE when none */
+    uint32_t pad0;
+    _Atomic uint64_t incarnation[2];  /* holder's incarnation */
+    _Atomic uint64_t offer;           /* generation << 32 | (to_node + 1); 0: none */
+    uint8_t pad1[16];
+    struct stream_dir dir[2];
+};
+_Static_assert(sizeof(struct stream_slot) == 320, "slot is five cache lines");
+
+/* Per target node: parked offer-takers and the lanes holding offers for it. */
+struct stream_offers {
+    struct orb_waitword wait;
+    _Atomic uint64_t lanes[];         /* bit L set: lane L may hold an offer */
+};
+
+/* Compared byte for byte with an existing segment's header. */
+struct stream_geometry {
+    uint32_t layout_version;
+    uint32_t lane_capacity;
+    uint32_t buffer_bytes;
+    uint32_t generation_limit;        /* effective (0 in a spec means the full field) */
+    uint32_t slot_bytes;
+    uint32_t offer_bytes;
+};
+
+struct stream_layout {
+    size_t offers_off, slots_off, rings_off, total;
+    size_t total_slots, lane_ring_bytes;
+    uint32_t offer_bytes, lane_words;
+};
+
+struct orbit_streams {
+    struct orbit_fleet *fleet;
+    struct orb_segment seg;
+    struct stream_layout lay;
+    uint8_t kind;
+    uint16_t node;                    /* ORBIT_NODE_NONE: observer, creates nothing */
+    uint64_t incarnation;
+    uint32_t fleet_capacity, lane_capacity, buffer_bytes, generation_limit;
+    unsigned char *offers;
+    struct stream_slot *slots;
+    unsigned char *rings;
+    _Atomic uint64_t *epoch;
+    pthread_mutex_t lock;             /* readiness_fd, lane_ready */
+    int readiness_fd;
+    _Atomic bool lane_ready;          /* our lane is pre-faulted */
+    struct orb_spin offer_spin;
+    _Alignas(64) struct orb_wait_stats stats;
+    _Alignas(64) _Atomic uint64_t bytes_written;
+    _Alignas(64) _Atomic uint64_t bytes_read;
+};
+
+struct orbit_endpoint {
+    struct orbit_streams *s;
+    struct stream_slot *slot;
+    struct stream_dir *rd, *wr;       /* the direction read, the one written */
+    unsigned char *rd_ring, *wr_ring;
+    orbit_id id;
+    uint64_t epoch;                   /* table epoch at create/open */
+    uint32_t live;                    /* TENANCY(generation, SLOT_LIVE) */
+    uint32_t index;
+    enum orbit_side side;
+    bool write_shut;                  /* this end finished or reset its direction */
+    struct orb_spin read_spin, write_spin;
+};
+
+/* ---- table.c ---- */
+static inline uint64_t stream_epoch(const struct orbit_streams *s)
+{
+    return atomic_load_explicit(s->epoch, memory_order_acquire);
+}
+static inline struct stream_offers *stream_offers_of(const struct orbit_streams *s, uint32_t node)
+{
+    return (struct stream_offers *)(void *)(s->offers + (size_t)node * s->lay.offer_bytes);
+}
+static inline unsigned char *stream_ring(const struct orbit_streams *s, size_t index, unsigned dir)
+{
+    return s->rings + (index * 2 + dir) * (size_t)s->buffer_bytes;
+}
+static inline bool stream_is_member(const struct orbit_streams *s)
+{
+    return s->node != ORBIT_NODE_NONE;
+}
+
+/* Pre-fault our own lane once (at open, or before the first create through an
+ * open_existing handle): later touches can never SIGBUS. */
+int  stream_lane_ready(struct orbit_streams *s);
+
+/* ---- slots.c ---- */
+int  stream_locate(const struct orbit_streams *s, orbit_id id, size_t *index);
+int  stream_ep_check(const struct orbit_endpoint *ep);
+void stream_dir_clear(struct stream_dir *d);
+/* A change an end may be waiting for: wake parked waiters, ring watchers in mask. */
+void stream_dir_wake(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t mask);
+/* Set flag on a direction; the first setter wakes both ends. */
+void stream_raise(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t flag);
+/* Empty the slot when the side other than `gone` no longer holds it. */
+void stream_vacate_if_unheld(struct orbit_streams *s, struct stream_slot *slot, uint32_t live,
+                             unsigned other);
+/* End one claimed side as a death does: unfinished writes reset, reads gone. */
+void stream_end_side(struct orbit_streams *s, struct stream_slot *slot, uint32_t live, unsigned side);
+
+/* ---- ring.c ---- */
+int  stream_pred_readable(void *ep);
+struct stream_room { struct orbit_endpoint *ep; uint32_t need; };
+int  stream_pred_room(void *room);
+void stream_reader_need(struct orbit_endpoint *ep, uint32_t need);
+void stream_writer_need(struct orbit_endpoint *ep, uint32_t need);
+/* Before a wait: note the CPU this waiter parks from (see wake_or_defer in ring.c). */
+void stream_note_cpu(_Atomic uint32_t *hint);
+/* Spin up to the endpoint's adaptive budget; pred's value or 0. */
+int  stream_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin);
+
+/* ---- offer.c ---- */
+int  stream_pred_offer_pending(void *s);
+
+#endif

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* Streams: FUTEX_WAIT SQEs for io_uring callers (DESIGN §3), after the same bounded spin. */
+#include <orbit/uring.h>
+#include "stream_layout.h"
+#include "uring_internal.h"
+
+/* Spin first (the peer is usually mid-copy), then arm and fill the SQE. */
+static int prep(struct orb_waitword *w, orb_wait_pred pred, void *ctx, struct orb_spin *spin,
+                struct orbit_streams *s, struct io_uring_sqe *sqe)
+{
+    if (!orbit_uring_futex_supported())
+        return -ORBIT_ENOTSUP;
+    int r = pred(ctx);
+    if (r == 0)
+        r = stream_spin(pred, ctx, spin);
+    if (r != 0)
+        return r > 0 ? 1 : r;
+    return orb_uring_prep_wait(w, pred, ctx, sqe, &s->stats);
+}
+
+int orbit_endpoint_prep_wait_readable_exact(struct orbit_endpoint *ep, size_t needed,
+                                            struct io_uring_sqe *sqe)
+{
+    if (!ep || !sqe)
+        return -ORBIT_EMALFORMED;
+    if (needed > ep->s->buffer_bytes)
+        return -ORBIT_ETOOLARGE;
+    struct stream_room want = { ep, needed ? (uint32_t)needed : 1 };
+    stream_reader_need(ep, want.need);
+    stream_note_cpu(&ep->rd->reader_cpu);
+    return prep(&ep->rd->wait, stream_pred_readable, &want, &ep->read_spin, ep->s, sqe);
+}
+
+int orbit_endpoint_prep_wait_writable_exact(struct orbit_endpoint *ep, size_t needed,
+                                            struct io_uring_sqe *sqe)
+{
+    if (!ep || !sqe)
+        return -ORBIT_EMALFORMED;
+    if (needed > ep->s->buffer_bytes)
+        return -ORBIT_ETOOLARGE;
+    struct stream_room room = { ep, needed ? (uint32_t)needed : 1 };
+    stream_writer_need(ep, room.need);
+    stream_note_cpu(&ep->wr->writer_cpu);
+    return prep(&ep->wr->wait, stream_pred_room, &room, &ep->write_spin, ep->s, sqe);
+}
+
+int orbit_endpoint_prep_wait_readable(struct orbit_endpoint *ep, struct io_uring_sqe *sqe)
+{
+    return orbit_endpoint_prep_wait_readable_exact(ep, 1, sqe);
+}
+
+int orbit_endpoint_prep_wait_writable(struct orbit_endpoint *ep, struct io_uring_sqe *sqe)
+{
+    return orbit_endpoint_prep_wait_writable_exact(ep, 1, sqe);
+}
+
+int orbit_streams_prep_wait_offer(struct orbit_streams *s, struct io_uring_sqe *sqe)
+{
+    if (!s || !sqe)
+        return -ORBIT_EMALFORMED;
+    if (!stream_is_member(s))
+        return -ORBIT_ENOTOWNER;
+    if (!orbit_uring_futex_supported())
+        return -ORBIT_ENOTSUP;
+    return orb_uring_prep_wait(&stream_offers_of(s, s->node)->wait, stream_pred_offer_pending, s,
+                               sqe, &s->stats);
+}

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * orbit-reaper - the death-report daemon: watches fleets, reclaims the share
+ * of every member that dies, and logs each death as one JSON line.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <orbit/reaper.h>
+
+static const char usage[] =
+"usage: orbit-reaper (--fleet NAME... | --all) [options]\n"
+"\n"
+"Watches the members of orbit fleets. When one dies (kill -9 included), its\n"
+"share of every table of its fleet is reclaimed: pool resources, reservations\n"
+"and creation claims, stream sides (a parked peer wakes with an error) and\n"
+"admission claims; then its node is freed. Each death is logged to stdout as\n"
+"one JSON line; a start and a stop line frame the run. SIGTERM or SIGINT stop\n"
+"it cleanly.\n"
+"\n"
+"  -f, --fleet NAME       watch this fleet (repeatable; it may appear later)\n"
+"  -a, --all              watch every fleet on this host, as they come and go\n"
+"  -b, --backend KIND     auto (default: BPF when it loads, else pidfd), bpf, pidfd\n"
+"  -i, --interval MS      membership re-read period (default 100)\n"
+"  -n, --no-account       do not count what each death gave back (faster)\n"
+"  -h, --help             this text\n"
+"\n"
+"Exit status: 0 after a clean stop, 1 on an error, 2 on bad usage.\n";
+
+struct opts {
+    const char **fleets;
+    int n_fleets;
+    bool all, account;
+    enum orbit_reaper_backend backend;
+    int interval_ms;
+};
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+/* "time":"2025-01-31T12:00:00.123Z" */
+static void json_time(void)
+{
+    struct timespec ts;
+    struct tm tm;
+    char buf[32];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    printf("\"time\":\"%s.%03ldZ\"", buf, ts.tv_nsec / 1000000);
+}
+
+static void json_status(int status)
+{
+    if (status < 0)
+        printf(",\"status\":null,\"exit_code\":null,\"signal\":null");
+    else if (WIFSIGNALED(status))
+        printf(",\"status\":%d,\"exit_code\":null,\"signal\":%d", status, WTERMSIG(status));
+    else
+        printf(",\"status\":%d,\"exit_code\":%d,\"signal\":null", status, WEXITSTATUS(status));
+}
+
+static void json_reclaimed(const struct orbit_reaper_reclaim *c)
+{
+    printf(",\"reclaimed\":{\"tables\":%u,\"pool\":{\"resources\":%u,\"units\":%llu,\"leases\":%llu,"
+           "\"creating\":%llu},\"streams\":{\"sides\":%u,\"unread_bytes\":%llu},"
+           "\"admission\":{\"claims\":%u,\"units\":%llu}}",
+           c->tables, c->pool_resources, (unsigned long long)c->pool_units,
+           (unsigned long long)c->pool_leases, (unsigned long long)c->pool_creating,
+           c->stream_sides, (unsigned long long)c->stream_unread, c->admission_claims,
+           (unsigned long long)c->admission_units);
+}
+
+static void log_death(void *ctx, const struct orbit_reaper_death *d)
+{
+    (void)ctx;
+    putchar('{');
+    json_time();
+    printf(",\"event\":\"death\",\"fleet\":");
+    json_str(d->fleet);
+    printf(",\"node\":%u,\"pid\":%d,\"start_time\":%llu,\"incarnation\":%llu", d->node, d->pid,
+           (unsigned long long)d->start_time, (unsigned long long)d->incarnation);
+    json_status(d->status);
+    printf(",\"backend\":\"%s\",\"source\":\"%s\"", orbit_reaper_backend_name(d->backend),
+           d->source == ORBIT_REAPER_EXIT_EVENT ? "exit" : "found-dead");
+    if (d->exit_ns && d->reclaimed_ns >= d->exit_ns)
+        printf(",\"exit_to_reclaim_us\":%llu", (unsigned long long)((d->reclaimed_ns - d->exit_ns) / 1000));
+    else
+        printf(",\"exit_to_reclaim_us\":null");
+    printf(",\"detect_to_reclaim_us\":%llu",
+           (unsigned long long)((d->reclaimed_ns - d->detected_ns) / 1000));
+    if (d->accounted)
+        json_reclaimed(&d->reclaimed);
+    printf("}\n");
+    fflush(stdout);
+}
+
+static void log_start(struct orbit_reaper *r, const struct opts *o)
+{
+    putchar('{');
+    json_time();
+    printf(",\"event\":\"start\",\"pid\":%d,\"backend\":\"%s\",\"note\":", (int)getpid(),
+           orbit_reaper_backend_name(orbit_reaper_backend(r)));
+    json_str(orbit_reaper_note(r));
+    printf(",\"all\":%s,\"fleets\":[", o->all ? "true" : "false");
+    for (int i = 0; i < o->n_fleets; i++) {
+        if (i)
+            putchar(',');
+        json_str(o->fleets[i]);
+    }
+    printf("]}\n");
+    fflush(stdout);
+}
+
+static void log_stop(struct orbit_reaper *r, const char *why)
+{
+    struct orbit_reaper_stats s;
+    orbit_reaper_stats(r, &s);
+    putchar('{');
+    json_time();
+    printf(",\"event\":\"stop\",\"reason\":\"%s\",\"deaths\":%llu,\"events\":%llu,\"ignored\":%llu,"
+           "\"drops\":%llu,\"fleets\":%u,\"watched\":%u}\n", why, (unsigned long long)s.deaths,
+           (unsigned long long)s.events, (unsigned long long)s.ignored, (unsigned long long)s.drops,
+           s.fleets, s.watched);
+    fflush(stdout);
+}
+
+static int parse_backend(const char *s, enum orbit_reaper_backend *out)
+{
+    if (strcmp(s, "auto") == 0) *out = ORBIT_REAPER_AUTO;
+    else if (strcmp(s, "bpf") == 0) *out = ORBIT_REAPER_BPF;
+    else if (strcmp(s, "pidfd") == 0) *out = ORBIT_REAPER_PIDFD;
+    else return -1;
+    return 0;
+}
+
+/* Returns 0 to run, 1 after --help, 2 on bad usage. */
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    static const struct option longs[] = {
+        { "fleet", required_argument, 0, 'f' }, { "all", no_argument, 0, 'a' },
+        { "backend", required_argument, 0, 'b' }, { "interval", required_argument, 0, 'i' },
+        { "no-account", no_argument, 0, 'n' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+    };
+    o->fleets = calloc((size_t)argc, sizeof *o->fleets);
+    if (!o->fleets)
+        return 2;
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, "f:ab:i:nh", longs, NULL)) != -1) {
+        switch (c) {
+        case 'f': o->fleets[o->n_fleets++] = optarg; break;
+        case 'a': o->all = true; break;
+        case 'n': o->account = false; break;
+        case 'h': fputs(usage, stdout); return 1;
+        case 'b':
+            if (parse_backend(optarg, &o->backend) < 0) {
+                fprintf(stderr, "orbit-reaper: --backend must be auto, bpf or pidfd\n");
+                return 2;
+            }
+            break;
+        case 'i':
+            o->interval_ms = (int)strtol(optarg, &end, 10);
+            if (*end || o->interval_ms < 1 || o->interval_ms > 60000) {
+                fprintf(stderr, "orbit-reaper: --interval must be 1..60000 ms\n");
+                return 2;
+            }
+            break;
+        default:
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (optind < argc || (o->n_fleets == 0) == !o->all) {
+        fprintf(stderr, "orbit-reaper: give --fleet NAME (one or more) or --all\n");
+        return 2;
+    }
+    return 0;
+}
+
+static int setup(struct orbit_reaper **out, const struct opts *o)
+{
+    struct orbit_reaper *r;
+    int rc = orbit_reaper_open(o->backend, &r);
+    if (rc < 0) {
+        fprintf(stderr, "orbit-reaper: cannot open the %s backend: %s\n",
+                orbit_reaper_backend_name(o->backend), orbit_strerror(rc));
+        return rc;
+    }
+    if ((rc = orbit_reaper_set_interval(r, o->interval_ms)) == 0)
+        rc = orbit_reaper_on_death(r, log_death, NULL, o->account ? ORBIT_REAPER_ACCOUNT : 0);
+    for (int i = 0; rc == 0 && i < o->n_fleets; i++)
+        if ((rc = orbit_reaper_watch(r, o->fleets[i])) < 0)
+            fprintf(stderr, "orbit-reaper: cannot watch %s: %s\n", o->fleets[i], orbit_strerror(rc));
+    if (rc == 0 && o->all)
+        rc = orbit_reaper_watch_all(r);
+    if (rc < 0) {
+        orbit_reaper_close(r);
+        return rc;
+    }
+    if (*orbit_reaper_note(r))
+        fprintf(stderr, "orbit-reaper: %s\n", orbit_reaper_note(r));
+    *out = r;
+    return 0;
+}
+
+/* Waits on the reaper's fd and a signalfd; returns the stop reason. */
+static const char *run(struct orbit_reaper *r, int sigfd)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0)
+        return "error";
+    struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
+    epoll_ctl(ep, EPOLL_CTL_ADD, orbit_reaper_fd(r), &ev);
+    ev.data.u32 = 1;
+    epoll_ctl(ep, EPOLL_CTL_ADD, sigfd, &ev);
+    const char *why = NULL;
+    while (!why) {
+        struct epoll_event got[2];
+        int n = epoll_wait(ep, got, 2, -1);
+        if (n < 0 && errno != EINTR)
+            why = "error";
+        for (int i = 0; i < n && !why; i++) {
+            if (got[i].data.u32 == 1) {
+                struct signalfd_siginfo si;
+                why = read(sigfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo == SIGINT
+                          ? "SIGINT" : "SIGTERM";
+            } else {
+                int rc = orbit_reaper_process(r, 0);
+                if (rc < 0 && rc != -EINTR) {
+                    fprintf(stderr, "orbit-reaper: %s\n", orbit_strerror(rc));
+                    why = "error";
+                }
+            }
+        }
+    }
+    close(ep);
+    return why;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = { .backend = ORBIT_REAPER_AUTO, .interval_ms = 100, .account = true };
+    int prc = parse_args(argc, argv, &o);
+    if (prc != 0) {
+        free(o.fleets);
+        return prc == 1 ? 0 : 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigprocmask(SIG_BLOCK, &mask, NULL);   /* delivered through the signalfd only */
+    int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    struct orbit_reaper *r = NULL;
+    if (sigfd < 0 || setup(&r, &o) < 0) {
+        free(o.fleets);
+        return 1;
+    }
+    log_start(r, &o);
+    const char *why = run(r, sigfd);
+    log_stop(r, why);
+    orbit_reaper_close(r);   /* detaches the BPF program, closes every pidfd */
+    close(sigfd);
+    free(o.fleets);
+    return strncmp(why, "SIG", 3) == 0 ? 0 : 1;
+}

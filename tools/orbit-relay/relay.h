@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/* orbit-relay: the demo fleet. Shared declarations of its parts. */
+#ifndef ORBIT_RELAY_H
+#define ORBIT_RELAY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <netinet/in.h>
+#include <liburing.h>
+#include <orbit/fleet.h>
+#include <orbit/pool.h>
+#include <orbit/stream.h>
+
+/* ---- options ----------------------------------------------------------- */
+
+struct relay_opts {
+    const char *fleet;           /* fleet name */
+    struct sockaddr_in listen;   /* where workers accept */
+    int listen_fd;               /* this worker's SO_REUSEPORT listener (the supervisor's) */
+    struct sockaddr_in upstream; /* the backend */
+    int workers;                 /* worker processes */
+    int upstreams;               /* creation budget per backend (max_live) */
+    bool restart;                /* the supervisor replaces a dead worker */
+    bool self_reap;              /* the supervisor runs orbit_fleet_reap on a death */
+    bool quiet;
+};
+
+/* ---- small helpers (util.c) -------------------------------------------- */
+
+int64_t relay_now_ns(void);
+int relay_parse_addr(const char *text, struct sockaddr_in *out);   /* "host:port" or "port" */
+void relay_format_addr(const struct sockaddr_in *a, char *buf, size_t len);
+int relay_listen_socket(const struct sockaddr_in *a, bool reuseport);
+int relay_cpu_count(void);
+/* Gets an SQE, submitting once if the SQ is full; never NULL for a ring of sane size. */
+struct io_uring_sqe *relay_sqe(struct io_uring *ring);
+/* Turns an SQE a prep call left untouched into a silent NOP. */
+void relay_sqe_void(struct io_uring_sqe *sqe);
+
+/* Latency histogram: log-linear buckets, ~1.6% resolution, 1 ns .. ~70 s. */
+#define HIST_SUB 64
+#define HIST_BUCKETS (37 * HIST_SUB)
+struct relay_hist { uint64_t count, max_ns; uint64_t b[HIST_BUCKETS]; };
+void hist_add(struct relay_hist *h, uint64_t ns);
+uint64_t hist_percentile(const struct relay_hist *h, double p);
+
+/* ---- HTTP (http.c) ----------------------------------------------------- */
+
+/* The body the backend returns for a path: its length and bytes are a pure
+ * function of the path, so the load generator can check every byte. */
+uint64_t http_path_hash(const char *path, size_t len);
+size_t http_body_len(const char *path, size_t len);
+void http_body_fill(uint64_t hash, size_t off, char *buf, size_t n);
+#define HTTP_BODY_MAX (1u << 20)
+
+struct http_req {
+    size_t head_len;        /* through the blank line */
+    size_t content_length;  /* body bytes after the head */
+    const char *path; size_t path_len;
+    bool keepalive;
+    bool http10;
+    bool head_method;       /* HEAD: no body in the response */
+};
+/* 1: a complete head parsed; 0: need more bytes; -1: malformed or unsupported. */
+int http_parse_request(const char *buf, size_t len, struct http_req *out);
+
+struct http_resp { size_t head_len; size_t content_length; int status; bool keepalive; };
+int http_parse_response(const char *buf, size_t len, struct http_resp *out);
+
+/* A canned error response (no body beyond the reason). Returns its length. */
+int http_error(char *buf, size_t len, int status, const char *reason, bool close);
+
+/* ---- shared statistics (stats.c): /dev/shm/orbit-relay.<fleet> --------- */
+
+#define RELAY_STATS_MAGIC   0x79616c6572626f72ull   /* "orbrelay" */
+#define RELAY_STATS_VERSION 1
+#define RELAY_STATS_SLOTS   64
+
+enum relay_slot_state { SLOT_FREE, SLOT_STARTING, SLOT_RUNNING, SLOT_EXITED, SLOT_KILLED };
+
+/* One worker life's counters, written by that worker only (gauges marked). */
+struct relay_worker_stats {
+    _Atomic int32_t  pid;
+    _Atomic uint32_t state;          /* enum relay_slot_state, written by the supervisor */
+    _Atomic uint32_t node;
+    _Atomic uint32_t pad0;
+    _Atomic uint64_t incarnation;
+    _Atomic uint64_t accepted;       /* client connections */
+    _Atomic uint64_t conns_open;     /* gauge */
+    _Atomic uint64_t requests;       /* responses relayed from the backend */
+    _Atomic uint64_t errors;         /* error responses this worker made (502, 503...) */
+    _Atomic uint64_t local_leases;   /* leases on this worker's own upstreams */
+    _Atomic uint64_t remote_leases;  /* leases on another worker's upstream */
+    _Atomic uint64_t served_remote;  /* requests relayed for another worker */
+    _Atomic uint64_t serving_remote; /* gauge: remote requests being served */
+    _Atomic uint64_t streams;        /* streams created */
+    _Atomic uint64_t retries;        /* a lease or stream failed before any byte: tried again */
+    _Atomic uint64_t aborted;        /* client connections cut after a partial response */
+    _Atomic uint64_t upstreams_created;
+    _Atomic uint64_t upstreams_open; /* gauge */
+    _Atomic uint64_t upstream_failures;
+    _Atomic uint64_t pool_waits;     /* acquire said WAIT */
+    _Atomic uint64_t refused;        /* offered leases this owner could not accept */
+    _Atomic uint64_t futex_waits;    /* FUTEX_WAIT SQEs submitted */
+    _Atomic uint64_t submits;        /* io_uring_enter calls */
+    _Atomic uint64_t inflight;       /* gauge: client requests not yet answered */
+    _Atomic uint64_t queued;         /* gauge: requests waiting for pool capacity */
+    uint8_t pad[48];
+};
+
+struct relay_stats {
+    uint64_t magic;
+    uint32_t version, slots;
+    int32_t  supervisor_pid;
+    uint16_t listen_port;
+    uint16_t workers;
+    uint32_t upstreams;
+    char     fleet[ORBIT_FLEET_NAME_MAX + 8];
+    char     backend[48];
+    _Atomic uint64_t spawned, deaths, restarts, supervisor_reaps;
+    struct relay_worker_stats w[RELAY_STATS_SLOTS];
+};
+
+int  relay_stats_create(const char *fleet, struct relay_stats **out);
+int  relay_stats_open(const char *fleet, struct relay_stats **out);   /* read-only use */
+void relay_stats_unmap(struct relay_stats *);
+void relay_stats_unlink(const char *fleet);
+/* Sum of every slot's counters into *out (gauges only over running slots). */
+void relay_stats_total(const struct relay_stats *, struct relay_worker_stats *out);
+#define STAT_ADD(w, field, n) atomic_fetch_add_explicit(&(w)->field, (n), memory_order_relaxed)
+#define STAT_SUB(w, field, n) atomic_fetch_sub_explicit(&(w)->field, (n), memory_order_relaxed)
+#define STAT_GET(w, field)    atomic_load_explicit(&(w)->field, memory_order_relaxed)
+
+/* ---- the fleet's tables ------------------------------------------------ */
+
+/* Every process of a relay fleet opens the tables with these specs. */
+extern const struct orbit_pool_spec relay_pool_spec;
+extern const struct orbit_stream_spec relay_stream_spec;
+/* The pool key of a backend: a 128-bit digest of its address. */
+orbit_key relay_backend_key(const struct sockaddr_in *a);
+uint16_t relay_fleet_capacity(int workers);
+
+/* ---- the parts --------------------------------------------------------- */
+
+int backend_main(const struct sockaddr_in *addr, int ready_fd, bool quiet);
+int worker_main(const struct relay_opts *o, struct relay_stats *st, int slot, int ready_fd);
+
+struct load_opts {
+    struct sockaddr_in addr;
+    char host[64];
+    int connections;
+    uint64_t requests;      /* 0: no limit */
+    double duration_s;      /* 0: no limit */
+    bool json;
+};
+struct load_result {
+    uint64_t sent, ok, lost, bad_status, bad_body, timeouts, connect_errors, reconnects;
+    uint64_t bytes;
+    double elapsed_s;
+    struct relay_hist hist;
+};
+int load_run(const struct load_opts *o, struct load_result *r);
+void load_print(const struct load_opts *o, const struct load_result *r, FILE *out);
+
+/* Supervisor: workers, restarts and reaps. */
+struct relay_fleet {
+    struct relay_opts opts;
+    struct relay_stats *st;
+    pid_t pids[RELAY_STATS_SLOTS];
+    int slot_of[RELAY_STATS_SLOTS];   /* worker index -> stats slot */
+    int lfds[RELAY_STATS_SLOTS];      /* worker index -> its listener */
+    struct orbit_fleet *observer;     /* for reaps and inspection */
+    int ready_rd, ready_wr;
+};
+int  fleet_start(struct relay_fleet *rf, const struct relay_opts *o);
+/* Reaps exited children; returns the number of worker deaths seen. */
+int  fleet_on_sigchld(struct relay_fleet *rf, pid_t *other_pids, int n_other, int *other_status);
+int  fleet_spawn(struct relay_fleet *rf, int index);
+void fleet_stop(struct relay_fleet *rf, int timeout_ms);
+int  relay_run(const struct relay_opts *o);
+int  relay_signalfd(void);                 /* blocks SIGCHLD/TERM/INT; a signalfd for them */
+void relay_child_signals(void);            /* in a forked child: default signals, none blocked */
+int  relay_end_child(pid_t pid, int timeout_ms);   /* SIGTERM, wait, SIGKILL; the wait status */
+
+int stats_main(const char *fleet, bool json);
+int demo_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * orbit-relay supervisor: forks the workers, replaces one that dies, and, when
+ * no reaper daemon watches the fleet, reclaims a dead worker's share itself
+ * (orbit_fleet_reap) as soon as it sees the child exit.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include "relay.h"
+
+static int free_slot(struct relay_stats *st)
+{
+    for (int i = 0; i < RELAY_STATS_SLOTS; i++)
+        if (STAT_GET(&st->w[i], state) == SLOT_FREE)
+            return i;
+    /* Full: recycle the oldest ended life. */
+    for (int i = 0; i < RELAY_STATS_SLOTS; i++) {
+        uint32_t s = STAT_GET(&st->w[i], state);
+        if (s == SLOT_EXITED || s == SLOT_KILLED)
+            return i;
+    }
+    return -1;
+}
+
+/* A forked child starts with the default signal setup. */
+void relay_child_signals(void)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+int fleet_spawn(struct relay_fleet *rf, int index)
+{
+    int slot = free_slot(rf->st);
+    if (slot < 0)
+        return -ORBIT_EFULL;
+    struct relay_worker_stats *w = &rf->st->w[slot];
+    memset((void *)w, 0, sizeof *w);
+    atomic_store(&w->state, SLOT_STARTING);
+    rf->opts.listen_fd = rf->lfds[index];   /* the child's copy of the options carries it */
+    pid_t pid = fork();
+    if (pid < 0) {
+        atomic_store(&w->state, SLOT_FREE);
+        return -errno;
+    }
+    if (pid == 0) {
+        relay_child_signals();
+        close(rf->ready_rd);
+        _exit(worker_main(&rf->opts, rf->st, slot, rf->ready_wr));
+    }
+    atomic_store(&w->pid, pid);
+    rf->pids[index] = pid;
+    rf->slot_of[index] = slot;
+    atomic_fetch_add(&rf->st->spawned, 1);
+    return 0;
+}
+
+/* Waits until n workers said they are ready (or timeout_ms passed). */
+static int wait_ready(struct relay_fleet *rf, int n, int timeout_ms)
+{
+    int64_t end = relay_now_ns() + (int64_t)timeout_ms * 1000000;
+    while (n > 0) {
+        int64_t left = (end - relay_now_ns()) / 1000000;
+        if (left <= 0)
+            return -ORBIT_ETIMEDOUT;
+        struct pollfd pfd = { .fd = rf->ready_rd, .events = POLLIN };
+        int r = poll(&pfd, 1, (int)left);
+        if (r < 0 && errno != EINTR)
+            return -errno;
+        if (r > 0) {
+            char buf[64];
+            ssize_t got = read(rf->ready_rd, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf);
+            if (got <= 0)
+                return -EIO;
+            n -= (int)got;
+        }
+    }
+    return 0;
+}
+
+static void mark_running(struct relay_fleet *rf)
+{
+    for (int i = 0; i < rf->opts.workers; i++) {
+        struct relay_worker_stats *w = &rf->st->w[rf->slot_of[i]];
+        if (STAT_GET(w, state) == SLOT_STARTING && rf->pids[i] > 0)
+            atomic_store(&w->state, SLOT_RUNNING);
+    }
+}
+
+int fleet_start(struct relay_fleet *rf, const struct relay_opts *o)
+{
+    memset(rf, 0, sizeof *rf);
+    rf->opts = *o;
+    rf->ready_rd = rf->ready_wr = -1;
+    for (int i = 0; i < RELAY_STATS_SLOTS; i++)
+        rf->lfds[i] = -1;
+    int rc = relay_stats_create(o->fleet, &rf->st);
+    if (rc < 0) {
+        fprintf(stderr, "orbit-relay: counters: %s\n", strerror(-rc));
+        return rc;
+    }
+    rf->st->supervisor_pid = getpid();
+    rf->st->workers = (uint16_t)o->workers;
+    rf->st->upstreams = (uint32_t)o->upstreams;
+    relay_format_addr(&o->upstream, rf->st->backend, sizeof rf->st->backend);
+    /* A SO_REUSEPORT listener per worker, held here: a dead worker's accept
+     * queue waits for its replacement instead of being reset. */
+    for (int i = 0; i < o->workers; i++) {
+        rf->lfds[i] = relay_listen_socket(&rf->opts.listen, true);
+        if (rf->lfds[i] < 0) {
+            fprintf(stderr, "orbit-relay: listen: %s\n", strerror(-rf->lfds[i]));
+            return rf->lfds[i];
+        }
+        socklen_t len = sizeof rf->opts.listen;   /* port 0: the others join the first one's port */
+        getsockname(rf->lfds[i], (struct sockaddr *)&rf->opts.listen, &len);
+    }
+    rf->st->listen_port = ntohs(rf->opts.listen.sin_port);
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -errno;
+    rf->ready_rd = p[0];
+    rf->ready_wr = p[1];
+    /* A fleet left over by a crashed run: reclaim its dead before anyone joins. */
+    struct orbit_fleet *old;
+    if (orbit_fleet_observe(o->fleet, &old) == 0) {
+        orbit_fleet_reap(old);
+        orbit_fleet_leave(old);
+    }
+    for (int i = 0; i < o->workers; i++) {
+        rc = fleet_spawn(rf, i);
+        if (rc < 0)
+            return rc;
+    }
+    rc = wait_ready(rf, o->workers, 15000);
+    if (rc < 0) {
+        fprintf(stderr, "orbit-relay: workers did not start: %s\n", orbit_strerror(rc));
+        return rc;
+    }
+    mark_running(rf);
+    rc = orbit_fleet_observe(o->fleet, &rf->observer);
+    if (rc < 0)
+        fprintf(stderr, "orbit-relay: observe %s: %s\n", o->fleet, orbit_strerror(rc));
+    return rc;
+}
+
+static int worker_index(struct relay_fleet *rf, pid_t pid)
+{
+    for (int i = 0; i < rf->opts.workers; i++)
+        if (rf->pids[i] == pid)
+            return i;
+    return -1;
+}
+
+int fleet_on_sigchld(struct relay_fleet *rf, pid_t *other, int n_other, int *other_status)
+{
+    int deaths = 0, status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        int i = worker_index(rf, pid);
+        if (i < 0) {
+            for (int k = 0; k < n_other; k++)
+                if (other[k] == pid) {
+                    other_status[k] = status;
+                    other[k] = -other[k];   /* negative: this child has ended */
+                }
+            continue;
+        }
+        struct relay_worker_stats *w = &rf->st->w[rf->slot_of[i]];
+        atomic_store(&w->state, WIFSIGNALED(status) ? SLOT_KILLED : SLOT_EXITED);
+        rf->pids[i] = 0;
+        deaths++;
+        atomic_fetch_add(&rf->st->deaths, 1);
+        if (rf->opts.self_reap && rf->observer) {
+            int n = orbit_fleet_reap(rf->observer);
+            if (n > 0)
+                atomic_fetch_add(&rf->st->supervisor_reaps, (uint64_t)n);
+        }
+        if (!rf->opts.restart && rf->lfds[i] >= 0) {
+            close(rf->lfds[i]);   /* nobody will take its queue: new connections go elsewhere */
+            rf->lfds[i] = -1;
+        }
+        if (rf->opts.restart && fleet_spawn(rf, i) == 0) {
+            atomic_fetch_add(&rf->st->restarts, 1);
+            if (wait_ready(rf, 1, 15000) == 0)
+                mark_running(rf);
+        }
+    }
+    return deaths;
+}
+
+/* Waits for pid to exit, up to the deadline, on its pidfd; then SIGKILL. Returns the wait status. */
+static int reap_child(pid_t pid, int64_t deadline_ns)
+{
+    int status = 0;
+    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pfd >= 0) {
+        int64_t left = (deadline_ns - relay_now_ns()) / 1000000;
+        struct pollfd p = { .fd = pfd, .events = POLLIN };
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            kill(pid, SIGKILL);
+        close(pfd);
+    } else if (errno != ESRCH) {
+        kill(pid, SIGKILL);
+    }
+    waitpid(pid, &status, 0);
+    return status;
+}
+
+void fleet_stop(struct relay_fleet *rf, int timeout_ms)
+{
+    rf->opts.restart = false;
+    for (int i = 0; i < rf->opts.workers; i++)
+        if (rf->pids[i] > 0)
+            kill(rf->pids[i], SIGTERM);
+    int64_t end = relay_now_ns() + (int64_t)timeout_ms * 1000000;
+    for (int i = 0; i < rf->opts.workers; i++) {
+        if (rf->pids[i] <= 0)
+            continue;
+        int status = reap_child(rf->pids[i], end);
+        atomic_store(&rf->st->w[rf->slot_of[i]].state, WIFSIGNALED(status) ? SLOT_KILLED : SLOT_EXITED);
+        rf->pids[i] = 0;
+    }
+    if (rf->observer) {
+        orbit_fleet_reap(rf->observer);
+        orbit_fleet_leave(rf->observer);
+        rf->observer = NULL;
+    }
+    if (rf->ready_rd >= 0)
+        close(rf->ready_rd);
+    if (rf->ready_wr >= 0)
+        close(rf->ready_wr);
+    rf->ready_rd = rf->ready_wr = -1;
+    for (int i = 0; i < rf->opts.workers; i++)
+        if (rf->lfds[i] >= 0)
+            close(rf->lfds[i]);
+}
+
+/* Ends another child (backend, reaper, load): SIGTERM, then SIGKILL after timeout_ms. */
+int relay_end_child(pid_t pid, int timeout_ms)
+{
+    if (pid <= 0)
+        return 0;
+    kill(pid, SIGTERM);
+    return reap_child(pid, relay_now_ns() + (int64_t)timeout_ms * 1000000);
+}
+
+/* Blocks SIGCHLD, SIGTERM and SIGINT and returns a signalfd for them. */
+int relay_signalfd(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* orbit-relay --fleet NAME ...: run the fleet until SIGTERM or SIGINT. */
+int relay_run(const struct relay_opts *o)
+{
+    int sfd = relay_signalfd();
+    struct relay_fleet rf;
+    if (fleet_start(&rf, o) < 0) {
+        fleet_stop(&rf, 2000);
+        return 1;
+    }
+    char up[64], lis[64];
+    relay_format_addr(&o->upstream, up, sizeof up);
+    relay_format_addr(&rf.opts.listen, lis, sizeof lis);
+    printf("orbit-relay: fleet %s, %d workers on %s, backend %s (budget %d upstreams)%s\n", o->fleet, o->workers,
+           lis, up, o->upstreams, o->self_reap ? ", supervisor reaps" : "");
+    fflush(stdout);
+    bool stop = false;
+    while (!stop) {
+        struct pollfd pfd = { .fd = sfd, .events = POLLIN };
+        if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+            break;
+        struct signalfd_siginfo si;
+        while (read(sfd, &si, sizeof si) == sizeof si) {
+            if (si.ssi_signo == SIGCHLD) {
+                if (fleet_on_sigchld(&rf, NULL, 0, NULL) > 0 && !o->quiet) {
+                    printf("orbit-relay: a worker died; %s\n", o->restart ? "replaced" : "not replaced");
+                    fflush(stdout);
+                }
+            } else {
+                stop = true;
+            }
+        }
+    }
+    fleet_stop(&rf, 3000);
+    relay_stats_unmap(rf.st);
+    relay_stats_unlink(o->fleet);
+    orbit_fleet_unlink(o->fleet);
+    close(sfd);
+    return 0;
+}

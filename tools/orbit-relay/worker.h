@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/* orbit-relay worker: the objects of one worker's io_uring loop. */
+#ifndef ORBIT_RELAY_WORKER_H
+#define ORBIT_RELAY_WORKER_H
+
+#include "relay.h"
+
+#define W_IN      16384            /* client input: one request head + body */
+#define W_REQ     (W_IN + 64)      /* the request as forwarded upstream */
+#define W_UPBUF   16384            /* upstream receive buffer */
+#define W_OUT     16384            /* relayed-response buffer (remote path) */
+#define W_RETRIES 8                /* attempts of one request before 502 */
+#define W_GRACE_MS 1000            /* reservations nobody brought age out after this */
+#define W_TICK_MS  200             /* housekeeping: reconcile, lease checks, gauges */
+#define W_STATUS_TIMEOUT_NS 10000000000ll  /* a remote owner silent this long: retry */
+
+/* Operations, the top byte of user_data; the rest names an object and its generation. */
+enum w_op {
+    OP_IGNORE = 0, OP_ACCEPT, OP_C_RECV, OP_C_SEND, OP_U_CONNECT, OP_U_SEND, OP_U_RECV,
+    OP_EP_WAIT, OP_OFFER_WAIT, OP_POOL_WAIT, OP_TIMER, OP_READY_STREAMS, OP_READY_POOL,
+};
+
+enum w_kind { K_CLIENT = 1, K_UPSTREAM, K_RSTREAM, K_OSTREAM };
+
+/* Every object with SQEs in flight: freed once dead and nothing is pending. */
+struct obj {
+    uint32_t idx, gen;
+    int pending;
+    bool dead;
+    uint8_t kind;
+};
+
+struct client;
+struct upstream;
+struct rstream;
+struct ostream;
+
+/* Who reads an upstream's response. */
+enum sink_kind { SINK_NONE, SINK_CLIENT, SINK_OSTREAM };
+
+struct client {
+    struct obj o;
+    int fd;
+    enum { C_READ, C_QUEUED, C_CREATE, C_LOCAL, C_REMOTE, C_ERROR } state;
+    bool recv_armed, send_armed;
+    bool keepalive, head_method, closing;
+    int retries;
+    int64_t t0;
+    size_t in_len, used;            /* input bytes; bytes of the current request */
+    size_t req_len;                 /* c->req: the rewritten request */
+    struct upstream *up;            /* C_LOCAL / C_CREATE */
+    struct rstream *rs;             /* C_REMOTE */
+    const char *out; size_t out_len, out_off;   /* the send in progress */
+    bool resp_started, resp_done;
+    struct client *qnext, *qprev;   /* the pool wait queue */
+    bool queued;
+    char in[W_IN];
+    char req[W_REQ];
+    char err[256];
+};
+
+struct upstream {
+    struct obj o;
+    int fd;
+    orbit_id id;
+    bool registered, busy, broken;
+    struct orbit_execution exec;
+    struct orbit_permit permit;     /* while connecting */
+    struct client *creator;
+    struct sockaddr_in addr;
+    /* the job */
+    const char *req; size_t req_len, req_off;
+    bool head_req;                  /* HEAD: the response has no body */
+    enum sink_kind sink; void *sink_obj;
+    size_t len;                     /* bytes in buf not yet handed on */
+    bool head_parsed, keepalive;
+    size_t resp_total, resp_seen, delivered;
+    char buf[W_UPBUF];
+};
+
+struct rstream {
+    struct obj o;
+    struct orbit_endpoint *ep;
+    struct client *c;
+    struct orbit_lease lease;
+    struct orbit_ticket ticket;
+    enum { RS_WRITE, RS_STATUS, RS_BODY } phase;
+    bool wait_armed, offered;
+    size_t wlen, woff;
+    int64_t started;
+    size_t body_bytes;
+    struct rstream *next, *prev;    /* every live rstream */
+    char frame[48 + W_REQ];
+    char out[W_OUT];
+};
+
+struct ostream {
+    struct obj o;
+    struct orbit_endpoint *ep;
+    struct orbit_lease lease;
+    enum { OS_HEAD, OS_REQ, OS_RUN, OS_CLOSING } phase;
+    bool wait_armed, status_sent, peer_gone, writing;
+    struct upstream *up;
+    size_t req_len, req_got;
+    const char *wbuf; size_t wlen, woff;
+    int32_t status;
+    char status_frame[16];
+    struct ostream *next, *prev;
+    char head[48];
+    char req[W_REQ];
+};
+
+/* The frame that opens a relay stream: the lease and the request's length. */
+#define RELAY_FRAME_MAGIC 0x31594c52u   /* "RLY1" */
+#define RELAY_STATUS_MAGIC 0x32594c52u  /* "RLY2" */
+void relay_frame_encode(char out[48], const struct orbit_lease *l, uint32_t req_len);
+int  relay_frame_decode(const char in[48], struct orbit_lease *l, uint32_t *req_len);
+
+#endif
