@@ -630,7 +630,7 @@ static int pick_backend(struct orbit_reaper *r, enum orbit_reaper_backend want)
         r->backend = ORBIT_REAPER_PIDFD;
         return 0;
     }
-    char why[128] = "";
+    char why[96] = "";
     r->backend = ORBIT_REAPER_BPF;
     int rc = rp_bpf_open(r, why, sizeof why);
     if (rc == 0 || want == ORBIT_REAPER_BPF)

@@ -57,7 +57,7 @@ struct rp_bpf;
 struct orbit_reaper {
     pthread_mutex_t lock;
     enum orbit_reaper_backend backend;
-    char note[160];
+    char note[192];
     int epfd, timerfd;
     int interval_ms;
     bool all;

@@ -4,6 +4,9 @@
 #include <orbit/pool.h>
 #include <orbit/stream.h>
 #include <orbit/admission.h>
+#ifdef ORBIT_WITH_EXCHANGE
+#include <orbit/exchange.h>
+#endif
 
 int orb_fleet_table_kinds(struct orbit_fleet *f, uint8_t *kinds, uint8_t *types, int max);
 
@@ -36,6 +39,16 @@ static void node_dead_in(struct orbit_fleet *f, uint8_t kind, uint8_t type, uint
         if (orbit_admission_open_existing(f, kind, &a) == 0) {
             orbit_admission_node_dead(a, node, inc);
             orbit_admission_close(a);
+        }
+        break;
+    }
+#endif
+#ifdef ORBIT_WITH_EXCHANGE
+    case ORB_TABLE_ARENA: {
+        struct orbit_arena *ar;
+        if (orbit_arena_open_existing(f, kind, &ar) == 0) {
+            orbit_arena_node_dead(ar, node, inc);
+            orbit_arena_close(ar);
         }
         break;
     }

@@ -280,12 +280,13 @@ int orbit_fleet_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarna
     struct orb_node_record *rec = orb_fleet_record(f, node);
     if (!rec)
         return -ORBIT_EMALFORMED;
-    bool ours = begin_reaping(rec, incarnation);
+    /* Only the reporter that takes the node ends its share: a node already freed, or
+     * claimed by a later life, is left alone (its tables owe that incarnation nothing). */
+    if (!begin_reaping(rec, incarnation))
+        return 0;
     int rc = orb_dispatch_node_dead(f, node, incarnation);
-    if (ours) {
-        /* Tables are clean of that incarnation before the node can be claimed again. */
-        atomic_store_explicit(&rec->state, ORBIT_NODE_FREE, memory_order_release);
-    }
+    /* Tables are clean of that incarnation before the node can be claimed again. */
+    atomic_store_explicit(&rec->state, ORBIT_NODE_FREE, memory_order_release);
     return rc;
 }
 
@@ -423,12 +424,11 @@ int orb_fleet_table_kinds(struct orbit_fleet *f, uint8_t *kinds, uint8_t *types,
     struct orbit_segment_info info[256];
     ssize_t total = orbit_fleet_segments(f->name, info, 256);
     for (ssize_t i = 0; i < total && i < 256 && n < max; i++) {
-        struct orb_segment seg;
-        if (info[i].kind == ORB_FLEET_KIND || orb_segment_open_existing(f->name, info[i].kind, &seg) != 0)
+        struct orb_seg_header h;
+        if (info[i].kind == ORB_FLEET_KIND || orb_segment_peek(f->name, info[i].kind, &h, NULL, NULL) != 0)
             continue;
-        kinds[n] = seg.kind;
-        types[n++] = seg.table_type;
-        orb_segment_close(&seg);
+        kinds[n] = h.kind;
+        types[n++] = h.table_type;
     }
     return n;
 }
@@ -486,12 +486,9 @@ static void collect_segment(void *ctx, const char *dir, const char *fleet, unsig
         si->kind = (uint8_t)kind;
         si->backing = b;
         snprintf(si->path, sizeof si->path, "%s/orbit.%s.%u", dir, fleet, kind);
-        struct orb_segment seg;
-        if (orb_segment_open_existing(fleet, (uint8_t)kind, &seg) == 0) {
-            si->size = seg.mapped;
-            si->epoch = atomic_load(&orb_seg_hdr(&seg)->epoch);
-            orb_segment_close(&seg);
-        }
+        struct orb_seg_header h;
+        if (orb_segment_peek(fleet, (uint8_t)kind, &h, &si->size, NULL) == 0)
+            si->epoch = h.epoch;
     }
     c->n++;
 }

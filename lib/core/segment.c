@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Named shared-memory segments on hugetlbfs or /dev/shm, and anonymous ones. */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,14 +100,19 @@ uint64_t orb_proc_start_time(int pid)
     if (!p || p[1] != ' ')
         return 0;
     p += 2;                        /* field 3: state */
-    if (*p == 'Z' || *p == 'X')
-        return 0;                  /* exited (zombie): dead for the fleet */
+    bool exited = *p == 'Z' || *p == 'X';
+    long threads = 0;
     for (int field = 3; field < 22; field++) {
         p = strchr(p, ' ');
         if (!p)
             return 0;
         p++;
+        if (field + 1 == 20)
+            threads = strtol(p, NULL, 10);
     }
+    /* A zombie leader whose other threads still run is alive; a lone zombie has exited. */
+    if (exited && threads <= 1)
+        return 0;
     return strtoull(p, NULL, 10);
 }
 
@@ -328,6 +334,37 @@ static int open_found(const char *fleet, uint8_t kind, const struct orb_seg_requ
         int rc = open_path(path, order[i], req, out);
         if (rc != -ENOENT)
             return rc;
+    }
+    return -ENOENT;
+}
+
+int orb_segment_peek(const char *fleet, uint8_t kind, struct orb_seg_header *out, uint64_t *file_size,
+                     enum orbit_backing *backing)
+{
+    static const enum orbit_backing order[] = { ORBIT_BACKING_HUGETLB, ORBIT_BACKING_SHM };
+    if (!orb_fleet_name_valid(fleet) || !out)
+        return -ORBIT_EMALFORMED;
+    for (size_t i = 0; i < 2; i++) {
+        char path[256];
+        if (orb_segment_path(order[i], fleet, kind, path, sizeof path) != 0)
+            continue;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno == ENOENT)
+                continue;
+            return -errno;
+        }
+        struct stat st;
+        ssize_t n = fstat(fd, &st) == 0 ? pread(fd, out, sizeof *out, 0) : -1;
+        close(fd);
+        if (n != (ssize_t)sizeof *out)
+            return -ORBIT_ECORRUPT;
+        int rc = validate_header(out, (size_t)st.st_size);
+        if (rc == 0 && file_size)
+            *file_size = (uint64_t)st.st_size;
+        if (rc == 0 && backing)
+            *backing = order[i];
+        return rc;
     }
     return -ENOENT;
 }

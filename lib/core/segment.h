@@ -106,6 +106,13 @@ int  orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segme
 /* FNV-1a over the header fields before check (what validation compares). */
 uint64_t orb_seg_header_check(const struct orb_seg_header *h);
 
+/*
+ * Read and validate an existing segment's header without mapping it (for
+ * listings and death dispatch). -ENOENT, -ORBIT_ECORRUPT, -ORBIT_EGEOMETRY.
+ */
+int  orb_segment_peek(const char *fleet, uint8_t kind, struct orb_seg_header *out, uint64_t *file_size,
+                      enum orbit_backing *backing);
+
 /* Pre-fault [off, off+len) for writing: -ENOMEM on huge-page exhaustion. */
 int  orb_segment_populate(struct orb_segment *seg, size_t off, size_t len);
 void orb_segment_close(struct orb_segment *seg);

@@ -19,6 +19,9 @@ static const char usage[] =
 #ifdef ORBIT_WITH_ADMISSION
 "  admission   claims+releases per second\n"
 #endif
+#ifdef ORBIT_WITH_EXCHANGE
+"  exchange    paired exchanges through the payload arena beside streams and a socketpair\n"
+#endif
 "\n"
 "Every subcommand takes --json for machine-readable output.\n";
 
@@ -53,6 +56,9 @@ int main(int argc, char **argv)
 #endif
 #ifdef ORBIT_WITH_ADMISSION
     if (strcmp(sub, "admission") == 0) return bench_admission(argc - 1, argv + 1);
+#endif
+#ifdef ORBIT_WITH_EXCHANGE
+    if (strcmp(sub, "exchange") == 0) return bench_exchange(argc - 1, argv + 1);
 #endif
     fprintf(stderr, "orbit-bench: unknown subcommand '%s'\n\n%s", sub, usage);
     return 2;

@@ -16,6 +16,7 @@
 int ctl_show_pool(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out);
 int ctl_show_stream(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out);
 int ctl_show_admission(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out);
+int ctl_show_exchange(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out);   /* arena segments */
 
 /*
  * orbit-bench subcommands: argv[0] is the subcommand name. Each parses its own
@@ -26,6 +27,7 @@ int bench_wake(int argc, char **argv);
 int bench_pool(int argc, char **argv);
 int bench_stream(int argc, char **argv);
 int bench_admission(int argc, char **argv);
+int bench_exchange(int argc, char **argv);
 
 /* Print a JSON string literal (quoted, escaped). */
 static inline void tool_json_str(FILE *out, const char *s)

@@ -55,6 +55,7 @@ int relay_stats_create(const char *fleet, struct relay_stats **out)
     s->version = RELAY_STATS_VERSION;
     s->slots = RELAY_STATS_SLOTS;
     snprintf(s->fleet, sizeof s->fleet, "%s", fleet);
+    /* The magic goes last: an opener that sees it sees a whole header. */
     atomic_thread_fence(memory_order_release);
     s->magic = RELAY_STATS_MAGIC;
     return 0;

@@ -156,6 +156,9 @@ static void print_tables(struct orbit_fleet *f, bool json)
 #ifdef ORBIT_WITH_ADMISSION
         if (type == ORB_TABLE_ADMISSION) rc = ctl_show_admission(f, kind, json, stdout);
 #endif
+#ifdef ORBIT_WITH_EXCHANGE
+        if (type == ORB_TABLE_ARENA) rc = ctl_show_exchange(f, kind, json, stdout);
+#endif
         if (rc < 0) {
             if (json) printf("{\"error\":\"%s\"}", orbit_strerror(rc));
             else printf("  (%s)\n", orbit_strerror(rc));

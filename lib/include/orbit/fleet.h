@@ -149,11 +149,13 @@ struct orbit_node_info {
 ssize_t orbit_fleet_nodes(struct orbit_fleet *, struct orbit_node_info *out, size_t max);
 
 /*
- * orbit_fleet_node_dead - report one confirmed death: runs node_dead for
- * (node, incarnation) on every table segment of the fleet that exists, then
- * frees the node if it still carries that incarnation. Returns 0, or
- * -ORBIT_EMALFORMED for node >= capacity. orbit_fleet_reap and the reaper
- * use it; call it yourself only for a process you know is gone.
+ * orbit_fleet_node_dead - report one confirmed death. If the node still
+ * carries that incarnation, this call takes it (exactly one reporter does),
+ * runs node_dead for (node, incarnation) on every table segment of the fleet
+ * that exists, and frees the node. A node already freed or claimed by a later
+ * life is left alone. Returns 0, or -ORBIT_EMALFORMED for node >= capacity.
+ * orbit_fleet_reap and the reaper use it; call it yourself only for a process
+ * you know is gone. (The tables' own *_node_dead calls act unconditionally.)
  */
 int  orbit_fleet_node_dead(struct orbit_fleet *, uint16_t node, uint64_t incarnation);
 
