@@ -21,6 +21,7 @@ struct driver {
     struct io_uring ring;
     pthread_t thread;
     _Atomic bool stop;
+    uint32_t open_since;         /* doorbell value when the descriptor was made */
     pthread_mutex_t lock;        /* serialises drain against close */
     struct driver *next;
 };
@@ -56,15 +57,18 @@ static int arm_ring(struct driver *d)
 static void *driver_thread(void *arg)
 {
     struct driver *d = arg;
+    uint32_t since = d->open_since;   /* read in orb_readiness_open: no change is missed */
     while (!atomic_load(&d->stop)) {
-        uint32_t since = orb_wait_since(d->doorbell);
         orb_wait_arm(d->doorbell);
-        if (atomic_load(&d->stop))
-            break;
+        /* Armed before this read: a later change either shows here or wakes the futex. */
+        uint32_t now = orb_wait_since(d->doorbell);
+        if (now != since) {
+            since = now;
+            eventfd_write(d->efd, 1);   /* the counter coalesces until drained */
+            continue;
+        }
         struct orb_deadline forever = orb_deadline_in(-1);
         orb_futex_wait(&d->doorbell->changes, since, &forever);
-        if (orb_wait_since(d->doorbell) != since)
-            eventfd_write(d->efd, 1);   /* the counter coalesces until drained */
     }
     return NULL;
 }
@@ -78,6 +82,7 @@ static int start_driver(struct driver *d)
         }
         io_uring_queue_exit(&d->ring);
     }
+    d->open_since = orb_wait_since(d->doorbell);
     int rc = pthread_create(&d->thread, NULL, driver_thread, d);
     return rc ? -rc : 0;
 }

@@ -116,6 +116,8 @@ static int key_probe(struct orbit_pool *p, orbit_key key, bool take_ref, uint32_
         if (st != KEY_LIVE || !key_matches(k, key))
             continue;
         if (!take_ref) {
+            if (atomic_load(&k->refs) & REFS_CLOSED)
+                continue;   /* dying: a snapshot of it would read as empty */
             *index = i;
             return 0;
         }
@@ -156,7 +158,7 @@ static unsigned key_settle_locked(struct orbit_pool *p, struct pool_key *k)
     return KEY_TAG_STATE(atomic_load(&k->tag));
 }
 
-/* A holder died mid-insert: its CLAIMING slot never became a key. */
+/* One tombstone fewer (reused or swept); the count is a hint, never below zero. */
 static void tombstone_gone(struct orbit_pool *p)
 {
     uint32_t t = atomic_load_explicit(&p->hdr->tombstones, memory_order_relaxed);
@@ -164,6 +166,7 @@ static void tombstone_gone(struct orbit_pool *p)
         ;
 }
 
+/* A holder died mid-insert: its CLAIMING slot never became a key. */
 static void key_repair_locked(struct orbit_pool *p)
 {
     for (uint32_t i = 0; i <= p->key_mask; i++) {

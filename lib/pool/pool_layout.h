@@ -3,8 +3,8 @@
  * The pool segment's layout and the handle (private to lib/pool).
  *
  * Table bytes, after the 4 KiB segment header:
- *   pool_header                        magic, the key-table lock
- *   pool_lane[fleet]                   per node: allocation cursor (own line)
+ *   pool_header                        magic, tombstone hint, the key-table lock
+ *   pool_lane[fleet]                   per node: allocation cursor, lane pre-faulted flag
  *   holds[fleet][key_capacity]  u32    key references a node holds (waits, permits, ops)
  *   claims[fleet][key_capacity] u32    creation claims a node holds
  *   keys[key_capacity] x 64 B          pool_key: dense, so a probe chain is contiguous
@@ -18,6 +18,21 @@
  * CAS, after which nobody can take a reference and the slot becomes TOMB.
  * Inserts and tombstone sweeps take the robust process-shared key lock;
  * lookups and references are lock-free.
+ *
+ * Resources: a slot's state word carries its generation, so every CAS on it
+ * names one tenancy; its units word carries the generation's low 16 bits and
+ * a bit per pending-reservation entry, so one CAS takes a unit and an entry
+ * together. A slot goes EMPTY/CLOSED -> ALLOCATING -> LIVE <-> DRAINING ->
+ * CLOSING -> CLOSED (or EXHAUSTED at the generation limit).
+ *
+ * Death: node_dead closes the incarnation's slots and returns the node's
+ * holds, claims and watches. A process killed between two steps of a
+ * multi-word update can leave one count behind until reset_all: register
+ * between counting the resource in its key and publishing LIVE (live + ref),
+ * claim_create / permit_finish between the budget CAS and the claim row (one
+ * creating), a close mid-way (the slot stays CLOSING). A reserver killed
+ * between its unit CAS and its stamp leaves an unstamped entry, which the
+ * owner's reconcile stamps and then ages like any other.
  */
 #ifndef ORB_POOL_LAYOUT_H
 #define ORB_POOL_LAYOUT_H

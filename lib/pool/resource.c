@@ -116,24 +116,25 @@ int orbit_pool_register(struct orbit_pool *p, orbit_key key, uint32_t capacity, 
     pool_counts_add(&k->counts, 1, 0);
     /* Release: every field above is visible to a reader that sees LIVE in this generation. */
     atomic_store_explicit(&r->state, RES_WORD(gen, RES_LIVE), memory_order_release);
-    pool_key_release(p, ki);
     pool_key_changed(p, ki);
+    pool_key_release(p, ki);
     *out = orbit_id_make(p->kind, p->node, gen, slot);
     return 0;
 }
 
 /*
- * End the tenancy word w names; false when someone else ended it first.
- * CLOSING keeps the slot out of reach of allocators until the key no longer
- * refers to it: only then is it CLOSED and reusable.
+ * End the tenancy word w names: 0, -ORBIT_ESTALE when someone else ended it
+ * first, -ORBIT_ECORRUPT when it ended but named no valid key. CLOSING keeps
+ * the slot out of reach of allocators until the key no longer refers to it:
+ * only then is it CLOSED and reusable.
  */
-static bool resource_close(struct orbit_pool *p, uint64_t index, uint32_t w)
+static int resource_close(struct orbit_pool *p, uint64_t index, uint32_t w)
 {
     struct pool_resource *r = pool_res_at(p, index);
     uint32_t gen = RES_GEN(w);
     do {
         if (RES_GEN(w) != gen || !RES_IN_USE(w))
-            return false;
+            return -ORBIT_ESTALE;
         /* The state CAS carries the generation: exactly one closer ends this tenancy. */
     } while (!atomic_compare_exchange_weak(&r->state, &w, RES_WORD(gen, RES_CLOSING)));
     /* Same tag, no units: a late complete of this tenancy finds nothing to give back. */
@@ -148,11 +149,11 @@ static bool resource_close(struct orbit_pool *p, uint64_t index, uint32_t w)
     unsigned next = atomic_load(&r->uses) >= p->geo.generation_limit ? RES_EXHAUSTED : RES_CLOSED;
     /* Release: the key no longer names this slot when an allocator can take it. */
     atomic_store_explicit(&r->state, RES_WORD(gen, next), memory_order_release);
-    if (keyed) {
-        pool_key_changed(p, ki);
-        pool_key_unref(p, ki, 1);   /* the resource's reference, held until here */
-    }
-    return true;
+    if (!keyed)
+        return -ORBIT_ECORRUPT;
+    pool_key_changed(p, ki);
+    pool_key_unref(p, ki, 1);   /* the resource's reference, held until here */
+    return 0;
 }
 
 int orbit_pool_unregister(struct orbit_pool *p, orbit_id id)
@@ -165,7 +166,7 @@ int orbit_pool_unregister(struct orbit_pool *p, orbit_id id)
     int rc = owned(p, id, &r, &index, &w);
     if (rc < 0)
         return rc;
-    return resource_close(p, index, w) ? 0 : -ORBIT_ESTALE;
+    return resource_close(p, index, w);
 }
 
 int orbit_pool_drain(struct orbit_pool *p, orbit_id id)
@@ -206,6 +207,7 @@ static int take_unit(struct pool_resource *r, uint32_t gen)
             return -ORBIT_EBUSY;
         b = __builtin_ctz(~bits & 0xffffu);
         next = u | (1ull << (32 + b));
+        /* Capacity and entry checked on the value the CAS replaces: never over-admits. */
     } while (!atomic_compare_exchange_weak(&r->units, &u, next));
     return b;
 }
@@ -369,6 +371,7 @@ static uint32_t age_entries(struct pool_resource *r, uint64_t grace_ms)
         /* Taking the fence excludes an accept of the same lease: one of the two frees it. */
         if (!atomic_compare_exchange_strong(&e->fence, &f, FENCE_TAKEN))
             continue;
+        /* Wiped while its bit is still set: no reserver can take the entry before the CAS below. */
         atomic_store(&e->since_ms, 0);
         atomic_store(&e->fence, 0);
         aged |= 1u << b;
@@ -395,8 +398,9 @@ int orbit_pool_reconcile(struct orbit_pool *p, orbit_id id, uint32_t active, uin
         uint32_t bits = units_bits(u) & ~aged;
         next = units_make(gen, bits, active);
         freed = units_reserved(next) + (uint64_t)active < units_reserved(u) + (uint64_t)units_active(u);
+        /* One CAS frees the aged entries' bits and states the owner's active count. */
     } while (!atomic_compare_exchange_weak(&r->units, &u, next));
-    if (freed)
+    if (freed)   /* units came back: waiters on the key re-check */
         pool_key_changed(p, atomic_load(&r->key_index));
     return 0;
 }

@@ -184,6 +184,19 @@ static int handle_finish(struct orbit_pool *p, const struct pool_geometry *g, st
     return 0;
 }
 
+/* An observer creates nothing: it opens what exists, and only with the same spec. */
+static int open_as_observer(struct orbit_fleet *f, const struct orbit_pool_spec *s,
+                            const struct pool_geometry *g, struct orbit_pool **out)
+{
+    int rc = orbit_pool_open_existing(f, s->kind, out);
+    if (rc == 0 && memcmp(&(*out)->geo, g, sizeof *g) != 0) {
+        orbit_pool_close(*out);
+        *out = NULL;
+        rc = -ORBIT_EGEOMETRY;
+    }
+    return rc;
+}
+
 int orbit_pool_open(struct orbit_fleet *f, const struct orbit_pool_spec *spec, struct orbit_pool **out)
 {
     struct orbit_pool_spec s = ORBIT_POOL_SPEC_DEFAULT;
@@ -196,6 +209,8 @@ int orbit_pool_open(struct orbit_fleet *f, const struct orbit_pool_spec *spec, s
     geometry_of(&s, f->capacity, &g);
     if (pool_sections_of(&g, &sec) < 0)
         return -ORBIT_EMALFORMED;
+    if (f->observer)
+        return open_as_observer(f, &s, &g, out);
     struct orbit_pool *p = handle_new(f);
     if (!p)
         return -ENOMEM;

@@ -58,6 +58,8 @@ static const char usage[] =
 "  reserve -> accept -> complete operations per second on a pool resource, with\n"
 "  1 process and 2 processes on one key and on distinct keys, beside a\n"
 "  process-shared pthread mutex protecting the same counters (same run).\n"
+"  Each process owns one resource under its key and drives it. On one key the\n"
+"  pool's processes share the key's change word, the mutex's share one lock.\n"
 "\n"
 "  --ops N        operations per process (default 1000000)\n"
 "  --capacity C   units per resource (default 4)\n"

@@ -100,7 +100,8 @@ struct orbit_pool;
 /*
  * orbit_pool_open - open (creating if needed) the pool table spec names in
  * this fleet; spec NULL is ORBIT_POOL_SPEC_DEFAULT. A member pre-faults its
- * own resource lane here. Errors: -ORBIT_EMALFORMED (bad spec or argument),
+ * own resource lane here. On an observer fleet it only opens an existing
+ * table (-ENOENT when there is none). Errors: -ORBIT_EMALFORMED (bad spec or argument),
  * -ORBIT_EGEOMETRY (the kind exists with another spec or table type),
  * -ORBIT_ECORRUPT, -ENOMEM (no huge pages for the lane), -EACCES.
  */

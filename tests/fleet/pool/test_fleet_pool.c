@@ -126,7 +126,7 @@ END_TEST
 
 /* ---- two processes, a million operations, capacity 4 ---- */
 
-#define HAMMER_OPS   500000u   /* per process: a million in all */
+#define HAMMER_OPS   1000000u  /* per process: two million in all */
 #define HAMMER_CAP   4u
 #define RING_SLOTS   16u
 
@@ -153,6 +153,7 @@ static void hammer_reserver(const char *name, orbit_id id, struct lease_ring *ri
 {
     struct orbit_fleet *f;
     struct orbit_pool *p = child_pool(name, 1, 2, &f);
+    orbit_set_spin_ns(50000);   /* the owner frees a unit within microseconds: spin before parking */
     for (uint32_t n = 0; n < HAMMER_OPS;) {
         uint32_t since;
         CHILD_CHECK(orbit_pool_version(p, KEY, &since) == 0, 3);

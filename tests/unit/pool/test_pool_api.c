@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Beyond the seed: specs, geometry, error paths, observers, policies, tenancy safety. */
 #include "pool_common.h"
+#include "pool/pool_layout.h"   /* the corruption test plays a bad writer */
 
 START_TEST(spec_is_validated)
 {
@@ -268,6 +269,13 @@ START_TEST(another_node_is_not_the_owner)
     struct orbit_fleet *obs;
     struct orbit_pool *o;
     ck_assert_int_eq(orbit_fleet_observe(name, &obs), 0);
+    ck_assert_int_eq(orbit_pool_open(obs, NULL, &o), 0);   /* it exists: opened as it is */
+    orbit_pool_close(o);
+    struct orbit_pool_spec other = { 77, 256, 256, 0 };
+    ck_assert_int_eq(orbit_pool_open(obs, &other, &o), -ENOENT);   /* observers create nothing */
+    other.kind = ORBIT_POOL_KIND;
+    other.generation_limit = 9;
+    ck_assert_int_eq(orbit_pool_open(obs, &other, &o), -ORBIT_EGEOMETRY);
     ck_assert_int_eq(orbit_pool_open_existing(obs, ORBIT_POOL_KIND, &o), 0);
     ck_assert_uint_eq(orbit_pool_node(o), ORBIT_NODE_NONE);
     orbit_id oid;
@@ -293,6 +301,44 @@ START_TEST(another_node_is_not_the_owner)
 }
 END_TEST
 
+START_TEST(shared_values_that_fail_a_bounds_check_are_refused)
+{
+    const char *name = tu_fleet_name("pcorrupt");
+    struct orbit_fleet *f = tu_join(name, 3, 0, 5, tu_backing());   /* 3 x 16 = 48 resources */
+    struct orbit_pool_spec spec = { 240, 16, 16, 0 };
+    struct orbit_pool *p, *q;
+    ck_assert_int_eq(orbit_pool_open(f, &spec, &p), 0);
+    orbit_id id, other;
+    ck_assert_int_eq(orbit_pool_register(p, KEY, 1, &id), 0);
+    ck_assert_int_eq(orbit_pool_register(p, KEY, 1, &other), 0);
+    /* A key index out of range in a slot: the slot ends, no key is touched, and it is said. */
+    struct pool_resource *r = pool_res_at(p, orbit_id_slot(id));
+    atomic_store(&r->key_index, 0xfffffff0u);
+    ck_assert_int_eq(orbit_pool_unregister(p, id), -ORBIT_ECORRUPT);
+    ck_assert_int_eq(orbit_pool_candidates(p, KEY, NULL, 0), 1);   /* the other is untouched */
+    /* Member bits past the table and watcher bits past the fleet are never followed. */
+    uint32_t ki;
+    ck_assert_int_eq(pool_key_peek(p, KEY, &ki), 0);
+    atomic_fetch_or(&pool_key_members(p, ki)[0], 1ull << 63);    /* resource 63 of 48 */
+    atomic_fetch_or(&pool_key_members(p, ki)[0], 1ull << 40);    /* lane 2: never pre-faulted */
+    atomic_fetch_or(&pool_key_watchers(p, ki)[0], 1ull << 63);   /* node 63 of 3 */
+    atomic_fetch_add(&pool_key_at(p, ki)->watch_count, 1);
+    pool_key_ref_held(p, ki);
+    ck_assert_int_eq(orbit_pool_candidates(p, KEY, NULL, 0), 1);
+    ck_assert_int_eq(orbit_pool_unregister(p, other), 0);   /* delivers the bogus watch: no ring */
+    /* A table whose header is not a pool's is refused on open. */
+    p->hdr->magic ^= 1;
+    ck_assert_int_eq(orbit_pool_open_existing(f, 240, &q), -ORBIT_ECORRUPT);
+    ck_assert_int_eq(orbit_pool_open(f, &spec, &q), -ORBIT_ECORRUPT);
+    p->hdr->magic ^= 1;
+    ck_assert_int_eq(orbit_pool_open(f, &spec, &q), 0);
+    orbit_pool_close(q);
+    orbit_pool_close(p);
+    orbit_fleet_leave(f);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pool-api");
@@ -304,6 +350,7 @@ int main(void)
     tcase_add_test(tc, completing_after_the_slot_was_reinstalled_touches_nothing);
     tcase_add_test(tc, reconcile_sets_the_owners_truth_and_wakes_the_key);
     tcase_add_test(tc, another_node_is_not_the_owner);
+    tcase_add_test(tc, shared_values_that_fail_a_bounds_check_are_refused);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Exchange and payload arena: shared layout and process-local handles.
+ *
+ * Arena segment (offsets from the segment base; the 4 KiB orb_seg_header first):
+ *   lanes    fleet_capacity x struct arena_lane       credit word, doorbell interest,
+ *                                                     the owner's generation counter
+ *   slots    fleet_capacity x slots_per_lane x struct arena_slot   (64 B each)
+ *   payload  2 MiB aligned; lane L slot s at payload + (L * slots_per_lane + s) * slot_bytes
+ *
+ * A slot's tag packs generation:48 | reader node:12 | state:4, so one CAS checks the
+ * allocation's generation and moves its state. Only the first slot of a run moves
+ * RESERVED -> LIVE -> READING; the others are TAIL of the same generation.
+ */
+#ifndef ORB_EXCH_LAYOUT_H
+#define ORB_EXCH_LAYOUT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <orbit/exchange.h>
+#include "core/fleet_internal.h"
+#include "core/segment.h"
+#include "core/wait.h"
+
+#define ARENA_LAYOUT_VERSION  1u
+#define ARENA_PAYLOAD_ALIGN   (2u << 20)
+#define ARENA_GEN_MAX         ((1ull << 48) - 1)
+
+enum { ASLOT_FREE = 0, ASLOT_RESERVED = 1, ASLOT_LIVE = 2, ASLOT_READING = 3, ASLOT_RECLAIMING = 4,
+       ASLOT_TAIL = 5 };
+
+#define ATAG(gen, state, reader) (((uint64_t)(gen) << 16) | ((uint64_t)((reader) & 0xfffu) << 4) | \
+                                  (uint64_t)(state))
+#define ATAG_STATE(t)  ((unsigned)((t) & 0xfu))
+#define ATAG_READER(t) ((uint16_t)(((t) >> 4) & 0xfffu))
+#define ATAG_GEN(t)    ((uint64_t)(t) >> 16)
+
+/* One slot's bookkeeping; head-only fields are meaningful on a run's first slot. */
+struct arena_slot {
+    _Atomic uint64_t tag;
+    _Atomic uint64_t producer_inc;    /* the life that allocated it; 0 while free */
+    _Atomic uint64_t reader_inc;      /* the life consuming it (claimed by CAS from 0) */
+    _Atomic uint64_t exchange;        /* head: control stream id it was committed to; 0 plain */
+    _Atomic uint32_t len;             /* head: committed bytes */
+    _Atomic uint32_t count;           /* head: slots in the run */
+    _Atomic uint32_t flow;            /* head: 1 A->B, 2 B->A, 0 plain */
+    uint8_t pad[20];
+};
+_Static_assert(sizeof(struct arena_slot) == 64, "a slot's bookkeeping is one cache line");
+
+/* Per lane: the credit line every releaser touches, then the owner's own line. */
+struct arena_lane {
+    struct orb_waitword credit;       /* bumped when slots of this lane are freed */
+    _Atomic uint32_t watch;           /* 1: ring the owner's doorbell at the next free */
+    uint32_t pad0;
+    uint8_t pad1[48];
+    _Alignas(64) _Atomic uint64_t next_generation;   /* the owner's allocation counter */
+    uint8_t pad2[56];
+};
+_Static_assert(sizeof(struct arena_lane) == 128, "a lane header is two cache lines");
+
+/* Compared byte for byte with an existing segment's header. */
+struct arena_geometry {
+    uint32_t layout_version;
+    uint32_t slot_bytes;
+    uint32_t slots_per_lane;
+    uint32_t slot_meta_bytes;
+    uint32_t lane_header_bytes;
+    uint32_t reserved;
+};
+
+struct arena_layout {
+    size_t lanes_off, slots_off, payload_off, total;
+    size_t lane_bytes, total_slots;
+};
+
+struct orbit_arena {
+    struct orbit_fleet *fleet;
+    struct orb_segment seg;
+    struct arena_layout lay;
+    uint8_t kind;
+    uint16_t node;                    /* ORBIT_NODE_NONE: observer, allocates nothing */
+    uint64_t incarnation;
+    uint32_t fleet_capacity, slot_bytes, slots_per_lane;
+    struct arena_lane *lanes;
+    struct arena_slot *slots;
+    unsigned char *payload;
+    _Atomic uint64_t *epoch;
+    pthread_mutex_t lock;             /* readiness_fd, lane_ready */
+    int readiness_fd;
+    _Atomic bool lane_ready;
+    _Atomic uint32_t hint;            /* next-fit start in our lane */
+    _Atomic uint64_t full_memo;       /* 1 << 32 | credit changes at the last failed scan; 0 none */
+    struct orb_spin spin;
+    _Alignas(64) struct orb_wait_stats stats;
+    _Alignas(64) _Atomic uint64_t n_reserved, n_committed, n_cancelled, n_consumed, n_released,
+                                  n_reclaimed, n_full, bytes_committed, bytes_consumed;
+};
+
+/* ---- arena.c ---- */
+static inline struct arena_slot *arena_slot_at(const struct orbit_arena *a, uint32_t node, uint32_t slot)
+{
+    return &a->slots[(size_t)node * a->slots_per_lane + slot];
+}
+static inline unsigned char *arena_data_at(const struct orbit_arena *a, uint32_t node, uint32_t slot)
+{
+    return a->payload + ((size_t)node * a->slots_per_lane + slot) * a->slot_bytes;
+}
+static inline bool arena_is_member(const struct orbit_arena *a)
+{
+    return a->node != ORBIT_NODE_NONE;
+}
+static inline void arena_count(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+int  arena_lane_ready(struct orbit_arena *a);
+/* sweep.c: after a death, LIVE chunks whose receiver is gone or whose control stream ended. */
+void arena_sweep_undeliverable(struct orbit_arena *a, uint16_t node, uint64_t inc);
+
+/* ---- chunk.c ---- */
+/* Free a run whose first slot this caller holds exclusively (RECLAIMING or RESERVED),
+ * then signal the owner lane's credit. */
+void arena_free_run(struct orbit_arena *a, uint32_t node, uint32_t first, uint64_t gen, uint32_t count);
+/* Exchange-aware forms behind the public calls. */
+/* Commit in three steps, so a descriptor that cannot be delivered leaves the reservation
+ * as it was: publish (head LIVE, fields recorded), then settle (delivered: free the tail
+ * past len, the reservation is done) or unpublish (not delivered: LIVE -> RESERVED). */
+int  arena_publish(struct orbit_reservation *r, size_t len, orbit_id exchange, uint8_t flow,
+                   struct orbit_chunk_desc *desc);
+void arena_settle(struct orbit_reservation *r, const struct orbit_chunk_desc *d);
+int  arena_unpublish(struct orbit_reservation *r);
+bool arena_desc_live(const struct orbit_arena *a, const struct orbit_chunk_desc *d);
+int  arena_take(struct orbit_arena *a, const struct orbit_chunk_desc *d, orbit_id exchange, uint8_t flow,
+                struct orbit_chunk *out);
+int  arena_check_desc(const struct orbit_arena *a, const struct orbit_chunk_desc *d);
+/* Producer side: take back committed chunks of this exchange (and flow) nobody consumed. */
+void arena_withdraw_exchange(struct orbit_arena *a, orbit_id exchange, uint8_t flow);
+int  arena_pred_credit(void *ctx);
+struct arena_want { struct orbit_arena *a; uint32_t count; struct orbit_reservation *out; bool take; };
+
+/* ---- exchange control frames (frame.c) ---- */
+#define XFRAME_BYTES    64u
+#define XFRAME_MAGIC    0x4358454fu   /* "OEXC" little-endian */
+#define XFRAME_VERSION  1u
+#define XFRAME_HAS_PAYLOAD 1u
+
+struct xframe {
+    uint8_t  event;                   /* ORBIT_EXCHANGE_* */
+    uint8_t  flow;                    /* ORBIT_FLOW_* */
+    uint8_t  flags;                   /* XFRAME_HAS_PAYLOAD */
+    orbit_id exchange;
+    uint64_t chunk_id;
+    struct orbit_chunk_desc desc;     /* with HAS_PAYLOAD */
+    uint32_t reset_code;
+};
+void xframe_encode(const struct xframe *f, unsigned char out[XFRAME_BYTES]);
+/* -ORBIT_ECORRUPT for anything but a well-formed frame. */
+int  xframe_decode(const unsigned char in[XFRAME_BYTES], struct xframe *f);
+
+/* ---- exchanges ---- */
+struct orbit_exchanges {
+    struct orbit_fleet *fleet;
+    struct orbit_streams *control;
+    struct orbit_arena *arena[2];     /* [0] A->B, [1] B->A (the same handle when shared) */
+    pthread_mutex_t lock;
+    int readiness_fd;
+    _Alignas(64) _Atomic uint64_t events_sent, events_received, chunks_sent, chunks_received,
+                                  bytes_sent, bytes_received;
+};
+
+struct orbit_exchange {
+    struct orbit_exchanges *ex;
+    struct orbit_endpoint *ctl;
+    orbit_id id;
+    enum orbit_side side;
+    struct orbit_arena *out, *in;     /* the arenas this side sends and receives through */
+    uint8_t out_flow, in_flow;
+    enum orbit_exchange_state send_state, recv_state;
+    uint64_t send_next, recv_next;    /* next chunk id per flow */
+    int recv_error;                   /* sticky, once the receive flow failed */
+    bool ctl_finished;                /* FIN sent on the control stream */
+};
+
+/* exchange.c */
+int  exch_publish(struct orbit_exchange *x, const struct xframe *f, int timeout_ms, bool try_only);
+
+#endif
