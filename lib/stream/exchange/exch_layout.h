@@ -183,6 +183,8 @@ struct orbit_exchange {
     uint64_t send_next, recv_next;    /* next chunk id per flow */
     int recv_error;                   /* sticky, once the receive flow failed */
     bool ctl_finished;                /* FIN sent on the control stream */
+    uint64_t chunks_out;              /* chunks this side committed */
+    struct orbit_chunk_desc last_desc;/* the latest of them */
 };
 
 /* exchange.c */

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Exchanges: the handle (control streams table + arenas), endpoints, and the sending
+ * side of the per-flow state machine New -> START -> DATA* -> FIN | RESET.
+ *
+ * A chunk is published in three steps so a descriptor that cannot be delivered costs
+ * nothing: arena_publish (head LIVE), the 64-byte event into the control ring, then
+ * arena_settle; when the ring is full the head goes back to RESERVED and the caller
+ * keeps the reservation for a retry.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "exch_layout.h"
+#include "uring_internal.h"
+
+static int spec_check(const struct orbit_exchange_spec *spec)
+{
+    uint8_t c = spec->control.kind, ab = spec->a_to_b.kind, ba = spec->b_to_a.kind;
+    if (c == ab || (ba != 0 && (ba == c || ba == ab)) || spec->control.buffer_bytes < XFRAME_BYTES)
+        return -ORBIT_EMALFORMED;
+    return 0;
+}
+
+void orbit_exchanges_close(struct orbit_exchanges *ex)
+{
+    if (!ex)
+        return;
+    if (ex->readiness_fd >= 0)
+        orb_readiness_close(ex->readiness_fd);
+    if (ex->arena[1] && ex->arena[1] != ex->arena[0])
+        orbit_arena_close(ex->arena[1]);
+    orbit_arena_close(ex->arena[0]);
+    orbit_streams_close(ex->control);
+    pthread_mutex_destroy(&ex->lock);
+    free(ex);
+}
+
+int orbit_exchanges_open(struct orbit_fleet *f, const struct orbit_exchange_spec *spec,
+                         struct orbit_exchanges **out)
+{
+    static const struct orbit_exchange_spec dflt = ORBIT_EXCHANGE_SPEC_DEFAULT;
+    if (!f || !out)
+        return -ORBIT_EMALFORMED;
+    if (!spec)
+        spec = &dflt;
+    int rc = spec_check(spec);
+    if (rc < 0)
+        return rc;
+    struct orbit_exchanges *ex = aligned_alloc(64, (sizeof *ex + 63) / 64 * 64);
+    if (!ex)
+        return -ENOMEM;
+    memset(ex, 0, sizeof *ex);
+    ex->fleet = f;
+    ex->readiness_fd = -1;
+    pthread_mutex_init(&ex->lock, NULL);
+    rc = orbit_streams_open(f, &spec->control, &ex->control);
+    if (rc == 0)
+        rc = orbit_arena_open(f, &spec->a_to_b, &ex->arena[0]);
+    if (rc == 0)
+        rc = spec->b_to_a.kind == 0 ? (ex->arena[1] = ex->arena[0], 0)
+                                    : orbit_arena_open(f, &spec->b_to_a, &ex->arena[1]);
+    if (rc < 0) {
+        orbit_exchanges_close(ex);
+        return rc;
+    }
+    *out = ex;
+    return 0;
+}
+
+struct orbit_streams *orbit_exchanges_streams(struct orbit_exchanges *ex)
+{
+    return ex ? ex->control : NULL;
+}
+
+struct orbit_arena *orbit_exchanges_arena(struct orbit_exchanges *ex, enum orbit_flow flow)
+{
+    if (!ex || (flow != ORBIT_FLOW_A_TO_B && flow != ORBIT_FLOW_B_TO_A))
+        return NULL;
+    return ex->arena[flow == ORBIT_FLOW_A_TO_B ? 0 : 1];
+}
+
+/* ---- endpoints ------------------------------------------------------------------ */
+
+static int wrap(struct orbit_exchanges *ex, struct orbit_endpoint *ctl, struct orbit_exchange **out)
+{
+    struct orbit_exchange *x = calloc(1, sizeof *x);
+    if (!x) {
+        orbit_endpoint_close(ctl);
+        return -ENOMEM;
+    }
+    bool a = orbit_endpoint_side(ctl) == ORBIT_SIDE_A;
+    *x = (struct orbit_exchange){
+        .ex = ex, .ctl = ctl, .id = orbit_endpoint_id(ctl), .side = a ? ORBIT_SIDE_A : ORBIT_SIDE_B,
+        .out = ex->arena[a ? 0 : 1], .in = ex->arena[a ? 1 : 0],
+        .out_flow = a ? ORBIT_FLOW_A_TO_B : ORBIT_FLOW_B_TO_A, .in_flow = a ? ORBIT_FLOW_B_TO_A : ORBIT_FLOW_A_TO_B,
+        .send_state = ORBIT_FLOW_NEW, .recv_state = ORBIT_FLOW_NEW, .send_next = 1, .recv_next = 1,
+    };
+    *out = x;
+    return 0;
+}
+
+int orbit_exchange_create(struct orbit_exchanges *ex, struct orbit_exchange **a, struct orbit_ticket *b_ticket)
+{
+    if (!ex || !a || !b_ticket)
+        return -ORBIT_EMALFORMED;
+    struct orbit_endpoint *ctl;
+    int rc = orbit_streams_create(ex->control, &ctl, b_ticket);
+    return rc < 0 ? rc : wrap(ex, ctl, a);
+}
+
+int orbit_exchange_open(struct orbit_exchanges *ex, const struct orbit_ticket *t, struct orbit_exchange **b)
+{
+    if (!ex || !t || !b || t->side != ORBIT_SIDE_B)
+        return -ORBIT_EMALFORMED;
+    struct orbit_endpoint *ctl;
+    int rc = orbit_streams_open_ticket(ex->control, t, &ctl);
+    return rc < 0 ? rc : wrap(ex, ctl, b);
+}
+
+int orbit_exchanges_offer(struct orbit_exchanges *ex, const struct orbit_ticket *t, uint16_t to_node)
+{
+    return ex ? orbit_streams_offer(ex->control, t, to_node) : -ORBIT_EMALFORMED;
+}
+
+int orbit_exchanges_take_offer(struct orbit_exchanges *ex, struct orbit_ticket *out)
+{
+    return ex ? orbit_streams_take_offer(ex->control, out) : -ORBIT_EMALFORMED;
+}
+
+int orbit_exchanges_wait_offer(struct orbit_exchanges *ex, int timeout_ms, struct orbit_ticket *out)
+{
+    return ex ? orbit_streams_wait_offer(ex->control, timeout_ms, out) : -ORBIT_EMALFORMED;
+}
+
+orbit_id orbit_exchange_id(const struct orbit_exchange *x) { return x ? x->id : 0; }
+enum orbit_side orbit_exchange_side(const struct orbit_exchange *x) { return x ? x->side : ORBIT_SIDE_A; }
+enum orbit_exchange_state orbit_exchange_send_state(const struct orbit_exchange *x)
+{
+    return x ? x->send_state : ORBIT_FLOW_FAILED;
+}
+enum orbit_exchange_state orbit_exchange_recv_state(const struct orbit_exchange *x)
+{
+    return x ? x->recv_state : ORBIT_FLOW_FAILED;
+}
+
+int orbit_exchanges_readiness(struct orbit_exchanges *ex)
+{
+    if (!ex)
+        return -ORBIT_EMALFORMED;
+    if (ex->fleet->observer)
+        return -ORBIT_ENOTOWNER;
+    pthread_mutex_lock(&ex->lock);
+    int fd = -ORBIT_EBUSY;
+    if (ex->readiness_fd < 0) {
+        fd = orb_readiness_open(&orb_fleet_record(ex->fleet, ex->fleet->node)->doorbell);
+        if (fd >= 0)
+            ex->readiness_fd = fd;
+    }
+    pthread_mutex_unlock(&ex->lock);
+    return fd;
+}
+
+void orbit_exchanges_stats(struct orbit_exchanges *ex, struct orbit_exchange_stats *out)
+{
+    if (!ex || !out)
+        return;
+    *out = (struct orbit_exchange_stats){
+        atomic_load(&ex->events_sent), atomic_load(&ex->events_received), atomic_load(&ex->chunks_sent),
+        atomic_load(&ex->chunks_received), atomic_load(&ex->bytes_sent), atomic_load(&ex->bytes_received),
+    };
+}
+
+/* ---- sending ------------------------------------------------------------------- */
+
+/* Milliseconds left before the deadline, for a call that takes a timeout. */
+static int ms_left(const struct orb_deadline *d)
+{
+    if (d->forever)
+        return -1;
+    int64_t left = d->at_ns - orb_now_ns();
+    return left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+}
+
+/* One event into the control ring: all 64 bytes or nothing. */
+int exch_publish(struct orbit_exchange *x, const struct xframe *f, int timeout_ms, bool try_only)
+{
+    unsigned char buf[XFRAME_BYTES];
+    xframe_encode(f, buf);
+    int rc = try_only ? orbit_endpoint_try_write_exact(x->ctl, buf, sizeof buf)
+                      : orbit_endpoint_write_exact(x->ctl, buf, sizeof buf, timeout_ms);
+    if (rc == 0)
+        atomic_fetch_add_explicit(&x->ex->events_sent, 1, memory_order_relaxed);
+    return rc;
+}
+
+/* Whether this flow may send `event` now. */
+static int send_allowed(const struct orbit_exchange *x, uint8_t event)
+{
+    if (x->send_state == ORBIT_FLOW_FINISHED || x->send_state == ORBIT_FLOW_RESET)
+        return -ORBIT_ECLOSED;
+    if (event == ORBIT_EXCHANGE_START)
+        return x->send_state == ORBIT_FLOW_NEW ? 0 : -ORBIT_EMALFORMED;
+    if (event == ORBIT_EXCHANGE_RESET)
+        return 0;
+    return x->send_state == ORBIT_FLOW_OPEN ? 0 : -ORBIT_EMALFORMED;
+}
+
+/* The chunk was not delivered: keep the reservation for a retry, or give it up. */
+static int undelivered(struct orbit_reservation *res, int rc)
+{
+    int back = arena_unpublish(res);
+    if (back < 0)
+        return back;
+    if (rc != -ORBIT_EAGAIN && rc != -ORBIT_ETIMEDOUT)
+        orbit_arena_cancel(res);
+    return rc;
+}
+
+static void sent(struct orbit_exchange *x, uint8_t event, const struct orbit_chunk_desc *d)
+{
+    if (d) {
+        x->last_desc = *d;
+        x->chunks_out++;
+        x->send_next++;
+        atomic_fetch_add_explicit(&x->ex->chunks_sent, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&x->ex->bytes_sent, d->len, memory_order_relaxed);
+    }
+    if (event == ORBIT_EXCHANGE_START)
+        x->send_state = ORBIT_FLOW_OPEN;
+    if (event == ORBIT_EXCHANGE_FIN || event == ORBIT_EXCHANGE_RESET) {
+        x->send_state = event == ORBIT_EXCHANGE_FIN ? ORBIT_FLOW_FINISHED : ORBIT_FLOW_RESET;
+        /* A clean end of the control direction: queued events stay readable after we close. */
+        x->ctl_finished = orbit_endpoint_finish(x->ctl) == 0;
+    }
+}
+
+/* START or DATA, with res (its first len bytes) or, for START, without a chunk. */
+static int send_chunk(struct orbit_exchange *x, uint8_t event, struct orbit_reservation *res, size_t len,
+                      int timeout_ms, bool try_only)
+{
+    if (!x || (event == ORBIT_EXCHANGE_DATA && !res))
+        return -ORBIT_EMALFORMED;
+    int rc = send_allowed(x, event);
+    if (rc < 0)
+        return rc;
+    if (res && (res->arena != x->out || res->done))
+        return -ORBIT_EMALFORMED;
+    struct xframe f = { .event = event, .flow = x->out_flow, .exchange = x->id };
+    if (res) {
+        if ((rc = arena_publish(res, len, x->id, x->out_flow, &f.desc)) < 0)
+            return rc;
+        f.flags = XFRAME_HAS_PAYLOAD;
+        f.chunk_id = x->send_next;
+    }
+    rc = exch_publish(x, &f, timeout_ms, try_only);
+    if (rc < 0)
+        return res ? undelivered(res, rc) : rc;
+    if (res)
+        arena_settle(res, &f.desc);
+    sent(x, event, res ? &f.desc : NULL);
+    return 0;
+}
+
+int orbit_exchange_try_start(struct orbit_exchange *x, struct orbit_reservation *res, size_t len)
+{
+    return send_chunk(x, ORBIT_EXCHANGE_START, res, len, 0, true);
+}
+
+int orbit_exchange_start(struct orbit_exchange *x, struct orbit_reservation *res, size_t len, int timeout_ms)
+{
+    return send_chunk(x, ORBIT_EXCHANGE_START, res, len, timeout_ms, false);
+}
+
+int orbit_exchange_try_data(struct orbit_exchange *x, struct orbit_reservation *res, size_t len)
+{
+    return send_chunk(x, ORBIT_EXCHANGE_DATA, res, len, 0, true);
+}
+
+int orbit_exchange_data(struct orbit_exchange *x, struct orbit_reservation *res, size_t len, int timeout_ms)
+{
+    return send_chunk(x, ORBIT_EXCHANGE_DATA, res, len, timeout_ms, false);
+}
+
+int orbit_exchange_try_reserve(struct orbit_exchange *x, size_t len, struct orbit_reservation *out)
+{
+    if (!x)
+        return -ORBIT_EMALFORMED;
+    if (x->send_state == ORBIT_FLOW_FINISHED || x->send_state == ORBIT_FLOW_RESET)
+        return -ORBIT_ECLOSED;
+    return orbit_arena_try_reserve(x->out, len, out);
+}
+
+int orbit_exchange_reserve(struct orbit_exchange *x, size_t len, int timeout_ms, struct orbit_reservation *out)
+{
+    if (!x)
+        return -ORBIT_EMALFORMED;
+    if (x->send_state == ORBIT_FLOW_FINISHED || x->send_state == ORBIT_FLOW_RESET)
+        return -ORBIT_ECLOSED;
+    return orbit_arena_reserve(x->out, len, timeout_ms, out);
+}
+
+/* Copy form: reserve, copy, commit; nothing stays reserved on failure. */
+static int send_copy(struct orbit_exchange *x, uint8_t event, const void *buf, size_t len, int timeout_ms,
+                     bool try_only)
+{
+    if (!x || (!buf && len))
+        return -ORBIT_EMALFORMED;
+    int rc = send_allowed(x, event);
+    if (rc < 0)
+        return rc;
+    if (len == 0)
+        return event == ORBIT_EXCHANGE_START ? send_chunk(x, event, NULL, 0, timeout_ms, try_only)
+                                             : -ORBIT_EMALFORMED;
+    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
+    struct orbit_reservation res;
+    rc = try_only ? orbit_arena_try_reserve(x->out, len, &res) : orbit_arena_reserve(x->out, len, timeout_ms, &res);
+    if (rc < 0)
+        return rc;
+    memcpy(res.data, buf, len);
+    rc = send_chunk(x, event, &res, len, ms_left(&deadline), try_only);
+    orbit_arena_cancel(&res);   /* a no-op once committed */
+    return rc;
+}
+
+int orbit_exchange_send_start(struct orbit_exchange *x, const void *meta, size_t len, int timeout_ms)
+{
+    return send_copy(x, ORBIT_EXCHANGE_START, meta, len, timeout_ms, false);
+}
+
+int orbit_exchange_send_data(struct orbit_exchange *x, const void *buf, size_t len, int timeout_ms)
+{
+    return send_copy(x, ORBIT_EXCHANGE_DATA, buf, len, timeout_ms, false);
+}
+
+int orbit_exchange_try_send_data(struct orbit_exchange *x, const void *buf, size_t len)
+{
+    return send_copy(x, ORBIT_EXCHANGE_DATA, buf, len, 0, true);
+}
+
+static int send_end(struct orbit_exchange *x, uint8_t event, uint32_t code, int timeout_ms, bool try_only)
+{
+    if (!x)
+        return -ORBIT_EMALFORMED;
+    int rc = send_allowed(x, event);
+    if (rc < 0)
+        return rc;
+    struct xframe f = { .event = event, .flow = x->out_flow, .exchange = x->id, .reset_code = code };
+    if ((rc = exch_publish(x, &f, timeout_ms, try_only)) < 0)
+        return rc;
+    sent(x, event, NULL);
+    return 0;
+}
+
+int orbit_exchange_try_finish(struct orbit_exchange *x) { return send_end(x, ORBIT_EXCHANGE_FIN, 0, 0, true); }
+int orbit_exchange_finish(struct orbit_exchange *x, int timeout_ms)
+{
+    return send_end(x, ORBIT_EXCHANGE_FIN, 0, timeout_ms, false);
+}
+int orbit_exchange_try_reset(struct orbit_exchange *x, uint32_t code)
+{
+    return send_end(x, ORBIT_EXCHANGE_RESET, code, 0, true);
+}
+int orbit_exchange_reset(struct orbit_exchange *x, uint32_t code, int timeout_ms)
+{
+    return send_end(x, ORBIT_EXCHANGE_RESET, code, timeout_ms, false);
+}
