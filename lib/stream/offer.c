@@ -101,8 +101,8 @@ int orbit_streams_wait_offer(struct orbit_streams *s, int timeout_ms, struct orb
         return -ORBIT_ENOTOWNER;
     struct offer_wait ow = { s, out };
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    int r = orb_wait_until(&stream_offers_of(s, s->node)->wait, pred_take, &ow, &deadline,
-                           &s->offer_spin, &s->stats);
+    int r = stream_wait(&stream_offers_of(s, s->node)->wait, pred_take, &ow, &deadline,
+                        &s->offer_spin, NULL, &s->stats);
     return r < 0 ? r : 0;
 }
 

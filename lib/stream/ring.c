@@ -36,14 +36,17 @@ static void ring_get(const unsigned char *ring, size_t cap, uint64_t pos, unsign
 static uint64_t clamp_need(uint64_t need, uint64_t cap) { return need == 0 ? 1 : need > cap ? cap : need; }
 static uint64_t free_space(uint64_t cap, uint64_t used) { return used >= cap ? 0 : cap - used; }
 
-/* Publish [from, to). True when this lifts what is queued across the reader's need
- * (need 1: the ring was empty), i.e. the reader may be parked waiting for it. */
+/* Publish [from, to). True when a reader waits and this lifts what is queued across
+ * its need (need 1: the ring was empty). */
 static bool publish_head(struct orbit_endpoint *ep, uint64_t from, uint64_t to)
 {
     struct stream_dir *d = ep->wr;
-    /* seq_cst store then seq_cst loads: either the reader's check after stating its
-     * need sees `to`, or these loads see its tail and need and we wake it. */
+    /* seq_cst store, then seq_cst loads: a reader arms parked (or a watch) and states
+     * its need before its last check, so either that check sees `to` or we see it
+     * waiting. Nobody waiting: the reader's line is not even read. */
     atomic_store_explicit(&d->head, to, memory_order_seq_cst);
+    if (!stream_dir_waiting(d, WATCH_READER))
+        return false;
     uint64_t tail = atomic_load_explicit(&d->tail, memory_order_seq_cst);
     uint64_t need = clamp_need(atomic_load_explicit(&d->reader_need, memory_order_seq_cst),
                                ep->s->buffer_bytes);
@@ -51,15 +54,17 @@ static bool publish_head(struct orbit_endpoint *ep, uint64_t from, uint64_t to)
     return before < need && after >= need;
 }
 
-/* Publish consumption up to `to`. True when free space crossed the writer's need,
- * i.e. the writer may be parked waiting for it. */
+/* Publish consumption up to `to`. True when a writer waits and free space crossed
+ * its need. */
 static bool publish_tail(struct orbit_endpoint *ep, uint64_t from, uint64_t to)
 {
     struct stream_dir *d = ep->rd;
     uint64_t cap = ep->s->buffer_bytes;
-    /* seq_cst store then loads: either the writer's room check sees `to`, or we see
-     * the need it stated before that check and wake it. */
+    /* The mirror of publish_head: either the writer's room check sees `to`, or we
+     * see it waiting with the need it stated before that check. */
     atomic_store_explicit(&d->tail, to, memory_order_seq_cst);
+    if (!stream_dir_waiting(d, WATCH_WRITER))
+        return false;
     uint64_t head = atomic_load_explicit(&d->head, memory_order_seq_cst);
     uint64_t need = clamp_need(atomic_load_explicit(&d->writer_need, memory_order_seq_cst), cap);
     return free_space(cap, head - from) < need && free_space(cap, head - to) >= need;
@@ -119,8 +124,14 @@ static ssize_t write_some(struct orbit_endpoint *ep, const unsigned char *buf, s
     if (len == 0)
         return 0;
     uint64_t head = atomic_load_explicit(&ep->wr->head, memory_order_relaxed);
-    /* Acquire: the reader's copies out of the space it frees are done before we reuse it. */
-    uint64_t used = head - atomic_load_explicit(&ep->wr->tail, memory_order_acquire);
+    /* The tail only grows: room seen at the last look is room still. Look again
+     * (acquire: the reader's copies out of what it freed are done) only when that
+     * is not enough for this write. */
+    uint64_t used = head - ep->tail_seen;
+    if (used > cap || cap - used < len) {
+        ep->tail_seen = atomic_load_explicit(&ep->wr->tail, memory_order_acquire);
+        used = head - ep->tail_seen;
+    }
     if (used > cap)
         return -ORBIT_ECORRUPT;
     size_t room = cap - (size_t)used;
@@ -233,35 +244,53 @@ void stream_writer_need(struct orbit_endpoint *ep, uint32_t need)
         atomic_store_explicit(&ep->wr->writer_need, need, memory_order_seq_cst);
 }
 
-int stream_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin)
+int stream_spin(orb_wait_pred pred, void *ctx, struct stream_spin *spin, const struct orb_deadline *deadline)
 {
     uint32_t setting = orbit_spin_ns();
     if (setting == 0)
         return 0;
+    uint32_t floor = setting / 16 ? setting / 16 : 1;
     uint32_t budget = atomic_load_explicit(&spin->budget_ns, memory_order_relaxed);
-    if (budget == 0 || budget > setting)
+    uint32_t waits = atomic_fetch_add_explicit(&spin->waits, 1, memory_order_relaxed);
+    if (budget == 0 || budget > setting || waits % 8 == 7)
         budget = setting;
     int64_t end = orb_now_ns() + budget;
+    if (!deadline->forever && deadline->at_ns < end)
+        end = deadline->at_ns;
     int r = 0;
     for (unsigned i = 1;; i++) {
         orb_cpu_relax();
         if ((r = pred(ctx)) != 0 || ((i & 15) == 0 && orb_now_ns() >= end))
             break;
     }
-    /* Same adaptation as orb_wait_until: success doubles the budget, failure halves it. */
-    uint32_t floor = setting / 16 ? setting / 16 : 1, next = r ? budget * 2 : budget / 2;
-    next = next > setting ? setting : next < floor ? floor : next;
+    uint32_t next = r ? setting : budget / 2 < floor ? floor : budget / 2;
     atomic_store_explicit(&spin->budget_ns, next, memory_order_relaxed);
     return r;
+}
+
+int stream_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx, const struct orb_deadline *deadline,
+                struct stream_spin *spin, _Atomic uint32_t *cpu_hint, struct orb_wait_stats *stats)
+{
+    int r = pred(ctx);
+    if (r != 0)
+        return r;
+    if (orb_deadline_passed(deadline))
+        return -ORBIT_ETIMEDOUT;
+    if ((r = stream_spin(pred, ctx, spin, deadline)) != 0)
+        return r;
+    if (cpu_hint)
+        stream_note_cpu(cpu_hint);
+    /* Our spin already ran: orb_wait_until keeps only a token one before it arms. */
+    struct orb_spin token = { 1 };
+    return orb_wait_until(w, pred, ctx, deadline, &token, stats);
 }
 
 static int wait_data(struct orbit_endpoint *ep, uint32_t need, const struct orb_deadline *deadline)
 {
     struct stream_room want = { ep, need ? need : 1 };
     stream_reader_need(ep, want.need);
-    stream_note_cpu(&ep->rd->reader_cpu);
-    int r = orb_wait_until(&ep->rd->wait, stream_pred_readable, &want, deadline, &ep->read_spin,
-                           &ep->s->stats);
+    int r = stream_wait(&ep->rd->wait, stream_pred_readable, &want, deadline, &ep->read_spin,
+                        &ep->rd->reader_cpu, &ep->s->stats);
     return r < 0 ? r : 0;
 }
 
@@ -269,9 +298,8 @@ static int wait_room(struct orbit_endpoint *ep, uint32_t need, const struct orb_
 {
     struct stream_room room = { ep, need ? need : 1 };
     stream_writer_need(ep, room.need);
-    stream_note_cpu(&ep->wr->writer_cpu);
-    int r = orb_wait_until(&ep->wr->wait, stream_pred_room, &room, deadline, &ep->write_spin,
-                           &ep->s->stats);
+    int r = stream_wait(&ep->wr->wait, stream_pred_room, &room, deadline, &ep->write_spin,
+                        &ep->wr->writer_cpu, &ep->s->stats);
     return r < 0 ? r : 0;
 }
 
@@ -505,7 +533,7 @@ int orbit_endpoint_wait_peer_closed(struct orbit_endpoint *ep, int timeout_ms)
     if (!ep)
         return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    int r = orb_wait_until(&ep->wr->wait, pred_peer_closed, ep, &deadline, &ep->write_spin,
-                           &ep->s->stats);
+    int r = stream_wait(&ep->wr->wait, pred_peer_closed, ep, &deadline, &ep->write_spin, NULL,
+                        &ep->s->stats);
     return r < 0 ? r : 0;
 }

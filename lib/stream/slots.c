@@ -45,8 +45,12 @@ static void ring_node(struct orbit_streams *s, struct stream_slot *slot, unsigne
 void stream_dir_wake(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t mask)
 {
     struct stream_dir *d = &slot->dir[dir];
-    orb_wait_signal(&d->wait, &s->stats);
-    /* seq_cst after our publication: a watcher that registered later re-checks and sees it. */
+    /* Callers published with seq_cst before these loads. A waiter arms parked (or a
+     * watch bit) before its last check, so one we do not see here sees the change:
+     * with neither set there is nobody to wake, and the line the peer spins on is
+     * left unwritten. */
+    if (atomic_load(&d->wait.parked))
+        orb_wait_signal(&d->wait, &s->stats);
     if (!(atomic_load(&d->watch) & mask))
         return;
     uint32_t rung = atomic_fetch_and(&d->watch, ~mask) & mask;
@@ -54,6 +58,11 @@ void stream_dir_wake(struct orbit_streams *s, struct stream_slot *slot, unsigned
         ring_node(s, slot, 1 - dir);
     if (rung & WATCH_WRITER)
         ring_node(s, slot, dir);
+}
+
+bool stream_dir_waiting(struct stream_dir *d, uint32_t mask)
+{
+    return atomic_load(&d->wait.parked) || (atomic_load(&d->watch) & mask);
 }
 
 void stream_raise(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t flag)
@@ -260,6 +269,7 @@ int orbit_endpoint_rearm(struct orbit_endpoint *ep)
         return -ORBIT_ESTALE;   /* never opened (a late open may still come) or died */
     stream_dir_clear(&slot->dir[0]);
     stream_dir_clear(&slot->dir[1]);
+    ep->tail_seen = 0;
     atomic_store(&slot->node[1], STREAM_NODE_NONE);
     atomic_store(&slot->incarnation[1], 0);
     /* Released is terminal for its holder and death only ends a claimed side: this CAS

@@ -5,16 +5,18 @@
 #include "uring_internal.h"
 
 /* Spin first (the peer is usually mid-copy), then arm and fill the SQE. */
-static int prep(struct orb_waitword *w, orb_wait_pred pred, void *ctx, struct orb_spin *spin,
-                struct orbit_streams *s, struct io_uring_sqe *sqe)
+static int prep(struct orb_waitword *w, orb_wait_pred pred, void *ctx, struct stream_spin *spin,
+                _Atomic uint32_t *cpu_hint, struct orbit_streams *s, struct io_uring_sqe *sqe)
 {
     if (!orbit_uring_futex_supported())
         return -ORBIT_ENOTSUP;
+    struct orb_deadline forever = orb_deadline_in(-1);
     int r = pred(ctx);
     if (r == 0)
-        r = stream_spin(pred, ctx, spin);
+        r = stream_spin(pred, ctx, spin, &forever);
     if (r != 0)
         return r > 0 ? 1 : r;
+    stream_note_cpu(cpu_hint);
     return orb_uring_prep_wait(w, pred, ctx, sqe, &s->stats);
 }
 
@@ -27,8 +29,7 @@ int orbit_endpoint_prep_wait_readable_exact(struct orbit_endpoint *ep, size_t ne
         return -ORBIT_ETOOLARGE;
     struct stream_room want = { ep, needed ? (uint32_t)needed : 1 };
     stream_reader_need(ep, want.need);
-    stream_note_cpu(&ep->rd->reader_cpu);
-    return prep(&ep->rd->wait, stream_pred_readable, &want, &ep->read_spin, ep->s, sqe);
+    return prep(&ep->rd->wait, stream_pred_readable, &want, &ep->read_spin, &ep->rd->reader_cpu, ep->s, sqe);
 }
 
 int orbit_endpoint_prep_wait_writable_exact(struct orbit_endpoint *ep, size_t needed,
@@ -40,8 +41,7 @@ int orbit_endpoint_prep_wait_writable_exact(struct orbit_endpoint *ep, size_t ne
         return -ORBIT_ETOOLARGE;
     struct stream_room room = { ep, needed ? (uint32_t)needed : 1 };
     stream_writer_need(ep, room.need);
-    stream_note_cpu(&ep->wr->writer_cpu);
-    return prep(&ep->wr->wait, stream_pred_room, &room, &ep->write_spin, ep->s, sqe);
+    return prep(&ep->wr->wait, stream_pred_room, &room, &ep->write_spin, &ep->wr->writer_cpu, ep->s, sqe);
 }
 
 int orbit_endpoint_prep_wait_readable(struct orbit_endpoint *ep, struct io_uring_sqe *sqe)

@@ -121,7 +121,9 @@ static struct orbit_stream_spec spec_for(int ring)
                                        .buffer_bytes = ring_sizes[ring] };
 }
 
-/* Drains completions; a prep that answered "ready" leaves a harmless NOP behind. */
+/* A prep that filled the SQE: submit and wait for its completion. One that answered
+ * "ready" leaves a NOP behind that rides along with the next submit, as an event
+ * loop would, instead of costing a system call of its own. */
 static int uring_wait(struct io_uring *ring, struct io_uring_sqe *sqe, int prep_rc)
 {
     if (prep_rc < 0)
@@ -129,12 +131,24 @@ static int uring_wait(struct io_uring *ring, struct io_uring_sqe *sqe, int prep_
     if (prep_rc == 1) {
         io_uring_prep_nop(sqe);
         io_uring_sqe_set_flags(sqe, IOSQE_CQE_SKIP_SUCCESS);
+        return 0;
     }
-    io_uring_submit_and_wait(ring, prep_rc == 0 ? 1 : 0);
+    io_uring_submit_and_wait(ring, 1);
     struct io_uring_cqe *cqe;
     while (io_uring_peek_cqe(ring, &cqe) == 0)
         io_uring_cqe_seen(ring, cqe);
     return 0;
+}
+
+/* An SQE, flushing queued NOPs first when the ring is full. */
+static struct io_uring_sqe *next_sqe(struct io_uring *ring)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+    if (!sqe) {
+        io_uring_submit(ring);
+        sqe = io_uring_get_sqe(ring);
+    }
+    return sqe;
 }
 
 static int uring_write_all(struct orbit_endpoint *ep, struct io_uring *ring, const unsigned char *buf,
@@ -149,7 +163,7 @@ static int uring_write_all(struct orbit_endpoint *ep, struct io_uring *ring, con
         if (r != -ORBIT_EAGAIN)
             return (int)r;
         size_t need = len - off < quarter ? len - off : quarter;
-        struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+        struct io_uring_sqe *sqe = next_sqe(ring);
         int rc = uring_wait(ring, sqe, orbit_endpoint_prep_wait_writable_exact(ep, need, sqe));
         if (rc < 0)
             return rc;
@@ -163,7 +177,7 @@ static int uring_read(struct orbit_endpoint *ep, struct io_uring *ring, unsigned
         ssize_t r = orbit_endpoint_try_read(ep, buf, len);
         if (r != -ORBIT_EAGAIN)
             return (int)r;
-        struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+        struct io_uring_sqe *sqe = next_sqe(ring);
         int rc = uring_wait(ring, sqe, orbit_endpoint_prep_wait_readable(ep, sqe));
         if (rc < 0)
             return rc;

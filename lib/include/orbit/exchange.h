@@ -6,8 +6,10 @@
  * THE ARENA
  * A payload arena is its own segment ("orbit.<fleet>.<kind>", default kind
  * 244). Every node of the fleet owns one lane of slots_per_lane slots of
- * slot_bytes each; only that node allocates in it. A chunk is one contiguous
- * run of slots in the producer's own lane, never a chain. Its life:
+ * slot_bytes each; only that node allocates in it, first fit from the lane's
+ * start (the slots a release just freed, still in cache, are filled next).
+ * A chunk is one contiguous run of slots in the producer's own lane, never a
+ * chain. Its life:
  *
  *   reserve(len)      the producer takes a run of ceil(len / slot_bytes)
  *                     free slots; nothing is visible to anyone yet
@@ -110,7 +112,7 @@ struct io_uring_sqe;
  * (else -ORBIT_EGEOMETRY). slot_bytes: a power of two from 64 to 2^30.
  * slots_per_lane: a power of two from 1 to 2^24. A lane (slot_bytes x
  * slots_per_lane) is at most 1 GiB: the largest chunk, and one io_uring
- * fixed buffer. kind 255 (the fleet's) is refused. Memory: the segment
+ * fixed buffer. kinds 0 and 255 (the fleet's) are refused. Memory: the segment
  * reserves fleet capacity x lane bytes of address space plus 64 bytes of
  * bookkeeping per slot; a node faults in only its own lane.
  */
@@ -156,8 +158,8 @@ struct orbit_arena;
  * kind exists with another spec or is another table), -ORBIT_ECORRUPT,
  * -ORBIT_ETOOLARGE (absurd geometry), -ENOMEM (no memory for the lane).
  * Through an observer fleet the handle may inspect, report deaths and reset,
- * but reserve, readiness and buffer registration are -ORBIT_ENOTOWNER
- * (consume and release work: a reader needs no lane).
+ * but reserve, consume, readiness and buffer registration are
+ * -ORBIT_ENOTOWNER (a reader is accounted to its node, for death reports).
  * orbit_arena_open_existing - the arena of that kind with the geometry its
  * segment records (tools, death reports); -ENOENT if there is none.
  * orbit_arena_close - closes the handle and its readiness descriptor.
@@ -201,7 +203,8 @@ void orbit_arena_cancel(struct orbit_reservation *);
  * the first caller gets it (*out, bytes in place), every later one
  * -ORBIT_ESTALE. Validation as described above (-ORBIT_ECORRUPT); a chunk
  * committed to an exchange can be taken only through that exchange
- * (-ORBIT_ECORRUPT here). Any process of the fleet may consume.
+ * (-ORBIT_ECORRUPT here). Any member of the fleet may consume; through an
+ * observer it is -ORBIT_ENOTOWNER.
  * orbit_chunk_release - free the chunk's run and signal its producer's lane
  * credit; idempotent (sets released). A chunk whose run was reclaimed
  * meanwhile (reset_all, this reader reported dead) is left alone.
@@ -248,10 +251,12 @@ int  orbit_chunk_fixed(const struct orbit_chunk *, struct orbit_fixed_buf *out);
 
 /*
  * orbit_arena_node_dead - a confirmed death of (node, incarnation): that
- * life's reservations and its committed chunks not yet consumed are freed,
- * and chunks it was reading, in any lane, return to their producers. Chunks
- * of that producer held by a live reader stay valid until released. Another
- * incarnation of the node is untouched.
+ * life's reservations and its committed chunks not yet consumed are freed;
+ * chunks it was reading, in any lane, return to their producers, and so do
+ * chunks committed to an exchange whose receiving side was that life (or
+ * whose control stream has ended), since nobody can take them any more.
+ * Chunks of that producer held by a live reader stay valid until released.
+ * Another incarnation of the node is untouched.
  * orbit_arena_reset_all - quiescent owner boot: a new epoch and every slot
  * free; every older descriptor, reservation and chunk then reads stale.
  */

@@ -8,5 +8,6 @@
 #include <orbit/pool.h>
 #include <orbit/stream.h>
 #include <orbit/admission.h>
+#include <orbit/exchange.h>
 
 #endif

@@ -276,22 +276,19 @@ static void reclaim_producer(struct orbit_arena *a, uint16_t node, uint64_t inc)
     }
 }
 
-/* Chunks the dead life was reading, in every lane. */
+/* Chunks the dead life was reading, in every lane. A reader stamps its incarnation just
+ * after its consume CAS, so a READING chunk of that node with no stamp yet died in between. */
 static void reclaim_reader(struct orbit_arena *a, uint16_t node, uint64_t inc)
 {
     for (uint32_t lane = 0; lane < a->fleet_capacity; lane++) {
         for (uint32_t i = 0; i < a->slots_per_lane; i++) {
             struct arena_slot *s = arena_slot_at(a, lane, i);
             uint64_t t = atomic_load_explicit(&s->tag, memory_order_acquire);
-            if (atomic_load_explicit(&s->reader_inc, memory_order_acquire) != inc)
+            if (ATAG_STATE(t) != ASLOT_READING || ATAG_READER(t) != (node & 0xfffu))
                 continue;
-            if (ATAG_STATE(t) == ASLOT_READING && ATAG_READER(t) == (node & 0xfffu)) {
+            uint64_t rinc = atomic_load_explicit(&s->reader_inc, memory_order_acquire);
+            if (rinc == inc || rinc == 0)
                 reclaim_head(a, lane, i, t);
-            } else if (ATAG_STATE(t) == ASLOT_LIVE) {
-                /* It died between claiming the reader field and the state CAS: undo the claim. */
-                uint64_t want = inc;
-                atomic_compare_exchange_strong(&s->reader_inc, &want, 0);
-            }
         }
     }
 }
@@ -305,7 +302,8 @@ void orbit_arena_node_dead(struct orbit_arena *a, uint16_t node, uint64_t incarn
     arena_sweep_undeliverable(a, node, incarnation);
 }
 
-/* Quiescent owner boot: a new epoch, every slot free; generations keep counting up. */
+/* Quiescent owner boot: a new epoch, every slot free; generations keep counting up, so no
+ * descriptor, reservation or chunk of before matches a slot again (nothing runs meanwhile). */
 void orbit_arena_reset_all(struct orbit_arena *a)
 {
     if (!a)

@@ -2,8 +2,9 @@
 /*
  * Payload arena: the life of one chunk.
  *
- * Only the lane's node allocates in it (next-fit from a process-local hint, each slot
- * taken by CAS so threads and handles of the process never share a slot). A commit
+ * Only the lane's node allocates in it: first fit from the lane's start, so the slots a
+ * release just freed (still in this CPU's cache) are the next ones filled; each slot is
+ * taken by CAS so threads and handles of the process never share one. A commit
  * turns the first slot RESERVED -> LIVE; a consume LIVE -> READING (exactly once: the
  * tag carries the generation, so one CAS checks it); a release, cancel, withdraw or
  * death report takes the first slot to RECLAIMING, frees the tails, then the head,
@@ -62,7 +63,7 @@ static bool seize_head(struct orbit_arena *a, uint32_t node, uint32_t first, uin
 
 /* ---- reserving ------------------------------------------------------------------ */
 
-/* Roll back tails [from, end) we took for gen. */
+/* Roll back tails [from, end) we took for gen (nobody else writes a slot we hold). */
 static void untake(struct orbit_arena *a, uint32_t from, uint32_t end, uint64_t gen)
 {
     for (uint32_t j = from; j < end; j++)
@@ -95,7 +96,8 @@ static bool take_run(struct orbit_arena *a, uint32_t i, uint32_t count, uint64_t
     return true;
 }
 
-/* First fit in [lo, hi), checking each window from its end so a busy slot skips past it. */
+/* First fit in [lo, hi), checking each window from its end so a busy slot skips past it.
+ * first NULL: only look. */
 static bool take_in(struct orbit_arena *a, uint32_t lo, uint32_t hi, uint32_t count, uint32_t *first)
 {
     uint32_t i = lo;
@@ -113,6 +115,8 @@ static bool take_in(struct orbit_arena *a, uint32_t lo, uint32_t hi, uint32_t co
             i = j + 1;
             continue;
         }
+        if (!first)
+            return true;
         uint64_t gen = atomic_fetch_add_explicit(&a->lanes[a->node].next_generation, 1, memory_order_relaxed) + 1;
         if (gen > ARENA_GEN_MAX)
             return false;
@@ -134,37 +138,31 @@ static void fill_reservation(struct orbit_arena *a, uint32_t first, uint32_t cou
     };
 }
 
-/* One look at our lane: true and *out when a run was taken. */
+/* One look at our lane: true and *out when a run was taken (out NULL: one is free). */
 static bool lane_take(struct orbit_arena *a, uint32_t count, struct orbit_reservation *out)
 {
     struct arena_lane *l = &a->lanes[a->node];
     /* changes is read before the scan: a free after it moves the word and voids the memo. */
-    uint64_t seen = (1ull << 32) | atomic_load_explicit(&l->credit.changes, memory_order_acquire);
-    if (atomic_load_explicit(&a->full_memo, memory_order_relaxed) == seen)
-        return false;   /* nothing was freed since the last scan found no run */
-    uint32_t spl = a->slots_per_lane, hint = atomic_load_explicit(&a->hint, memory_order_relaxed) % spl;
-    uint32_t first, wrap_hi = hint + count - 1 < spl ? hint + count - 1 : spl;
-    if (take_in(a, hint, spl, count, &first) || take_in(a, 0, wrap_hi, count, &first)) {
-        atomic_store_explicit(&a->hint, (first + count) % spl, memory_order_relaxed);
+    uint32_t seen = atomic_load_explicit(&l->credit.changes, memory_order_acquire);
+    uint64_t memo = atomic_load_explicit(&a->full_memo, memory_order_relaxed);
+    if (memo && (uint32_t)memo == seen && count >= (uint32_t)(memo >> 32))
+        return false;   /* nothing was freed since a scan found no run this long */
+    uint32_t first;
+    if (take_in(a, 0, a->slots_per_lane, count, out ? &first : NULL)) {
+        if (!out)
+            return true;
         fill_reservation(a, first, count, out);
         arena_count(&a->n_reserved, 1);
         return true;
     }
-    atomic_store_explicit(&a->full_memo, seen, memory_order_relaxed);
+    atomic_store_explicit(&a->full_memo, (uint64_t)count << 32 | seen, memory_order_relaxed);
     return false;
 }
 
 int arena_pred_credit(void *ctx)
 {
     struct arena_want *w = ctx;
-    if (w->take)
-        return lane_take(w->a, w->count, w->out) ? 1 : 0;
-    /* A look without taking (io_uring prep): a memo hit means still full. */
-    struct orbit_reservation probe;
-    if (!lane_take(w->a, w->count, &probe))
-        return 0;
-    orbit_arena_cancel(&probe);
-    return 1;
+    return lane_take(w->a, w->count, w->take ? w->out : NULL) ? 1 : 0;
 }
 
 static int reserve_check(struct orbit_arena *a, size_t len, struct orbit_reservation *out, uint32_t *count)
@@ -190,8 +188,8 @@ int orbit_arena_try_reserve(struct orbit_arena *a, size_t len, struct orbit_rese
         return rc;
     if (lane_take(a, count, out))
         return 0;
-    /* Ask for the doorbell (seq_cst RMW), then look once more: a free after the RMW rings it. */
-    atomic_store_explicit(&a->full_memo, 0, memory_order_relaxed);
+    /* Ask for the doorbell (seq_cst RMW), then look once more: a free after the RMW rings it,
+     * one before it moved the credit word, so the memo does not skip this look. */
     atomic_exchange_explicit(&a->lanes[a->node].watch, 1, memory_order_seq_cst);
     if (lane_take(a, count, out))
         return 0;
@@ -237,11 +235,15 @@ int arena_publish(struct orbit_reservation *r, size_t len, orbit_id exchange, ui
         return -ORBIT_EMALFORMED;
     uint32_t count = (uint32_t)((len + a->slot_bytes - 1) / a->slot_bytes);
     struct arena_slot *h = arena_slot_at(a, a->node, r->first_slot);
+    uint64_t want = ATAG(r->generation, ASLOT_RESERVED, 0);
+    if (atomic_load_explicit(&h->tag, memory_order_relaxed) != want) {
+        r->done = true;   /* taken back under us: reset_all or a death report of this life */
+        return -ORBIT_ESTALE;
+    }
     atomic_store_explicit(&h->count, count, memory_order_relaxed);
     atomic_store_explicit(&h->len, (uint32_t)len, memory_order_relaxed);
     atomic_store_explicit(&h->exchange, exchange, memory_order_relaxed);
     atomic_store_explicit(&h->flow, flow, memory_order_relaxed);
-    uint64_t want = ATAG(r->generation, ASLOT_RESERVED, 0);
     /* seq_cst CAS (a release): the bytes and fields above are visible to whoever sees LIVE. */
     if (!atomic_compare_exchange_strong(&h->tag, &want, ATAG(r->generation, ASLOT_LIVE, 0))) {
         r->done = true;   /* taken back under us: reset_all or a death report of this life */
@@ -258,6 +260,7 @@ void arena_settle(struct orbit_reservation *r, const struct orbit_chunk_desc *d)
     bool freed = false;
     for (uint32_t j = r->first_slot + d->slot_count; j < r->first_slot + r->slot_count; j++) {
         uint64_t want = ATAG(r->generation, ASLOT_TAIL, 0);
+        /* These tails were never in a descriptor; the CAS skips one a death report freed. */
         freed |= atomic_compare_exchange_strong(&arena_slot_at(a, a->node, j)->tag, &want,
                                                 ATAG(r->generation, ASLOT_FREE, 0));
     }
@@ -350,7 +353,8 @@ int arena_take(struct orbit_arena *a, const struct orbit_chunk_desc *d, orbit_id
     if (atomic_load_explicit(&h->tag, memory_order_acquire) != live)
         return -ORBIT_ESTALE;
     if ((rc = check_run(a, d, exchange, flow)) < 0)
-        return rc;
+        /* Still LIVE after the failed check: the descriptor lies. Else someone took it meanwhile. */
+        return atomic_load_explicit(&h->tag, memory_order_acquire) == live ? rc : -ORBIT_ESTALE;
     /* The one CAS that makes consumption exact-once; the generation rules out a later tenant. */
     if (!atomic_compare_exchange_strong(&h->tag, &live, ATAG(d->generation, ASLOT_READING, a->node)))
         return -ORBIT_ESTALE;

@@ -42,7 +42,7 @@ enum { ASLOT_FREE = 0, ASLOT_RESERVED = 1, ASLOT_LIVE = 2, ASLOT_READING = 3, AS
 struct arena_slot {
     _Atomic uint64_t tag;
     _Atomic uint64_t producer_inc;    /* the life that allocated it; 0 while free */
-    _Atomic uint64_t reader_inc;      /* the life consuming it (claimed by CAS from 0) */
+    _Atomic uint64_t reader_inc;      /* the life reading it: stamped right after the consume CAS */
     _Atomic uint64_t exchange;        /* head: control stream id it was committed to; 0 plain */
     _Atomic uint32_t len;             /* head: committed bytes */
     _Atomic uint32_t count;           /* head: slots in the run */
@@ -92,8 +92,7 @@ struct orbit_arena {
     pthread_mutex_t lock;             /* readiness_fd, lane_ready */
     int readiness_fd;
     _Atomic bool lane_ready;
-    _Atomic uint32_t hint;            /* next-fit start in our lane */
-    _Atomic uint64_t full_memo;       /* 1 << 32 | credit changes at the last failed scan; 0 none */
+    _Atomic uint64_t full_memo;       /* slots << 32 | credit changes of the last failed scan; 0 none */
     struct orb_spin spin;
     _Alignas(64) struct orb_wait_stats stats;
     _Alignas(64) _Atomic uint64_t n_reserved, n_committed, n_cancelled, n_consumed, n_released,
@@ -187,7 +186,5 @@ struct orbit_exchange {
     struct orbit_chunk_desc last_desc;/* the latest of them */
 };
 
-/* exchange.c */
-int  exch_publish(struct orbit_exchange *x, const struct xframe *f, int timeout_ms, bool try_only);
 
 #endif

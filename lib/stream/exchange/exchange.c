@@ -182,7 +182,7 @@ static int ms_left(const struct orb_deadline *d)
 }
 
 /* One event into the control ring: all 64 bytes or nothing. */
-int exch_publish(struct orbit_exchange *x, const struct xframe *f, int timeout_ms, bool try_only)
+static int exch_publish(struct orbit_exchange *x, const struct xframe *f, int timeout_ms, bool try_only)
 {
     unsigned char buf[XFRAME_BYTES];
     xframe_encode(f, buf);

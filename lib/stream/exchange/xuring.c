@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/* Exchange and arena: io_uring waits (credit, events, room, offers) and fixed buffers. */
+#include <stdlib.h>
+#include <liburing.h>
+#include <orbit/uring.h>
+#include "exch_layout.h"
+#include "uring_internal.h"
+
+int orbit_arena_prep_wait_credit(struct orbit_arena *a, size_t len, struct io_uring_sqe *sqe)
+{
+    if (!a || !sqe || len == 0)
+        return -ORBIT_EMALFORMED;
+    if (!arena_is_member(a))
+        return -ORBIT_ENOTOWNER;
+    if (len > a->lay.lane_bytes)
+        return -ORBIT_ETOOLARGE;
+    int rc = arena_lane_ready(a);
+    if (rc < 0)
+        return rc;
+    struct arena_want want = { a, (uint32_t)((len + a->slot_bytes - 1) / a->slot_bytes), NULL, false };
+    return orb_uring_prep_wait(&a->lanes[a->node].credit, arena_pred_credit, &want, sqe, &a->stats);
+}
+
+int orbit_arena_register_buffers(struct orbit_arena *a, struct io_uring *ring)
+{
+    if (!a || !ring)
+        return -ORBIT_EMALFORMED;
+    if (!arena_is_member(a))
+        return -ORBIT_ENOTOWNER;
+    struct iovec *iov = calloc(a->fleet_capacity, sizeof *iov);
+    if (!iov)
+        return -ENOMEM;
+    for (uint32_t lane = 0; lane < a->fleet_capacity; lane++)
+        iov[lane] = (struct iovec){ arena_data_at(a, lane, 0), a->lay.lane_bytes };
+    int rc = io_uring_register_buffers(ring, iov, a->fleet_capacity);
+    free(iov);
+    return rc;
+}
+
+int orbit_reservation_fixed(const struct orbit_reservation *r, struct orbit_fixed_buf *out)
+{
+    if (!r || !out || !r->arena || r->done || !arena_is_member(r->arena))
+        return -ORBIT_EMALFORMED;
+    *out = (struct orbit_fixed_buf){ r->arena->node, r->data, r->capacity };
+    return 0;
+}
+
+int orbit_chunk_fixed(const struct orbit_chunk *c, struct orbit_fixed_buf *out)
+{
+    if (!c || !out || !c->arena || c->released)
+        return -ORBIT_EMALFORMED;
+    *out = (struct orbit_fixed_buf){ c->desc.node, (void *)(uintptr_t)c->data, c->len };
+    return 0;
+}
+
+int orbit_exchange_prep_wait_event(struct orbit_exchange *x, struct io_uring_sqe *sqe)
+{
+    if (!x || !sqe)
+        return -ORBIT_EMALFORMED;
+    if (x->recv_error || x->recv_state == ORBIT_FLOW_FINISHED || x->recv_state == ORBIT_FLOW_RESET)
+        return 1;   /* the next try_next reports why */
+    return orbit_endpoint_prep_wait_readable_exact(x->ctl, XFRAME_BYTES, sqe);
+}
+
+int orbit_exchange_prep_wait_sendable(struct orbit_exchange *x, struct io_uring_sqe *sqe)
+{
+    if (!x || !sqe)
+        return -ORBIT_EMALFORMED;
+    return orbit_endpoint_prep_wait_writable_exact(x->ctl, XFRAME_BYTES, sqe);
+}
+
+int orbit_exchange_prep_wait_credit(struct orbit_exchange *x, size_t len, struct io_uring_sqe *sqe)
+{
+    return x ? orbit_arena_prep_wait_credit(x->out, len, sqe) : -ORBIT_EMALFORMED;
+}
+
+int orbit_exchanges_prep_wait_offer(struct orbit_exchanges *ex, struct io_uring_sqe *sqe)
+{
+    return ex ? orbit_streams_prep_wait_offer(ex->control, sqe) : -ORBIT_EMALFORMED;
+}
