@@ -28,7 +28,8 @@ static const char usage[] =
 
 static int fail(const char *what, int rc)
 {
-    fprintf(stderr, "orbitctl: %s: %s\n", what, orbit_strerror(rc));
+    /* ENOENT doubles as ORBIT_ENOTRESERVED; for a fleet name it means the fleet is not there. */
+    fprintf(stderr, "orbitctl: %s: %s\n", what, rc == -ENOENT ? "no such fleet" : orbit_strerror(rc));
     return 1;
 }
 
