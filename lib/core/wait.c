@@ -124,17 +124,27 @@ int orb_wait_park(struct orb_waitword *w, uint32_t since, const struct orb_deadl
     return rc == -EAGAIN ? 0 : rc;
 }
 
-/* Spin up to the adaptive budget; returns pred's non-zero value or 0. */
-static int spin_phase(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
-                      const struct orb_deadline *deadline)
+/*
+ * Spin up to the adaptive budget; returns pred's non-zero value or 0.
+ * A hit restores the full budget, a miss halves it (floor: a sixteenth), and
+ * every 8th wait explores with the full budget so a shrunken budget can
+ * recover when replies come back just past it.
+ */
+int orb_wait_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
+                  const struct orb_deadline *deadline)
 {
     uint32_t setting = orbit_spin_ns();
     if (setting == 0)
         return 0;
-    uint32_t budget = spin ? atomic_load_explicit(&spin->budget_ns, memory_order_relaxed) : 0;
-    if (budget == 0 || budget > setting)
-        budget = setting;
-    int64_t start = orb_now_ns(), end = start + budget;
+    uint32_t budget = setting;
+    bool explore = true;
+    if (spin) {
+        budget = atomic_load_explicit(&spin->budget_ns, memory_order_relaxed);
+        explore = (atomic_fetch_add_explicit(&spin->waits, 1, memory_order_relaxed) & 7) == 7;
+        if (budget == 0 || budget > setting || explore)
+            budget = setting;
+    }
+    int64_t end = orb_now_ns() + budget;
     if (!deadline->forever && deadline->at_ns < end)
         end = deadline->at_ns;
     int r = 0;
@@ -145,32 +155,23 @@ static int spin_phase(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
         if ((i & 15) == 0 && orb_now_ns() >= end)
             break;
     }
-    if (spin) {
-        /* Success grows the budget back toward the setting, failure halves it (floor 1/16). */
+    if (spin && (r || !explore)) {
         uint32_t floor = setting / 16 ? setting / 16 : 1;
-        uint32_t next = r ? budget * 2 : budget / 2;
-        next = next > setting ? setting : next < floor ? floor : next;
-        atomic_store_explicit(&spin->budget_ns, next, memory_order_relaxed);
+        uint32_t next = r ? setting : budget / 2;
+        atomic_store_explicit(&spin->budget_ns, next < floor ? floor : next, memory_order_relaxed);
     }
     return r;
 }
 
-int orb_wait_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
-                   const struct orb_deadline *deadline, struct orb_spin *spin,
-                   struct orb_wait_stats *stats)
+int orb_wait_park_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
+                        const struct orb_deadline *deadline, struct orb_wait_stats *stats)
 {
-    int r = pred(ctx);
-    if (r != 0)
-        return r;
-    if (orb_deadline_passed(deadline))
-        return -ETIMEDOUT;
-    if ((r = spin_phase(pred, ctx, spin, deadline)) != 0)
-        return r;
     for (;;) {
         /* since is read before the last check, so a change after that check moves the word. */
         uint32_t since = orb_wait_since(w);
         orb_wait_arm(w);
-        if ((r = pred(ctx)) != 0)
+        int r = pred(ctx);
+        if (r != 0)
             return r;
         if (orb_deadline_passed(deadline))
             return -ETIMEDOUT;
@@ -182,4 +183,18 @@ int orb_wait_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
         if ((r = pred(ctx)) != 0)
             return r;
     }
+}
+
+int orb_wait_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
+                   const struct orb_deadline *deadline, struct orb_spin *spin,
+                   struct orb_wait_stats *stats)
+{
+    int r = pred(ctx);
+    if (r != 0)
+        return r;
+    if (orb_deadline_passed(deadline))
+        return -ETIMEDOUT;
+    if ((r = orb_wait_spin(pred, ctx, spin, deadline)) != 0)
+        return r;
+    return orb_wait_park_until(w, pred, ctx, deadline, stats);
 }

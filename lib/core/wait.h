@@ -44,6 +44,7 @@ bool orb_deadline_passed(const struct orb_deadline *);
 /* Adaptive spin budget kept by one waiter (process-local, may be shared). */
 struct orb_spin {
     _Atomic uint32_t budget_ns;   /* 0 = not initialised: take orbit_spin_ns() */
+    _Atomic uint32_t waits;       /* every 8th wait explores with the full budget */
 };
 
 /*
@@ -62,6 +63,17 @@ typedef int (*orb_wait_pred)(void *ctx);
 int orb_wait_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
                    const struct orb_deadline *deadline, struct orb_spin *spin,
                    struct orb_wait_stats *stats);
+
+/*
+ * The two halves of orb_wait_until, for callers that do something between
+ * them (io_uring preps, a stream noting its CPU): spin for the adaptive budget
+ * (a hit restores the full budget, a miss halves it, every 8th wait explores
+ * with the full budget); then arm, re-check and park until pred or deadline.
+ */
+int orb_wait_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
+                  const struct orb_deadline *deadline);
+int orb_wait_park_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
+                        const struct orb_deadline *deadline, struct orb_wait_stats *stats);
 
 /* Low-level pieces, for callers that build their own loops (io_uring prep). */
 static inline uint32_t orb_wait_since(struct orb_waitword *w)

@@ -244,45 +244,19 @@ void stream_writer_need(struct orbit_endpoint *ep, uint32_t need)
         atomic_store_explicit(&ep->wr->writer_need, need, memory_order_seq_cst);
 }
 
-int stream_spin(orb_wait_pred pred, void *ctx, struct stream_spin *spin, const struct orb_deadline *deadline)
-{
-    uint32_t setting = orbit_spin_ns();
-    if (setting == 0)
-        return 0;
-    uint32_t floor = setting / 16 ? setting / 16 : 1;
-    uint32_t budget = atomic_load_explicit(&spin->budget_ns, memory_order_relaxed);
-    uint32_t waits = atomic_fetch_add_explicit(&spin->waits, 1, memory_order_relaxed);
-    if (budget == 0 || budget > setting || waits % 8 == 7)
-        budget = setting;
-    int64_t end = orb_now_ns() + budget;
-    if (!deadline->forever && deadline->at_ns < end)
-        end = deadline->at_ns;
-    int r = 0;
-    for (unsigned i = 1;; i++) {
-        orb_cpu_relax();
-        if ((r = pred(ctx)) != 0 || ((i & 15) == 0 && orb_now_ns() >= end))
-            break;
-    }
-    uint32_t next = r ? setting : budget / 2 < floor ? floor : budget / 2;
-    atomic_store_explicit(&spin->budget_ns, next, memory_order_relaxed);
-    return r;
-}
-
 int stream_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx, const struct orb_deadline *deadline,
-                struct stream_spin *spin, _Atomic uint32_t *cpu_hint, struct orb_wait_stats *stats)
+                struct orb_spin *spin, _Atomic uint32_t *cpu_hint, struct orb_wait_stats *stats)
 {
     int r = pred(ctx);
     if (r != 0)
         return r;
     if (orb_deadline_passed(deadline))
         return -ORBIT_ETIMEDOUT;
-    if ((r = stream_spin(pred, ctx, spin, deadline)) != 0)
+    if ((r = orb_wait_spin(pred, ctx, spin, deadline)) != 0)
         return r;
     if (cpu_hint)
         stream_note_cpu(cpu_hint);
-    /* Our spin already ran: orb_wait_until keeps only a token one before it arms. */
-    struct orb_spin token = { 1 };
-    return orb_wait_until(w, pred, ctx, deadline, &token, stats);
+    return orb_wait_park_until(w, pred, ctx, deadline, stats);
 }
 
 static int wait_data(struct orbit_endpoint *ep, uint32_t need, const struct orb_deadline *deadline)

@@ -99,16 +99,6 @@ struct stream_layout {
     uint32_t offer_bytes, lane_words;
 };
 
-/*
- * Adaptive spin of one waiter (process-local). A spin that catches its event
- * restores the full budget; a miss halves it (floor 1/16); every 8th wait
- * probes with the full budget, so a budget shrunk by a quiet spell grows back
- * once the peer answers fast again.
- */
-struct stream_spin {
-    _Atomic uint32_t budget_ns;       /* 0: not yet set, take orbit_spin_ns() */
-    _Atomic uint32_t waits;
-};
 
 struct orbit_streams {
     struct orbit_fleet *fleet;
@@ -125,7 +115,7 @@ struct orbit_streams {
     pthread_mutex_t lock;             /* readiness_fd, lane_ready */
     int readiness_fd;
     _Atomic bool lane_ready;          /* our lane is pre-faulted */
-    struct stream_spin offer_spin;
+    struct orb_spin offer_spin;
     _Alignas(64) struct orb_wait_stats stats;
     _Alignas(64) _Atomic uint64_t bytes_written;
     _Alignas(64) _Atomic uint64_t bytes_read;
@@ -143,7 +133,7 @@ struct orbit_endpoint {
     enum orbit_side side;
     bool write_shut;                  /* this end finished or reset its direction */
     uint64_t tail_seen;               /* writer's last look at wr->tail: room it surely has */
-    struct stream_spin read_spin, write_spin;
+    struct orb_spin read_spin, write_spin;
 };
 
 /* ---- table.c ---- */
@@ -192,11 +182,9 @@ void stream_reader_need(struct orbit_endpoint *ep, uint32_t need);
 void stream_writer_need(struct orbit_endpoint *ep, uint32_t need);
 /* Before a wait: note the CPU this waiter parks from (see wake_or_defer in ring.c). */
 void stream_note_cpu(_Atomic uint32_t *hint);
-/* Spin up to the waiter's adaptive budget (never past deadline); pred's value or 0. */
-int  stream_spin(orb_wait_pred pred, void *ctx, struct stream_spin *spin, const struct orb_deadline *deadline);
-/* The whole wait: pred, our spin, then orb_wait_until's arm, re-check and park. */
+/* The whole wait: pred, orb_wait_spin, note the CPU, then orb_wait_park_until. */
 int  stream_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx, const struct orb_deadline *deadline,
-                 struct stream_spin *spin, _Atomic uint32_t *cpu_hint, struct orb_wait_stats *stats);
+                 struct orb_spin *spin, _Atomic uint32_t *cpu_hint, struct orb_wait_stats *stats);
 
 /* ---- offer.c ---- */
 int  stream_pred_offer_pending(void *s);

@@ -5,7 +5,7 @@
 #include "uring_internal.h"
 
 /* Spin first (the peer is usually mid-copy), then arm and fill the SQE. */
-static int prep(struct orb_waitword *w, orb_wait_pred pred, void *ctx, struct stream_spin *spin,
+static int prep(struct orb_waitword *w, orb_wait_pred pred, void *ctx, struct orb_spin *spin,
                 _Atomic uint32_t *cpu_hint, struct orbit_streams *s, struct io_uring_sqe *sqe)
 {
     if (!orbit_uring_futex_supported())
@@ -13,7 +13,7 @@ static int prep(struct orb_waitword *w, orb_wait_pred pred, void *ctx, struct st
     struct orb_deadline forever = orb_deadline_in(-1);
     int r = pred(ctx);
     if (r == 0)
-        r = stream_spin(pred, ctx, spin, &forever);
+        r = orb_wait_spin(pred, ctx, spin, &forever);
     if (r != 0)
         return r > 0 ? 1 : r;
     stream_note_cpu(cpu_hint);

@@ -88,6 +88,12 @@ START_TEST(the_spin_budget_adapts_down_when_spins_fail)
         orb_wait_until(&f.w, flag_set, &f, &d, &spin, NULL);
     }
     ck_assert_uint_eq(atomic_load(&spin.budget_ns), 250);   /* floor: a sixteenth */
+    /* A hit restores the full budget at once. */
+    atomic_store(&f.value, 1);
+    d = orb_deadline_in(1);
+    ck_assert_int_eq(orb_wait_until(&f.w, flag_set, &f, &d, &spin, NULL), 1);   /* ready before spinning */
+    atomic_store(&f.value, 0);
+    ck_assert_uint_eq(atomic_load(&spin.budget_ns), 250);   /* no spin happened, nothing learned */
     orbit_set_spin_ns(0);
     ck_assert_uint_eq(orbit_spin_ns(), 0);
     orbit_set_spin_ns(2000);
