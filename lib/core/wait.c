@@ -124,11 +124,22 @@ int orb_wait_park(struct orb_waitword *w, uint32_t since, const struct orb_deadl
     return rc == -EAGAIN ? 0 : rc;
 }
 
+/* A learned budget may grow past the setting up to this many times it: events that
+ * keep arriving just after we park (a peer copying 64 KiB) are worth spinning for. */
+#define SPIN_CEILING_FACTOR 16u
+
+static uint32_t spin_ceiling(uint32_t setting)
+{
+    uint64_t c = (uint64_t)setting * SPIN_CEILING_FACTOR;
+    return c > 1000000 ? 1000000 : (uint32_t)c;
+}
+
 /*
  * Spin up to the adaptive budget; returns pred's non-zero value or 0.
- * A hit restores the full budget, a miss halves it (floor: a sixteenth), and
- * every 8th wait explores with the full budget so a shrunken budget can
- * recover when replies come back just past it.
+ * A hit keeps at least the full setting, a miss halves the budget (floor: a
+ * sixteenth of the setting), every 8th wait explores with at least the full
+ * setting, and orb_wait_park_until raises the budget (up to the ceiling) when
+ * a park ended soon after it began.
  */
 int orb_wait_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
                   const struct orb_deadline *deadline)
@@ -141,8 +152,10 @@ int orb_wait_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
     if (spin) {
         budget = atomic_load_explicit(&spin->budget_ns, memory_order_relaxed);
         explore = (atomic_fetch_add_explicit(&spin->waits, 1, memory_order_relaxed) & 7) == 7;
-        if (budget == 0 || budget > setting || explore)
+        if (budget == 0 || (explore && budget < setting))
             budget = setting;
+        if (budget > spin_ceiling(setting))
+            budget = spin_ceiling(setting);
     }
     int64_t end = orb_now_ns() + budget;
     if (!deadline->forever && deadline->at_ns < end)
@@ -157,14 +170,27 @@ int orb_wait_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
     }
     if (spin && (r || !explore)) {
         uint32_t floor = setting / 16 ? setting / 16 : 1;
-        uint32_t next = r ? setting : budget / 2;
+        uint32_t next = r ? (budget > setting ? budget : setting) : budget / 2;
         atomic_store_explicit(&spin->budget_ns, next < floor ? floor : next, memory_order_relaxed);
     }
     return r;
 }
 
+/* A park that ended with the event soon after it began: spin that long next time. */
+static void learn_from_park(struct orb_spin *spin, int64_t parked_ns)
+{
+    uint32_t setting = orbit_spin_ns();
+    if (!spin || setting == 0 || parked_ns <= 0)
+        return;
+    uint32_t budget = atomic_load_explicit(&spin->budget_ns, memory_order_relaxed);
+    uint64_t want = ((uint64_t)(budget > setting ? budget : setting) + (uint64_t)parked_ns) * 5 / 4;
+    if (want <= spin_ceiling(setting))
+        atomic_store_explicit(&spin->budget_ns, (uint32_t)want, memory_order_relaxed);
+}
+
 int orb_wait_park_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
-                        const struct orb_deadline *deadline, struct orb_wait_stats *stats)
+                        const struct orb_deadline *deadline, struct orb_spin *spin,
+                        struct orb_wait_stats *stats)
 {
     for (;;) {
         /* since is read before the last check, so a change after that check moves the word. */
@@ -175,13 +201,16 @@ int orb_wait_park_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
             return r;
         if (orb_deadline_passed(deadline))
             return -ETIMEDOUT;
+        int64_t parked_at = orb_now_ns();
         int rc = orb_wait_park(w, since, deadline, stats);
         if (rc == -ETIMEDOUT) {
             r = pred(ctx);
             return r != 0 ? r : -ETIMEDOUT;
         }
-        if ((r = pred(ctx)) != 0)
+        if ((r = pred(ctx)) != 0) {
+            learn_from_park(spin, orb_now_ns() - parked_at);
             return r;
+        }
     }
 }
 
@@ -196,5 +225,5 @@ int orb_wait_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
         return -ETIMEDOUT;
     if ((r = orb_wait_spin(pred, ctx, spin, deadline)) != 0)
         return r;
-    return orb_wait_park_until(w, pred, ctx, deadline, stats);
+    return orb_wait_park_until(w, pred, ctx, deadline, spin, stats);
 }

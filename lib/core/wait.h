@@ -67,13 +67,16 @@ int orb_wait_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
 /*
  * The two halves of orb_wait_until, for callers that do something between
  * them (io_uring preps, a stream noting its CPU): spin for the adaptive budget
- * (a hit restores the full budget, a miss halves it, every 8th wait explores
- * with the full budget); then arm, re-check and park until pred or deadline.
+ * (a hit keeps at least the full setting, a miss halves it, every 8th wait
+ * explores with the full setting); then arm, re-check and park until pred or
+ * deadline. A park whose event came soon after it began raises the budget
+ * (up to 16x the setting), so a peer that answers in ~10 us is caught spinning.
  */
 int orb_wait_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
                   const struct orb_deadline *deadline);
 int orb_wait_park_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
-                        const struct orb_deadline *deadline, struct orb_wait_stats *stats);
+                        const struct orb_deadline *deadline, struct orb_spin *spin,
+                        struct orb_wait_stats *stats);
 
 /* Low-level pieces, for callers that build their own loops (io_uring prep). */
 static inline uint32_t orb_wait_since(struct orb_waitword *w)

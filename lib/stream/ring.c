@@ -256,7 +256,7 @@ int stream_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx, const str
         return r;
     if (cpu_hint)
         stream_note_cpu(cpu_hint);
-    return orb_wait_park_until(w, pred, ctx, deadline, stats);
+    return orb_wait_park_until(w, pred, ctx, deadline, spin, stats);
 }
 
 static int wait_data(struct orbit_endpoint *ep, uint32_t need, const struct orb_deadline *deadline)
