@@ -31,7 +31,7 @@ static struct orbit_exchange_spec spec_of(uint32_t slot, uint32_t slots)
 #define CHUNK  65536u
 #define WORDS  (CHUNK / 8)
 
-struct gib { const char *name; struct xf_pipe ticket, result; };
+struct gib { const char *name; struct tp_pipe ticket, result; };
 
 /* Side B receives the A->B flow in place and folds every word; reports chunks, bytes, sum. */
 static int gib_reader(void *p)
@@ -40,27 +40,27 @@ static int gib_reader(void *p)
     struct orbit_exchange_spec spec = spec_of(4096, 1024);
     struct orbit_fleet *f = xf_join(g->name, 1, 0x1001);
     struct orbit_exchanges *ex = xf_exchanges(f, &spec);
-    struct orbit_ticket t = xf_recv_ticket(g->ticket.rd);
+    struct orbit_ticket t = tp_recv_ticket(g->ticket.rd);
     struct orbit_exchange *b;
     XF_OK(orbit_exchange_open(ex, &t, &b));
     uint64_t h = 0xcbf29ce484222325ull, bytes = 0, chunks = 0;
     struct orbit_exchange_event ev;
     XF_OK(orbit_exchange_next(b, &ev, 60000));
-    XF_CHECK(ev.type == ORBIT_EXCHANGE_START, "first event %d", ev.type);
+    TP_CHECK(ev.type == ORBIT_EXCHANGE_START, "first event %d", ev.type);
     for (;;) {
         XF_OK(orbit_exchange_next(b, &ev, 60000));
         if (ev.type == ORBIT_EXCHANGE_FIN)
             break;
-        XF_CHECK(ev.type == ORBIT_EXCHANGE_DATA && ev.chunk.len == CHUNK, "event %d len %zu", ev.type, ev.chunk.len);
-        XF_CHECK(ev.chunk_id == chunks + 1, "chunk id %llu", (unsigned long long)ev.chunk_id);
+        TP_CHECK(ev.type == ORBIT_EXCHANGE_DATA && ev.chunk.len == CHUNK, "event %d len %zu", ev.type, ev.chunk.len);
+        TP_CHECK(ev.chunk_id == chunks + 1, "chunk id %llu", (unsigned long long)ev.chunk_id);
         h = xf_fold(h, ev.chunk.data, WORDS);
         bytes += ev.chunk.len;
         chunks++;
         orbit_chunk_release(&ev.chunk);
     }
-    xf_send_u64(g->result.wr, chunks);
-    xf_send_u64(g->result.wr, bytes);
-    xf_send_u64(g->result.wr, h);
+    tp_send_u64(g->result.wr, chunks);
+    tp_send_u64(g->result.wr, bytes);
+    tp_send_u64(g->result.wr, h);
     orbit_exchange_close(b);
     orbit_exchanges_close(ex);
     orbit_fleet_leave(f);
@@ -77,9 +77,9 @@ START_TEST(a_gibibyte_as_64k_chunks_arrives_with_its_checksum)
     struct orbit_exchange *a;
     struct orbit_ticket t;
     ck_assert_int_eq(orbit_exchange_create(ex, &a, &t), 0);
-    struct gib g = { name, xf_pipe(), xf_pipe() };
-    pid_t pid = xf_spawn(gib_reader, &g);
-    xf_send_ticket(g.ticket.wr, &t);
+    struct gib g = { name, tp_pipe(), tp_pipe() };
+    pid_t pid = tp_spawn(gib_reader, &g);
+    tp_send_ticket(g.ticket.wr, &t);
     ck_assert_int_eq(orbit_exchange_send_start(a, NULL, 0, 60000), 0);
     uint64_t h = 0xcbf29ce484222325ull;
     for (uint64_t k = 0; k < GIB / CHUNK; k++) {
@@ -91,9 +91,9 @@ START_TEST(a_gibibyte_as_64k_chunks_arrives_with_its_checksum)
         ck_assert_msg(rc == 0, "data %llu: %s", (unsigned long long)k, orbit_strerror(rc));
     }
     ck_assert_int_eq(orbit_exchange_finish(a, 60000), 0);
-    ck_assert_uint_eq(xf_recv_u64(g.result.rd), GIB / CHUNK);
-    ck_assert_uint_eq(xf_recv_u64(g.result.rd), GIB);
-    ck_assert_uint_eq(xf_recv_u64(g.result.rd), h);
+    ck_assert_uint_eq(tp_recv_u64(g.result.rd), GIB / CHUNK);
+    ck_assert_uint_eq(tp_recv_u64(g.result.rd), GIB);
+    ck_assert_uint_eq(tp_recv_u64(g.result.rd), h);
     ck_assert_int_eq(tu_wait_child(pid, 120000), 0);
     struct orbit_arena_stats st;
     orbit_arena_stats(orbit_exchanges_arena(ex, ORBIT_FLOW_A_TO_B), &st);
@@ -111,7 +111,7 @@ END_TEST
 
 #define SMALL_SLOTS 8u
 
-struct full { const char *name; struct xf_pipe ticket, go, result; };
+struct full { const char *name; struct tp_pipe ticket, go, result; };
 
 static int full_reader(void *p)
 {
@@ -119,14 +119,14 @@ static int full_reader(void *p)
     struct orbit_exchange_spec spec = spec_of(4096, SMALL_SLOTS);
     struct orbit_fleet *f = xf_join(x->name, 1, 0x2001);
     struct orbit_exchanges *ex = xf_exchanges(f, &spec);
-    struct orbit_ticket t = xf_recv_ticket(x->ticket.rd);
+    struct orbit_ticket t = tp_recv_ticket(x->ticket.rd);
     struct orbit_exchange *b;
     XF_OK(orbit_exchange_open(ex, &t, &b));
     /* Wait until the producer sleeps on its lane's credit word, then release one chunk. */
     struct orbit_arena *ar = orbit_exchanges_arena(ex, ORBIT_FLOW_A_TO_B);
-    XF_CHECK(xf_recv_u64(x->go.rd) == 1, "go");
+    TP_CHECK(tp_recv_u64(x->go.rd) == 1, "go");
     for (int i = 0; atomic_load(&ar->lanes[0].credit.parked) == 0; i++) {
-        XF_CHECK(i < 20000, "producer never parked");
+        TP_CHECK(i < 20000, "producer never parked");
         tu_sleep_ms(1);
     }
     struct orbit_exchange_event ev;
@@ -141,8 +141,8 @@ static int full_reader(void *p)
     }
     struct orbit_arena_stats st;
     orbit_arena_stats(ar, &st);
-    xf_send_u64(x->result.wr, chunks);
-    xf_send_u64(x->result.wr, st.wakes);
+    tp_send_u64(x->result.wr, chunks);
+    tp_send_u64(x->result.wr, st.wakes);
     orbit_exchange_close(b);
     orbit_exchanges_close(ex);
     orbit_fleet_leave(f);
@@ -159,9 +159,9 @@ START_TEST(a_payload_full_wait_is_woken_by_a_release_in_another_process)
     struct orbit_exchange *a;
     struct orbit_ticket t;
     ck_assert_int_eq(orbit_exchange_create(ex, &a, &t), 0);
-    struct full x = { name, xf_pipe(), xf_pipe(), xf_pipe() };
-    pid_t pid = xf_spawn(full_reader, &x);
-    xf_send_ticket(x.ticket.wr, &t);
+    struct full x = { name, tp_pipe(), tp_pipe(), tp_pipe() };
+    pid_t pid = tp_spawn(full_reader, &x);
+    tp_send_ticket(x.ticket.wr, &t);
     ck_assert_int_eq(orbit_exchange_send_start(a, NULL, 0, 0), 0);
     unsigned char buf[8192] = { 0 };
     unsigned sent = 0;
@@ -169,12 +169,12 @@ START_TEST(a_payload_full_wait_is_woken_by_a_release_in_another_process)
         sent++;
     ck_assert_uint_eq(sent, SMALL_SLOTS / 2);
     ck_assert_int_eq(orbit_exchange_try_send_data(a, buf, sizeof buf), -ORBIT_EPAYLOADFULL);
-    xf_send_u64(x.go.wr, 1);
+    tp_send_u64(x.go.wr, 1);
     /* Blocks until the reader in the other process releases a chunk. */
     ck_assert_int_eq(orbit_exchange_send_data(a, buf, sizeof buf, 20000), 0);
     ck_assert_int_eq(orbit_exchange_finish(a, 10000), 0);
-    ck_assert_uint_eq(xf_recv_u64(x.result.rd), sent + 1);
-    ck_assert_uint_eq(xf_recv_u64(x.result.rd), 1);   /* the release woke the parked producer, once */
+    ck_assert_uint_eq(tp_recv_u64(x.result.rd), sent + 1);
+    ck_assert_uint_eq(tp_recv_u64(x.result.rd), 1);   /* the release woke the parked producer, once */
     ck_assert_int_eq(tu_wait_child(pid, 30000), 0);
     orbit_exchange_close(a);
     orbit_exchanges_close(ex);
@@ -185,7 +185,7 @@ END_TEST
 
 /* ---- kill -9 of a producer ---------------------------------------------------------- */
 
-struct victim { const char *name; struct xf_pipe ticket, ready; };
+struct victim { const char *name; struct tp_pipe ticket, ready; };
 
 /* Sends START and 6 chunks B->A, keeps one more reserved, then waits to be killed. */
 static int victim_producer(void *p)
@@ -194,7 +194,7 @@ static int victim_producer(void *p)
     struct orbit_exchange_spec spec = spec_of(4096, 64);
     struct orbit_fleet *f = xf_join(v->name, 1, 0x3001);
     struct orbit_exchanges *ex = xf_exchanges(f, &spec);
-    struct orbit_ticket t = xf_recv_ticket(v->ticket.rd);
+    struct orbit_ticket t = tp_recv_ticket(v->ticket.rd);
     struct orbit_exchange *b;
     XF_OK(orbit_exchange_open(ex, &t, &b));
     XF_OK(orbit_exchange_send_start(b, NULL, 0, 1000));
@@ -205,7 +205,7 @@ static int victim_producer(void *p)
     }
     struct orbit_reservation r;
     XF_OK(orbit_exchange_reserve(b, 3 * 4096, 1000, &r));
-    xf_send_u64(v->ready.wr, 1);
+    tp_send_u64(v->ready.wr, 1);
     for (;;)
         pause();
     return 3;   /* never: it is killed */
@@ -222,10 +222,10 @@ START_TEST(a_killed_producer_gives_back_what_no_survivor_holds)
     struct orbit_exchange *a;
     struct orbit_ticket t;
     ck_assert_int_eq(orbit_exchange_create(ex, &a, &t), 0);
-    struct victim v = { name, xf_pipe(), xf_pipe() };
-    pid_t pid = xf_spawn(victim_producer, &v);
-    xf_send_ticket(v.ticket.wr, &t);
-    ck_assert_uint_eq(xf_recv_u64(v.ready.rd), 1);
+    struct victim v = { name, tp_pipe(), tp_pipe() };
+    pid_t pid = tp_spawn(victim_producer, &v);
+    tp_send_ticket(v.ticket.wr, &t);
+    ck_assert_uint_eq(tp_recv_u64(v.ready.rd), 1);
     struct orbit_exchange_event ev, held;
     ck_assert_int_eq(orbit_exchange_next(a, &ev, 5000), 0);
     ck_assert_int_eq(ev.type, ORBIT_EXCHANGE_START);
@@ -262,13 +262,13 @@ static int victim_reader(void *p)
     struct orbit_exchange_spec spec = spec_of(4096, 64);
     struct orbit_fleet *f = xf_join(v->name, 1, 0x4001);
     struct orbit_exchanges *ex = xf_exchanges(f, &spec);
-    struct orbit_ticket t = xf_recv_ticket(v->ticket.rd);
+    struct orbit_ticket t = tp_recv_ticket(v->ticket.rd);
     struct orbit_exchange *b;
     XF_OK(orbit_exchange_open(ex, &t, &b));
     struct orbit_exchange_event ev;
     for (int i = 0; i < 4; i++)
         XF_OK(orbit_exchange_next(b, &ev, 5000));
-    xf_send_u64(v->ready.wr, 1);
+    tp_send_u64(v->ready.wr, 1);
     for (;;)
         pause();
     return 3;   /* never: it is killed */
@@ -285,14 +285,14 @@ START_TEST(a_killed_reader_gives_back_what_it_held)
     struct orbit_exchange *a;
     struct orbit_ticket t;
     ck_assert_int_eq(orbit_exchange_create(ex, &a, &t), 0);
-    struct victim v = { name, xf_pipe(), xf_pipe() };
-    pid_t pid = xf_spawn(victim_reader, &v);
-    xf_send_ticket(v.ticket.wr, &t);
+    struct victim v = { name, tp_pipe(), tp_pipe() };
+    pid_t pid = tp_spawn(victim_reader, &v);
+    tp_send_ticket(v.ticket.wr, &t);
     unsigned char buf[4 * 4096] = { 1 };
     ck_assert_int_eq(orbit_exchange_send_start(a, buf, 4096, 1000), 0);
     for (int i = 0; i < 5; i++)
         ck_assert_int_eq(orbit_exchange_send_data(a, buf, sizeof buf, 1000), 0);
-    ck_assert_uint_eq(xf_recv_u64(v.ready.rd), 1);   /* it holds START metadata + 3 chunks */
+    ck_assert_uint_eq(tp_recv_u64(v.ready.rd), 1);   /* it holds START metadata + 3 chunks */
     ck_assert_uint_eq(xf_lane_free(ar, 0), 64 - 1 - 5 * 4);
     /* Another exchange, to a live reader, with a chunk queued: the death must not touch it. */
     struct orbit_exchange *a2, *b2;
@@ -331,7 +331,7 @@ END_TEST
 /* ---- a session lease accepted by its owner in another process ------------------------- */
 
 #define POOL_KIND 232
-struct sess { const char *name; struct xf_pipe id, result; };
+struct sess { const char *name; struct tp_pipe id, result; };
 
 /* The caller: reserves a unit of the owner's resource and opens a session to it. */
 static int session_caller(void *p)
@@ -343,7 +343,7 @@ static int session_caller(void *p)
     struct orbit_exchanges *ex = xf_exchanges(f, &spec);
     struct orbit_pool *pool;
     XF_OK(orbit_pool_open(f, &ps, &pool));
-    orbit_id rid = xf_recv_u64(s->id.rd);
+    orbit_id rid = tp_recv_u64(s->id.rd);
     struct orbit_lease lease;
     XF_OK(orbit_pool_reserve(pool, rid, &lease));
     struct orbit_exchange *a;
@@ -351,12 +351,12 @@ static int session_caller(void *p)
     XF_OK(orbit_exchange_finish(a, 1000));
     struct orbit_exchange_event ev;
     XF_OK(orbit_exchange_next(a, &ev, 5000));
-    XF_CHECK(ev.type == ORBIT_EXCHANGE_START && ev.chunk.len == 2 && memcmp(ev.chunk.data, "ok", 2) == 0,
+    TP_CHECK(ev.type == ORBIT_EXCHANGE_START && ev.chunk.len == 2 && memcmp(ev.chunk.data, "ok", 2) == 0,
              "reply");
     orbit_chunk_release(&ev.chunk);
     XF_OK(orbit_exchange_next(a, &ev, 5000));
-    XF_CHECK(ev.type == ORBIT_EXCHANGE_FIN, "fin");
-    xf_send_u64(s->result.wr, 1);
+    TP_CHECK(ev.type == ORBIT_EXCHANGE_FIN, "fin");
+    tp_send_u64(s->result.wr, 1);
     orbit_exchange_close(a);
     orbit_pool_close(pool);
     orbit_exchanges_close(ex);
@@ -376,9 +376,9 @@ START_TEST(a_remote_lease_is_accepted_by_its_owner)
     ck_assert_int_eq(orbit_pool_open(f, &ps, &pool), 0);
     orbit_id rid;
     ck_assert_int_eq(orbit_pool_register(pool, (orbit_key){ 9, 9 }, 1, &rid), 0);
-    struct sess s = { name, xf_pipe(), xf_pipe() };
-    pid_t pid = xf_spawn(session_caller, &s);
-    xf_send_u64(s.id.wr, rid);
+    struct sess s = { name, tp_pipe(), tp_pipe() };
+    pid_t pid = tp_spawn(session_caller, &s);
+    tp_send_u64(s.id.wr, rid);
     struct orbit_session ses;
     ck_assert_int_eq(orbit_exchange_wait_session(ex, pool, 10000, &ses), 0);
     ck_assert_uint_eq(ses.execution.lease.holder, 1);
@@ -390,7 +390,7 @@ START_TEST(a_remote_lease_is_accepted_by_its_owner)
     struct orbit_exchange_event ev;
     ck_assert_int_eq(orbit_exchange_next(ses.exchange, &ev, 5000), 0);
     ck_assert_int_eq(ev.type, ORBIT_EXCHANGE_FIN);
-    ck_assert_uint_eq(xf_recv_u64(s.result.rd), 1);
+    ck_assert_uint_eq(tp_recv_u64(s.result.rd), 1);
     ck_assert_int_eq(tu_wait_child(pid, 10000), 0);
     orbit_session_end(&ses);
     struct orbit_candidate c;
@@ -408,7 +408,7 @@ END_TEST
 #define RELAY_BYTES (256ull << 20)
 #define BLOCK       (1u << 20)
 
-struct relay { const char *name; int l_in, l_out; struct xf_pipe in_stats, out_stats; };
+struct relay { const char *name; int l_in, l_out; struct tp_pipe in_stats, out_stats; };
 
 static int listen_loopback(void)
 {
@@ -447,13 +447,13 @@ static int relay_source(void *p)
 {
     struct relay *r = p;
     int s = connect_to(r->l_in);
-    XF_CHECK(s >= 0, "source connect");
+    TP_CHECK(s >= 0, "source connect");
     uint64_t *blk = malloc(BLOCK);
     for (uint64_t k = 0; k < RELAY_BYTES / BLOCK; k++) {
         xf_gen(k, blk, BLOCK / 8);
         for (size_t off = 0; off < BLOCK;) {
             ssize_t w = write(s, (char *)blk + off, BLOCK - off);
-            XF_CHECK(w > 0, "source write");
+            TP_CHECK(w > 0, "source write");
             off += (size_t)w;
         }
     }
@@ -473,7 +473,7 @@ static int relay_in(void *p)
     XF_OK(io_uring_queue_init(8, &ring, 0));
     XF_OK(orbit_arena_register_buffers(orbit_exchanges_arena(ex, ORBIT_FLOW_A_TO_B), &ring));
     int s = accept4(r->l_in, NULL, NULL, SOCK_CLOEXEC);
-    XF_CHECK(s >= 0, "accept");
+    TP_CHECK(s >= 0, "accept");
     struct orbit_exchange *a;
     struct orbit_ticket t;
     XF_OK(orbit_exchange_create(ex, &a, &t));
@@ -487,7 +487,7 @@ static int relay_in(void *p)
         XF_OK(orbit_reservation_fixed(&res, &fb));
         io_uring_prep_read_fixed(io_uring_get_sqe(&ring), s, fb.addr, CHUNK, 0, fb.index);
         int n = ring_run(&ring);
-        XF_CHECK(n >= 0, "read_fixed: %s", strerror(-n));
+        TP_CHECK(n >= 0, "read_fixed: %s", strerror(-n));
         if (n == 0) {
             orbit_arena_cancel(&res);
             break;
@@ -501,8 +501,8 @@ static int relay_in(void *p)
     do   /* the far side's START and FIN: it has written everything out */
         XF_OK(orbit_exchange_next(a, &ev, 60000));
     while (ev.type != ORBIT_EXCHANGE_FIN);
-    xf_send_u64(r->in_stats.wr, bytes);
-    xf_send_u64(r->in_stats.wr, chunks);
+    tp_send_u64(r->in_stats.wr, bytes);
+    tp_send_u64(r->in_stats.wr, chunks);
     close(s);
     orbit_exchange_close(a);
     io_uring_queue_exit(&ring);
@@ -522,7 +522,7 @@ static int relay_out(void *p)
     XF_OK(io_uring_queue_init(8, &ring, 0));
     XF_OK(orbit_arena_register_buffers(orbit_exchanges_arena(ex, ORBIT_FLOW_A_TO_B), &ring));
     int s = connect_to(r->l_out);
-    XF_CHECK(s >= 0, "sink connect");
+    TP_CHECK(s >= 0, "sink connect");
     struct orbit_ticket t;
     XF_OK(orbit_exchanges_wait_offer(ex, 30000, &t));
     struct orbit_exchange *b;
@@ -541,7 +541,7 @@ static int relay_out(void *p)
             io_uring_prep_write_fixed(io_uring_get_sqe(&ring), s, (char *)fb.addr + off,
                                       (unsigned)(fb.len - off), 0, fb.index);
             int n = ring_run(&ring);
-            XF_CHECK(n > 0, "write_fixed: %s", strerror(-n));
+            TP_CHECK(n > 0, "write_fixed: %s", strerror(-n));
             off += (size_t)n;
         }
         bytes += fb.len;
@@ -549,7 +549,7 @@ static int relay_out(void *p)
     }
     XF_OK(orbit_exchange_send_start(b, NULL, 0, 1000));
     XF_OK(orbit_exchange_finish(b, 1000));
-    xf_send_u64(r->out_stats.wr, bytes);
+    tp_send_u64(r->out_stats.wr, bytes);
     shutdown(s, SHUT_WR);
     close(s);
     orbit_exchange_close(b);
@@ -566,11 +566,11 @@ START_TEST(a_body_relayed_tcp_to_arena_to_tcp_with_registered_buffers)
     struct orbit_exchange_spec spec = spec_of(4096, 2048);
     struct orbit_exchanges *ex;
     ck_assert_int_eq(orbit_exchanges_open(f, &spec, &ex), 0);   /* create the tables before the children */
-    struct relay r = { name, listen_loopback(), listen_loopback(), xf_pipe(), xf_pipe() };
-    pid_t out = xf_spawn(relay_out, &r);
+    struct relay r = { name, listen_loopback(), listen_loopback(), tp_pipe(), tp_pipe() };
+    pid_t out = tp_spawn(relay_out, &r);
     int sink = accept4(r.l_out, NULL, NULL, SOCK_CLOEXEC);
     ck_assert_int_ge(sink, 0);
-    pid_t in = xf_spawn(relay_in, &r), src = xf_spawn(relay_source, &r);
+    pid_t in = tp_spawn(relay_in, &r), src = tp_spawn(relay_source, &r);
     uint64_t *got = malloc(BLOCK), *want = malloc(BLOCK), total = 0;
     for (uint64_t k = 0;; k++) {
         size_t fill = 0;
@@ -592,8 +592,8 @@ START_TEST(a_body_relayed_tcp_to_arena_to_tcp_with_registered_buffers)
     ck_assert_int_eq(tu_wait_child(src, 60000), 0);
     ck_assert_int_eq(tu_wait_child(in, 60000), 0);
     ck_assert_int_eq(tu_wait_child(out, 60000), 0);
-    uint64_t in_bytes = xf_recv_u64(r.in_stats.rd), chunks = xf_recv_u64(r.in_stats.rd),
-             out_bytes = xf_recv_u64(r.out_stats.rd);
+    uint64_t in_bytes = tp_recv_u64(r.in_stats.rd), chunks = tp_recv_u64(r.in_stats.rd),
+             out_bytes = tp_recv_u64(r.out_stats.rd);
     ck_assert_uint_eq(in_bytes, RELAY_BYTES);
     ck_assert_uint_eq(out_bytes, RELAY_BYTES);
     ck_assert_uint_ge(chunks, RELAY_BYTES / CHUNK);

@@ -14,7 +14,7 @@
 static void gen_block(uint64_t k, uint64_t *w)
 {
     for (size_t i = 0; i < BLOCK / 8; i++)
-        w[i] = sf_mix(k * (BLOCK / 8) + i);
+        w[i] = tp_mix(k * (BLOCK / 8) + i);
 }
 
 static uint64_t fold(uint64_t h, const uint64_t *w)
@@ -27,20 +27,20 @@ static uint64_t fold(uint64_t h, const uint64_t *w)
 /* 1 byte .. 1 MiB, spread over every power of two. */
 static size_t random_size(uint64_t *rng)
 {
-    *rng = sf_mix(*rng);
+    *rng = tp_mix(*rng);
     return 1 + (size_t)((*rng >> 8) % (1ull << (*rng % 21)));
 }
 
-struct gib { const char *name; struct sf_pipe ticket, result; };
+struct gib { const char *name; struct tp_pipe ticket, result; };
 
 static int gib_writer(void *p)
 {
     struct gib *x = p;
     struct orbit_fleet *f = sf_join(x->name, 1, 0x1001);
     struct orbit_streams *s = sf_streams(f, NULL);
-    struct orbit_ticket t = sf_recv_ticket(x->ticket.rd);
+    struct orbit_ticket t = tp_recv_ticket(x->ticket.rd);
     struct orbit_endpoint *b;
-    SF_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "open ticket");
+    TP_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "open ticket");
     uint64_t *blk = aligned_alloc(64, BLOCK), h = 0xcbf29ce484222325ull, rng = 0x1234567;
     for (uint64_t k = 0; k < GIB / BLOCK; k++) {
         gen_block(k, blk);
@@ -49,12 +49,12 @@ static int gib_writer(void *p)
             size_t n = random_size(&rng);
             n = n < BLOCK - off ? n : BLOCK - off;
             int rc = orbit_endpoint_write_all(b, (unsigned char *)blk + off, n, 60000);
-            SF_CHECK(rc == 0, "write_all: %s", orbit_strerror(rc));
+            TP_CHECK(rc == 0, "write_all: %s", orbit_strerror(rc));
             off += n;
         }
     }
-    SF_CHECK(orbit_endpoint_finish(b) == 0, "finish");
-    sf_send_u64(x->result.wr, h);
+    TP_CHECK(orbit_endpoint_finish(b) == 0, "finish");
+    tp_send_u64(x->result.wr, h);
     orbit_endpoint_close(b);
     orbit_streams_close(s);
     orbit_fleet_leave(f);
@@ -71,9 +71,9 @@ START_TEST(a_gibibyte_of_random_sizes_arrives_byte_exact)
     struct orbit_endpoint *a;
     struct orbit_ticket t;
     ck_assert_int_eq(orbit_streams_create(s, &a, &t), 0);
-    struct gib x = { name, sf_pipe(), sf_pipe() };
-    pid_t pid = sf_spawn(gib_writer, &x);
-    sf_send_ticket(x.ticket.wr, &t);
+    struct gib x = { name, tp_pipe(), tp_pipe() };
+    pid_t pid = tp_spawn(gib_writer, &x);
+    tp_send_ticket(x.ticket.wr, &t);
 
     unsigned char *staging = aligned_alloc(64, BLOCK);
     uint64_t *expect = aligned_alloc(64, BLOCK), h = 0xcbf29ce484222325ull, rng = 0x7654321, got = 0, k = 0;
@@ -97,7 +97,7 @@ START_TEST(a_gibibyte_of_random_sizes_arrives_byte_exact)
     }
     ck_assert_uint_eq(got, GIB);
     ck_assert_uint_eq(off, 0);
-    ck_assert_uint_eq(sf_recv_u64(x.result.rd), h);   /* the writer's checksum of what it sent */
+    ck_assert_uint_eq(tp_recv_u64(x.result.rd), h);   /* the writer's checksum of what it sent */
     ck_assert_int_eq(tu_wait_child(pid, 120000), 0);
     struct orbit_stream_stats st;
     orbit_streams_stats(s, &st);
@@ -116,7 +116,7 @@ END_TEST
 #define KILL_SPEC { .kind = 231, .lane_capacity = 1, .buffer_bytes = 65536 }
 static unsigned char pattern(uint64_t pos) { return (unsigned char)(pos * 131 + (pos >> 11)); }
 
-struct killx { const char *name; struct sf_pipe ticket, progress, verdict, ticket2; };
+struct killx { const char *name; struct tp_pipe ticket, progress, verdict, ticket2; };
 
 /* Writes the pattern until killed (limit 0) or for `limit` bytes, then FIN. */
 static int pattern_writer(struct orbit_endpoint *b, uint64_t limit)
@@ -124,13 +124,13 @@ static int pattern_writer(struct orbit_endpoint *b, uint64_t limit)
     unsigned char buf[65536];
     uint64_t pos = 0, rng = 99;
     while (limit == 0 || pos < limit) {
-        size_t n = 1 + (size_t)((rng = sf_mix(rng)) % sizeof buf);
+        size_t n = 1 + (size_t)((rng = tp_mix(rng)) % sizeof buf);
         if (limit && n > limit - pos)
             n = (size_t)(limit - pos);
         for (size_t i = 0; i < n; i++)
             buf[i] = pattern(pos + i);
         int rc = orbit_endpoint_write_all(b, buf, n, 60000);
-        SF_CHECK(rc == 0, "pattern write: %s", orbit_strerror(rc));
+        TP_CHECK(rc == 0, "pattern write: %s", orbit_strerror(rc));
         pos += n;
     }
     return orbit_endpoint_finish(b);
@@ -142,9 +142,9 @@ static int victim_writer(void *p)
     struct orbit_stream_spec spec = KILL_SPEC;
     struct orbit_fleet *f = sf_join(x->name, 2, 0x3001);
     struct orbit_streams *s = sf_streams(f, &spec);
-    struct orbit_ticket t = sf_recv_ticket(x->ticket.rd);
+    struct orbit_ticket t = tp_recv_ticket(x->ticket.rd);
     struct orbit_endpoint *b;
-    SF_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "victim open");
+    TP_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "victim open");
     pattern_writer(b, 0);
     return 3;   /* never: it is killed */
 }
@@ -155,10 +155,10 @@ static int second_writer(void *p)
     struct orbit_stream_spec spec = KILL_SPEC;
     struct orbit_fleet *f = sf_join(x->name, 2, 0x3002);   /* the freed node, a new life */
     struct orbit_streams *s = sf_streams(f, &spec);
-    struct orbit_ticket t = sf_recv_ticket(x->ticket2.rd);
+    struct orbit_ticket t = tp_recv_ticket(x->ticket2.rd);
     struct orbit_endpoint *b;
-    SF_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "second open");
-    SF_CHECK(pattern_writer(b, 1 << 20) == 0, "second finish");
+    TP_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "second open");
+    TP_CHECK(pattern_writer(b, 1 << 20) == 0, "second finish");
     orbit_endpoint_close(b);
     orbit_streams_close(s);
     orbit_fleet_leave(f);
@@ -175,10 +175,10 @@ static ssize_t pattern_reader(struct orbit_endpoint *a, uint64_t *pos, int progr
         if (r <= 0)
             return r;
         for (ssize_t i = 0; i < r; i++)
-            SF_CHECK(buf[i] == pattern(*pos + (uint64_t)i), "byte %llu wrong", (unsigned long long)(*pos + (uint64_t)i));
+            TP_CHECK(buf[i] == pattern(*pos + (uint64_t)i), "byte %llu wrong", (unsigned long long)(*pos + (uint64_t)i));
         *pos += (uint64_t)r;
         if (!told && *pos >= (1u << 20) && progress_fd >= 0) {
-            sf_send_u64(progress_fd, *pos);
+            tp_send_u64(progress_fd, *pos);
             told = true;
         }
     }
@@ -192,22 +192,22 @@ static int surviving_reader(void *p)
     struct orbit_streams *s = sf_streams(f, &spec);
     struct orbit_endpoint *a;
     struct orbit_ticket t;
-    SF_CHECK(orbit_streams_create(s, &a, &t) == 0, "create");
-    sf_send_ticket(x->ticket.wr, &t);
+    TP_CHECK(orbit_streams_create(s, &a, &t) == 0, "create");
+    tp_send_ticket(x->ticket.wr, &t);
     uint64_t pos = 0;
     ssize_t end = pattern_reader(a, &pos, x->progress.wr);
-    sf_send_u64(x->verdict.wr, (uint64_t)-end);
+    tp_send_u64(x->verdict.wr, (uint64_t)-end);
     orbit_endpoint_close(a);
 
     /* The one slot of the lane, reused under the next generation. */
     struct orbit_ticket t2;
-    SF_CHECK(orbit_streams_create(s, &a, &t2) == 0, "create again");
-    SF_CHECK(orbit_id_slot(t2.id) == 0 && orbit_id_generation(t2.id) == orbit_id_generation(t.id) + 1,
+    TP_CHECK(orbit_streams_create(s, &a, &t2) == 0, "create again");
+    TP_CHECK(orbit_id_slot(t2.id) == 0 && orbit_id_generation(t2.id) == orbit_id_generation(t.id) + 1,
              "slot %u generation %u", orbit_id_slot(t2.id), orbit_id_generation(t2.id));
-    sf_send_ticket(x->ticket2.wr, &t2);
+    tp_send_ticket(x->ticket2.wr, &t2);
     pos = 0;
     end = pattern_reader(a, &pos, -1);
-    SF_CHECK(end == 0 && pos == (1u << 20), "second transfer: %zd after %llu", end, (unsigned long long)pos);
+    TP_CHECK(end == 0 && pos == (1u << 20), "second transfer: %zd after %llu", end, (unsigned long long)pos);
     orbit_endpoint_close(a);
     orbit_streams_close(s);
     orbit_fleet_leave(f);
@@ -235,10 +235,10 @@ START_TEST(a_killed_writer_resets_the_parked_reader_and_the_slot_is_reused)
     struct orbit_stream_spec spec = KILL_SPEC;
     struct orbit_streams *s;
     ck_assert_int_eq(orbit_streams_open(f, &spec, &s), 0);
-    struct killx x = { name, sf_pipe(), sf_pipe(), sf_pipe(), sf_pipe() };
-    pid_t reader = sf_spawn(surviving_reader, &x);
-    pid_t victim = sf_spawn(victim_writer, &x);
-    ck_assert_uint_ge(sf_recv_u64(x.progress.rd), 1u << 20);   /* mid-transfer */
+    struct killx x = { name, tp_pipe(), tp_pipe(), tp_pipe(), tp_pipe() };
+    pid_t reader = tp_spawn(surviving_reader, &x);
+    pid_t victim = tp_spawn(victim_writer, &x);
+    ck_assert_uint_ge(tp_recv_u64(x.progress.rd), 1u << 20);   /* mid-transfer */
     kill(victim, SIGKILL);
     ck_assert_int_eq(tu_wait_child(victim, 10000), 128 + SIGKILL);
 
@@ -261,9 +261,9 @@ START_TEST(a_killed_writer_resets_the_parked_reader_and_the_slot_is_reused)
     ssize_t n = orbit_streams_owners(s, own, 4);
     for (ssize_t i = 0; i < n; i++)
         ck_assert_msg(own[i].node != 2, "the dead writer still holds a side");
-    ck_assert_uint_eq(sf_recv_u64(x.verdict.rd), ORBIT_ERESET);
+    ck_assert_uint_eq(tp_recv_u64(x.verdict.rd), ORBIT_ERESET);
 
-    pid_t second = sf_spawn(second_writer, &x);
+    pid_t second = tp_spawn(second_writer, &x);
     ck_assert_int_eq(tu_wait_child(second, 60000), 0);
     ck_assert_int_eq(tu_wait_child(reader, 60000), 0);
     ck_assert_int_eq(orbit_streams_owners(s, own, 4), 0);
@@ -275,13 +275,13 @@ END_TEST
 
 /* ---- offers and readiness across processes ------------------------------------ */
 
-struct offerx { const char *name; struct sf_pipe to_child, to_parent; };
+struct offerx { const char *name; struct tp_pipe to_child, to_parent; };
 
 static void await_readable(int fd)
 {
     struct pollfd pfd = { fd, POLLIN, 0 };
-    SF_CHECK(poll(&pfd, 1, 20000) == 1, "readiness never fired");
-    SF_CHECK(orbit_readiness_drain(fd) == 0, "drain");
+    TP_CHECK(poll(&pfd, 1, 20000) == 1, "readiness never fired");
+    TP_CHECK(orbit_readiness_drain(fd) == 0, "drain");
 }
 
 static int offer_taker(void *p)
@@ -290,20 +290,20 @@ static int offer_taker(void *p)
     struct orbit_fleet *f = sf_join(x->name, 1, 0x4001);
     struct orbit_streams *s = sf_streams(f, NULL);
     int fd = orbit_streams_readiness(s);
-    SF_CHECK(fd >= 0, "readiness: %s", orbit_strerror(fd));
+    TP_CHECK(fd >= 0, "readiness: %s", orbit_strerror(fd));
     struct orbit_ticket t;
-    SF_CHECK(orbit_streams_take_offer(s, &t) == -ORBIT_EAGAIN, "offer before any");
-    sf_send_u64(x->to_parent.wr, 1);   /* ready for the offer */
+    TP_CHECK(orbit_streams_take_offer(s, &t) == -ORBIT_EAGAIN, "offer before any");
+    tp_send_u64(x->to_parent.wr, 1);   /* ready for the offer */
     int rc;
     while ((rc = orbit_streams_take_offer(s, &t)) == -ORBIT_EAGAIN)
         await_readable(fd);
-    SF_CHECK(rc == 0, "take_offer: %s", orbit_strerror(rc));
+    TP_CHECK(rc == 0, "take_offer: %s", orbit_strerror(rc));
     struct orbit_endpoint *b;
-    SF_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "open offered");
+    TP_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "open offered");
 
     char buf[16];
-    SF_CHECK(orbit_endpoint_try_read(b, buf, sizeof buf) == -ORBIT_EAGAIN, "data too early");
-    sf_send_u64(x->to_parent.wr, 2);   /* registered: now write */
+    TP_CHECK(orbit_endpoint_try_read(b, buf, sizeof buf) == -ORBIT_EAGAIN, "data too early");
+    tp_send_u64(x->to_parent.wr, 2);   /* registered: now write */
     size_t got = 0;
     while (got < 5) {
         ssize_t r = orbit_endpoint_try_read(b, buf + got, sizeof buf - got);
@@ -311,17 +311,17 @@ static int offer_taker(void *p)
             await_readable(fd);
             continue;
         }
-        SF_CHECK(r > 0, "try_read: %zd", r);
+        TP_CHECK(r > 0, "try_read: %zd", r);
         got += (size_t)r;
     }
-    SF_CHECK(memcmp(buf, "hello", 5) == 0, "hello");
-    SF_CHECK(orbit_endpoint_write_all(b, "world", 5, 10000) == 0 && orbit_endpoint_finish(b) == 0, "reply");
+    TP_CHECK(memcmp(buf, "hello", 5) == 0, "hello");
+    TP_CHECK(orbit_endpoint_write_all(b, "world", 5, 10000) == 0 && orbit_endpoint_finish(b) == 0, "reply");
 
     /* The second offer through the blocking wait. */
-    SF_CHECK(orbit_streams_wait_offer(s, 20000, &t) == 0, "wait_offer");
+    TP_CHECK(orbit_streams_wait_offer(s, 20000, &t) == 0, "wait_offer");
     struct orbit_endpoint *b2;
-    SF_CHECK(orbit_streams_open_ticket(s, &t, &b2) == 0, "open second");
-    SF_CHECK(orbit_endpoint_read_exact(b2, buf, 4, 20000) == 0 && memcmp(buf, "ping", 4) == 0, "ping");
+    TP_CHECK(orbit_streams_open_ticket(s, &t, &b2) == 0, "open second");
+    TP_CHECK(orbit_endpoint_read_exact(b2, buf, 4, 20000) == 0 && memcmp(buf, "ping", 4) == 0, "ping");
     orbit_endpoint_close(b);
     orbit_endpoint_close(b2);
     orbit_streams_close(s);
@@ -339,11 +339,11 @@ START_TEST(offers_and_readiness_work_across_processes)
     struct orbit_ticket t, t2;
     ck_assert_int_eq(orbit_streams_create(s, &a, &t), 0);
     ck_assert_int_eq(orbit_streams_create(s, &a2, &t2), 0);
-    struct offerx x = { name, sf_pipe(), sf_pipe() };
-    pid_t pid = sf_spawn(offer_taker, &x);
-    ck_assert_uint_eq(sf_recv_u64(x.to_parent.rd), 1);
+    struct offerx x = { name, tp_pipe(), tp_pipe() };
+    pid_t pid = tp_spawn(offer_taker, &x);
+    ck_assert_uint_eq(tp_recv_u64(x.to_parent.rd), 1);
     ck_assert_int_eq(orbit_streams_offer(s, &t, 1), 0);
-    ck_assert_uint_eq(sf_recv_u64(x.to_parent.rd), 2);
+    ck_assert_uint_eq(tp_recv_u64(x.to_parent.rd), 2);
     ck_assert_int_eq(orbit_endpoint_write_all(a, "hello", 5, 10000), 0);
     char buf[16];
     ck_assert_int_eq(orbit_endpoint_read_exact(a, buf, 5, 20000), 0);
@@ -371,30 +371,30 @@ static int uring_reader(void *p)
     struct offerx *x = p;
     struct orbit_fleet *f = sf_join(x->name, 1, 0x5001);
     struct orbit_streams *s = sf_streams(f, NULL);
-    struct orbit_ticket t = sf_recv_ticket(x->to_child.rd);
+    struct orbit_ticket t = tp_recv_ticket(x->to_child.rd);
     struct orbit_endpoint *b;
-    SF_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "open");
+    TP_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "open");
     struct io_uring ring;
-    SF_CHECK(io_uring_queue_init(4, &ring, 0) == 0, "ring");
+    TP_CHECK(io_uring_queue_init(4, &ring, 0) == 0, "ring");
     for (uint64_t round = 0; round < 2; round++) {
         struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
         sqe->user_data = 100 + round;
         int rc = orbit_endpoint_prep_wait_readable(b, sqe);
-        SF_CHECK(rc == 0, "prep: %d", rc);
-        SF_CHECK(io_uring_submit(&ring) == 1, "submit");
-        sf_send_u64(x->to_parent.wr, round);   /* the FUTEX_WAIT is in the kernel */
+        TP_CHECK(rc == 0, "prep: %d", rc);
+        TP_CHECK(io_uring_submit(&ring) == 1, "submit");
+        tp_send_u64(x->to_parent.wr, round);   /* the FUTEX_WAIT is in the kernel */
         struct io_uring_cqe *cqe;
-        SF_CHECK(io_uring_wait_cqe(&ring, &cqe) == 0, "cqe");
-        SF_CHECK(cqe->user_data == 100 + round && cqe->res == 0, "woken: data %llu res %d",
+        TP_CHECK(io_uring_wait_cqe(&ring, &cqe) == 0, "cqe");
+        TP_CHECK(cqe->user_data == 100 + round && cqe->res == 0, "woken: data %llu res %d",
                  (unsigned long long)cqe->user_data, cqe->res);
         io_uring_cqe_seen(&ring, cqe);
         char buf[8];
-        SF_CHECK(orbit_endpoint_try_read(b, buf, sizeof buf) == 6 && memcmp(buf, "round", 5) == 0 &&
+        TP_CHECK(orbit_endpoint_try_read(b, buf, sizeof buf) == 6 && memcmp(buf, "round", 5) == 0 &&
                  buf[5] == (char)('0' + round), "payload");
     }
     struct orbit_stream_stats st;
     orbit_streams_stats(s, &st);
-    SF_CHECK(st.parks == 2, "parks %llu", (unsigned long long)st.parks);
+    TP_CHECK(st.parks == 2, "parks %llu", (unsigned long long)st.parks);
     io_uring_queue_exit(&ring);
     orbit_endpoint_close(b);
     orbit_streams_close(s);
@@ -420,13 +420,13 @@ START_TEST(an_io_uring_reader_is_woken_by_another_process)
         orbit_fleet_unlink(name);
         return;
     }
-    struct offerx x = { name, sf_pipe(), sf_pipe() };
-    pid_t pid = sf_spawn(uring_reader, &x);
-    sf_send_ticket(x.to_child.wr, &t);
+    struct offerx x = { name, tp_pipe(), tp_pipe() };
+    pid_t pid = tp_spawn(uring_reader, &x);
+    tp_send_ticket(x.to_child.wr, &t);
 
-    ck_assert_uint_eq(sf_recv_u64(x.to_parent.rd), 0);
+    ck_assert_uint_eq(tp_recv_u64(x.to_parent.rd), 0);
     ck_assert_int_eq(orbit_endpoint_write_all(a, "round0", 6, 10000), 0);   /* futex(2) wake */
-    ck_assert_uint_eq(sf_recv_u64(x.to_parent.rd), 1);
+    ck_assert_uint_eq(tp_recv_u64(x.to_parent.rd), 1);
     struct io_uring ring;
     ck_assert_int_eq(io_uring_queue_init(4, &ring, 0), 0);
     ck_assert_int_eq(orbit_uring_attach_wakes(&ring), 0);
@@ -449,7 +449,7 @@ END_TEST
 
 #define RACE_SPEC { .kind = 232, .lane_capacity = 4, .buffer_bytes = 4096 }
 #define RACERS 5
-struct racex { const char *name; int node; struct sf_pipe ticket, ready, gate; };
+struct racex { const char *name; int node; struct tp_pipe ticket, ready, gate; };
 
 static int racer(void *p)
 {
@@ -457,10 +457,10 @@ static int racer(void *p)
     struct orbit_stream_spec spec = RACE_SPEC;
     struct orbit_fleet *f = sf_join(x->name, x->node, 0x6000 + (uint64_t)x->node);
     struct orbit_streams *s = sf_streams(f, &spec);
-    struct orbit_ticket t = sf_recv_ticket(x->ticket.rd);
-    sf_send_u64(x->ready.wr, (uint64_t)x->node);
+    struct orbit_ticket t = tp_recv_ticket(x->ticket.rd);
+    tp_send_u64(x->ready.wr, (uint64_t)x->node);
     char go;
-    SF_CHECK(read(x->gate.rd, &go, 1) == 1, "gate");
+    TP_CHECK(read(x->gate.rd, &go, 1) == 1, "gate");
     struct orbit_endpoint *b;
     int rc = orbit_streams_open_ticket(s, &t, &b);
     if (rc == 0)
@@ -482,15 +482,15 @@ START_TEST(a_contested_open_across_processes_goes_to_exactly_one)
         struct orbit_ticket t;
         ck_assert_int_eq(orbit_streams_create(s, &a, &t), 0);
         struct racex x[RACERS];
-        struct sf_pipe ready = sf_pipe(), gate = sf_pipe();
+        struct tp_pipe ready = tp_pipe(), gate = tp_pipe();
         pid_t pid[RACERS];
         for (int i = 0; i < RACERS; i++) {
-            x[i] = (struct racex){ name, i + 1, sf_pipe(), ready, gate };
-            pid[i] = sf_spawn(racer, &x[i]);
-            sf_send_ticket(x[i].ticket.wr, &t);
+            x[i] = (struct racex){ name, i + 1, tp_pipe(), ready, gate };
+            pid[i] = tp_spawn(racer, &x[i]);
+            tp_send_ticket(x[i].ticket.wr, &t);
         }
         for (int i = 0; i < RACERS; i++)
-            ck_assert_uint_lt(sf_recv_u64(ready.rd), SF_CAPACITY);
+            ck_assert_uint_lt(tp_recv_u64(ready.rd), SF_CAPACITY);
         ck_assert_int_eq(write(gate.wr, "ggggg", RACERS), RACERS);
         int won = 0;
         for (int i = 0; i < RACERS; i++) {

@@ -16,27 +16,27 @@
 #define RING  65536u
 #define PARKS_PER_RINGFUL_MAX 2.5
 
-struct wk { const char *name; struct sf_pipe ticket, result; };
+struct wk { const char *name; struct tp_pipe ticket, result; };
 
 static int bulk_writer(void *p)
 {
     struct wk *x = p;
     struct orbit_fleet *f = sf_join(x->name, 1, 0x7001);
     struct orbit_streams *s = sf_streams(f, NULL);
-    struct orbit_ticket t = sf_recv_ticket(x->ticket.rd);
+    struct orbit_ticket t = tp_recv_ticket(x->ticket.rd);
     struct orbit_endpoint *b;
-    SF_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "open");
+    TP_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "open");
     static unsigned char chunk[CHUNK];
     for (size_t i = 0; i < CHUNK; i++)
         chunk[i] = (unsigned char)(i * 7);
     for (uint64_t sent = 0; sent < TOTAL; sent += CHUNK) {
         int rc = orbit_endpoint_write_all(b, chunk, CHUNK, 60000);
-        SF_CHECK(rc == 0, "write_all: %s", orbit_strerror(rc));
+        TP_CHECK(rc == 0, "write_all: %s", orbit_strerror(rc));
     }
-    SF_CHECK(orbit_endpoint_finish(b) == 0, "finish");
+    TP_CHECK(orbit_endpoint_finish(b) == 0, "finish");
     struct orbit_stream_stats st;
     orbit_streams_stats(s, &st);
-    sf_send_u64(x->result.wr, st.parks);
+    tp_send_u64(x->result.wr, st.parks);
     orbit_endpoint_close(b);
     orbit_streams_close(s);
     orbit_fleet_leave(f);
@@ -96,12 +96,12 @@ static void transfer(bool uring)
     struct orbit_endpoint *a;
     struct orbit_ticket t;
     ck_assert_int_eq(orbit_streams_create(s, &a, &t), 0);
-    struct wk x = { name, sf_pipe(), sf_pipe() };
-    pid_t pid = sf_spawn(bulk_writer, &x);
-    sf_send_ticket(x.ticket.wr, &t);
+    struct wk x = { name, tp_pipe(), tp_pipe() };
+    pid_t pid = tp_spawn(bulk_writer, &x);
+    tp_send_ticket(x.ticket.wr, &t);
     static unsigned char buf[CHUNK];
     uint64_t got = uring ? drain_uring(a, buf) : drain_blocking(a, buf);
-    uint64_t writer_parks = sf_recv_u64(x.result.rd);
+    uint64_t writer_parks = tp_recv_u64(x.result.rd);
     int child = tu_wait_child(pid, 60000);
     struct orbit_stream_stats st;
     orbit_streams_stats(s, &st);
