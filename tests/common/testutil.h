@@ -14,12 +14,19 @@
 #include <unistd.h>
 #include <orbit/fleet.h>
 
-/* A fleet name unique to this process and call ("t-<tag>-<pid>-<n>"). */
+/*
+ * A fleet name unique to this call ("t-<tag>-<pid>-<n>-<nonce>"). The nonce
+ * matters: pids wrap (pid_max may be 32768), and a segment a killed run left
+ * behind must never be mistaken for this test's fresh fleet.
+ */
 static inline const char *tu_fleet_name(const char *tag)
 {
     static _Thread_local char buf[64];
     static _Atomic unsigned counter;
-    snprintf(buf, sizeof buf, "t-%.20s-%d-%u", tag, (int)getpid(), counter++);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned nonce = (unsigned)(ts.tv_nsec ^ (ts.tv_sec << 20)) & 0xffffffu;
+    snprintf(buf, sizeof buf, "t-%.20s-%d-%u-%06x", tag, (int)getpid(), counter++, nonce);
     return buf;
 }
 

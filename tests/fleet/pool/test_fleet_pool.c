@@ -23,7 +23,8 @@ static const orbit_key KEY4 = { 0xBEEF, 4 };
 #define QUIET_CHECK(cond, ...) do { if (!(cond)) ck_abort_msg(__VA_ARGS__); } while (0)
 
 /* Children report through exit codes: 0 ok, anything else names the step that failed. */
-#define CHILD_CHECK(cond, code) do { if (!(cond)) _exit(code); } while (0)
+#define CHILD_CHECK(cond, code) \
+    do { if (!(cond)) { fprintf(stderr, "child %d: %s failed (exit %d)\n", (int)getpid(), #cond, code); _exit(code); } } while (0)
 
 static struct orbit_pool *open_pool(struct orbit_fleet *f)
 {
@@ -573,6 +574,7 @@ static void key_churner(const char *name, int node, const struct orbit_pool_spec
         struct orbit_lease l;
         struct orbit_execution ex;
         uint32_t v;
+        int rc;
         switch ((r >> 8) % 4) {
         case 0:
             CHILD_CHECK(orbit_pool_register(p, k, 1, &id) == 0, 50);
@@ -583,7 +585,10 @@ static void key_churner(const char *name, int node, const struct orbit_pool_spec
             CHILD_CHECK(orbit_pool_unregister(p, id) == 0, 54);
             break;
         case 1:
-            CHILD_CHECK(orbit_pool_claim_create(p, k, 100, &pm) == 0, 55);
+            rc = orbit_pool_claim_create(p, k, 100, &pm);
+            if (rc != 0)
+                fprintf(stderr, "claim_create: %s\n", orbit_strerror(rc));
+            CHILD_CHECK(rc == 0, 55);
             orbit_permit_finish(&pm);
             break;
         case 2:
