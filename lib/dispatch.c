@@ -8,8 +8,6 @@
 #include <orbit/exchange.h>
 #endif
 
-int orb_fleet_table_kinds(struct orbit_fleet *f, uint8_t *kinds, uint8_t *types, int max);
-
 static void node_dead_in(struct orbit_fleet *f, uint8_t kind, uint8_t type, uint16_t node, uint64_t inc)
 {
     switch (type) {

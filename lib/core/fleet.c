@@ -406,8 +406,6 @@ void orb_fleet_table_close(struct orbit_fleet *f, struct orb_segment *seg)
     seg->base = NULL;
 }
 
-/* Kinds and types of this fleet's table segments (for dispatch). Returns how many. */
-int orb_fleet_table_kinds(struct orbit_fleet *f, uint8_t *kinds, uint8_t *types, int max);
 int orb_fleet_table_kinds(struct orbit_fleet *f, uint8_t *kinds, uint8_t *types, int max)
 {
     int n = 0;

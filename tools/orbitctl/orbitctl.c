@@ -47,12 +47,8 @@ static const char *table_name(uint8_t type)
 
 static uint8_t segment_type(const char *fleet, uint8_t kind)
 {
-    struct orb_segment seg;
-    if (orb_segment_open_existing(fleet, kind, &seg) != 0)
-        return 0;
-    uint8_t t = seg.table_type;
-    orb_segment_close(&seg);
-    return t;
+    struct orb_seg_header h;   /* read, not mapped: listing touches no table */
+    return orb_segment_peek(fleet, kind, &h, NULL, NULL) == 0 ? h.table_type : 0;
 }
 
 static void print_segments(const char *fleet, bool json)
