@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The wake protocol: change word + parked flag, spin then park on futex(2). */
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -135,11 +136,54 @@ static uint32_t spin_ceiling(uint32_t setting)
 }
 
 /*
+ * A spinning thread that loses its CPU for longer than CONTENDED_GAP_NS (a
+ * check that came that late, or a sched_yield that ran another task) is on
+ * a contended CPU: spinning there only delays the task it waits for, often
+ * the peer itself. A contended thread yields before each check instead of
+ * pausing, until CONTENDED_MEMORY yields in a row came back at once.
+ */
+#define CONTENDED_GAP_NS 5000
+#define CONTENDED_MEMORY 16u
+static _Thread_local unsigned cpu_contended;
+
+/* One step of the spin: yield or pause; returns the time of the next check. */
+static int64_t spin_step(int64_t last_check, bool check_now)
+{
+    bool yielding = cpu_contended != 0;
+    if (yielding)
+        sched_yield();
+    else
+        orb_cpu_relax();
+    if (!yielding && !check_now)
+        return last_check;
+    int64_t now = orb_now_ns();
+    if (now - last_check > CONTENDED_GAP_NS)
+        cpu_contended = CONTENDED_MEMORY;
+    else if (yielding)
+        cpu_contended--;
+    return now;
+}
+
+/* The spin's budget for this wait: the learned one, the setting when exploring. */
+static uint32_t spin_budget(struct orb_spin *spin, uint32_t setting, bool *explore)
+{
+    *explore = true;
+    if (!spin)
+        return setting;
+    uint32_t budget = atomic_load_explicit(&spin->budget_ns, memory_order_relaxed);
+    *explore = (atomic_fetch_add_explicit(&spin->waits, 1, memory_order_relaxed) & 7) == 7;
+    if (budget == 0 || (*explore && budget < setting))
+        budget = setting;
+    return budget > spin_ceiling(setting) ? spin_ceiling(setting) : budget;
+}
+
+/*
  * Spin up to the adaptive budget; returns pred's non-zero value or 0.
  * A hit keeps at least the full setting, a miss halves the budget (floor: a
  * sixteenth of the setting), every 8th wait explores with at least the full
  * setting, and orb_wait_park_until raises the budget (up to the ceiling) when
- * a park ended soon after it began.
+ * a park ended soon after it began. On a contended CPU the spin yields
+ * between checks (spin_step), so the budget is wall time others could use.
  */
 int orb_wait_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
                   const struct orb_deadline *deadline)
@@ -147,25 +191,18 @@ int orb_wait_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
     uint32_t setting = orbit_spin_ns();
     if (setting == 0)
         return 0;
-    uint32_t budget = setting;
-    bool explore = true;
-    if (spin) {
-        budget = atomic_load_explicit(&spin->budget_ns, memory_order_relaxed);
-        explore = (atomic_fetch_add_explicit(&spin->waits, 1, memory_order_relaxed) & 7) == 7;
-        if (budget == 0 || (explore && budget < setting))
-            budget = setting;
-        if (budget > spin_ceiling(setting))
-            budget = spin_ceiling(setting);
-    }
-    int64_t end = orb_now_ns() + budget;
+    bool explore;
+    uint32_t budget = spin_budget(spin, setting, &explore);
+    int64_t now = orb_now_ns();
+    int64_t end = now + budget;
     if (!deadline->forever && deadline->at_ns < end)
         end = deadline->at_ns;
     int r = 0;
     for (unsigned i = 1;; i++) {
-        orb_cpu_relax();
+        int64_t checked = spin_step(now, (i & 15) == 0);
         if ((r = pred(ctx)) != 0)
             break;
-        if ((i & 15) == 0 && orb_now_ns() >= end)
+        if (checked != now && (now = checked) >= end)
             break;
     }
     if (spin && (r || !explore)) {

@@ -178,7 +178,11 @@ const char *orbit_backing_name(enum orbit_backing);  /* "auto", "hugetlb", "shm"
  * Spin before park (DESIGN §3): every blocking wait spins with `pause` for
  * up to this many nanoseconds before it parks in the kernel (default 2000,
  * or the ORBIT_SPIN_NS environment variable at first use; 0 disables). The
- * budget adapts per waiter: spins that keep failing shrink it. Process-wide.
+ * budget adapts per waiter: spins that keep failing shrink it, parks that
+ * end just after they began grow it (up to 16 times the setting). A thread
+ * that finds its CPU contended (it lost the CPU while spinning) calls
+ * sched_yield between checks instead of pausing, so the task it waits for
+ * can run, until yields come back at once again. Process-wide.
  */
 void     orbit_set_spin_ns(uint32_t ns);
 uint32_t orbit_spin_ns(void);

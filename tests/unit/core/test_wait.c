@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The wake protocol: wake only when parked, timed waits, spin, the io_uring wake batch. */
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <orbit/uring.h>
 #include "testutil.h"
@@ -120,6 +121,68 @@ START_TEST(a_wait_crosses_processes)
 }
 END_TEST
 
+/* Two processes ping-pong on one CPU: the spinner must give the CPU to its peer. */
+struct pingpong { struct orb_waitword w[2]; _Atomic uint32_t turn; _Atomic uint64_t parks[2]; };
+struct turn_ctx { struct pingpong *pp; uint32_t me; };
+
+static int my_turn(void *ctx)
+{
+    struct turn_ctx *t = ctx;
+    return atomic_load(&t->pp->turn) == t->me ? 1 : 0;
+}
+
+static void pin_to_first_cpu(void)
+{
+    cpu_set_t set;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof set, &set), 0);
+    int first = 0;
+    while (!CPU_ISSET(first, &set))
+        first++;
+    CPU_ZERO(&set);
+    CPU_SET(first, &set);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof set, &set), 0);
+}
+
+#define PINGPONG_ROUNDS 4000
+
+static void pingpong_side(struct pingpong *pp, uint32_t me)
+{
+    struct turn_ctx ctx = { pp, me };
+    struct orb_spin spin = { 0 };
+    struct orb_wait_stats st = { 0 };
+    struct orb_deadline forever = orb_deadline_in(-1);
+    for (int i = 0; i < PINGPONG_ROUNDS; i++) {
+        ck_assert_int_eq(orb_wait_until(&pp->w[me], my_turn, &ctx, &forever, &spin, &st), 1);
+        atomic_store(&pp->turn, 1 - me);   /* the turn moves before the peer's word is signalled */
+        orb_wait_signal(&pp->w[1 - me], NULL);
+    }
+    atomic_store(&pp->parks[me], atomic_load(&st.parks));
+}
+
+/* Pinned to one CPU, a pure spin could only burn the time the peer needs and then park;
+ * a spin that finds its CPU contended yields, so most turns arrive without a park. */
+START_TEST(a_spinner_on_a_shared_cpu_yields_to_its_peer)
+{
+    orbit_set_spin_ns(2000);
+    struct pingpong *pp = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(pp, MAP_FAILED);
+    memset(pp, 0, sizeof *pp);
+    pid_t pid = fork();
+    if (pid == 0) {
+        pin_to_first_cpu();
+        pingpong_side(pp, 1);
+        _exit(0);
+    }
+    pin_to_first_cpu();
+    pingpong_side(pp, 0);
+    ck_assert_int_eq(tu_wait_child(pid, 30000), 0);
+    double parks_per_round = (double)(atomic_load(&pp->parks[0]) + atomic_load(&pp->parks[1])) / PINGPONG_ROUNDS;
+    fprintf(stderr, "one CPU ping-pong: %.3f parks per round trip\n", parks_per_round);
+    ck_assert(parks_per_round < 0.5);
+    munmap(pp, 4096);
+}
+END_TEST
+
 /* With a ring attached, the wake is an SQE that goes out with the caller's submit. */
 START_TEST(attached_wakes_ride_the_callers_submit)
 {
@@ -174,6 +237,7 @@ int main(void)
     tcase_add_test(tc, a_parked_waiter_is_woken_by_exactly_one_wake);
     tcase_add_test(tc, the_spin_budget_adapts_down_when_spins_fail);
     tcase_add_test(tc, a_wait_crosses_processes);
+    tcase_add_test(tc, a_spinner_on_a_shared_cpu_yields_to_its_peer);
     tcase_add_test(tc, attached_wakes_ride_the_callers_submit);
     tcase_add_test(tc, attach_refuses_null);
     suite_add_tcase(s, tc);
