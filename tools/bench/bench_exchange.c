@@ -36,40 +36,27 @@
 #include <orbit/uring.h>
 #include "tool.h"
 #include "core/wait.h"
+#include "bench_exchange.h"
 
-#define CTL_KIND    235
-#define ARENA_KIND  236
-#define STREAM_KIND 237
-#define MAXC        8
-
-enum transport { T_EXCH, T_STREAM, T_SOCK, T_COUNT };
-static const char *t_key[T_COUNT] = { "exchange", "stream", "socketpair" };
-
-struct opts {
-    uint64_t bytes, relay_bytes;
-    bool json, touch, relay, roundtrip;
-    int only;                        /* a transport, or -1 for all */
-    unsigned conc;                   /* 0: both */
-    size_t body, chunk;              /* 0: both */
-    char fleet[64];
-};
+const char *const bx_transport_name[T_COUNT] = { "exchange", "stream", "socketpair" };
+static const char *const model_name[M_COUNT] = { "thread", "loop" };
 
 #define NCFG 8
-struct cfg { unsigned conc; size_t body, chunk; };
 static const struct cfg cfgs[NCFG] = {
     { 1, 65536, 4096 }, { 1, 65536, 65536 }, { 1, 1u << 20, 4096 }, { 1, 1u << 20, 65536 },
     { 8, 65536, 4096 }, { 8, 65536, 65536 }, { 8, 1u << 20, 4096 }, { 8, 1u << 20, 65536 },
 };
 
+
 /* ---- small helpers ---------------------------------------------------------------- */
 
-static void put(int fd, const void *p, size_t n)
+void bx_put(int fd, const void *p, size_t n)
 {
     if (write(fd, p, n) != (ssize_t)n)
         _exit(90);
 }
 
-static bool get(int fd, void *p, size_t n)
+bool bx_get(int fd, void *p, size_t n)
 {
     char *c = p;
     while (n) {
@@ -82,7 +69,7 @@ static bool get(int fd, void *p, size_t n)
     return true;
 }
 
-static bool write_full(int fd, const unsigned char *p, size_t n)
+bool bx_write_full(int fd, const unsigned char *p, size_t n)
 {
     while (n) {
         ssize_t w = write(fd, p, n);
@@ -94,7 +81,7 @@ static bool write_full(int fd, const unsigned char *p, size_t n)
     return true;
 }
 
-static uint64_t touch_sum(const void *p, size_t n)
+uint64_t bx_touch_sum(const void *p, size_t n)
 {
     const uint64_t *w = p;
     uint64_t s = 0;
@@ -103,7 +90,7 @@ static uint64_t touch_sum(const void *p, size_t n)
     return s;
 }
 
-static struct orbit_fleet *join_node(const char *name, int node)
+struct orbit_fleet *bx_join_node(const char *name, int node)
 {
     struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
     o.capacity = 2 * MAXC;
@@ -112,7 +99,7 @@ static struct orbit_fleet *join_node(const char *name, int node)
     return orbit_fleet_join(name, &o, &f) == 0 ? f : NULL;
 }
 
-static struct orbit_exchange_spec exch_spec(void)
+struct orbit_exchange_spec bx_exch_spec(void)
 {
     struct orbit_exchange_spec s = ORBIT_EXCHANGE_SPEC_DEFAULT;
     s.control = (struct orbit_stream_spec){ .kind = CTL_KIND, .lane_capacity = 64, .buffer_bytes = 16384 };
@@ -120,7 +107,7 @@ static struct orbit_exchange_spec exch_spec(void)
     return s;
 }
 
-static const struct orbit_stream_spec stream_spec = { .kind = STREAM_KIND, .lane_capacity = 16,
+const struct orbit_stream_spec bx_stream_spec = { .kind = STREAM_KIND, .lane_capacity = 16,
                                                       .buffer_bytes = 1u << 20 };
 
 /* ---- one side of a round trip, per transport ----------------------------------------- */
@@ -174,7 +161,7 @@ static int exch_recv_body(struct worker *w, struct orbit_exchange *x)
             return got == w->c.body ? 0 : -ORBIT_EMALFORMED;
         if (!ev.chunk.released) {
             if (w->touch)
-                w->sink += touch_sum(ev.chunk.data, ev.chunk.len);
+                w->sink += bx_touch_sum(ev.chunk.data, ev.chunk.len);
             got += ev.chunk.len;
             orbit_chunk_release(&ev.chunk);
         }
@@ -224,7 +211,7 @@ static int stream_recv(struct worker *w)
         if (rc < 0)
             return rc;
         if (w->touch)
-            w->sink += touch_sum(w->buf + off, w->c.chunk);
+            w->sink += bx_touch_sum(w->buf + off, w->c.chunk);
     }
     return 0;
 }
@@ -232,7 +219,7 @@ static int stream_recv(struct worker *w)
 static int sock_send(struct worker *w)
 {
     for (size_t off = 0; off < w->c.body; off += w->c.chunk)
-        if (!write_full(w->fd, w->buf + off, w->c.chunk))
+        if (!bx_write_full(w->fd, w->buf + off, w->c.chunk))
             return -EIO;
     return 0;
 }
@@ -240,10 +227,10 @@ static int sock_send(struct worker *w)
 static int sock_recv(struct worker *w)
 {
     for (size_t off = 0; off < w->c.body; off += w->c.chunk) {
-        if (!get(w->fd, w->buf + off, w->c.chunk))
+        if (!bx_get(w->fd, w->buf + off, w->c.chunk))
             return -EIO;
         if (w->touch)
-            w->sink += touch_sum(w->buf + off, w->c.chunk);
+            w->sink += bx_touch_sum(w->buf + off, w->c.chunk);
     }
     return 0;
 }
@@ -287,8 +274,8 @@ static int run_workers(struct worker *w, unsigned n, int ready_fd, int go_fd, in
     }
     char c = 'r';
     if (ready_fd >= 0)
-        put(ready_fd, &c, 1);   /* server: tell the client we are set up */
-    if (go_fd >= 0 && !get(go_fd, &c, 1))
+        bx_put(ready_fd, &c, 1);   /* server: tell the client we are set up */
+    if (go_fd >= 0 && !bx_get(go_fd, &c, 1))
         _exit(91);
     *t0 = orb_now_ns();
     pthread_barrier_wait(&go);
@@ -311,10 +298,10 @@ static int worker_open(struct worker *w, const char *fleet, int node)
 {
     if (w->t == T_SOCK)
         return 0;
-    if (!(w->f = join_node(fleet, node)))
+    if (!(w->f = bx_join_node(fleet, node)))
         return -1;
-    struct orbit_exchange_spec es = exch_spec();
-    return w->t == T_EXCH ? orbit_exchanges_open(w->f, &es, &w->ex) : orbit_streams_open(w->f, &stream_spec, &w->s);
+    struct orbit_exchange_spec es = bx_exch_spec();
+    return w->t == T_EXCH ? orbit_exchanges_open(w->f, &es, &w->ex) : orbit_streams_open(w->f, &bx_stream_spec, &w->s);
 }
 
 static void worker_close(struct worker *w)
@@ -347,8 +334,6 @@ static uint64_t workers_parks(const struct worker *w, unsigned n)
     return parks;
 }
 
-struct rt_result { double gbps, parks_per_rt; };
-
 struct rt { struct opts *o; struct cfg c; enum transport t; int up[2], down[2]; int fds[MAXC][2]; };
 
 static void rt_server(struct rt *r)
@@ -356,7 +341,7 @@ static void rt_server(struct rt *r)
     struct worker w[MAXC];
     memset(w, 0, sizeof w);
     uint64_t iters = 0;
-    if (!get(r->down[0], &iters, sizeof iters))
+    if (!bx_get(r->down[0], &iters, sizeof iters))
         _exit(92);
     for (unsigned i = 0; i < r->c.conc; i++) {
         w[i] = (struct worker){ .t = r->t, .c = r->c, .iters = iters, .touch = r->o->touch, .server = true,
@@ -364,13 +349,13 @@ static void rt_server(struct rt *r)
         if (worker_open(&w[i], r->o->fleet, MAXC + (int)i) != 0)
             _exit(93);
         struct orbit_ticket t;
-        if (r->t == T_STREAM && (!get(r->down[0], &t, sizeof t) || orbit_streams_open_ticket(w[i].s, &t, &w[i].ep) != 0))
+        if (r->t == T_STREAM && (!bx_get(r->down[0], &t, sizeof t) || orbit_streams_open_ticket(w[i].s, &t, &w[i].ep) != 0))
             _exit(96);
     }
     int64_t t0, t1;
     int rc = run_workers(w, r->c.conc, r->up[1], r->down[0], &t0, &t1);
     uint64_t parks = workers_parks(w, r->c.conc);
-    put(r->up[1], &parks, sizeof parks);
+    bx_put(r->up[1], &parks, sizeof parks);
     for (unsigned i = 0; i < r->c.conc; i++)
         worker_close(&w[i]);
     _exit(rc == 0 ? 0 : 97);
@@ -387,7 +372,7 @@ static bool rt_clients_open(struct rt *r, struct worker *w, uint64_t iters)
         if (r->t == T_STREAM) {
             if (orbit_streams_create(w[i].s, &w[i].ep, &tk) != 0)
                 return false;
-            put(r->down[1], &tk, sizeof tk);
+            bx_put(r->down[1], &tk, sizeof tk);
         }
     }
     return true;
@@ -411,18 +396,18 @@ static struct rt_result rt_run(struct opts *o, struct cfg c, enum transport t)
         rt_server(&r);
     struct worker w[MAXC];
     memset(w, 0, sizeof w);
-    put(r.down[1], &iters, sizeof iters);
+    bx_put(r.down[1], &iters, sizeof iters);
     bool ok = rt_clients_open(&r, w, iters);
     char ready;
     int64_t t0 = 0, t1 = 0;
     int rc = -1;
     uint64_t parks = 0, server_parks = 0;
-    if (ok && get(r.up[0], &ready, 1)) {
+    if (ok && bx_get(r.up[0], &ready, 1)) {
         parks = workers_parks(w, c.conc);
-        put(r.down[1], "g", 1);
+        bx_put(r.down[1], "g", 1);
         rc = run_workers(w, c.conc, -1, -1, &t0, &t1);
         parks = workers_parks(w, c.conc) - parks;
-        get(r.up[0], &server_parks, sizeof server_parks);
+        bx_get(r.up[0], &server_parks, sizeof server_parks);
     }
     if (!ok)
         kill(pid, SIGKILL);
@@ -437,10 +422,10 @@ static struct rt_result rt_run(struct opts *o, struct cfg c, enum transport t)
     bool good = ok && rc == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && t1 > t0;
     if (!good)
         fprintf(stderr, "orbit-bench exchange: %s c=%u body=%zu chunk=%zu failed (client %d, server status %d)\n",
-                t_key[t], c.conc, c.body, c.chunk, rc, WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
+                bx_transport_name[t], c.conc, c.body, c.chunk, rc, WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
     if (good) {
         res.gbps = (double)(2 * c.body * c.conc * iters) / (double)(t1 - t0);
-        res.parks_per_rt = (double)(parks + server_parks) / (double)(c.conc * iters);
+        res.sleeps_per_rt = (double)(parks + server_parks) / (double)(c.conc * iters);
     }
     return res;
 }
@@ -489,10 +474,10 @@ static void relay_source(struct relay *r)
     unsigned char *buf = malloc(RCHUNK);
     memset(buf, 0x3c, RCHUNK);
     char g;
-    if (s < 0 || !get(r->go[0], &g, 1))
+    if (s < 0 || !bx_get(r->go[0], &g, 1))
         _exit(80);
     for (uint64_t done = 0; done < r->o->relay_bytes; done += RCHUNK)
-        if (!write_full(s, buf, RCHUNK))
+        if (!bx_write_full(s, buf, RCHUNK))
             _exit(81);
     close(s);
     _exit(0);
@@ -501,8 +486,8 @@ static void relay_source(struct relay *r)
 /* Socket -> arena: READ_FIXED into a reserved chunk, commit what arrived. */
 static void relay_arena_in(struct relay *r)
 {
-    struct orbit_fleet *f = join_node(r->o->fleet, 1);
-    struct orbit_exchange_spec es = exch_spec();
+    struct orbit_fleet *f = bx_join_node(r->o->fleet, 1);
+    struct orbit_exchange_spec es = bx_exch_spec();
     struct orbit_exchanges *ex;
     struct io_uring ring;
     if (!f || orbit_exchanges_open(f, &es, &ex) != 0 || io_uring_queue_init(8, &ring, 0) != 0 ||
@@ -542,8 +527,8 @@ static void relay_arena_in(struct relay *r)
 /* Arena -> socket: WRITE_FIXED from the received chunk, release once written. */
 static void relay_arena_out(struct relay *r)
 {
-    struct orbit_fleet *f = join_node(r->o->fleet, 0);
-    struct orbit_exchange_spec es = exch_spec();
+    struct orbit_fleet *f = bx_join_node(r->o->fleet, 0);
+    struct orbit_exchange_spec es = bx_exch_spec();
     struct orbit_exchanges *ex;
     struct io_uring ring;
     if (!f || orbit_exchanges_open(f, &es, &ex) != 0 || io_uring_queue_init(8, &ring, 0) != 0 ||
@@ -596,7 +581,7 @@ static void relay_plain(struct relay *r, bool use_splice)
         if (n == 0)
             break;
         if (!use_splice) {
-            if (!write_full(out, buf, (size_t)n))
+            if (!bx_write_full(out, buf, (size_t)n))
                 _exit(74);
             continue;
         }
@@ -642,7 +627,7 @@ static double relay_run(struct opts *o, enum relay_kind kind)
     unsigned char *buf = malloc(1u << 20);
     uint64_t got = 0;
     int64_t t0 = orb_now_ns();
-    put(r.go[1], "g", 1);
+    bx_put(r.go[1], "g", 1);
     for (ssize_t m; sink >= 0 && (m = read(sink, buf, 1u << 20)) > 0;)
         got += (uint64_t)m;
     int64_t t1 = orb_now_ns();
@@ -663,17 +648,23 @@ static void usage(FILE *out)
 {
     fprintf(out,
         "usage: orbit-bench exchange [--json] [--touch] [--bytes N] [--relay-bytes N] [--no-relay]\n"
-        "                            [--no-roundtrip] [--only T] [--conc N] [--body N] [--chunk N]\n"
+        "                            [--no-roundtrip] [--only T] [--model M] [--conc N] [--body N]\n"
+        "                            [--chunk N]\n"
         "  Round trips between two processes (request then response of one body each, a fresh\n"
         "  exchange per round trip) through the payload arena, beside persistent orbit streams and\n"
         "  persistent AF_UNIX socketpairs: bodies of 64 KiB and 1 MiB in 4 KiB and 64 KiB chunks,\n"
-        "  1 and 8 concurrent exchanges. GB/s counts request + response bytes.\n"
+        "  1 and 8 concurrent exchanges. GB/s counts request + response bytes. Two models:\n"
+        "    thread  each concurrent round trip is a thread (and fleet node) in each process,\n"
+        "            using the blocking calls\n"
+        "    loop    each process is one thread keeping every round trip in flight with try_*\n"
+        "            (non-blocking) calls, then poll(2) on a readiness eventfd or the sockets\n"
         "  Relay: TCP -> arena (READ_FIXED) -> another process -> TCP (WRITE_FIXED) against a\n"
         "  splice(2) relay and a read/write relay in one process.\n"
-        "  --bytes N        bytes per round-trip configuration (default 256M; K/M/G suffixes)\n"
+        "  --bytes N        bytes per round-trip configuration (default 1G; K/M/G suffixes)\n"
         "  --relay-bytes N  bytes through each relay (default 512M)\n"
         "  --touch          receivers also read every byte they receive\n"
         "  --only T         one round-trip transport: exchange, stream or socketpair\n"
+        "  --model M        one model: thread or loop (default both)\n"
         "  --conc N, --body N, --chunk N   only the configurations with that value\n"
         "  --json           one JSON object instead of the table\n");
 }
@@ -697,10 +688,11 @@ static int parse(int argc, char **argv, struct opts *o)
         { "relay-bytes", required_argument, 0, 'r' }, { "no-relay", no_argument, 0, 'R' },
         { "no-roundtrip", no_argument, 0, 'T' }, { "help", no_argument, 0, 'h' },
         { "only", required_argument, 0, 'o' }, { "conc", required_argument, 0, 'c' },
-        { "body", required_argument, 0, 'B' }, { "chunk", required_argument, 0, 'C' }, { 0, 0, 0, 0 },
+        { "body", required_argument, 0, 'B' }, { "chunk", required_argument, 0, 'C' },
+        { "model", required_argument, 0, 'm' }, { 0, 0, 0, 0 },
     };
-    *o = (struct opts){ .bytes = 256ull << 20, .relay_bytes = 512ull << 20, .relay = true, .roundtrip = true,
-                        .only = -1 };
+    *o = (struct opts){ .bytes = 1ull << 30, .relay_bytes = 512ull << 20, .relay = true, .roundtrip = true,
+                        .only = -1, .model = -1 };
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
         switch (c) {
@@ -713,9 +705,18 @@ static int parse(int argc, char **argv, struct opts *o)
         case 'h': usage(stdout); return 1;
         case 'o':
             for (int t = 0; t < T_COUNT; t++)
-                if (strcmp(optarg, t_key[t]) == 0)
+                if (strcmp(optarg, bx_transport_name[t]) == 0)
                     o->only = t;
             if (o->only < 0) {
+                usage(stderr);
+                return 2;
+            }
+            break;
+        case 'm':
+            for (int m = 0; m < M_COUNT; m++)
+                if (strcmp(optarg, model_name[m]) == 0)
+                    o->model = m;
+            if (o->model < 0) {
                 usage(stderr);
                 return 2;
             }
@@ -749,23 +750,33 @@ static const char *size_text(size_t v, char *buf, size_t len)
     return buf;
 }
 
-static void print_table(const struct opts *o, struct rt_result res[NCFG][T_COUNT], const double relay[R_COUNT])
+static bool model_wanted(const struct opts *o, int m) { return o->model < 0 || o->model == m; }
+
+static void print_table(const struct opts *o, struct rt_result res[M_COUNT][NCFG][T_COUNT],
+                        const double relay[R_COUNT])
 {
     if (o->roundtrip) {
         printf("exchange round trips between two processes (GB/s of request + response)%s\n",
                o->touch ? ", receivers touch every byte" : "");
-        printf("  %-4s %-5s %-5s %10s %10s %11s %10s %12s\n", "conc", "body", "chunk", "exchange", "stream",
-               "socketpair", "exch/sock", "parks/rt x|s");
-        for (int i = 0; i < NCFG; i++) {
-            if (!wanted(o, i, -1))
-                continue;
-            char b[16], c[16];
-            double x = res[i][T_EXCH].gbps, so = res[i][T_SOCK].gbps;
-            printf("  %-4u %-5s %-5s %10.2f %10.2f %11.2f %9.2fx %6.2f|%-5.2f\n", cfgs[i].conc,
-                   size_text(cfgs[i].body, b, sizeof b), size_text(cfgs[i].chunk, c, sizeof c), x,
-                   res[i][T_STREAM].gbps, so, so > 0 ? x / so : 0, res[i][T_EXCH].parks_per_rt,
-                   res[i][T_STREAM].parks_per_rt);
+        printf("  %-6s %-4s %-5s %-5s %9s %9s %11s %10s  %s\n", "model", "conc", "body", "chunk", "exchange",
+               "stream", "socketpair", "exch/sock", "sleeps/rt exch|stream|sock");
+        for (int m = 0; m < M_COUNT; m++) {
+            for (int i = 0; model_wanted(o, m) && i < NCFG; i++) {
+                if (!wanted(o, i, -1))
+                    continue;
+                char b[16], c[16], k[16] = "-";
+                const struct rt_result *r = res[m][i];
+                double x = r[T_EXCH].gbps, so = r[T_SOCK].gbps;
+                if (m == M_LOOP)
+                    snprintf(k, sizeof k, "%.2f", r[T_SOCK].sleeps_per_rt);
+                printf("  %-6s %-4u %-5s %-5s %9.2f %9.2f %11.2f %9.2fx  %.2f|%.2f|%s\n", model_name[m],
+                       cfgs[i].conc, size_text(cfgs[i].body, b, sizeof b), size_text(cfgs[i].chunk, c, sizeof c),
+                       x, r[T_STREAM].gbps, so, so > 0 ? x / so : 0, r[T_EXCH].sleeps_per_rt,
+                       r[T_STREAM].sleeps_per_rt, k);
+            }
         }
+        printf("  sleeps/rt: futex parks per round trip (thread model, orbit only) or blocking poll(2)\n"
+               "  calls per round trip (loop model), both processes together\n");
     }
     if (o->relay)
         printf("relay of %" PRIu64 " MiB, TCP -> relay -> TCP (GB/s): arena (2 processes, fixed buffers) %.2f, "
@@ -773,21 +784,23 @@ static void print_table(const struct opts *o, struct rt_result res[NCFG][T_COUNT
                relay[R_COPY]);
 }
 
-static void print_json(const struct opts *o, struct rt_result res[NCFG][T_COUNT], const double relay[R_COUNT])
+static void print_json(const struct opts *o, struct rt_result res[M_COUNT][NCFG][T_COUNT],
+                       const double relay[R_COUNT])
 {
     printf("{\"bench\":\"exchange\",\"touch\":%s,\"bytes\":%" PRIu64 ",\"roundtrip\":[", o->touch ? "true" : "false",
            o->bytes);
-    for (int i = 0, n = 0; o->roundtrip && i < NCFG; i++) {
-        if (!wanted(o, i, -1))
-            continue;
-        printf("%s{\"concurrency\":%u,\"body\":%zu,\"chunk\":%zu", n++ ? "," : "", cfgs[i].conc, cfgs[i].body,
-               cfgs[i].chunk);
-        for (int t = 0; t < T_COUNT; t++)
-            printf(",\"%s_gbps\":%.3f", t_key[t], res[i][t].gbps);
-        printf(",\"exchange_parks_per_rt\":%.2f,\"stream_parks_per_rt\":%.2f", res[i][T_EXCH].parks_per_rt,
-               res[i][T_STREAM].parks_per_rt);
-        printf(",\"exchange_over_socketpair\":%.3f}",
-               res[i][T_SOCK].gbps > 0 ? res[i][T_EXCH].gbps / res[i][T_SOCK].gbps : 0);
+    for (int m = 0, n = 0; o->roundtrip && m < M_COUNT; m++) {
+        for (int i = 0; model_wanted(o, m) && i < NCFG; i++) {
+            if (!wanted(o, i, -1))
+                continue;
+            const struct rt_result *r = res[m][i];
+            printf("%s{\"model\":\"%s\",\"concurrency\":%u,\"body\":%zu,\"chunk\":%zu", n++ ? "," : "",
+                   model_name[m], cfgs[i].conc, cfgs[i].body, cfgs[i].chunk);
+            for (int t = 0; t < T_COUNT; t++)
+                printf(",\"%s_gbps\":%.3f,\"%s_sleeps_per_rt\":%.3f", bx_transport_name[t], r[t].gbps,
+                       bx_transport_name[t], r[t].sleeps_per_rt);
+            printf(",\"exchange_over_socketpair\":%.3f}", r[T_SOCK].gbps > 0 ? r[T_EXCH].gbps / r[T_SOCK].gbps : 0);
+        }
     }
     printf("]");
     if (o->relay) {
@@ -805,13 +818,15 @@ int bench_exchange(int argc, char **argv)
     int prc = parse(argc, argv, &o);
     if (prc)
         return prc == 1 ? 0 : 2;
-    struct rt_result res[NCFG][T_COUNT];
+    static struct rt_result res[M_COUNT][NCFG][T_COUNT];
     double relay[R_COUNT] = { 0 };
     memset(res, 0, sizeof res);
     for (int i = 0; o.roundtrip && i < NCFG; i++)
         for (int t = 0; t < T_COUNT; t++)
-            if (wanted(&o, i, t))
-                res[i][t] = rt_run(&o, cfgs[i], (enum transport)t);
+            for (int m = 0; m < M_COUNT; m++)
+                if (wanted(&o, i, t) && model_wanted(&o, m))
+                    res[m][i][t] = m == M_LOOP ? bx_loop_run(&o, cfgs[i], (enum transport)t)
+                                               : rt_run(&o, cfgs[i], (enum transport)t);
     for (int k = 0; o.relay && k < R_COUNT; k++)
         relay[k] = relay_run(&o, (enum relay_kind)k);
     orbit_fleet_unlink(o.fleet);

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* orbit-bench exchange: what the thread model (bench_exchange.c) and the event-loop
+ * model (bench_exchange_loop.c) share. */
+#ifndef ORBIT_BENCH_EXCHANGE_H
+#define ORBIT_BENCH_EXCHANGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <orbit/exchange.h>
+
+#define CTL_KIND    235
+#define ARENA_KIND  236
+#define STREAM_KIND 237
+#define MAXC        8
+
+enum transport { T_EXCH, T_STREAM, T_SOCK, T_COUNT };
+
+/* How each process serves its concurrent exchanges: a thread (and fleet node) per exchange,
+ * or one thread multiplexing all of them with try_* calls and one blocking wait. */
+enum model { M_THREAD, M_LOOP, M_COUNT };
+
+struct opts {
+    uint64_t bytes, relay_bytes;
+    bool json, touch, relay, roundtrip;
+    int only;                        /* a transport, or -1 for all */
+    int model;                       /* a model, or -1 for both */
+    unsigned conc;                   /* 0: both */
+    size_t body, chunk;              /* 0: both */
+    char fleet[64];
+};
+
+struct cfg { unsigned conc; size_t body, chunk; };
+
+/* GB/s of request + response bytes, and how often a process slept per round trip: futex
+ * parks (thread model, orbit transports) or blocking poll(2) calls (loop model). */
+struct rt_result { double gbps, sleeps_per_rt; };
+
+void bx_put(int fd, const void *p, size_t n);          /* _exit(90) on a short write */
+bool bx_get(int fd, void *p, size_t n);
+bool bx_write_full(int fd, const unsigned char *p, size_t n);
+uint64_t bx_touch_sum(const void *p, size_t n);
+struct orbit_fleet *bx_join_node(const char *fleet, int node);
+struct orbit_exchange_spec bx_exch_spec(void);
+extern const struct orbit_stream_spec bx_stream_spec;
+extern const char *const bx_transport_name[T_COUNT];
+
+/* One round-trip configuration in the event-loop model: client here, server in a child. */
+struct rt_result bx_loop_run(const struct opts *o, struct cfg c, enum transport t);
+
+#endif
