@@ -26,6 +26,7 @@ struct opts {
     int only;                        /* a transport, or -1 for all */
     int model;                       /* a model, or -1 for both */
     unsigned conc;                   /* 0: both */
+    unsigned repeat;                 /* runs per round-trip cell; the best is kept */
     size_t body, chunk;              /* 0: both */
     char fleet[64];
 };
