@@ -9,14 +9,17 @@
  * and out of it to another TCP socket in a second process (WRITE_FIXED from the
  * received chunk), against a one-process splice(2) relay and a read/write copy relay.
  *
- * Each concurrent pair is a thread in each process, and each thread is its own fleet
- * node (as a worker process would be): its own lane, offers addressed to it alone.
+ * Two models. Thread (this file): each concurrent pair is a thread in each process, and
+ * each thread is its own fleet node (as a worker process would be): its own lane, offers
+ * addressed to it alone; the blocking calls wait. Loop (bench_exchange_loop.c): each
+ * process is one thread and one node that keeps every pair in flight with try_* calls.
  * Work per side: senders copy each chunk from a buffer (into the reserved chunk, the
  * ring, the socket) and an exchange sender fills its first chunk before it sends START
  * (and, as the client, before it offers the exchange); exchange receivers read chunks
  * in place and release them, stream and socket receivers copy into a buffer; --touch
  * makes every receiver also read each byte it got (a sum over 64-bit words).
- * "parks/rt" is futex sleeps per round trip, both processes together.
+ * "sleeps/rt" is futex parks (thread model) or blocking poll(2) calls (loop model) per
+ * round trip, both processes together.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -109,6 +112,53 @@ struct orbit_exchange_spec bx_exch_spec(void)
 
 const struct orbit_stream_spec bx_stream_spec = { .kind = STREAM_KIND, .lane_capacity = 16,
                                                       .buffer_bytes = 1u << 20 };
+
+bool bx_channels_open(struct bx_channels *ch, unsigned conc)
+{
+    *ch = (struct bx_channels){ .conc = 0 };
+    if (pipe2(ch->up, O_CLOEXEC) != 0)
+        return false;
+    if (pipe2(ch->down, O_CLOEXEC) != 0) {
+        close(ch->up[0]);
+        close(ch->up[1]);
+        return false;
+    }
+    for (; ch->conc < conc; ch->conc++)
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch->fds[ch->conc]) != 0) {
+            bx_channels_close(ch);
+            return false;
+        }
+    return true;
+}
+
+void bx_channels_close(struct bx_channels *ch)
+{
+    for (unsigned i = 0; i < ch->conc; i++) {
+        close(ch->fds[i][0]);
+        close(ch->fds[i][1]);
+    }
+    close(ch->up[0]); close(ch->up[1]); close(ch->down[0]); close(ch->down[1]);
+}
+
+pid_t bx_fork_server(struct bx_channels *ch, void (*server)(void *), void *arg, uint64_t iters)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        server(arg);
+    if (pid < 0) {
+        bx_channels_close(ch);
+        return -1;
+    }
+    bx_put(ch->down[1], &iters, sizeof iters);
+    return pid;
+}
+
+uint64_t bx_round_trips(const struct opts *o, struct cfg c)
+{
+    uint64_t iters = o->bytes / (2 * c.body * c.conc);
+    return iters ? iters : 1;
+}
 
 /* ---- one side of a round trip, per transport ----------------------------------------- */
 
@@ -334,28 +384,29 @@ static uint64_t workers_parks(const struct worker *w, unsigned n)
     return parks;
 }
 
-struct rt { struct opts *o; struct cfg c; enum transport t; int up[2], down[2]; int fds[MAXC][2]; };
+struct rt { struct opts *o; struct cfg c; enum transport t; struct bx_channels ch; };
 
-static void rt_server(struct rt *r)
+static void rt_server(void *arg)
 {
+    struct rt *r = arg;
     struct worker w[MAXC];
     memset(w, 0, sizeof w);
     uint64_t iters = 0;
-    if (!bx_get(r->down[0], &iters, sizeof iters))
+    if (!bx_get(r->ch.down[0], &iters, sizeof iters))
         _exit(92);
     for (unsigned i = 0; i < r->c.conc; i++) {
         w[i] = (struct worker){ .t = r->t, .c = r->c, .iters = iters, .touch = r->o->touch, .server = true,
-                                .fd = r->fds[i][1] };
+                                .fd = r->ch.fds[i][1] };
         if (worker_open(&w[i], r->o->fleet, MAXC + (int)i) != 0)
             _exit(93);
         struct orbit_ticket t;
-        if (r->t == T_STREAM && (!bx_get(r->down[0], &t, sizeof t) || orbit_streams_open_ticket(w[i].s, &t, &w[i].ep) != 0))
+        if (r->t == T_STREAM && (!bx_get(r->ch.down[0], &t, sizeof t) || orbit_streams_open_ticket(w[i].s, &t, &w[i].ep) != 0))
             _exit(96);
     }
     int64_t t0, t1;
-    int rc = run_workers(w, r->c.conc, r->up[1], r->down[0], &t0, &t1);
+    int rc = run_workers(w, r->c.conc, r->ch.up[1], r->ch.down[0], &t0, &t1);
     uint64_t parks = workers_parks(w, r->c.conc);
-    bx_put(r->up[1], &parks, sizeof parks);
+    bx_put(r->ch.up[1], &parks, sizeof parks);
     for (unsigned i = 0; i < r->c.conc; i++)
         worker_close(&w[i]);
     _exit(rc == 0 ? 0 : 97);
@@ -365,14 +416,14 @@ static bool rt_clients_open(struct rt *r, struct worker *w, uint64_t iters)
 {
     for (unsigned i = 0; i < r->c.conc; i++) {
         w[i] = (struct worker){ .t = r->t, .c = r->c, .iters = iters, .touch = r->o->touch,
-                                .fd = r->fds[i][0], .peer = (uint16_t)(MAXC + i) };
+                                .fd = r->ch.fds[i][0], .peer = (uint16_t)(MAXC + i) };
         if (worker_open(&w[i], r->o->fleet, (int)i) != 0)
             return false;
         struct orbit_ticket tk;
         if (r->t == T_STREAM) {
             if (orbit_streams_create(w[i].s, &w[i].ep, &tk) != 0)
                 return false;
-            bx_put(r->down[1], &tk, sizeof tk);
+            bx_put(r->ch.down[1], &tk, sizeof tk);
         }
     }
     return true;
@@ -383,42 +434,33 @@ static struct rt_result rt_run(struct opts *o, struct cfg c, enum transport t)
 {
     struct rt r = { .o = o, .c = c, .t = t };
     struct rt_result res = { 0, 0 };
-    if (pipe(r.up) || pipe(r.down))
+    if (!bx_channels_open(&r.ch, c.conc))
         return res;
-    for (unsigned i = 0; i < c.conc; i++)
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, r.fds[i]) != 0)
-            return res;
-    uint64_t iters = o->bytes / (2 * c.body * c.conc);
-    iters = iters ? iters : 1;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0)
-        rt_server(&r);
+    uint64_t iters = bx_round_trips(o, c);
+    pid_t pid = bx_fork_server(&r.ch, rt_server, &r, iters);
+    if (pid < 0)
+        return res;
     struct worker w[MAXC];
     memset(w, 0, sizeof w);
-    bx_put(r.down[1], &iters, sizeof iters);
     bool ok = rt_clients_open(&r, w, iters);
     char ready;
     int64_t t0 = 0, t1 = 0;
     int rc = -1;
     uint64_t parks = 0, server_parks = 0;
-    if (ok && bx_get(r.up[0], &ready, 1)) {
+    if (ok && bx_get(r.ch.up[0], &ready, 1)) {
         parks = workers_parks(w, c.conc);
-        bx_put(r.down[1], "g", 1);
+        bx_put(r.ch.down[1], "g", 1);
         rc = run_workers(w, c.conc, -1, -1, &t0, &t1);
         parks = workers_parks(w, c.conc) - parks;
-        bx_get(r.up[0], &server_parks, sizeof server_parks);
+        bx_get(r.ch.up[0], &server_parks, sizeof server_parks);
     }
     if (!ok)
         kill(pid, SIGKILL);
     int st = 0;
     waitpid(pid, &st, 0);
-    for (unsigned i = 0; i < c.conc; i++) {
+    for (unsigned i = 0; i < c.conc; i++)
         worker_close(&w[i]);
-        close(r.fds[i][0]);
-        close(r.fds[i][1]);
-    }
-    close(r.up[0]); close(r.up[1]); close(r.down[0]); close(r.down[1]);
+    bx_channels_close(&r.ch);
     bool good = ok && rc == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && t1 > t0;
     if (!good)
         fprintf(stderr, "orbit-bench exchange: %s c=%u body=%zu chunk=%zu failed (client %d, server status %d)\n",
@@ -682,6 +724,14 @@ static uint64_t parse_size(const char *s)
     }
 }
 
+static int name_index(const char *const *names, int n, const char *arg)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(arg, names[i]) == 0)
+            return i;
+    return -1;
+}
+
 static int parse(int argc, char **argv, struct opts *o)
 {
     static const struct option longopts[] = {
@@ -705,19 +755,13 @@ static int parse(int argc, char **argv, struct opts *o)
         case 'T': o->roundtrip = false; break;
         case 'h': usage(stdout); return 1;
         case 'o':
-            for (int t = 0; t < T_COUNT; t++)
-                if (strcmp(optarg, bx_transport_name[t]) == 0)
-                    o->only = t;
-            if (o->only < 0) {
+            if ((o->only = name_index(bx_transport_name, T_COUNT, optarg)) < 0) {
                 usage(stderr);
                 return 2;
             }
             break;
         case 'm':
-            for (int m = 0; m < M_COUNT; m++)
-                if (strcmp(optarg, model_name[m]) == 0)
-                    o->model = m;
-            if (o->model < 0) {
+            if ((o->model = name_index(model_name, M_COUNT, optarg)) < 0) {
                 usage(stderr);
                 return 2;
             }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <orbit/exchange.h>
 
 #define CTL_KIND    235
@@ -45,6 +46,16 @@ struct orbit_fleet *bx_join_node(const char *fleet, int node);
 struct orbit_exchange_spec bx_exch_spec(void);
 extern const struct orbit_stream_spec bx_stream_spec;
 extern const char *const bx_transport_name[T_COUNT];
+
+/* How a run's two processes talk: up (server to client) and down pipes for set-up and
+ * results, and one socketpair per concurrent round trip for the socket transport. */
+struct bx_channels { int up[2], down[2]; int fds[MAXC][2]; unsigned conc; };
+bool bx_channels_open(struct bx_channels *ch, unsigned conc);   /* false: nothing is open */
+void bx_channels_close(struct bx_channels *ch);
+uint64_t bx_round_trips(const struct opts *o, struct cfg c);    /* per concurrent pair */
+/* Fork the server side, which runs server(arg) and never returns, and send it the number
+ * of round trips per pair over the down pipe; -1 (channels closed) if fork failed. */
+pid_t bx_fork_server(struct bx_channels *ch, void (*server)(void *), void *arg, uint64_t iters);
 
 /* One round-trip configuration in the event-loop model: client here, server in a child. */
 struct rt_result bx_loop_run(const struct opts *o, struct cfg c, enum transport t);

@@ -295,7 +295,7 @@ static int loop(struct side *s)
 
 /* ---- set-up and the run ------------------------------------------------------------------ */
 
-struct lrun { const struct opts *o; struct cfg c; enum transport t; int up[2], down[2]; int fds[MAXC][2]; };
+struct lrun { const struct opts *o; struct cfg c; enum transport t; struct bx_channels ch; };
 
 /* Join the fleet, open this side's handle and connections (tickets of streams travel from
  * the client to the server over the down pipe); 0 or -1. */
@@ -311,7 +311,7 @@ static int side_open(struct side *s, struct lrun *r, bool server, uint64_t iters
     memset(s->rbuf, 0, r->c.body);
     for (unsigned i = 0; i < r->c.conc; i++) {
         s->conn[i] = (struct conn){ .phase = r->t == T_EXCH ? PH_FREE : server ? PH_RECV : PH_SEND,
-                                    .fd = r->fds[i][server ? 1 : 0] };
+                                    .fd = r->ch.fds[i][server ? 1 : 0] };
         if (r->t == T_SOCK && fcntl(s->conn[i].fd, F_SETFL, O_NONBLOCK) != 0)
             return -1;
     }
@@ -329,11 +329,11 @@ static int side_open(struct side *s, struct lrun *r, bool server, uint64_t iters
         return -1;
     for (unsigned i = 0; i < r->c.conc; i++) {
         struct orbit_ticket tk;
-        if (server ? !bx_get(r->down[0], &tk, sizeof tk) || orbit_streams_open_ticket(s->s, &tk, &s->conn[i].ep) != 0
+        if (server ? !bx_get(r->ch.down[0], &tk, sizeof tk) || orbit_streams_open_ticket(s->s, &tk, &s->conn[i].ep) != 0
                    : orbit_streams_create(s->s, &s->conn[i].ep, &tk) != 0)
             return -1;
         if (!server)
-            bx_put(r->down[1], &tk, sizeof tk);
+            bx_put(r->ch.down[1], &tk, sizeof tk);
     }
     return 0;
 }
@@ -356,19 +356,20 @@ static void side_close(struct side *s)
     free(s->rbuf);
 }
 
-static void loop_server(struct lrun *r)
+static void loop_server(void *arg)
 {
+    struct lrun *r = arg;
     uint64_t iters = 0;
     struct side s;
     char go;
-    if (!bx_get(r->down[0], &iters, sizeof iters) || side_open(&s, r, true, iters) != 0)
+    if (!bx_get(r->ch.down[0], &iters, sizeof iters) || side_open(&s, r, true, iters) != 0)
         _exit(93);
-    bx_put(r->up[1], "r", 1);
-    if (!bx_get(r->down[0], &go, 1))
+    bx_put(r->ch.up[1], "r", 1);
+    if (!bx_get(r->ch.down[0], &go, 1))
         _exit(91);
     int rc = loop(&s);
-    bx_put(r->up[1], &s.blocks, sizeof s.blocks);
-    bx_put(r->up[1], &s.timeouts, sizeof s.timeouts);
+    bx_put(r->ch.up[1], &s.blocks, sizeof s.blocks);
+    bx_put(r->ch.up[1], &s.timeouts, sizeof s.timeouts);
     side_close(&s);
     _exit(rc == 0 ? 0 : 97);
 }
@@ -377,42 +378,32 @@ struct rt_result bx_loop_run(const struct opts *o, struct cfg c, enum transport 
 {
     struct lrun r = { .o = o, .c = c, .t = t };
     struct rt_result res = { 0, 0 };
-    if (pipe(r.up) || pipe(r.down))
+    if (!bx_channels_open(&r.ch, c.conc))
         return res;
-    for (unsigned i = 0; i < c.conc; i++)
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, r.fds[i]) != 0)
-            return res;
-    uint64_t iters = o->bytes / (2 * c.body * c.conc);
-    iters = iters ? iters : 1;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0)
-        loop_server(&r);
+    uint64_t iters = bx_round_trips(o, c);
+    pid_t pid = bx_fork_server(&r.ch, loop_server, &r, iters);
+    if (pid < 0)
+        return res;
     struct side s;
-    bx_put(r.down[1], &iters, sizeof iters);
     bool ok = side_open(&s, &r, false, iters) == 0;
     char ready;
     int64_t t0 = 0, t1 = 0;
     int rc = -1;
     uint64_t server_blocks = 0, server_timeouts = 0;
-    if (ok && bx_get(r.up[0], &ready, 1)) {
+    if (ok && bx_get(r.ch.up[0], &ready, 1)) {
         t0 = orb_now_ns();
-        bx_put(r.down[1], "g", 1);
+        bx_put(r.ch.down[1], "g", 1);
         rc = loop(&s);
         t1 = orb_now_ns();
-        bx_get(r.up[0], &server_blocks, sizeof server_blocks);
-        bx_get(r.up[0], &server_timeouts, sizeof server_timeouts);
+        bx_get(r.ch.up[0], &server_blocks, sizeof server_blocks);
+        bx_get(r.ch.up[0], &server_timeouts, sizeof server_timeouts);
     }
     if (!ok || rc != 0)
         kill(pid, SIGKILL);
     int st = 0;
     waitpid(pid, &st, 0);
     side_close(&s);
-    for (unsigned i = 0; i < c.conc; i++) {
-        close(r.fds[i][0]);
-        close(r.fds[i][1]);
-    }
-    close(r.up[0]); close(r.up[1]); close(r.down[0]); close(r.down[1]);
+    bx_channels_close(&r.ch);
     bool good = ok && rc == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && t1 > t0;
     if (!good) {
         fprintf(stderr, "orbit-bench exchange: loop %s c=%u body=%zu chunk=%zu failed (client %d, server status %d)\n",
