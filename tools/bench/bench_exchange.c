@@ -27,6 +27,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,12 +141,25 @@ void bx_channels_close(struct bx_channels *ch)
     close(ch->up[0]); close(ch->up[1]); close(ch->down[0]); close(ch->down[1]);
 }
 
-pid_t bx_fork_server(struct bx_channels *ch, void (*server)(void *), void *arg, uint64_t iters)
+void bx_pin(const struct opts *o, int role)
+{
+    if (o->cpu[role] < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(o->cpu[role], &set);
+    sched_setaffinity(0, sizeof set, &set);   /* threads made later inherit it */
+}
+
+pid_t bx_fork_server(const struct opts *o, struct bx_channels *ch, void (*server)(void *), void *arg,
+                     uint64_t iters)
 {
     fflush(NULL);
     pid_t pid = fork();
-    if (pid == 0)
+    if (pid == 0) {
+        bx_pin(o, 1);
         server(arg);
+    }
     if (pid < 0) {
         bx_channels_close(ch);
         return -1;
@@ -437,7 +451,7 @@ static struct rt_result rt_run(struct opts *o, struct cfg c, enum transport t)
     if (!bx_channels_open(&r.ch, c.conc))
         return res;
     uint64_t iters = bx_round_trips(o, c);
-    pid_t pid = bx_fork_server(&r.ch, rt_server, &r, iters);
+    pid_t pid = bx_fork_server(o, &r.ch, rt_server, &r, iters);
     if (pid < 0)
         return res;
     struct worker w[MAXC];
@@ -691,7 +705,7 @@ static void usage(FILE *out)
     fprintf(out,
         "usage: orbit-bench exchange [--json] [--touch] [--bytes N] [--relay-bytes N] [--no-relay]\n"
         "                            [--no-roundtrip] [--only T] [--model M] [--conc N] [--body N]\n"
-        "                            [--chunk N] [--repeat N]\n"
+        "                            [--chunk N] [--repeat N] [--cpus C,S]\n"
         "  Round trips between two processes (request then response of one body each, a fresh\n"
         "  exchange per round trip) through the payload arena, beside persistent orbit streams and\n"
         "  persistent AF_UNIX socketpairs: bodies of 64 KiB and 1 MiB in 4 KiB and 64 KiB chunks,\n"
@@ -709,6 +723,7 @@ static void usage(FILE *out)
         "  --model M        one model: thread or loop (default both)\n"
         "  --conc N, --body N, --chunk N   only the configurations with that value\n"
         "  --repeat N       run every round-trip cell N times, interleaved, keep the best (default 1)\n"
+        "  --cpus C,S       pin the client process (every thread) to CPU C, the server to CPU S\n"
         "  --json           one JSON object instead of the table\n");
 }
 
@@ -740,10 +755,11 @@ static int parse(int argc, char **argv, struct opts *o)
         { "no-roundtrip", no_argument, 0, 'T' }, { "help", no_argument, 0, 'h' },
         { "only", required_argument, 0, 'o' }, { "conc", required_argument, 0, 'c' },
         { "body", required_argument, 0, 'B' }, { "chunk", required_argument, 0, 'C' },
-        { "model", required_argument, 0, 'm' }, { "repeat", required_argument, 0, 'n' }, { 0, 0, 0, 0 },
+        { "model", required_argument, 0, 'm' }, { "repeat", required_argument, 0, 'n' },
+        { "cpus", required_argument, 0, 'p' }, { 0, 0, 0, 0 },
     };
     *o = (struct opts){ .bytes = 1ull << 30, .relay_bytes = 512ull << 20, .relay = true, .roundtrip = true,
-                        .only = -1, .model = -1, .repeat = 1 };
+                        .only = -1, .model = -1, .repeat = 1, .cpu = { -1, -1 } };
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
         switch (c) {
@@ -762,6 +778,13 @@ static int parse(int argc, char **argv, struct opts *o)
             break;
         case 'm':
             if ((o->model = name_index(model_name, M_COUNT, optarg)) < 0) {
+                usage(stderr);
+                return 2;
+            }
+            break;
+        case 'p':
+            if (sscanf(optarg, "%d,%d", &o->cpu[0], &o->cpu[1]) != 2 || o->cpu[0] < 0 || o->cpu[1] < 0 ||
+                o->cpu[0] >= CPU_SETSIZE || o->cpu[1] >= CPU_SETSIZE) {
                 usage(stderr);
                 return 2;
             }
@@ -865,6 +888,9 @@ int bench_exchange(int argc, char **argv)
     if (prc)
         return prc == 1 ? 0 : 2;
     static struct rt_result res[M_COUNT][NCFG][T_COUNT];
+    cpu_set_t before;
+    sched_getaffinity(0, sizeof before, &before);
+    bx_pin(&o, 0);
     double relay[R_COUNT] = { 0 };
     memset(res, 0, sizeof res);
     /* Repeats are interleaved, and each cell keeps its best run. */
@@ -879,6 +905,7 @@ int bench_exchange(int argc, char **argv)
                     if (r.gbps > res[m][i][t].gbps)
                         res[m][i][t] = r;
                 }
+    sched_setaffinity(0, sizeof before, &before);   /* the relay is not pinned */
     for (int k = 0; o.relay && k < R_COUNT; k++)
         relay[k] = relay_run(&o, (enum relay_kind)k);
     orbit_fleet_unlink(o.fleet);

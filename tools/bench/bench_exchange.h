@@ -28,6 +28,7 @@ struct opts {
     int model;                       /* a model, or -1 for both */
     unsigned conc;                   /* 0: both */
     unsigned repeat;                 /* runs per round-trip cell; the best is kept */
+    int cpu[2];                      /* --cpus: client, server; -1: not pinned */
     size_t body, chunk;              /* 0: both */
     char fleet[64];
 };
@@ -55,7 +56,9 @@ void bx_channels_close(struct bx_channels *ch);
 uint64_t bx_round_trips(const struct opts *o, struct cfg c);    /* per concurrent pair */
 /* Fork the server side, which runs server(arg) and never returns, and send it the number
  * of round trips per pair over the down pipe; -1 (channels closed) if fork failed. */
-pid_t bx_fork_server(struct bx_channels *ch, void (*server)(void *), void *arg, uint64_t iters);
+pid_t bx_fork_server(const struct opts *o, struct bx_channels *ch, void (*server)(void *), void *arg,
+                     uint64_t iters);
+void bx_pin(const struct opts *o, int role);   /* 0 client, 1 server: to --cpus' CPU */
 
 /* One round-trip configuration in the event-loop model: client here, server in a child. */
 struct rt_result bx_loop_run(const struct opts *o, struct cfg c, enum transport t);

@@ -381,7 +381,7 @@ struct rt_result bx_loop_run(const struct opts *o, struct cfg c, enum transport 
     if (!bx_channels_open(&r.ch, c.conc))
         return res;
     uint64_t iters = bx_round_trips(o, c);
-    pid_t pid = bx_fork_server(&r.ch, loop_server, &r, iters);
+    pid_t pid = bx_fork_server(o, &r.ch, loop_server, &r, iters);
     if (pid < 0)
         return res;
     struct side s;
