@@ -856,8 +856,8 @@ static void print_table(const struct opts *o, struct rt_result res[M_COUNT][NCFG
 static void print_json(const struct opts *o, struct rt_result res[M_COUNT][NCFG][T_COUNT],
                        const double relay[R_COUNT])
 {
-    printf("{\"bench\":\"exchange\",\"touch\":%s,\"bytes\":%" PRIu64 ",\"repeat\":%u,\"roundtrip\":[",
-           o->touch ? "true" : "false", o->bytes, o->repeat);
+    printf("{\"bench\":\"exchange\",\"touch\":%s,\"bytes\":%" PRIu64 ",\"repeat\":%u,\"cpus\":[%d,%d],\"roundtrip\":[",
+           o->touch ? "true" : "false", o->bytes, o->repeat, o->cpu[0], o->cpu[1]);
     for (int m = 0, n = 0; o->roundtrip && m < M_COUNT; m++) {
         for (int i = 0; model_wanted(o, m) && i < NCFG; i++) {
             if (!wanted(o, i, -1))
