@@ -42,8 +42,13 @@ def positive_numbers(node, path, bad):
 
 failed = False
 for args in RUNS:
-    proc = subprocess.run([BENCH, *args, "--json"], capture_output=True, text=True, timeout=600)
     name = " ".join(args)
+    try:
+        proc = subprocess.run([BENCH, *args, "--json"], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired as err:
+        print(f"FAIL orbit-bench {name}: still running after {err.timeout} s\n{err.stderr or ''}")
+        failed = True
+        continue
     if proc.returncode != 0:
         print(f"FAIL orbit-bench {name}: exit {proc.returncode}\n{proc.stderr}")
         failed = True

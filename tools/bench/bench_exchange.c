@@ -573,6 +573,13 @@ static void relay_arena_in(struct relay *r)
     }
     if (orbit_exchange_finish(a, -1) != 0)
         _exit(87);
+    /* Closing now would end the exchange before a slow receiver has even opened it (a small
+     * body fits in the lane): stay until the receiver closes its side, which ends our
+     * receive direction with -ORBIT_ERESET. */
+    struct orbit_exchange_event ev;
+    while (orbit_exchange_next(a, &ev, -1) == 0)
+        if (ev.type == ORBIT_EXCHANGE_DATA && !ev.chunk.released)
+            orbit_chunk_release(&ev.chunk);
     orbit_exchange_close(a);
     io_uring_queue_exit(&ring);
     orbit_exchanges_close(ex);
