@@ -4,7 +4,9 @@
 reports a positive figure for every transport it measured. No figure is compared with a
 threshold (speed is for the bench, not for tests); a run that failed reports 0."""
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -40,29 +42,46 @@ def positive_numbers(node, path, bad):
             positive_numbers(value, f"{path}[{i}]", bad)
 
 
-failed = False
-for args in RUNS:
-    name = " ".join(args)
+TIMEOUT_S = int(os.environ.get("BENCH_SMOKE_TIMEOUT_S", "120"))
+
+
+def run(args):
+    """Run one subcommand with --json; (returncode, stdout, stderr), returncode None on a
+    timeout. Its own process group: on a timeout the bench's forked children are killed
+    too, so the pipes they hold close."""
+    proc = subprocess.Popen([BENCH, *args, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
     try:
-        proc = subprocess.run([BENCH, *args, "--json"], capture_output=True, text=True, timeout=120)
-    except subprocess.TimeoutExpired as err:
-        print(f"FAIL orbit-bench {name}: still running after {err.timeout} s\n{err.stderr or ''}")
-        failed = True
-        continue
-    if proc.returncode != 0:
-        print(f"FAIL orbit-bench {name}: exit {proc.returncode}\n{proc.stderr}")
-        failed = True
-        continue
+        out, errs = proc.communicate(timeout=TIMEOUT_S)
+        return proc.returncode, out, errs
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, errs = proc.communicate()
+        return None, out, errs
+
+
+def check(args):
+    """The failures of one subcommand's run, as lines (empty: it passed)."""
+    code, out, errs = run(args)
+    if code is None:
+        return [f"still running after {TIMEOUT_S} s, killed", errs]
+    if code != 0:
+        return [f"exit {code}", errs]
     try:
-        doc = json.loads(proc.stdout)
+        doc = json.loads(out)
     except json.JSONDecodeError as err:
-        print(f"FAIL orbit-bench {name}: not JSON ({err}):\n{proc.stdout[:400]}")
-        failed = True
-        continue
+        return [f"not JSON ({err})", out[:400]]
     bad = []
     positive_numbers(doc, args[0], bad)
-    if proc.stderr.strip():
-        bad.append("stderr: " + proc.stderr.strip())
+    if errs.strip():
+        bad.append("stderr: " + errs.strip())
+    return bad
+
+
+failed = False
+for args in RUNS:
+    bad = check(args)
+    name = " ".join(args)
     if bad:
         print(f"FAIL orbit-bench {name}:\n  " + "\n  ".join(bad))
         failed = True
