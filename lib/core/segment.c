@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -388,6 +389,56 @@ static int create_with_backing(const struct orb_seg_request *req, enum orbit_bac
     return create_named(req, backing, path, out);
 }
 
+int orb_segment_lock_path(const char *fleet, uint8_t kind, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s/orbit.%s.%u.lock", SHM_DIR, fleet, (unsigned)kind);
+    return n < 0 || (size_t)n >= len ? -ORBIT_ETOOLARGE : 0;
+}
+
+/*
+ * Creating one segment name is serialised by an flock on a small file in
+ * /dev/shm. Without it, a creator whose huge pages ran out falls back to
+ * /dev/shm while another one's hugetlbfs segment appears: two segments of one
+ * name, and two joiners handed the same node. The lock dies with its holder.
+ * Returns 0 with *lock_fd the locked descriptor (close it to unlock), or with
+ * *lock_fd -1 when the lock file is another user's and cannot be read
+ * (creation goes on unserialised; link(2) still refuses a second segment on
+ * one backing); or a negative code.
+ */
+static int creation_lock(const struct orb_seg_request *req, int *lock_fd)
+{
+    *lock_fd = -1;
+    char path[300];
+    int rc = orb_segment_lock_path(req->fleet, req->kind, path, sizeof path);
+    if (rc < 0)
+        return rc;
+    mode_t mode = req->gid >= 0 ? 0660 : (req->mode ? (mode_t)req->mode : 0600);
+    int fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0)
+        return errno == EACCES ? 0 : -errno;
+    if (req->gid >= 0)
+        (void)(fchown(fd, (uid_t)-1, (gid_t)req->gid) == 0 && fchmod(fd, mode) == 0);   /* best effort */
+    while (flock(fd, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            rc = -errno;
+            close(fd);
+            return rc;
+        }
+    }
+    *lock_fd = fd;
+    return 0;
+}
+
+static int create_segment(const struct orb_seg_request *req, struct orb_segment *out)
+{
+    if (req->backing == ORBIT_BACKING_SHM)
+        return create_with_backing(req, ORBIT_BACKING_SHM, out);
+    int rc = create_with_backing(req, ORBIT_BACKING_HUGETLB, out);
+    if (rc == -ENOMEM && req->backing == ORBIT_BACKING_AUTO)
+        rc = create_with_backing(req, ORBIT_BACKING_SHM, out);
+    return rc;
+}
+
 int orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out)
 {
     if (!req || !out || req->geometry_len > ORB_GEOMETRY_MAX ||
@@ -401,15 +452,17 @@ int orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out)
         int rc = open_found(req->fleet, req->kind, req, out);
         if (rc != -ENOENT)
             return rc;
-        if (req->backing == ORBIT_BACKING_SHM)
-            rc = create_with_backing(req, ORBIT_BACKING_SHM, out);
-        else {
-            rc = create_with_backing(req, ORBIT_BACKING_HUGETLB, out);
-            if (rc == -ENOMEM && req->backing == ORBIT_BACKING_AUTO)
-                rc = create_with_backing(req, ORBIT_BACKING_SHM, out);
-        }
+        int lock;
+        if ((rc = creation_lock(req, &lock)) < 0)
+            return rc;
+        /* Under the lock, look again: the creator that held it before us may have made it. */
+        rc = open_found(req->fleet, req->kind, req, out);
+        if (rc == -ENOENT)
+            rc = create_segment(req, out);
+        if (lock >= 0)
+            close(lock);
         if (rc != -EEXIST)
-            return rc;   /* -EEXIST: another creator linked first; open theirs */
+            return rc;   /* -EEXIST: a creator outside the lock linked first; open theirs */
     }
     return -ORBIT_ECORRUPT;
 }

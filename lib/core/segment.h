@@ -119,6 +119,8 @@ void orb_segment_close(struct orb_segment *seg);
 
 /* Build "<dir>/orbit.<fleet>.<kind>" for a backing; -ORBIT_ETOOLARGE, -ENOENT (no such dir). */
 int  orb_segment_path(enum orbit_backing backing, const char *fleet, uint8_t kind, char *buf, size_t len);
+/* The file in /dev/shm whose flock serialises creating that segment name. */
+int  orb_segment_lock_path(const char *fleet, uint8_t kind, char *buf, size_t len);
 bool orb_fleet_name_valid(const char *name);
 const char *orb_hugetlb_dir(void);        /* ORBIT_HUGETLB_DIR or the first hugetlbfs mount, or NULL */
 

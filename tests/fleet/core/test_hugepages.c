@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Huge-page exhaustion: with vm.nr_hugepages too small, a HUGETLB join fails
- * with -ENOMEM, an AUTO join falls back to /dev/shm, and no process dies of
- * SIGBUS. Root and a hugetlbfs mount are needed; it changes vm.nr_hugepages
+ * with -ENOMEM, an AUTO join falls back to /dev/shm, no process dies of
+ * SIGBUS, and creators racing for the last page still make one fleet. Root and a hugetlbfs mount are needed; it changes vm.nr_hugepages
  * while it runs and restores it (meson runs it alone).
  */
 #include <fcntl.h>
@@ -126,6 +126,65 @@ START_TEST(a_table_larger_than_the_free_pages_is_enomem)
 }
 END_TEST
 
+/* Racing AUTO creators with one free huge page: the first takes it, the others must open
+ * that segment, not fall back to a second one of the same name in /dev/shm. */
+static int racing_joiner(const char *name, struct tu_gate *gate, int report)
+{
+    tu_gate_pass(gate);
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    o.capacity = 8;
+    struct orbit_fleet *f;
+    int rc = orbit_fleet_join(name, &o, &f);
+    int said[2] = { rc == 0 ? orbit_fleet_node(f) : rc, rc == 0 ? (int)orbit_fleet_backing(f) : -1 };
+    if (write(report, said, sizeof said) != (ssize_t)sizeof said)
+        return 2;
+    return rc == 0 ? 0 : 1;   /* exits holding the node: the parent counts distinct nodes */
+}
+
+START_TEST(racing_creators_out_of_huge_pages_make_one_fleet)
+{
+    if (!can_run())
+        return;
+    long saved = read_long(nr);
+    long total = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages");
+    long free_pages = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
+    if (total < 0 || free_pages < 0) {
+        fprintf(stderr, "SKIP: no 2 MiB huge page pool\n");
+        return;
+    }
+    for (int round = 0; round < 20; round++) {
+        write_long(nr, total - free_pages + 1);   /* one free page: one creator gets it */
+        const char *name = tu_fleet_name("hugerace");
+        struct tu_gate gate;
+        tu_gate_init(&gate);
+        int report[2];
+        ck_assert_int_eq(pipe(report), 0);
+        pid_t kids[8];
+        for (int i = 0; i < 8; i++)
+            if ((kids[i] = fork()) == 0)
+                _exit(racing_joiner(name, &gate, report[1]));
+        tu_gate_open(&gate, 8);
+        bool seen[8] = { false };
+        int backing = -2;
+        for (int i = 0; i < 8; i++) {
+            int said[2];
+            ck_assert_int_eq(read(report[0], said, sizeof said), (ssize_t)sizeof said);
+            ck_assert_msg(said[0] >= 0 && said[0] < 8, "round %d: join failed: %s", round, orbit_strerror(said[0]));
+            ck_assert_msg(!seen[said[0]], "round %d: node %d handed out twice", round, said[0]);
+            ck_assert_msg(backing == -2 || backing == said[1], "round %d: two backings for one fleet", round);
+            seen[said[0]] = true;
+            backing = said[1];
+        }
+        for (int i = 0; i < 8; i++)
+            ck_assert_int_eq(tu_wait_child(kids[i], 20000), 0);
+        close(report[0]);
+        close(report[1]);
+        write_long(nr, saved);
+        ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hugepages");
@@ -133,6 +192,11 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, exhausted_huge_pages_are_enomem_or_a_fallback_never_sigbus);
     tcase_add_test(tc, a_table_larger_than_the_free_pages_is_enomem);
+    tcase_add_test(tc, racing_creators_out_of_huge_pages_make_one_fleet);
     suite_add_tcase(s, tc);
-    return tu_run(s);
+    long saved = geteuid() == 0 ? read_long(nr) : -1;
+    int rc = tu_run(s);
+    if (saved >= 0 && read_long(nr) != saved)
+        write_long(nr, saved);   /* a failed test ends before it restores the pool */
+    return rc;
 }
