@@ -393,7 +393,7 @@ START_TEST(a_creator_that_died_before_ready_is_corrupt_not_a_hang)
     ck_assert_int_eq(orb_segment_open(&req, &seg), 0);
     ck_assert(seg.created);
     orb_segment_close(&seg);
-    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);   /* the segment and its creation lock */
 }
 END_TEST
 
