@@ -131,7 +131,11 @@ const char *orbit_fleet_name(const struct orbit_fleet *);     /* "" for PRIVATE 
  */
 int  orbit_fleet_reap(struct orbit_fleet *);
 
-/* orbit_fleet_unlink - removes every segment of that fleet (both backings). */
+/*
+ * orbit_fleet_unlink - removes every segment of that fleet (both backings)
+ * and the small files in /dev/shm (orbit.<name>.<kind>.lock) whose flock
+ * makes creating a segment name race-free. -ENOENT if it had no segment.
+ */
 int  orbit_fleet_unlink(const char *name);
 
 /* ---- inspection (additions for tools and supervisors) ------------------ */
