@@ -460,6 +460,10 @@ int  orbit_exchanges_readiness(struct orbit_exchanges *);
  * return to the arena; events still queued for this side are discarded and
  * their chunks released; the control stream side is released. Chunks taken
  * from this exchange before stay valid until released. Frees the endpoint.
+ * Closing side A before side B has opened ends the exchange even after FIN:
+ * its offer is skipped and orbit_exchange_open of its ticket is
+ * -ORBIT_ESTALE. A sender that must know its body is delivered waits for the
+ * receiver first (orbit_exchange_next ends with -ORBIT_ERESET when B closes).
  */
 void orbit_exchange_close(struct orbit_exchange *);
 

@@ -1263,12 +1263,45 @@ START_TEST(a_session_lease_is_accepted_once_before_metadata)
 }
 END_TEST
 
+/* Side A that finished and closed before B opened ends the exchange: the offer is skipped,
+ * the ticket is stale and the body's chunks return to the lane. A sender that waits for B's
+ * close instead sees its receive direction end with -ORBIT_ERESET. */
+START_TEST(closing_side_a_before_b_opens_ends_the_exchange)
+{
+    struct fx x = fx_open();
+    struct orbit_exchange *a, *b;
+    struct orbit_ticket t, offered;
+    ck_assert_int_eq(orbit_exchange_create(x.ex, &a, &t), 0);
+    ck_assert_int_eq(orbit_exchange_send_start(a, NULL, 0, 0), 0);
+    ck_assert_int_eq(orbit_exchange_send_data(a, "body", 4, 0), 0);
+    ck_assert_int_eq(orbit_exchange_finish(a, 0), 0);
+    ck_assert_int_eq(orbit_exchanges_offer(x.ex, &t, 0), 0);
+    ck_assert_uint_eq(lane_free(x.ar, 0), SLOTS - 1);
+    orbit_exchange_close(a);
+    ck_assert_int_eq(orbit_exchanges_take_offer(x.ex, &offered), -ORBIT_EAGAIN);
+    ck_assert_int_eq(orbit_exchange_open(x.ex, &t, &b), -ORBIT_ESTALE);
+    ck_assert_uint_eq(lane_free(x.ar, 0), SLOTS);
+
+    ck_assert_int_eq(orbit_exchange_create(x.ex, &a, &t), 0);
+    ck_assert_int_eq(orbit_exchange_send_start(a, NULL, 0, 0), 0);
+    ck_assert_int_eq(orbit_exchange_finish(a, 0), 0);
+    ck_assert_int_eq(orbit_exchange_open(x.ex, &t, &b), 0);
+    struct orbit_exchange_event ev;
+    ck_assert_int_eq(orbit_exchange_try_next(a, &ev), -ORBIT_EAGAIN);
+    orbit_exchange_close(b);
+    ck_assert_int_eq(orbit_exchange_next(a, &ev, 1000), -ORBIT_ERESET);
+    orbit_exchange_close(a);
+    fx_close(&x);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("exchange");
     TCase *t = tcase_create("arena");
     tcase_set_timeout(t, 60);
     tcase_add_test(t, bad_specs_are_refused);
+    tcase_add_test(t, closing_side_a_before_b_opens_ends_the_exchange);
     tcase_add_test(t, a_peer_with_other_geometry_is_refused);
     tcase_add_test(t, reserve_fill_commit_consume_release);
     tcase_add_test(t, argument_errors);
