@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Smoke test of orbit-bench: every subcommand runs briefly with --json, exits 0 and
-reports a positive figure for every transport it measured. No figure is compared with a
-threshold (speed is for the bench, not for tests); a run that failed reports 0."""
+"""Smoke test of orbit-bench: every subcommand runs briefly with --json, exits 0,
+reports a positive figure for every transport it measured and leaves no segment
+behind. No figure is compared with a threshold (speed is for the bench, not for
+tests); a run that failed reports 0."""
+import glob
 import json
 import os
 import re
@@ -45,6 +47,25 @@ def positive_numbers(node, path, bad):
 TIMEOUT_S = int(os.environ.get("BENCH_SMOKE_TIMEOUT_S", "120"))
 
 
+def segment_dirs():
+    """/dev/shm and every hugetlbfs mount: where fleets keep their segments."""
+    dirs = ["/dev/shm"]
+    with open("/proc/mounts", encoding="utf-8") as mounts:
+        dirs += [line.split()[1] for line in mounts if line.split()[2:3] == ["hugetlbfs"]]
+    return dirs
+
+
+def remove_leftovers(pid):
+    """Delete the segments of the bench process pid's fleet (bench-<sub>-<pid>); return
+    their names."""
+    left = []
+    for d in segment_dirs():
+        for path in glob.glob(os.path.join(d, f"orbit.bench-*-{pid}.*")):
+            left.append(os.path.basename(path))
+            os.unlink(path)
+    return left
+
+
 def run(args):
     """Run one subcommand with --json; (returncode, stdout, stderr), returncode None on a
     timeout. Its own process group: on a timeout the bench's forked children are killed
@@ -53,10 +74,14 @@ def run(args):
                             text=True, start_new_session=True)
     try:
         out, errs = proc.communicate(timeout=TIMEOUT_S)
+        left = remove_leftovers(proc.pid)
+        if left and proc.returncode == 0:
+            errs += "segments left behind: " + " ".join(left)
         return proc.returncode, out, errs
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, errs = proc.communicate()
+        remove_leftovers(proc.pid)   # they would hold huge pages the next suites need
         return None, out, errs
 
 
