@@ -4,9 +4,9 @@
  * fleet node that keeps all `conc` round trips in flight at once, as an io_uring-native
  * server does. Every pass makes whatever progress the try_* calls (or non-blocking socket
  * calls) allow on every connection; a pass with none is retried for up to 16 times the
- * spin setting (orbit_spin_ns), then the process blocks in poll(2): on the orbit handle's readiness
- * eventfd (drained before the last retry), or on the sockets it waits for. The same loop,
- * spin and body chunking serve all three transports; only the calls in step() differ.
+ * spin setting (orbit_spin_ns), then the process blocks in poll(2): on the orbit handle's
+ * readiness eventfd (drained before the last retry), or on the sockets it waits for. The
+ * same loop, spin and body chunking serve all three transports; only step() differs.
  *
  * Exchange: a fresh exchange per round trip, as in the thread model (the client fills and
  * publishes its first chunk before it offers the exchange to the server's node).
