@@ -325,12 +325,14 @@ static int side_open(struct side *s, struct lrun *r, bool server, uint64_t iters
             return -1;
         return (s->ready_fd = orbit_exchanges_readiness(s->ex)) >= 0 ? 0 : -1;
     }
-    if (orbit_streams_open(s->f, &bx_stream_spec, &s->s) != 0 || (s->ready_fd = orbit_streams_readiness(s->s)) < 0)
+    if (orbit_streams_open(s->f, &bx_stream_spec, &s->s) != 0 ||
+        (s->ready_fd = orbit_streams_readiness(s->s)) < 0)
         return -1;
     for (unsigned i = 0; i < r->c.conc; i++) {
         struct orbit_ticket tk;
-        if (server ? !bx_get(r->ch.down[0], &tk, sizeof tk) || orbit_streams_open_ticket(s->s, &tk, &s->conn[i].ep) != 0
-                   : orbit_streams_create(s->s, &s->conn[i].ep, &tk) != 0)
+        struct orbit_endpoint **ep = &s->conn[i].ep;
+        if (server ? !bx_get(r->ch.down[0], &tk, sizeof tk) || orbit_streams_open_ticket(s->s, &tk, ep) != 0
+                   : orbit_streams_create(s->s, ep, &tk) != 0)
             return -1;
         if (!server)
             bx_put(r->ch.down[1], &tk, sizeof tk);
@@ -406,8 +408,9 @@ struct rt_result bx_loop_run(const struct opts *o, struct cfg c, enum transport 
     bx_channels_close(&r.ch);
     bool good = ok && rc == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && t1 > t0;
     if (!good) {
-        fprintf(stderr, "orbit-bench exchange: loop %s c=%u body=%zu chunk=%zu failed (client %d, server status %d)\n",
-                bx_transport_name[t], c.conc, c.body, c.chunk, rc, WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
+        fprintf(stderr, "orbit-bench exchange: loop %s c=%u body=%zu chunk=%zu failed "
+                "(client %d, server status %d)\n", bx_transport_name[t], c.conc, c.body, c.chunk, rc,
+                WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
         return res;
     }
     if (s.timeouts + server_timeouts)
