@@ -1202,6 +1202,11 @@ static void take_offers(struct worker *w)
         os_start(w, &t);
 }
 
+/*
+ * Keep a FUTEX_WAIT on our offers word in the ring. Offers that arrive while
+ * arming are taken here; if they keep coming (or the prep fails) it gives up
+ * for now and the tick tries again, so offers are never left unwatched.
+ */
 static void arm_offer_wait(struct worker *w)
 {
     for (int i = 0; i < 8 && w->futex && !w->offer_armed && !w->stopping; i++) {
@@ -1215,7 +1220,7 @@ static void arm_offer_wait(struct worker *w)
         }
         relay_sqe_void(sqe);
         if (r < 0)
-            return;
+            break;
         take_offers(w);
     }
 }
@@ -1409,10 +1414,15 @@ static void on_tick(struct worker *w)
         if (up && up->registered)
             orbit_pool_reconcile(w->pool, up->id, up->busy ? 1 : 0, W_GRACE_MS);
     }
-    if (!w->futex)
+    if (!w->futex) {
         on_readiness(w, w->rfd_streams);   /* a backstop; it sweeps too */
-    else
+    } else {
+        if (!w->offer_armed) {             /* arm_offer_wait gave up for a moment */
+            take_offers(w);
+            arm_offer_wait(w);
+        }
         sweep(w);
+    }
     arm_tick(w);
 }
 
