@@ -198,12 +198,18 @@ static size_t backing_page(int fd)
 }
 
 /* Create under a private name, map, pre-fault, write the header, link into place. */
+/* The file mode of a segment and of its creation lock: group-shared, the caller's, or 0600. */
+static mode_t segment_mode(const struct orb_seg_request *req)
+{
+    return req->gid >= 0 ? 0660 : (req->mode ? (mode_t)req->mode : 0600);
+}
+
 static int create_named(const struct orb_seg_request *req, enum orbit_backing backing,
                         const char *path, struct orb_segment *out)
 {
     char tmp[300];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d.%ld", path, (int)getpid(), (long)orb_now_ns());
-    mode_t mode = req->gid >= 0 ? 0660 : (req->mode ? (mode_t)req->mode : 0600);
+    mode_t mode = segment_mode(req);
     int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd < 0)
         return -errno;
@@ -412,7 +418,7 @@ static int creation_lock(const struct orb_seg_request *req, int *lock_fd)
     int rc = orb_segment_lock_path(req->fleet, req->kind, path, sizeof path);
     if (rc < 0)
         return rc;
-    mode_t mode = req->gid >= 0 ? 0660 : (req->mode ? (mode_t)req->mode : 0600);
+    mode_t mode = segment_mode(req);
     int fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0)
         return errno == EACCES ? 0 : -errno;
@@ -465,6 +471,21 @@ int orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out)
             return rc;   /* -EEXIST: a creator outside the lock linked first; open theirs */
     }
     return -ORBIT_ECORRUPT;
+}
+
+int orb_segment_populate_once(struct orb_segment *seg, pthread_mutex_t *lock, _Atomic bool *done,
+                              size_t off, size_t len)
+{
+    if (atomic_load_explicit(done, memory_order_acquire))
+        return 0;
+    int rc = 0;
+    pthread_mutex_lock(lock);
+    if (!atomic_load(done) && seg->backing != ORBIT_BACKING_PRIVATE)
+        rc = orb_segment_populate(seg, off, len);
+    if (rc == 0)   /* release: the pages exist before the flag says so */
+        atomic_store_explicit(done, true, memory_order_release);
+    pthread_mutex_unlock(lock);
+    return rc;
 }
 
 void orb_segment_close(struct orb_segment *seg)

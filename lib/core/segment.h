@@ -13,6 +13,7 @@
 #ifndef ORB_CORE_SEGMENT_H
 #define ORB_CORE_SEGMENT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -115,6 +116,12 @@ int  orb_segment_peek(const char *fleet, uint8_t kind, struct orb_seg_header *ou
 
 /* Pre-fault [off, off+len) for writing: -ENOMEM on huge-page exhaustion. */
 int  orb_segment_populate(struct orb_segment *seg, size_t off, size_t len);
+/*
+ * Pre-fault [off, off + len) once per handle: *done (acquire) says it was, lock
+ * serialises the first callers. PRIVATE memory needs none. 0 or -ENOMEM.
+ */
+int  orb_segment_populate_once(struct orb_segment *seg, pthread_mutex_t *lock, _Atomic bool *done,
+                               size_t off, size_t len);
 void orb_segment_close(struct orb_segment *seg);
 
 /* Build "<dir>/orbit.<fleet>.<kind>" for a backing; -ORBIT_ETOOLARGE, -ENOENT (no such dir). */

@@ -202,7 +202,10 @@ int orb_wait_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
         int64_t checked = spin_step(now, (i & 15) == 0);
         if ((r = pred(ctx)) != 0)
             break;
-        if (checked != now && (now = checked) >= end)
+        if (checked == now)
+            continue;   /* no clock read this step */
+        now = checked;
+        if (now >= end)
             break;
     }
     if (spin && (r || !explore)) {

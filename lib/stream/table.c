@@ -94,17 +94,11 @@ static void handle_free(struct orbit_streams *s)
 
 int stream_lane_ready(struct orbit_streams *s)
 {
-    if (!stream_is_member(s) || atomic_load_explicit(&s->lane_ready, memory_order_acquire))
+    if (!stream_is_member(s))
         return 0;
-    int rc = 0;
-    pthread_mutex_lock(&s->lock);
-    if (!atomic_load(&s->lane_ready) && s->seg.backing != ORBIT_BACKING_PRIVATE)
-        rc = orb_segment_populate(&s->seg, s->lay.rings_off + (size_t)s->node * s->lay.lane_ring_bytes,
-                                  s->lay.lane_ring_bytes);
-    if (rc == 0)
-        atomic_store_explicit(&s->lane_ready, true, memory_order_release);
-    pthread_mutex_unlock(&s->lock);
-    return rc;
+    return orb_segment_populate_once(&s->seg, &s->lock, &s->lane_ready,
+                                     s->lay.rings_off + (size_t)s->node * s->lay.lane_ring_bytes,
+                                     s->lay.lane_ring_bytes);
 }
 
 int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *spec,

@@ -51,7 +51,6 @@ static const struct cfg cfgs[NCFG] = {
     { 8, 65536, 4096 }, { 8, 65536, 65536 }, { 8, 1u << 20, 4096 }, { 8, 1u << 20, 65536 },
 };
 
-
 /* ---- small helpers ---------------------------------------------------------------- */
 
 void bx_put(int fd, const void *p, size_t n)
@@ -73,7 +72,7 @@ bool bx_get(int fd, void *p, size_t n)
     return true;
 }
 
-bool bx_write_full(int fd, const unsigned char *p, size_t n)
+static bool write_full(int fd, const unsigned char *p, size_t n)
 {
     while (n) {
         ssize_t w = write(fd, p, n);
@@ -112,7 +111,7 @@ struct orbit_exchange_spec bx_exch_spec(void)
 }
 
 const struct orbit_stream_spec bx_stream_spec = { .kind = STREAM_KIND, .lane_capacity = 16,
-                                                      .buffer_bytes = 1u << 20 };
+                                                  .buffer_bytes = 1u << 20 };
 
 bool bx_channels_open(struct bx_channels *ch, unsigned conc)
 {
@@ -283,7 +282,7 @@ static int stream_recv(struct worker *w)
 static int sock_send(struct worker *w)
 {
     for (size_t off = 0; off < w->c.body; off += w->c.chunk)
-        if (!bx_write_full(w->fd, w->buf + off, w->c.chunk))
+        if (!write_full(w->fd, w->buf + off, w->c.chunk))
             return -EIO;
     return 0;
 }
@@ -365,7 +364,8 @@ static int worker_open(struct worker *w, const char *fleet, int node)
     if (!(w->f = bx_join_node(fleet, node)))
         return -1;
     struct orbit_exchange_spec es = bx_exch_spec();
-    return w->t == T_EXCH ? orbit_exchanges_open(w->f, &es, &w->ex) : orbit_streams_open(w->f, &bx_stream_spec, &w->s);
+    return w->t == T_EXCH ? orbit_exchanges_open(w->f, &es, &w->ex)
+                          : orbit_streams_open(w->f, &bx_stream_spec, &w->s);
 }
 
 static void worker_close(struct worker *w)
@@ -414,7 +414,8 @@ static void rt_server(void *arg)
         if (worker_open(&w[i], r->o->fleet, MAXC + (int)i) != 0)
             _exit(93);
         struct orbit_ticket t;
-        if (r->t == T_STREAM && (!bx_get(r->ch.down[0], &t, sizeof t) || orbit_streams_open_ticket(w[i].s, &t, &w[i].ep) != 0))
+        if (r->t == T_STREAM &&
+            (!bx_get(r->ch.down[0], &t, sizeof t) || orbit_streams_open_ticket(w[i].s, &t, &w[i].ep) != 0))
             _exit(96);
     }
     int64_t t0, t1;
@@ -533,7 +534,7 @@ static void relay_source(struct relay *r)
     if (s < 0 || !bx_get(r->go[0], &g, 1))
         _exit(80);
     for (uint64_t done = 0; done < r->o->relay_bytes; done += RCHUNK)
-        if (!bx_write_full(s, buf, RCHUNK))
+        if (!write_full(s, buf, RCHUNK))
             _exit(81);
     close(s);
     _exit(0);
@@ -644,7 +645,7 @@ static void relay_plain(struct relay *r, bool use_splice)
         if (n == 0)
             break;
         if (!use_splice) {
-            if (!bx_write_full(out, buf, (size_t)n))
+            if (!write_full(out, buf, (size_t)n))
                 _exit(74);
             continue;
         }
@@ -863,7 +864,8 @@ static void print_table(const struct opts *o, struct rt_result res[M_COUNT][NCFG
 static void print_json(const struct opts *o, struct rt_result res[M_COUNT][NCFG][T_COUNT],
                        const double relay[R_COUNT])
 {
-    printf("{\"bench\":\"exchange\",\"touch\":%s,\"bytes\":%" PRIu64 ",\"repeat\":%u,\"cpus\":[%d,%d],\"roundtrip\":[",
+    printf("{\"bench\":\"exchange\",\"touch\":%s,\"bytes\":%" PRIu64
+           ",\"repeat\":%u,\"cpus\":[%d,%d],\"roundtrip\":[",
            o->touch ? "true" : "false", o->bytes, o->repeat, o->cpu[0], o->cpu[1]);
     for (int m = 0, n = 0; o->roundtrip && m < M_COUNT; m++) {
         for (int i = 0; model_wanted(o, m) && i < NCFG; i++) {

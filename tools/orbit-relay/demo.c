@@ -502,11 +502,13 @@ static void summary_json(struct demo *d, const struct table_check *tc, const str
                  ",\"failed_status\":%" PRIu64 ",\"failed_body\":%" PRIu64 ",\"failed_timeout\":%" PRIu64
                  ",\"connect_errors\":%" PRIu64 ",\"p50_us\":%.1f,\"p99_us\":%.1f,\"rps\":%.1f,",
             v->ok ? "true" : "false", d->o.workers, d->o.connections, d->o.upstreams, r->elapsed_s, r->ok, v->failed,
-            v->lost, v->lost_bound, r->bad_status, r->bad_body, r->timeouts, r->connect_errors, (double)hist_percentile(&r->hist, 0.50) / 1e3,
-            (double)hist_percentile(&r->hist, 0.99) / 1e3, r->elapsed_s > 0 ? (double)r->ok / r->elapsed_s : 0.0);
+            v->lost, v->lost_bound, r->bad_status, r->bad_body, r->timeouts, r->connect_errors,
+            (double)hist_percentile(&r->hist, 0.50) / 1e3, (double)hist_percentile(&r->hist, 0.99) / 1e3,
+            r->elapsed_s > 0 ? (double)r->ok / r->elapsed_s : 0.0);
     fprintf(out, "\"leases_local\":%" PRIu64 ",\"leases_remote\":%" PRIu64 ",\"served_remote\":%" PRIu64
                  ",\"retries\":%" PRIu64 ",\"aborted\":%" PRIu64 ",\"worker_errors\":%" PRIu64
-                 ",\"upstream_failures\":%" PRIu64 ",\"streams_used\":%" PRIu64 ",\"upstreams_dialled\":%" PRIu64 ",",
+                 ",\"upstream_failures\":%" PRIu64 ",\"streams_used\":%" PRIu64
+                 ",\"upstreams_dialled\":%" PRIu64 ",",
             (uint64_t)STAT_GET(&t, local_leases), (uint64_t)STAT_GET(&t, remote_leases),
             (uint64_t)STAT_GET(&t, served_remote), (uint64_t)STAT_GET(&t, retries), (uint64_t)STAT_GET(&t, aborted),
             (uint64_t)STAT_GET(&t, errors), (uint64_t)STAT_GET(&t, upstream_failures),

@@ -1220,7 +1220,7 @@ static void arm_offer_wait(struct worker *w)
         }
         relay_sqe_void(sqe);
         if (r < 0)
-            break;
+            return;
         take_offers(w);
     }
 }

@@ -89,17 +89,10 @@ static void handle_free(struct orbit_arena *a)
 /* Pre-fault our own payload lane once, before anything of ours is published in it. */
 int arena_lane_ready(struct orbit_arena *a)
 {
-    if (!arena_is_member(a) || atomic_load_explicit(&a->lane_ready, memory_order_acquire))
+    if (!arena_is_member(a))
         return 0;
-    int rc = 0;
-    pthread_mutex_lock(&a->lock);
-    if (!atomic_load(&a->lane_ready) && a->seg.backing != ORBIT_BACKING_PRIVATE)
-        rc = orb_segment_populate(&a->seg, a->lay.payload_off + (size_t)a->node * a->lay.lane_bytes,
-                                  a->lay.lane_bytes);
-    if (rc == 0)
-        atomic_store_explicit(&a->lane_ready, true, memory_order_release);
-    pthread_mutex_unlock(&a->lock);
-    return rc;
+    return orb_segment_populate_once(&a->seg, &a->lock, &a->lane_ready,
+                                     a->lay.payload_off + (size_t)a->node * a->lay.lane_bytes, a->lay.lane_bytes);
 }
 
 int orbit_arena_open(struct orbit_fleet *f, const struct orbit_arena_spec *spec, struct orbit_arena **out)

@@ -2,8 +2,9 @@
 /*
  * Huge-page exhaustion: with vm.nr_hugepages too small, a HUGETLB join fails
  * with -ENOMEM, an AUTO join falls back to /dev/shm, no process dies of
- * SIGBUS, and creators racing for the last page still make one fleet. Root and a hugetlbfs mount are needed; it changes vm.nr_hugepages
- * while it runs and restores it (meson runs it alone).
+ * SIGBUS, and creators racing for the last page still make one fleet. Root
+ * and a hugetlbfs mount are needed; it changes vm.nr_hugepages while it runs
+ * and restores it (meson runs it alone).
  */
 #include <fcntl.h>
 #include "testutil.h"
@@ -38,6 +39,17 @@ static bool can_run(void)
         return false;
     }
     return true;
+}
+
+/* The 2 MiB pool's total and free pages; false (and a SKIP line) when there is none. */
+static bool pool_pages(long *total, long *free_pages)
+{
+    *total = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages");
+    *free_pages = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
+    if (*total >= 0 && *free_pages >= 0)
+        return true;
+    fprintf(stderr, "SKIP: no 2 MiB huge page pool\n");
+    return false;
 }
 
 /* In a child, so a SIGBUS would show as its death rather than ours. */
@@ -108,12 +120,9 @@ START_TEST(a_table_larger_than_the_free_pages_is_enomem)
     if (!can_run())
         return;
     long saved = read_long(nr);
-    long total = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages");
-    long free_pages = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
-    if (total < 0 || free_pages < 0) {
-        fprintf(stderr, "SKIP: no 2 MiB huge page pool\n");
+    long total, free_pages;
+    if (!pool_pages(&total, &free_pages))
         return;
-    }
     write_long(nr, total - free_pages + 2);   /* two free: the fleet takes one */
     const char *name = tu_fleet_name("huge1");
     pid_t kid = fork();
@@ -146,12 +155,9 @@ START_TEST(racing_creators_out_of_huge_pages_make_one_fleet)
     if (!can_run())
         return;
     long saved = read_long(nr);
-    long total = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages");
-    long free_pages = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
-    if (total < 0 || free_pages < 0) {
-        fprintf(stderr, "SKIP: no 2 MiB huge page pool\n");
+    long total, free_pages;
+    if (!pool_pages(&total, &free_pages))
         return;
-    }
     for (int round = 0; round < 20; round++) {
         write_long(nr, total - free_pages + 1);   /* one free page: one creator gets it */
         const char *name = tu_fleet_name("hugerace");
