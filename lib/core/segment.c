@@ -282,8 +282,11 @@ static int wait_ready(struct orb_seg_header *h)
             return 0;
         if (ready != 0)
             return -ORBIT_ECORRUPT;
-        if (orb_proc_start_time(h->creator_pid) == 0 || orb_now_ns() > give_up)
-            return -ORBIT_ECORRUPT;   /* the creator died before publishing */
+        if (orb_proc_start_time(h->creator_pid) == 0 || orb_now_ns() > give_up) {
+            /* Look once more: a creator may publish and exit between our load and its check. */
+            ready = atomic_load_explicit(&h->ready.changes, memory_order_acquire);
+            return ready == 1 ? 0 : -ORBIT_ECORRUPT;   /* it died before publishing */
+        }
         struct orb_deadline slice = orb_deadline_in(50);
         orb_futex_wait(&h->ready.changes, 0, &slice);
     }

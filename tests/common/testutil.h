@@ -98,6 +98,8 @@ static inline void tu_gate_pass(struct tu_gate *g)
     if (read(g->fd[0], &c, 1) != 1) _exit(99);
 }
 
+static inline void tu_gate_close(struct tu_gate *g) { close(g->fd[0]); close(g->fd[1]); }
+
 /* Run a Check suite; returns the process exit code. */
 static inline int tu_run(Suite *s)
 {

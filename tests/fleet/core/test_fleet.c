@@ -63,6 +63,38 @@ START_TEST(eight_processes_join_and_get_distinct_nodes)
 }
 END_TEST
 
+/* Joiners that exit the moment they have joined: the creator may publish ready and be gone
+ * before an opener that saw ready = 0 checks on it. That opener must see the fleet as ready,
+ * never as one whose creator died before publishing (-ORBIT_ECORRUPT). */
+START_TEST(a_creator_that_publishes_and_exits_at_once_is_not_taken_for_dead)
+{
+    int64_t end = tu_now_ns() + 2000000000LL;   /* rounds for about two seconds */
+    int rounds = 0;
+    for (; rounds < 400 && (rounds < 20 || tu_now_ns() < end); rounds++) {
+        const char *name = tu_fleet_name("quick");
+        struct tu_gate gate;
+        tu_gate_init(&gate);
+        pid_t kids[6];
+        for (int i = 0; i < 6; i++) {
+            if ((kids[i] = fork()) == 0) {
+                tu_gate_pass(&gate);
+                struct orbit_fleet_opts o = opts_for(8, -1);
+                struct orbit_fleet *f;
+                int rc = orbit_fleet_join(name, &o, &f);
+                _exit(rc == 0 ? 0 : 100 + (rc == -ORBIT_ECORRUPT));   /* exits holding its node */
+            }
+        }
+        tu_gate_open(&gate, 6);
+        for (int i = 0; i < 6; i++) {
+            int st = tu_wait_child(kids[i], 20000);
+            ck_assert_msg(st == 0, "round %d: a joiner ended with %d (101: -ORBIT_ECORRUPT)", rounds, st);
+        }
+        tu_gate_close(&gate);
+        ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+    }
+}
+END_TEST
+
 START_TEST(another_capacity_is_refused_with_egeometry)
 {
     const char *name = tu_fleet_name("geom");
@@ -403,6 +435,7 @@ int main(void)
     TCase *tc = tcase_create("fleet");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, eight_processes_join_and_get_distinct_nodes);
+    tcase_add_test(tc, a_creator_that_publishes_and_exits_at_once_is_not_taken_for_dead);
     tcase_add_test(tc, another_capacity_is_refused_with_egeometry);
     tcase_add_test(tc, bad_options_are_malformed);
     tcase_add_test(tc, a_garbled_or_truncated_segment_is_corrupt);
