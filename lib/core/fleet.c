@@ -87,6 +87,20 @@ static int claim_any(struct orbit_fleet *f)
     return -ORBIT_EFULL;
 }
 
+/*
+ * After a CAS took a LIVE node away from a life judged dead: a takeover may have
+ * published a later life between that judgement and the CAS (LIVE again, the same
+ * state word). Then the node goes back to LIVE untouched and false is returned.
+ * Holding the node meanwhile is safe: every other transition is a CAS from FREE or LIVE.
+ */
+static bool keep_if_same_life(struct orb_node_record *rec, uint64_t incarnation)
+{
+    if (atomic_load(&rec->incarnation) == incarnation)
+        return true;
+    atomic_store_explicit(&rec->state, ORBIT_NODE_LIVE, memory_order_release);
+    return false;
+}
+
 /* Claim exactly this node; a dead holder's share is reported dead first. */
 static int claim_exact(struct orbit_fleet *f, uint16_t node)
 {
@@ -104,6 +118,8 @@ static int claim_exact(struct orbit_fleet *f, uint16_t node)
         if (!ours && (state != ORBIT_NODE_LIVE || orb_node_alive(pid, atomic_load(&rec->start_time))))
             return -ORBIT_ECLAIMED;   /* a live holder, or another joiner/reporter mid-way */
         if (!atomic_compare_exchange_strong(&rec->state, &state, ORBIT_NODE_JOINING))
+            continue;
+        if (state == ORBIT_NODE_LIVE && !keep_if_same_life(rec, inc))
             continue;
         /* We hold the node now; end what the earlier life left unless it is this process. */
         if (!ours)
@@ -270,7 +286,9 @@ static bool begin_reaping(struct orb_node_record *rec, uint64_t incarnation)
     uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
     if (state != ORBIT_NODE_LIVE || atomic_load(&rec->incarnation) != incarnation)
         return false;
-    return atomic_compare_exchange_strong(&rec->state, &state, NODE_REAPING);
+    if (!atomic_compare_exchange_strong(&rec->state, &state, NODE_REAPING))
+        return false;
+    return keep_if_same_life(rec, incarnation);
 }
 
 int orbit_fleet_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
