@@ -291,9 +291,8 @@ START_TEST(test_fleet_kill_checked_outside)
     read_all(lfd, result, sizeof result);
     close(lfd);
     int lstatus = tu_wait_child(lpid, 30000);
-    ck_assert_int_gt(jnum(result, "ok"), 0);
-    ck_assert_int_eq(jnum(result, "failed"), 0);
-    ck_assert_int_eq(jnum(result, "bad_body"), 0);
+    ck_assert_msg(jnum(result, "ok") > 0 && jnum(result, "failed") == 0 && jnum(result, "bad_body") == 0,
+                  "the load saw failures: %s", result);
     /* lost: only requests in flight on the killed worker, one per connection at most */
     ck_assert_int_le(jnum(result, "lost"), 24);
     ck_assert_int_eq(lstatus, jnum(result, "lost") > 0 ? 1 : 0);
