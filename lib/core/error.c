@@ -12,7 +12,8 @@ const char *orbit_strerror(int err)
     case ORBIT_EBUSY:      return "busy: no capacity left on that resource";
     case ORBIT_EDRAINING:  return "draining or closed: no new leases, or this write half was finished or reset";
     case ORBIT_ENOTOWNER:  return "not owner: only the owner may do this";
-    case ORBIT_ENOTRESERVED: return "not reserved: not a live, unaccepted reservation or claim";
+    /* ENOENT: also what opening a fleet or table that does not exist returns. */
+    case ORBIT_ENOTRESERVED: return "not found: no such fleet or table, or not a live, unaccepted reservation or claim";
     case ORBIT_EBUDGET:    return "creation budget spent";
     case ORBIT_EKEYFULL:   return "every key slot is taken";
     case ORBIT_EFULL:      return "this node's lane (or the fleet) is full";

@@ -68,6 +68,19 @@ static void read_line(int fd, char *buf, size_t len)
     buf[got] = 0;
 }
 
+/* The relay's per-worker counters and gauges, on stderr. */
+static void print_relay_stats(const char *bin, const char *fleet)
+{
+    pid_t pid;
+    char *argv[] = { (char *)bin, "--stats", (char *)fleet, "--json", NULL };
+    int fd = spawn(argv, &pid, NULL, NULL);
+    static char stats[16384];
+    read_all(fd, stats, sizeof stats);
+    close(fd);
+    tu_wait_child(pid, 10000);
+    fprintf(stderr, "relay stats: %s\n", stats);
+}
+
 /* An integer after "key": in a flat JSON text; fails the test if absent. */
 static long long jnum(const char *json, const char *key)
 {
@@ -291,8 +304,10 @@ START_TEST(test_fleet_kill_checked_outside)
     read_all(lfd, result, sizeof result);
     close(lfd);
     int lstatus = tu_wait_child(lpid, 30000);
-    ck_assert_msg(jnum(result, "ok") > 0 && jnum(result, "failed") == 0 && jnum(result, "bad_body") == 0,
-                  "the load saw failures: %s", result);
+    bool load_clean = jnum(result, "ok") > 0 && jnum(result, "failed") == 0 && jnum(result, "bad_body") == 0;
+    if (!load_clean)
+        print_relay_stats(bin, fleet);   /* the per-worker gauges say where a request stuck */
+    ck_assert_msg(load_clean, "the load saw failures: %s", result);
     /* lost: only requests in flight on the killed worker, one per connection at most */
     ck_assert_int_le(jnum(result, "lost"), 24);
     ck_assert_int_eq(lstatus, jnum(result, "lost") > 0 ? 1 : 0);
