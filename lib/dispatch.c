@@ -63,5 +63,7 @@ int orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarn
     int n = orb_fleet_table_kinds(f, kinds, types, 256);
     for (int i = 0; i < n; i++)
         node_dead_in(f, kinds[i], types[i], node, incarnation);
+    /* The dead may have rung a doorbell and died before its wake went out. */
+    orb_fleet_kick_doorbells(f);
     return 0;
 }

@@ -104,17 +104,15 @@ void orbit_admission_node_dead(struct orbit_admission *a, uint16_t node, uint64_
 {
     if (!a || adm_lock(a, false) < 0)
         return;
-    bool released = false;
     for (uint32_t s = 0; s < a->geo.max_claims && !adm_is_poisoned(a); s++) {
         struct adm_record *r = adm_record(a, s);
         if (atomic_load_explicit(&r->state, memory_order_relaxed) != ADM_REC_LIVE ||
             r->node != node || r->incarnation != incarnation)
             continue;
-        if (adm_release_record(a, s) == 0)
-            released = true;
+        adm_release_record(a, s);
     }
-    /* One wake covers every release above; each advanced the epoch. */
-    if (released)
-        orb_wait_signal(&a->ledger->change, &a->stats);
+    /* One wake covers every release above (each advanced the epoch), and is sent even
+     * with none: the dead may have died mid-wake on this word. */
+    orb_wait_kick(&a->ledger->change);
     adm_unlock(a);
 }

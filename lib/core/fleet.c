@@ -308,6 +308,12 @@ int orbit_fleet_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarna
     return rc;
 }
 
+void orb_fleet_kick_doorbells(struct orbit_fleet *f)
+{
+    for (uint32_t i = 0; i < f->capacity; i++)
+        orb_wait_kick(&f->nodes[i].doorbell);
+}
+
 int orbit_fleet_reap(struct orbit_fleet *f)
 {
     if (!f)

@@ -70,6 +70,8 @@ void orb_fleet_ring_doorbell(struct orbit_fleet *f, uint32_t node, struct orb_wa
 
 /* Is the process in that record alive with that start time? */
 bool orb_node_alive(int32_t pid, uint64_t start_time);
+/* Wake every node's doorbell sleepers (orb_wait_kick): part of a death report. */
+void orb_fleet_kick_doorbells(struct orbit_fleet *f);
 
 /* Defined in lib/dispatch.c: node_dead on every table of the fleet. */
 int  orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation);

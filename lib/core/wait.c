@@ -116,6 +116,13 @@ bool orb_wait_signal(struct orb_waitword *w, struct orb_wait_stats *stats)
     return true;
 }
 
+void orb_wait_kick(struct orb_waitword *w)
+{
+    /* changes first: a waiter between its arm and its futex call does not sleep. */
+    atomic_fetch_add_explicit(&w->changes, 1, memory_order_seq_cst);
+    orb_futex_wake_all(&w->changes);
+}
+
 int orb_wait_park(struct orb_waitword *w, uint32_t since, const struct orb_deadline *deadline,
                   struct orb_wait_stats *stats)
 {

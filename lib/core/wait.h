@@ -100,6 +100,15 @@ int orb_wait_park(struct orb_waitword *w, uint32_t since, const struct orb_deadl
  */
 bool orb_wait_signal(struct orb_waitword *w, struct orb_wait_stats *stats);
 
+/*
+ * orb_wait_kick - for death reports: bump changes and wake every sleeper on w,
+ * whatever parked says. A waker killed after orb_wait_signal took parked but
+ * before its FUTEX_WAKE went out (at once, or from an io_uring wake batch it
+ * never submitted) leaves a sleeper that later signals skip, since parked
+ * reads 0. A spurious wake costs a waiter one look at its predicate.
+ */
+void orb_wait_kick(struct orb_waitword *w);
+
 /* Bump changes without waking anyone (a change no waiter can be parked for). */
 static inline void orb_wait_bump(struct orb_waitword *w)
 {

@@ -514,6 +514,9 @@ void orbit_pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnat
         return;
     pool_resources_node_dead(p, node, incarnation);
     pool_key_return_node(p, node);
+    /* Any node signals any key: the dead may have died mid-wake on any key's word. */
+    for (uint32_t k = 0; k < p->geo.key_capacity; k++)
+        orb_wait_kick(&pool_key_at(p, k)->wait);
 }
 
 void pool_resources_reset(struct orbit_pool *p)

@@ -265,8 +265,13 @@ static void end_matching(struct orbit_streams *s, uint16_t node, uint64_t incarn
 
 void orbit_streams_node_dead(struct orbit_streams *s, uint16_t node, uint64_t incarnation)
 {
-    if (s && node < s->fleet_capacity)
-        end_matching(s, node, incarnation, false);
+    if (!s || node >= s->fleet_capacity)
+        return;
+    end_matching(s, node, incarnation, false);
+    /* Any node may offer to any other: the dead may have died mid-wake on any offers word.
+     * Its own sides' directions were signalled by end_matching. */
+    for (uint32_t n = 0; n < s->fleet_capacity; n++)
+        orb_wait_kick(&stream_offers_of(s, n)->wait);
 }
 
 void orbit_streams_supersede(struct orbit_streams *s)

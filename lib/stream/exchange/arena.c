@@ -293,6 +293,9 @@ void orbit_arena_node_dead(struct orbit_arena *a, uint16_t node, uint64_t incarn
     reclaim_producer(a, node, incarnation);
     reclaim_reader(a, node, incarnation);
     arena_sweep_undeliverable(a, node, incarnation);
+    /* Any reader frees into any lane: the dead may have died mid-wake on any credit word. */
+    for (uint32_t n = 0; n < a->fleet_capacity; n++)
+        orb_wait_kick(&a->lanes[n].credit);
 }
 
 /* Quiescent owner boot: a new epoch, every slot free; generations keep counting up, so no

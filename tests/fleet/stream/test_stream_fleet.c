@@ -445,6 +445,122 @@ START_TEST(an_io_uring_reader_is_woken_by_another_process)
 }
 END_TEST
 
+/* ---- a waker killed mid-wake --------------------------------------------------- */
+
+/*
+ * A waker that took a sleeper's parked flag and died before its FUTEX_WAKE
+ * went out would leave that sleeper deaf: later signals skip the wake, since
+ * parked reads 0. Here the waker's wakes sit in an io_uring batch it never
+ * submits, so the loss is certain; the death report must wake the sleepers.
+ * Node 1 waits in orbit_streams_wait_offer, node 3 in poll(2) on its
+ * readiness eventfd (the doorbell); node 2 offers to both and is killed.
+ */
+struct midwake { const char *name; int node; struct tp_pipe to_parent; };
+
+static int midwake_waiter(void *p)
+{
+    struct midwake *x = p;
+    struct orbit_fleet *f = sf_join(x->name, x->node, 0x7000 + (uint64_t)x->node);
+    struct orbit_streams *s = sf_streams(f, NULL);
+    int fd = x->node == 3 ? orbit_streams_readiness(s) : -1;
+    TP_CHECK(x->node != 3 || fd >= 0, "readiness: %s", orbit_strerror(fd));
+    tp_send_u64(x->to_parent.wr, 1);   /* about to park */
+    for (;;) {
+        struct orbit_ticket t;
+        int rc;
+        if (fd < 0) {
+            rc = orbit_streams_wait_offer(s, 10000, &t);
+        } else {
+            struct pollfd pfd = { fd, POLLIN, 0 };
+            TP_CHECK(poll(&pfd, 1, 10000) == 1, "readiness never fired");
+            orbit_readiness_drain(fd);
+            rc = orbit_streams_take_offer(s, &t);
+            if (rc == -ORBIT_EAGAIN)
+                continue;   /* woken by the report: the dead one's offer is gone */
+        }
+        TP_CHECK(rc == 0, "wait_offer: %s", orbit_strerror(rc));
+        tp_send_u64(x->to_parent.wr, t.id);
+        if (orbit_id_node(t.id) == 0)
+            break;          /* the live offerer's: done */
+    }
+    orbit_streams_close(s);
+    orbit_fleet_leave(f);
+    return 0;
+}
+
+static int midwake_killed_waker(void *p)
+{
+    struct midwake *x = p;
+    struct orbit_fleet *f = sf_join(x->name, 2, 0x7002);
+    struct orbit_streams *s = sf_streams(f, NULL);
+    struct io_uring ring;
+    TP_CHECK(io_uring_queue_init(8, &ring, 0) == 0, "ring");
+    TP_CHECK(orbit_uring_attach_wakes(&ring) == 0, "attach wakes");
+    struct orbit_endpoint *a1, *a3;
+    struct orbit_ticket t1, t3;
+    TP_CHECK(orbit_streams_create(s, &a1, &t1) == 0 && orbit_streams_create(s, &a3, &t3) == 0, "create");
+    TP_CHECK(orbit_streams_offer(s, &t1, 1) == 0 && orbit_streams_offer(s, &t3, 3) == 0, "offer");
+    struct orbit_stream_stats st;
+    orbit_streams_stats(s, &st);
+    tp_send_u64(x->to_parent.wr, st.wakes);   /* wakes it took on itself, never submitted */
+    pause();                                  /* killed here */
+    return 0;
+}
+
+static uint64_t recv_within(int fd, int timeout_ms)
+{
+    struct pollfd pfd = { fd, POLLIN, 0 };
+    return poll(&pfd, 1, timeout_ms) == 1 ? tp_recv_u64(fd) : UINT64_MAX;
+}
+
+START_TEST(a_waker_killed_mid_wake_leaves_no_waiter_deaf)
+{
+    const char *name = tu_fleet_name("midwake");
+    struct orbit_fleet *f = tu_join(name, SF_CAPACITY, 0, 0x7000, tu_backing());
+    struct orbit_streams *s;
+    ck_assert_int_eq(orbit_streams_open(f, NULL, &s), 0);
+    if (!orbit_uring_futex_supported()) {   /* no wake batch to die with: nothing to show */
+        fprintf(stderr, "SKIP a_waker_killed_mid_wake: no io_uring futex ops\n");
+        orbit_streams_close(s);
+        orbit_fleet_leave(f);
+        orbit_fleet_unlink(name);
+        return;
+    }
+    struct midwake w1 = { name, 1, tp_pipe() }, w3 = { name, 3, tp_pipe() }, k = { name, 2, tp_pipe() };
+    pid_t p1 = tp_spawn(midwake_waiter, &w1), p3 = tp_spawn(midwake_waiter, &w3);
+    ck_assert_uint_eq(tp_recv_u64(w1.to_parent.rd), 1);
+    ck_assert_uint_eq(tp_recv_u64(w3.to_parent.rd), 1);
+    tu_sleep_ms(300);   /* both are asleep in the kernel by now */
+    pid_t pk = tp_spawn(midwake_killed_waker, &k);
+    /* It took both parked flags (node 1's offers word, node 3's doorbell): the loss is real. */
+    ck_assert_uint_eq(tp_recv_u64(k.to_parent.rd), 2);
+    kill(pk, SIGKILL);
+    ck_assert_int_eq(tu_wait_child(pk, 10000), 128 + SIGKILL);
+    ck_assert_int_eq(orbit_fleet_node_dead(f, 2, 0x7002), 0);
+    /* A live offer after the report reaches both. */
+    struct orbit_endpoint *a1, *a3;
+    struct orbit_ticket t1, t3;
+    ck_assert_int_eq(orbit_streams_create(s, &a1, &t1), 0);
+    ck_assert_int_eq(orbit_streams_create(s, &a3, &t3), 0);
+    ck_assert_int_eq(orbit_streams_offer(s, &t1, 1), 0);
+    ck_assert_int_eq(orbit_streams_offer(s, &t3, 3), 0);
+    uint64_t got1, got3;
+    while ((got1 = recv_within(w1.to_parent.rd, 3000)) != UINT64_MAX && got1 != t1.id)
+        ck_assert_uint_eq(orbit_id_node(got1), 2);   /* only the dead one's may come first */
+    while ((got3 = recv_within(w3.to_parent.rd, 3000)) != UINT64_MAX && got3 != t3.id)
+        ck_assert_uint_eq(orbit_id_node(got3), 2);
+    ck_assert_msg(got1 == t1.id, "the futex waiter stayed deaf after the report");
+    ck_assert_msg(got3 == t3.id, "the readiness waiter stayed deaf after the report");
+    ck_assert_int_eq(tu_wait_child(p1, 10000), 0);
+    ck_assert_int_eq(tu_wait_child(p3, 10000), 0);
+    orbit_endpoint_close(a1);
+    orbit_endpoint_close(a3);
+    orbit_streams_close(s);
+    orbit_fleet_leave(f);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
 /* ---- a contested open across processes ----------------------------------------- */
 
 #define RACE_SPEC { .kind = 232, .lane_capacity = 4, .buffer_bytes = 4096 }
@@ -521,6 +637,7 @@ static Suite *fleet_suite(void)
     tcase_add_test(tc, offers_and_readiness_work_across_processes);
     tcase_add_test(tc, an_io_uring_reader_is_woken_by_another_process);
     tcase_add_test(tc, a_contested_open_across_processes_goes_to_exactly_one);
+    tcase_add_test(tc, a_waker_killed_mid_wake_leaves_no_waiter_deaf);
     suite_add_tcase(s, tc);
     return s;
 }
