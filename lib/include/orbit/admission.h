@@ -180,7 +180,9 @@ int  orbit_admission_shutdown(struct orbit_admission *);                       /
 /*
  * orbit_admission_node_dead - release every claim recorded for that node
  * AND incarnation (a later process on the same node keeps its claims). A
- * record found inconsistent poisons the ledger. Works on observer handles.
+ * record found inconsistent poisons the ledger. Waiters are woken once even
+ * when nothing was released (see orbit_fleet_node_dead). Works on observer
+ * handles.
  */
 void orbit_admission_node_dead(struct orbit_admission *, uint16_t node, uint64_t incarnation); /* that node AND incarnation */
 

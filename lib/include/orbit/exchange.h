@@ -256,7 +256,8 @@ int  orbit_chunk_fixed(const struct orbit_chunk *, struct orbit_fixed_buf *out);
  * chunks committed to an exchange whose receiving side was that life (or
  * whose control stream has ended), since nobody can take them any more.
  * Chunks of that producer held by a live reader stay valid until released.
- * Another incarnation of the node is untouched.
+ * Another incarnation of the node is untouched. Every lane's credit waiters
+ * are woken once (see orbit_fleet_node_dead).
  * orbit_arena_reset_all - quiescent owner boot: a new epoch and every slot
  * free; every older descriptor, reservation and chunk then reads stale.
  */

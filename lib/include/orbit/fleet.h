@@ -160,6 +160,12 @@ ssize_t orbit_fleet_nodes(struct orbit_fleet *, struct orbit_node_info *out, siz
  * life is left alone. Returns 0, or -ORBIT_EMALFORMED for node >= capacity.
  * orbit_fleet_reap and the reaper use it; call it yourself only for a process
  * you know is gone. (The tables' own *_node_dead calls act unconditionally.)
+ * A death report also wakes every waiter the dead process may have owed a
+ * wake: one killed between claiming a sleeper's wake and issuing it (at once,
+ * or from an io_uring wake batch it never submitted) would otherwise leave
+ * that sleeper deaf to later signals. Every node's doorbell is woken here, and
+ * each table's node_dead wakes its shared words (offers, keys, credit, change);
+ * a woken waiter that finds nothing parks again.
  */
 int  orbit_fleet_node_dead(struct orbit_fleet *, uint16_t node, uint64_t incarnation);
 

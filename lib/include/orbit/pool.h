@@ -199,6 +199,7 @@ ssize_t orbit_pool_owners(struct orbit_pool *, struct orbit_owner *out, size_t m
  * node owned is closed, and the creation claims and key holds the node had
  * are returned (claims are counted per node, so whichever incarnation is
  * named). Leases it held on others' resources are their owners' to reconcile.
+ * Every key's waiters are woken once (see orbit_fleet_node_dead).
  * Works on observer handles.
  */
 void orbit_pool_node_dead(struct orbit_pool *, uint16_t node, uint64_t incarnation);

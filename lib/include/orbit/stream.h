@@ -120,7 +120,8 @@ int  orbit_streams_wait_offer(struct orbit_streams *, int timeout_ms, struct orb
  * orbit_streams_node_dead - a confirmed death: every side held by exactly that
  * node and incarnation, in any lane, ends. Its unfinished writes become RESET,
  * its reads READER_GONE; a parked peer wakes with an error and keeps the slot
- * until it closes. Another incarnation of the node is untouched.
+ * until it closes. Another incarnation of the node is untouched. Every node's
+ * offers waiters are woken once (see orbit_fleet_node_dead).
  * orbit_streams_supersede - this process took over its node: end every side
  * held by any other incarnation of this node. Call before creating anything.
  * orbit_streams_reset_all - quiescent owner boot: a new epoch, every slot
