@@ -507,6 +507,14 @@ static int midwake_killed_waker(void *p)
     return 0;
 }
 
+/* Until a waiter has armed that word (it is about to sleep, or asleep). */
+static bool await_parked(struct orb_waitword *w)
+{
+    for (int i = 0; i < 2000 && !atomic_load(&w->parked); i++)
+        tu_sleep_ms(5);
+    return atomic_load(&w->parked) != 0;
+}
+
 static uint64_t recv_within(int fd, int timeout_ms)
 {
     struct pollfd pfd = { fd, POLLIN, 0 };
@@ -530,7 +538,9 @@ START_TEST(a_waker_killed_mid_wake_leaves_no_waiter_deaf)
     pid_t p1 = tp_spawn(midwake_waiter, &w1), p3 = tp_spawn(midwake_waiter, &w3);
     ck_assert_uint_eq(tp_recv_u64(w1.to_parent.rd), 1);
     ck_assert_uint_eq(tp_recv_u64(w3.to_parent.rd), 1);
-    tu_sleep_ms(300);   /* both are asleep in the kernel by now */
+    ck_assert(await_parked(&stream_offers_of(s, 1)->wait));
+    ck_assert(await_parked(&orb_fleet_record(f, 3)->doorbell));
+    tu_sleep_ms(50);   /* armed; now also asleep in the kernel */
     pid_t pk = tp_spawn(midwake_killed_waker, &k);
     /* It took both parked flags (node 1's offers word, node 3's doorbell): the loss is real. */
     ck_assert_uint_eq(tp_recv_u64(k.to_parent.rd), 2);
