@@ -53,25 +53,6 @@ static const struct cfg cfgs[NCFG] = {
 
 /* ---- small helpers ---------------------------------------------------------------- */
 
-void bx_put(int fd, const void *p, size_t n)
-{
-    if (write(fd, p, n) != (ssize_t)n)
-        _exit(90);
-}
-
-bool bx_get(int fd, void *p, size_t n)
-{
-    char *c = p;
-    while (n) {
-        ssize_t r = read(fd, c, n);
-        if (r <= 0)
-            return false;
-        c += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
 static bool write_full(int fd, const unsigned char *p, size_t n)
 {
     while (n) {
@@ -163,7 +144,7 @@ pid_t bx_fork_server(const struct opts *o, struct bx_channels *ch, void (*server
         bx_channels_close(ch);
         return -1;
     }
-    bx_put(ch->down[1], &iters, sizeof iters);
+    bench_put(ch->down[1], &iters, sizeof iters);
     return pid;
 }
 
@@ -290,7 +271,7 @@ static int sock_send(struct worker *w)
 static int sock_recv(struct worker *w)
 {
     for (size_t off = 0; off < w->c.body; off += w->c.chunk) {
-        if (!bx_get(w->fd, w->buf + off, w->c.chunk))
+        if (!bench_get(w->fd, w->buf + off, w->c.chunk))
             return -EIO;
         if (w->touch)
             w->sink += bx_touch_sum(w->buf + off, w->c.chunk);
@@ -337,8 +318,8 @@ static int run_workers(struct worker *w, unsigned n, int ready_fd, int go_fd, in
     }
     char c = 'r';
     if (ready_fd >= 0)
-        bx_put(ready_fd, &c, 1);   /* server: tell the client we are set up */
-    if (go_fd >= 0 && !bx_get(go_fd, &c, 1))
+        bench_put(ready_fd, &c, 1);   /* server: tell the client we are set up */
+    if (go_fd >= 0 && !bench_get(go_fd, &c, 1))
         _exit(91);
     *t0 = orb_now_ns();
     pthread_barrier_wait(&go);
@@ -406,7 +387,7 @@ static void rt_server(void *arg)
     struct worker w[MAXC];
     memset(w, 0, sizeof w);
     uint64_t iters = 0;
-    if (!bx_get(r->ch.down[0], &iters, sizeof iters))
+    if (!bench_get(r->ch.down[0], &iters, sizeof iters))
         _exit(92);
     for (unsigned i = 0; i < r->c.conc; i++) {
         w[i] = (struct worker){ .t = r->t, .c = r->c, .iters = iters, .touch = r->o->touch, .server = true,
@@ -415,13 +396,13 @@ static void rt_server(void *arg)
             _exit(93);
         struct orbit_ticket t;
         if (r->t == T_STREAM &&
-            (!bx_get(r->ch.down[0], &t, sizeof t) || orbit_streams_open_ticket(w[i].s, &t, &w[i].ep) != 0))
+            (!bench_get(r->ch.down[0], &t, sizeof t) || orbit_streams_open_ticket(w[i].s, &t, &w[i].ep) != 0))
             _exit(96);
     }
     int64_t t0, t1;
     int rc = run_workers(w, r->c.conc, r->ch.up[1], r->ch.down[0], &t0, &t1);
     uint64_t parks = workers_parks(w, r->c.conc);
-    bx_put(r->ch.up[1], &parks, sizeof parks);
+    bench_put(r->ch.up[1], &parks, sizeof parks);
     for (unsigned i = 0; i < r->c.conc; i++)
         worker_close(&w[i]);
     _exit(rc == 0 ? 0 : 97);
@@ -438,7 +419,7 @@ static bool rt_clients_open(struct rt *r, struct worker *w, uint64_t iters)
         if (r->t == T_STREAM) {
             if (orbit_streams_create(w[i].s, &w[i].ep, &tk) != 0)
                 return false;
-            bx_put(r->ch.down[1], &tk, sizeof tk);
+            bench_put(r->ch.down[1], &tk, sizeof tk);
         }
     }
     return true;
@@ -462,12 +443,12 @@ static struct rt_result rt_run(struct opts *o, struct cfg c, enum transport t)
     int64_t t0 = 0, t1 = 0;
     int rc = -1;
     uint64_t parks = 0, server_parks = 0;
-    if (ok && bx_get(r.ch.up[0], &ready, 1)) {
+    if (ok && bench_get(r.ch.up[0], &ready, 1)) {
         parks = workers_parks(w, c.conc);
-        bx_put(r.ch.down[1], "g", 1);
+        bench_put(r.ch.down[1], "g", 1);
         rc = run_workers(w, c.conc, -1, -1, &t0, &t1);
         parks = workers_parks(w, c.conc) - parks;
-        bx_get(r.ch.up[0], &server_parks, sizeof server_parks);
+        bench_get(r.ch.up[0], &server_parks, sizeof server_parks);
     }
     if (!ok)
         kill(pid, SIGKILL);
@@ -531,7 +512,7 @@ static void relay_source(struct relay *r)
     unsigned char *buf = malloc(RCHUNK);
     memset(buf, 0x3c, RCHUNK);
     char g;
-    if (s < 0 || !bx_get(r->go[0], &g, 1))
+    if (s < 0 || !bench_get(r->go[0], &g, 1))
         _exit(80);
     for (uint64_t done = 0; done < r->o->relay_bytes; done += RCHUNK)
         if (!write_full(s, buf, RCHUNK))
@@ -691,7 +672,7 @@ static double relay_run(struct opts *o, enum relay_kind kind)
     unsigned char *buf = malloc(1u << 20);
     uint64_t got = 0;
     int64_t t0 = orb_now_ns();
-    bx_put(r.go[1], "g", 1);
+    bench_put(r.go[1], "g", 1);
     for (ssize_t m; sink >= 0 && (m = read(sink, buf, 1u << 20)) > 0;)
         got += (uint64_t)m;
     int64_t t1 = orb_now_ns();

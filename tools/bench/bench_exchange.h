@@ -39,8 +39,6 @@ struct cfg { unsigned conc; size_t body, chunk; };
  * parks (thread model, orbit transports) or blocking poll(2) calls (loop model). */
 struct rt_result { double gbps, sleeps_per_rt; };
 
-void bx_put(int fd, const void *p, size_t n);          /* _exit(90) on a short write */
-bool bx_get(int fd, void *p, size_t n);
 uint64_t bx_touch_sum(const void *p, size_t n);
 struct orbit_fleet *bx_join_node(const char *fleet, int node);
 struct orbit_exchange_spec bx_exch_spec(void);

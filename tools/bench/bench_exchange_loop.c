@@ -25,6 +25,7 @@
 #include <orbit/exchange.h>
 #include <orbit/uring.h>
 #include "core/wait.h"
+#include "tool.h"
 #include "bench_exchange.h"
 
 enum phase { PH_FREE, PH_SEND, PH_FIN, PH_RECV };
@@ -331,11 +332,11 @@ static int side_open(struct side *s, struct lrun *r, bool server, uint64_t iters
     for (unsigned i = 0; i < r->c.conc; i++) {
         struct orbit_ticket tk;
         struct orbit_endpoint **ep = &s->conn[i].ep;
-        if (server ? !bx_get(r->ch.down[0], &tk, sizeof tk) || orbit_streams_open_ticket(s->s, &tk, ep) != 0
+        if (server ? !bench_get(r->ch.down[0], &tk, sizeof tk) || orbit_streams_open_ticket(s->s, &tk, ep) != 0
                    : orbit_streams_create(s->s, ep, &tk) != 0)
             return -1;
         if (!server)
-            bx_put(r->ch.down[1], &tk, sizeof tk);
+            bench_put(r->ch.down[1], &tk, sizeof tk);
     }
     return 0;
 }
@@ -364,14 +365,14 @@ static void loop_server(void *arg)
     uint64_t iters = 0;
     struct side s;
     char go;
-    if (!bx_get(r->ch.down[0], &iters, sizeof iters) || side_open(&s, r, true, iters) != 0)
+    if (!bench_get(r->ch.down[0], &iters, sizeof iters) || side_open(&s, r, true, iters) != 0)
         _exit(93);
-    bx_put(r->ch.up[1], "r", 1);
-    if (!bx_get(r->ch.down[0], &go, 1))
+    bench_put(r->ch.up[1], "r", 1);
+    if (!bench_get(r->ch.down[0], &go, 1))
         _exit(91);
     int rc = loop(&s);
-    bx_put(r->ch.up[1], &s.blocks, sizeof s.blocks);
-    bx_put(r->ch.up[1], &s.timeouts, sizeof s.timeouts);
+    bench_put(r->ch.up[1], &s.blocks, sizeof s.blocks);
+    bench_put(r->ch.up[1], &s.timeouts, sizeof s.timeouts);
     side_close(&s);
     _exit(rc == 0 ? 0 : 97);
 }
@@ -392,13 +393,13 @@ struct rt_result bx_loop_run(const struct opts *o, struct cfg c, enum transport 
     int64_t t0 = 0, t1 = 0;
     int rc = -1;
     uint64_t server_blocks = 0, server_timeouts = 0;
-    if (ok && bx_get(r.ch.up[0], &ready, 1)) {
+    if (ok && bench_get(r.ch.up[0], &ready, 1)) {
         t0 = orb_now_ns();
-        bx_put(r.ch.down[1], "g", 1);
+        bench_put(r.ch.down[1], "g", 1);
         rc = loop(&s);
         t1 = orb_now_ns();
-        bx_get(r.ch.up[0], &server_blocks, sizeof server_blocks);
-        bx_get(r.ch.up[0], &server_timeouts, sizeof server_timeouts);
+        bench_get(r.ch.up[0], &server_blocks, sizeof server_blocks);
+        bench_get(r.ch.up[0], &server_timeouts, sizeof server_timeouts);
     }
     if (!ok || rc != 0)
         kill(pid, SIGKILL);

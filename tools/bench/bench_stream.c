@@ -72,25 +72,6 @@ static pid_t spawn(void)
     return pid;
 }
 
-static void put(int fd, const void *p, size_t n)
-{
-    if (write(fd, p, n) != (ssize_t)n)
-        _exit(90);
-}
-
-static bool get(int fd, void *p, size_t n)
-{
-    char *c = p;
-    while (n) {
-        ssize_t r = read(fd, c, n);
-        if (r <= 0)
-            return false;
-        c += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
 struct ctl { int down[2], up[2]; };   /* down: parent -> child, up: child -> parent */
 
 static int ctl_open(struct ctl *c)
@@ -195,14 +176,14 @@ static void orbit_writer(struct orbit_job *j)
     struct orbit_ticket t;
     struct orbit_endpoint *ep = NULL;
     struct io_uring ring;
-    if (!f || orbit_streams_open(f, &spec, &s) != 0 || !get(j->c.down[0], &t, sizeof t) ||
+    if (!f || orbit_streams_open(f, &spec, &s) != 0 || !bench_get(j->c.down[0], &t, sizeof t) ||
         orbit_streams_open_ticket(s, &t, &ep) != 0 || (j->uring && io_uring_queue_init(8, &ring, 0) != 0))
         _exit(2);
     unsigned char *buf = malloc(j->chunk);
     memset(buf, 0x5a, j->chunk);
     char go;
-    put(j->c.up[1], "r", 1);
-    if (!get(j->c.down[0], &go, 1))
+    bench_put(j->c.up[1], "r", 1);
+    if (!bench_get(j->c.down[0], &go, 1))
         _exit(3);
     for (uint64_t sent = 0; sent < j->b->bytes; sent += j->chunk) {
         int rc = j->uring ? uring_write_all(ep, &ring, buf, j->chunk, spec.buffer_bytes / 4)
@@ -213,7 +194,7 @@ static void orbit_writer(struct orbit_job *j)
     orbit_endpoint_finish(ep);
     struct orbit_stream_stats st;
     orbit_streams_stats(s, &st);
-    put(j->c.up[1], &st.parks, sizeof st.parks);
+    bench_put(j->c.up[1], &st.parks, sizeof st.parks);
     orbit_endpoint_close(ep);
     orbit_streams_close(s);
     orbit_fleet_leave(f);
@@ -238,14 +219,14 @@ static struct orbit_result orbit_run(struct bench *b, int ring_i, size_t chunk, 
         orbit_writer(&j);
     unsigned char *buf = malloc(chunk);
     char ready;
-    put(j.c.down[1], &t, sizeof t);
+    bench_put(j.c.down[1], &t, sizeof t);
     struct orbit_stream_stats before, after;
     orbit_streams_stats(b->s[ring_i], &before);
     uint64_t got = 0, writer_parks = 0;
     int64_t t0 = 0, t1 = 0;
-    if (get(j.c.up[0], &ready, 1)) {
+    if (bench_get(j.c.up[0], &ready, 1)) {
         t0 = orb_now_ns();
-        put(j.c.down[1], "g", 1);
+        bench_put(j.c.down[1], "g", 1);
         for (;;) {
             ssize_t r = uring ? uring_read(a, &ring, buf, chunk) : orbit_endpoint_read(a, buf, chunk, -1);
             if (r <= 0)
@@ -253,7 +234,7 @@ static struct orbit_result orbit_run(struct bench *b, int ring_i, size_t chunk, 
             got += (uint64_t)r;
         }
         t1 = orb_now_ns();
-        get(j.c.up[0], &writer_parks, sizeof writer_parks);
+        bench_get(j.c.up[0], &writer_parks, sizeof writer_parks);
     }
     orbit_streams_stats(b->s[ring_i], &after);
     int st = 0;
@@ -317,7 +298,7 @@ static double fd_run(enum alt kind, size_t chunk, uint64_t bytes)
     close(fd[1]);
     uint64_t got = 0;
     int64_t t0 = orb_now_ns();
-    put(go[1], "g", 1);
+    bench_put(go[1], "g", 1);
     for (ssize_t r; (r = read(fd[0], buf, chunk)) > 0;)
         got += (uint64_t)r;
     int64_t t1 = orb_now_ns();
@@ -363,10 +344,10 @@ static void orbit_echo(struct bench *b, struct ctl *c, int total)
     struct orbit_streams *s = NULL;
     struct orbit_ticket t;
     struct orbit_endpoint *ep = NULL;
-    if (!f || orbit_streams_open(f, &spec, &s) != 0 || !get(c->down[0], &t, sizeof t) ||
+    if (!f || orbit_streams_open(f, &spec, &s) != 0 || !bench_get(c->down[0], &t, sizeof t) ||
         orbit_streams_open_ticket(s, &t, &ep) != 0)
         _exit(2);
-    put(c->up[1], "r", 1);
+    bench_put(c->up[1], "r", 1);
     unsigned char msg[PP_BYTES];
     for (int i = 0; i < total; i++)
         if (orbit_endpoint_read_exact(ep, msg, PP_BYTES, -1) != 0 ||
@@ -391,11 +372,11 @@ static struct pp_result orbit_pingpong(struct bench *b)
     pid_t pid = spawn();
     if (pid == 0)
         orbit_echo(b, &c, total);
-    put(c.down[1], &t, sizeof t);
+    bench_put(c.down[1], &t, sizeof t);
     int64_t *rt = calloc((size_t)b->rounds, sizeof *rt);
     unsigned char msg[PP_BYTES] = { 1 };
     char ready;
-    bool ok = get(c.up[0], &ready, 1);
+    bool ok = bench_get(c.up[0], &ready, 1);
     for (int i = 0; ok && i < total; i++) {
         int64_t t0 = orb_now_ns();
         ok = orbit_endpoint_write_all(a, msg, PP_BYTES, -1) == 0 &&

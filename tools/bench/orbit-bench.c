@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "tool.h"
 
 static const char usage[] =
@@ -29,6 +30,25 @@ static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
+}
+
+void bench_put(int fd, const void *p, size_t n)
+{
+    if (write(fd, p, n) != (ssize_t)n)
+        _exit(90);
+}
+
+bool bench_get(int fd, void *p, size_t n)
+{
+    char *c = p;
+    while (n) {
+        ssize_t r = read(fd, c, n);
+        if (r <= 0)
+            return false;
+        c += r;
+        n -= (size_t)r;
+    }
+    return true;
 }
 
 int64_t tool_percentile(int64_t *v, size_t n, double p)

@@ -42,6 +42,11 @@ static inline void tool_json_str(FILE *out, const char *s)
     fputc('"', out);
 }
 
+/* orbit-bench's control pipes between its processes: bench_put writes all n bytes or
+ * _exit(90)s; bench_get reads exactly n bytes, false at EOF (the other side exited). */
+void bench_put(int fd, const void *p, size_t n);
+bool bench_get(int fd, void *p, size_t n);
+
 /* Sort helper and percentile of n int64 samples (sorts in place). */
 int64_t tool_percentile(int64_t *v, size_t n, double p);
 

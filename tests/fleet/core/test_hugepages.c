@@ -49,15 +49,20 @@ static bool can_run(void)
     return true;
 }
 
-/* The 2 MiB pool's total and free pages; false (and a SKIP line) when there is none. */
-static bool pool_pages(long *total, long *free_pages)
+/* Can run (else a SKIP line): *saved is vm.nr_hugepages, *in_use the 2 MiB pages held now. */
+static bool pool_in_use(long *saved, long *in_use)
 {
-    *total = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages");
-    *free_pages = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
-    if (*total >= 0 && *free_pages >= 0)
-        return true;
-    fprintf(stderr, "SKIP: no 2 MiB huge page pool\n");
-    return false;
+    if (!can_run())
+        return false;
+    *saved = read_long(nr);
+    long total = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages");
+    long free_pages = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
+    if (total < 0 || free_pages < 0) {
+        fprintf(stderr, "SKIP: no 2 MiB huge page pool\n");
+        return false;
+    }
+    *in_use = total - free_pages;
+    return true;
 }
 
 /* In a child, so a SIGBUS would show as its death rather than ours. */
@@ -125,13 +130,10 @@ static int partial_child(const char *name)
 
 START_TEST(a_table_larger_than_the_free_pages_is_enomem)
 {
-    if (!can_run())
+    long saved, in_use;
+    if (!pool_in_use(&saved, &in_use))
         return;
-    long saved = read_long(nr);
-    long total, free_pages;
-    if (!pool_pages(&total, &free_pages))
-        return;
-    write_long(nr, total - free_pages + 2);   /* two free: the fleet takes one */
+    write_long(nr, in_use + 2);   /* two free: the fleet takes one */
     const char *name = tu_fleet_name("huge1");
     pid_t kid = fork();
     if (kid == 0)
@@ -160,14 +162,11 @@ static int racing_joiner(const char *name, struct tu_gate *gate, int report)
 
 START_TEST(racing_creators_out_of_huge_pages_make_one_fleet)
 {
-    if (!can_run())
-        return;
-    long saved = read_long(nr);
-    long total, free_pages;
-    if (!pool_pages(&total, &free_pages))
+    long saved, in_use;
+    if (!pool_in_use(&saved, &in_use))
         return;
     for (int round = 0; round < 20; round++) {
-        write_long(nr, total - free_pages + 1);   /* one free page: one creator gets it */
+        write_long(nr, in_use + 1);   /* one free page: one creator gets it */
         const char *name = tu_fleet_name("hugerace");
         struct tu_gate gate;
         tu_gate_init(&gate);
