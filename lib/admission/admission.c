@@ -323,7 +323,7 @@ int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int ti
 int orbit_admission_prep_wait(struct orbit_admission *a, uint64_t since_epoch, struct io_uring_sqe *sqe)
 {
     if (!a || !sqe)
-        return -ORBIT_EMALFORMED;
+        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     struct adm_wait_ctx ctx = { a, since_epoch };
     return orb_uring_prep_wait(&a->ledger->change, epoch_passed, &ctx, sqe, &a->stats);
 }

@@ -219,8 +219,8 @@ int  orbit_arena_withdraw(struct orbit_arena *, const struct orbit_chunk_desc *)
 
 /*
  * orbit_arena_prep_wait_credit - io_uring form of the credit wait (<orbit/
- * uring.h> conventions): 1 when a run for len bytes is free now (SQE
- * untouched), 0 when the SQE holds a FUTEX_WAIT on this lane's credit word
+ * uring.h> conventions): 1 when a run for len bytes is free now (the SQE
+ * is a NOP), 0 when the SQE holds a FUTEX_WAIT on this lane's credit word
  * that completes at the next release or cancel here, -ORBIT_ETOOLARGE,
  * -ORBIT_ENOTOWNER, -ORBIT_ENOTSUP without the kernel's futex opcodes.
  * orbit_arena_readiness - an eventfd (one per handle; a second call is
@@ -435,8 +435,8 @@ int  orbit_exchange_try_next(struct orbit_exchange *, struct orbit_exchange_even
 int  orbit_exchange_next(struct orbit_exchange *, struct orbit_exchange_event *ev, int timeout_ms);
 
 /*
- * io_uring forms (<orbit/uring.h> conventions: 1 ready now and the SQE is
- * untouched, 0 the SQE holds a FUTEX_WAIT, or a negative code):
+ * io_uring forms (<orbit/uring.h> conventions: 1 ready now and the SQE is a
+ * NOP, 0 the SQE holds a FUTEX_WAIT, or a negative code and a NOP):
  * prep_wait_event completes when the next event (or the control stream's
  * end) is there; prep_wait_credit when this side's lane may hold a run for
  * len bytes; prep_wait_sendable when the control ring has room for an event.

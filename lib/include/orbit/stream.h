@@ -217,8 +217,8 @@ int     orbit_endpoint_wait_peer_closed(struct orbit_endpoint *, int timeout_ms)
 /*
  * io_uring forms of read_exact and wait_writable_exact, beside the prep calls
  * of <orbit/uring.h> and with their conventions: 0 the SQE holds a FUTEX_WAIT
- * that completes once `needed` bytes are queued (free), 1 ready now (SQE
- * untouched), -ORBIT_ETOOLARGE above the ring, -ORBIT_ENOTSUP without the
+ * that completes once `needed` bytes are queued (free), 1 ready now (the SQE
+ * is a NOP), -ORBIT_ETOOLARGE above the ring, -ORBIT_ENOTSUP without the
  * kernel's futex opcodes. A bulk io_uring writer states a quarter ring here
  * so it is woken once per refill rather than for every byte freed.
  */
