@@ -62,7 +62,8 @@ struct orbit_admission_spec {
     uint64_t retained_max_bytes;    /* 0: retention disabled */
     uint64_t resv[4];      /* zero; a later release may give it meaning */
 };
-#define ORBIT_ADMISSION_SPEC_DEFAULT { .kind = ORBIT_ADMISSION_KIND, .max_domains = 16, .max_claims = 4096, .retained_max_bytes = 0 }
+#define ORBIT_ADMISSION_SPEC_DEFAULT { .kind = ORBIT_ADMISSION_KIND, .max_domains = 16, .max_claims = 4096, \
+                                      .retained_max_bytes = 0, .resv = { 0 } }
 
 /* units must be > 0; a domain appears at most once per vector. */
 struct orbit_units { uint32_t domain; uint64_t units; };

@@ -122,7 +122,7 @@ struct orbit_arena_spec {
     uint32_t slots_per_lane;
     uint64_t resv[4];      /* zero; a later release may give it meaning */
 };
-#define ORBIT_ARENA_SPEC_DEFAULT { .kind = ORBIT_ARENA_KIND, .slot_bytes = 4096, .slots_per_lane = 1024 }
+#define ORBIT_ARENA_SPEC_DEFAULT { .kind = ORBIT_ARENA_KIND, .slot_bytes = 4096, .slots_per_lane = 1024, .resv = { 0 } }
 #define ORBIT_ARENA_LANE_MAX (1u << 30)
 
 /* Names one committed chunk: what travels in a DATA event (or any channel). */
@@ -321,8 +321,9 @@ struct orbit_exchange_spec {
 };
 #define ORBIT_EXCHANGE_SPEC_DEFAULT {                                                      \
     .control = { .kind = ORBIT_EXCHANGE_CONTROL_KIND, .lane_capacity = 256,                \
-                 .buffer_bytes = 16384, .generation_limit = 0 },                           \
-    .a_to_b = ORBIT_ARENA_SPEC_DEFAULT, .b_to_a = { .kind = 0, .slot_bytes = 0, .slots_per_lane = 0 } }
+                 .buffer_bytes = 16384, .generation_limit = 0, .resv = { 0 } },            \
+    .a_to_b = ORBIT_ARENA_SPEC_DEFAULT,                                                    \
+    .b_to_a = { .kind = 0, .slot_bytes = 0, .slots_per_lane = 0, .resv = { 0 } }, .resv = { 0 } }
 
 enum orbit_flow { ORBIT_FLOW_A_TO_B = 1, ORBIT_FLOW_B_TO_A = 2 };
 

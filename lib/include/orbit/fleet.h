@@ -85,7 +85,7 @@ struct orbit_fleet_opts {
     uint64_t resv[4];      /* zero; a later release may give it meaning */
 };
 #define ORBIT_FLEET_OPTS_DEFAULT { .capacity = 64, .node = -1, .incarnation = 0, \
-                                   .backing = ORBIT_BACKING_AUTO, .mode = 0, .gid = -1 }
+                                   .backing = ORBIT_BACKING_AUTO, .mode = 0, .gid = -1, .resv = { 0 } }
 
 #define ORBIT_FLEET_CAPACITY_MAX 4096
 #define ORBIT_FLEET_NAME_MAX     64     /* bytes, without the NUL; [A-Za-z0-9_.-] */

@@ -52,7 +52,8 @@ struct orbit_pool_spec {
     uint32_t generation_limit;
     uint64_t resv[4];      /* zero; a later release may give it meaning */
 };
-#define ORBIT_POOL_SPEC_DEFAULT { .kind = ORBIT_POOL_KIND, .key_capacity = 256, .lane_capacity = 256, .generation_limit = 0 }
+#define ORBIT_POOL_SPEC_DEFAULT { .kind = ORBIT_POOL_KIND, .key_capacity = 256, .lane_capacity = 256, \
+                                 .generation_limit = 0, .resv = { 0 } }
 /* Unaccepted reservations one resource holds at once (16): an owner this far behind refuses more. */
 extern const unsigned ORBIT_PENDING_RESERVATIONS;
 

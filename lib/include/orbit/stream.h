@@ -56,7 +56,8 @@ struct orbit_stream_spec {
     uint32_t generation_limit;
     uint64_t resv[4];      /* zero; a later release may give it meaning */
 };
-#define ORBIT_STREAM_SPEC_DEFAULT { .kind = ORBIT_STREAM_KIND, .lane_capacity = 256, .buffer_bytes = 65536, .generation_limit = 0 }
+#define ORBIT_STREAM_SPEC_DEFAULT { .kind = ORBIT_STREAM_KIND, .lane_capacity = 256, .buffer_bytes = 65536, \
+                                   .generation_limit = 0, .resv = { 0 } }
 
 enum orbit_side { ORBIT_SIDE_A, ORBIT_SIDE_B };
 struct orbit_ticket { orbit_id id; enum orbit_side side; uint64_t epoch; };
