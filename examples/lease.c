@@ -24,33 +24,22 @@ static char fleet_name[ORBIT_FLEET_NAME_MAX + 1];
 static pid_t parent_pid, child_pid;
 static const orbit_key key = { .lo = 0x6c65617365, .hi = 1 };  /* the caller's digest of "what" */
 
-/* orbit calls return a negated ORBIT_E* code on failure: report it and exit 1. */
-static int must(int rc, const char *what)
+static void die(const char *what, const char *why)
 {
-    if (rc < 0) {
-        fprintf(stderr, "lease[%d]: %s: %s\n", (int)getpid(), what, orbit_strerror(rc));
-        exit(1);
-    }
-    return rc;
+    fprintf(stderr, "lease[%d]: %s: %s\n", (int)getpid(), what, why);
+    exit(1);
 }
-
-static void expect(bool ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "lease[%d]: expected %s\n", (int)getpid(), what);
-        exit(1);
-    }
-}
+/* orbit calls return 0 (or a count) or a negated ORBIT_E* code. */
+static int must(int rc, const char *what) { if (rc < 0) die(what, orbit_strerror(rc)); return rc; }
+static void expect(bool ok, const char *what) { if (!ok) die("expected", what); }
 
 /* At exit the parent stops a child still running and removes the fleet's segments. */
 static void cleanup(void)
 {
     if (getpid() != parent_pid)
         return;
-    if (child_pid > 0) {
-        kill(child_pid, SIGKILL);
+    if (child_pid > 0 && kill(child_pid, SIGKILL) == 0)
         waitpid(child_pid, NULL, 0);
-    }
     orbit_fleet_unlink(fleet_name);
 }
 
