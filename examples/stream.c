@@ -63,13 +63,13 @@ static size_t read_to_end(struct orbit_endpoint *e, unsigned char *buf, size_t c
 static void side_a(uint16_t peer_node)
 {
     /* README: begin */
-    struct orbit_fleet *fleet;                      /* join (or create) the named fleet */
+    struct orbit_fleet *fleet;                                  /* join (or create) the fleet */
     must(orbit_fleet_join(fleet_name, NULL, &fleet), "join");
     struct orbit_streams *streams;
     must(orbit_streams_open(fleet, NULL, &streams), "open");
     struct orbit_endpoint *a; struct orbit_ticket ticket;
-    must(orbit_streams_create(streams, &a, &ticket), "create");     /* side A here, ticket for B */
-    must(orbit_streams_offer(streams, &ticket, peer_node), "offer"); /* peer: wait_offer + open_ticket */
+    must(orbit_streams_create(streams, &a, &ticket), "create");         /* side A; ticket for B */
+    must(orbit_streams_offer(streams, &ticket, peer_node), "offer");    /* peer: wait_offer, open_ticket */
     must(orbit_endpoint_write_all(a, "hello", 5, TIMEOUT_MS), "write"); /* waits while the ring is full */
     /* README: end */
 
