@@ -26,9 +26,11 @@
 #include <unistd.h>
 
 #define CHUNKS      8
-#define CHUNK_BYTES (48 * 1024)   /* 12 slots of ORBIT_ARENA_SPEC_DEFAULT's 4 KiB */
+#define CHUNK_BYTES (48 * 1024)   /* 12 slots of 4 KiB */
+#define LANE_SLOTS  64            /* a 256 KiB lane: the 384 KiB body needs released credit */
 #define TIMEOUT_MS  10000         /* no wait here is unbounded */
 
+static struct orbit_exchange_spec spec = ORBIT_EXCHANGE_SPEC_DEFAULT;   /* both sides: the same */
 static char fleet_name[ORBIT_FLEET_NAME_MAX + 1];
 static pid_t parent_pid, child_pid;
 
@@ -83,7 +85,7 @@ static void side_a(uint16_t peer_node)
     struct orbit_fleet *fleet;
     struct orbit_exchanges *xs;
     must(orbit_fleet_join(fleet_name, NULL, &fleet), "join");
-    must(orbit_exchanges_open(fleet, NULL, &xs), "exchanges open");
+    must(orbit_exchanges_open(fleet, &spec, &xs), "exchanges open");
     struct orbit_exchange *a;
     struct orbit_ticket ticket;
     must(orbit_exchange_create(xs, &a, &ticket), "create");
@@ -95,7 +97,7 @@ static void side_a(uint16_t peer_node)
     memcpy(res.data, meta, sizeof meta - 1);
     must(orbit_exchange_start(a, &res, sizeof meta - 1, TIMEOUT_MS), "start");  /* chunk id 1 */
     for (size_t c = 0; c < CHUNKS; c++) {
-        /* Waits for credit if the receiver has not released enough yet. */
+        /* Waits for credit while the receiver has not released enough yet. */
         must(orbit_exchange_reserve(a, CHUNK_BYTES, TIMEOUT_MS, &res), "reserve");
         unsigned char *p = res.data;              /* the bytes are built where they will be read */
         for (size_t i = 0; i < CHUNK_BYTES; i++)
@@ -107,7 +109,10 @@ static void side_a(uint16_t peer_node)
     char answer[64];
     size_t n = receive(a, answer, sizeof answer, false);
     expect(strcmp(answer, "201 Created") == 0 && n == 2, "the parent's answer");
-    printf("child: answer \"%s\" + %zu bytes\n", answer, n);
+    struct orbit_arena_stats st;
+    orbit_arena_stats(orbit_exchanges_arena(xs, ORBIT_FLOW_A_TO_B), &st);
+    printf("child: %d KiB sent through a %d KiB lane (%llu credit waits); answer \"%s\" + %zu bytes\n",
+           CHUNKS * CHUNK_BYTES / 1024, LANE_SLOTS * 4, (unsigned long long)st.parks, answer, n);
     orbit_exchange_close(a);
     orbit_exchanges_close(xs);
     orbit_fleet_leave(fleet);
@@ -120,11 +125,12 @@ int main(void)
     parent_pid = getpid();
     snprintf(fleet_name, sizeof fleet_name, "ex-exchange-%d", (int)parent_pid);
     atexit(cleanup);
+    spec.a_to_b.slots_per_lane = LANE_SLOTS;   /* set before the fork: the child shares it */
 
     struct orbit_fleet *fleet;
     struct orbit_exchanges *xs;
     must(orbit_fleet_join(fleet_name, NULL, &fleet), "join");
-    must(orbit_exchanges_open(fleet, NULL, &xs), "exchanges open");
+    must(orbit_exchanges_open(fleet, &spec, &xs), "exchanges open");
     uint16_t my_node = orbit_fleet_node(fleet);
 
     child_pid = fork();

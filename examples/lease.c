@@ -22,7 +22,9 @@
 
 static char fleet_name[ORBIT_FLEET_NAME_MAX + 1];
 static pid_t parent_pid, child_pid;
-static const orbit_key key = { .lo = 0x6c65617365, .hi = 1 };  /* the caller's digest of "what" */
+#define TIMEOUT_MS 10000     /* no wait here is unbounded */
+/* The key: the caller's own 128-bit digest of what the resource is good for. */
+static const orbit_key key = { .lo = 0x6c65617365, .hi = 1 };
 
 static void die(const char *what, const char *why)
 {
@@ -74,7 +76,7 @@ static void user(int to_owner)
 
     /* Park on the key until the owner completes; a change may be spurious: re-check. */
     for (c = look(pool); c.reserved + c.active != 0; c = look(pool))
-        must(orbit_pool_wait_capacity(pool, key, version, 10000, &version), "wait capacity");
+        must(orbit_pool_wait_capacity(pool, key, version, TIMEOUT_MS, &version), "wait capacity");
     printf("user: unit back (reserved 0, active 0)\n");
 
     orbit_pool_close(pool);
@@ -99,7 +101,6 @@ int main(void)
 
     int pipefd[2];
     expect(pipe(pipefd) == 0, "a pipe");
-    fflush(stdout);
     child_pid = fork();
     expect(child_pid >= 0, "fork to succeed");
     if (child_pid == 0) {       /* the child never touches the parent's handles */
