@@ -124,6 +124,7 @@ int main(void)
     setvbuf(stdout, NULL, _IOLBF, 0);   /* parent and child lines in order */
     parent_pid = getpid();
     snprintf(fleet_name, sizeof fleet_name, "ex-exchange-%d", (int)parent_pid);
+    orbit_fleet_unlink(fleet_name);     /* a leftover of a killed run that had our pid */
     atexit(cleanup);
     spec.a_to_b.slots_per_lane = LANE_SLOTS;   /* set before the fork: the child shares it */
 

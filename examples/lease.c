@@ -89,6 +89,7 @@ int main(void)
     setvbuf(stdout, NULL, _IOLBF, 0);   /* parent and child lines in order */
     parent_pid = getpid();
     snprintf(fleet_name, sizeof fleet_name, "ex-lease-%d", (int)parent_pid);
+    orbit_fleet_unlink(fleet_name);     /* a leftover of a killed run that had our pid */
     atexit(cleanup);
 
     /* The owner joins the fleet and registers its resource under the key. */

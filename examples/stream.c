@@ -94,6 +94,7 @@ int main(void)
     setvbuf(stdout, NULL, _IOLBF, 0);   /* parent and child lines in order */
     parent_pid = getpid();
     snprintf(fleet_name, sizeof fleet_name, "ex-stream-%d", (int)parent_pid);
+    orbit_fleet_unlink(fleet_name);     /* a leftover of a killed run that had our pid */
     atexit(cleanup);
     for (size_t i = 0; i < sizeof body; i++)
         body[i] = (unsigned char)(i * 131 + (i >> 8));   /* a pattern a lost byte would break */

@@ -10,7 +10,6 @@
  *   Submit it either way; a completion means "retry the non-blocking call".
  * readiness path (no io_uring futex ops, or ORBIT_DISABLE_URING_FUTEX=1): poll
  *   the readiness eventfd in the ring; drain it, then retry. stderr says which.
- *
  *   cc -std=c11 $(pkg-config --cflags orbit) uring_loop.c $(pkg-config --libs orbit)
  */
 #define _POSIX_C_SOURCE 200809L
@@ -164,6 +163,7 @@ int main(void)
 {
     parent_pid = getpid();
     snprintf(fleet_name, sizeof fleet_name, "ex-uring-%d", (int)parent_pid);
+    orbit_fleet_unlink(fleet_name);     /* a leftover of a killed run that had our pid */
     atexit(cleanup);
     struct orbit_fleet *fleet; struct loop l = { .readiness = -1 };
     must(orbit_fleet_join(fleet_name, NULL, &fleet), "join");
