@@ -34,7 +34,7 @@ static struct orbit_exchange_spec spec = ORBIT_EXCHANGE_SPEC_DEFAULT;   /* both 
 static char fleet_name[ORBIT_FLEET_NAME_MAX + 1];
 static pid_t parent_pid, child_pid;
 
-static void die(const char *what, const char *why)
+static _Noreturn void die(const char *what, const char *why)
 {
     fprintf(stderr, "exchange[%d]: %s: %s\n", (int)getpid(), what, why);
     exit(1);

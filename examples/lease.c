@@ -26,7 +26,7 @@ static pid_t parent_pid, child_pid;
 /* The key: the caller's own 128-bit digest of what the resource is good for. */
 static const orbit_key key = { .lo = 0x6c65617365, .hi = 1 };
 
-static void die(const char *what, const char *why)
+static _Noreturn void die(const char *what, const char *why)
 {
     fprintf(stderr, "lease[%d]: %s: %s\n", (int)getpid(), what, why);
     exit(1);

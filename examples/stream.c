@@ -27,7 +27,7 @@ static char fleet_name[ORBIT_FLEET_NAME_MAX + 1];
 static pid_t parent_pid, child_pid;
 static unsigned char body[BODY_BYTES];
 
-static void die(const char *what, const char *why)
+static _Noreturn void die(const char *what, const char *why)
 {
     fprintf(stderr, "stream[%d]: %s: %s\n", (int)getpid(), what, why);
     exit(1);

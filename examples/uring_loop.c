@@ -29,7 +29,7 @@ static const char socket_text[] = "bytes over the socket", stream_text[] = "firs
 static char fleet_name[ORBIT_FLEET_NAME_MAX + 1];
 static pid_t parent_pid, child_pid;
 
-static void die(const char *what, const char *why)
+static _Noreturn void die(const char *what, const char *why)
 {
     fprintf(stderr, "uring_loop[%d]: %s: %s\n", (int)getpid(), what, why);
     exit(1);
