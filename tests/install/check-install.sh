@@ -66,11 +66,18 @@ if [ -f "$src/examples/Makefile" ]; then
     cp -r "$src/examples" "$work/examples"
     if make -s -C "$work/examples" LDFLAGS="$rpath" > "$work/ex-build.log" 2>&1; then
         ok "examples build against the prefix"
-        if make -s -C "$work/examples" LDFLAGS="$rpath" run > "$work/ex-run.log" 2>&1; then ok "examples run and exit 0"
-        else bad "examples run:"; tail -20 "$work/ex-run.log"; fi
+        for env in "" "ORBIT_DISABLE_URING_FUTEX=1" "ORBIT_HUGETLB_DIR="; do
+            if env $env make -s -C "$work/examples" LDFLAGS="$rpath" run > "$work/ex-run.log" 2>&1; then
+                ok "examples run and exit 0${env:+ ($env)}"
+            else
+                bad "examples run${env:+ ($env)}:"; tail -20 "$work/ex-run.log"
+            fi
+        done
     else
         bad "examples build:"; tail -20 "$work/ex-build.log"
     fi
+    if make -s -C "$src/examples" check-readme > "$work/readme.log" 2>&1; then ok "README's API snippet is examples/stream.c's excerpt"
+    else bad "README snippet: $(cat "$work/readme.log")"; fi
 else
     bad "no examples/Makefile"
 fi
