@@ -94,7 +94,7 @@ START_TEST(test_death_line)
 {
     const char *backend = orbit_reaper_backend_name(death_backends[_i]);
     if (death_backends[_i] == ORBIT_REAPER_BPF && (!DEATH_HAVE_BPF || geteuid() != 0)) {
-        printf("SKIP (bpf backend unavailable)\n");
+        tu_skip("daemon death line: bpf backend unavailable");
         return;
     }
     const char *name = tu_fleet_name("daemon");
@@ -133,7 +133,7 @@ END_TEST
 START_TEST(test_all_line)
 {
     if (geteuid() != 0) {
-        printf("SKIP (--all: needs root for a private /dev/shm)\n");
+        tu_skip("--all: needs root for a private /dev/shm");
         return;
     }
     ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
@@ -170,9 +170,12 @@ static Suite *daemon_suite(void)
     TCase *tc = tcase_create("daemon");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_usage);
-    tcase_add_loop_test(tc, test_death_line, 0, 2);
-    tcase_add_test(tc, test_all_line);
+    TCase *optional = tu_optional_tcase("bpf_or_root");
+    tcase_set_timeout(optional, 60);
+    DEATH_ADD_BACKENDS(tc, optional, test_death_line);
+    tcase_add_test(optional, test_all_line);
     suite_add_tcase(s, tc);
+    suite_add_tcase(s, optional);
     return s;
 }
 
