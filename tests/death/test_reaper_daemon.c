@@ -82,7 +82,7 @@ START_TEST(test_usage)
     const char *bad_interval[] = { "--all", "--interval", "0", NULL };
     ck_assert_int_eq(run_status(bad_interval), 2);
     const char *bad_name[] = { "--fleet", "no/slash", NULL };
-    ck_assert_int_eq(run_status(bad_name), 1);
+    ck_assert_int_eq(run_status(bad_name), 2);   /* a bad argument, refused before any work */
     if (!DEATH_HAVE_BPF) {
         const char *bpf[] = { "--all", "--backend", "bpf", NULL };
         ck_assert_int_eq(run_status(bpf), 1);
@@ -115,6 +115,7 @@ START_TEST(test_death_line)
     snprintf(want, sizeof want, "\"fleet\":\"%s\",\"node\":%u,\"pid\":%d,", name, node, (int)m.pid);
     ck_assert_msg(strstr(line, want) != NULL, "%s lacks %s", line, want);
     ck_assert_ptr_nonnull(strstr(line, "\"source\":\"exit\""));
+    ck_assert_ptr_nonnull(strstr(line, ",\"incarnation\":\""));   /* 64-bit: a JSON string */
     ck_assert_ptr_nonnull(strstr(line, "\"reclaimed\":{\"tables\":0,"));
     if (death_backends[_i] == ORBIT_REAPER_BPF)
         ck_assert_ptr_nonnull(strstr(line, "\"status\":9,\"exit_code\":null,\"signal\":9"));
