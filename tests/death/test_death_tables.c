@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The kill -9 scenario of issue 6, on every table, with each backend: a
+ * The kill -9 scenario, on every table, with each backend: a
  * member holds pool resources with a reservation and a creation claim, both
  * sides of a stream with unread bytes, one side of a stream whose peer (in
  * another process) is parked reading, and admission claims; it is killed;

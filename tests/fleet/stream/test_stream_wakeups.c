@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Parks per ring-ful: the design figure of DESIGN §3, pinned. A bulk transfer
+ * Parks per ring-ful: the wake protocol's design figure, pinned. A bulk transfer
  * between two processes wakes its reader only when a ring it drained refills
  * and its writer only when room crosses the writer's need, after a bounded
  * spin: together they park at most about twice per ring-ful, whether the
