@@ -2,7 +2,8 @@
 # check-man.sh MANDIR LIB... — the 'man' test suite.
 # 1. Every page lints clean: mandoc -T lint -W warning prints nothing.
 #    A page that is only a ".so manN/x.N" link must point at a page that exists.
-# 2. Every symbol a library exports (nm -D --defined-only) has a section 3 page.
+# 2. Every page is listed in man/meson.build (so meson install installs it).
+# 3. Every symbol a library exports (nm -D --defined-only) has a section 3 page.
 # Exit 77 (meson: SKIP) when mandoc or nm is missing; 1 on any finding.
 set -u
 mandir=$1; shift
@@ -13,6 +14,8 @@ bad=0
 pages=0
 for page in "$mandir"/man[1-8]/*.[1-8]; do
     pages=$((pages + 1))
+    rel=${page#"$mandir"/}
+    grep -qF "'$rel'" "$mandir/meson.build" || { echo "$rel: not listed in man/meson.build (not installed)"; bad=1; }
     first=$(head -n 1 "$page")
     case $first in
     .so\ *)
