@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,14 +101,63 @@ static inline void tu_gate_pass(struct tu_gate *g)
 
 static inline void tu_gate_close(struct tu_gate *g) { close(g->fd[0]); close(g->fd[1]); }
 
-/* Run a Check suite; returns the process exit code. */
+/*
+ * Skips. A test that cannot run here (no root, no BPF build, no io_uring
+ * futex ops...) calls tu_skip(reason) and returns; tu_run then exits 77, so
+ * meson reports SKIP instead of counting it as passed. Such tests live in
+ * tcases tagged TU_OPTIONAL, which meson runs as a test of their own
+ * (CK_INCLUDE_TAGS=optional) apart from the rest (CK_EXCLUDE_TAGS=optional):
+ * a skip never hides the tests that did run.
+ */
+#define TU_OPTIONAL "optional"
+
+/* Shared with Check's forked test processes: mapped before the suite runs. */
+static inline _Atomic unsigned *tu_skips(void)
+{
+    static _Atomic unsigned *count;
+    if (!count) {
+        void *p = mmap(NULL, sizeof *count, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) { perror("mmap"); _exit(99); }
+        count = p;
+    }
+    return count;
+}
+
+static inline void tu_skip(const char *reason)
+{
+    fprintf(stderr, "SKIP: %s\n", reason);
+    (*tu_skips())++;
+}
+
+static inline TCase *tu_optional_tcase(const char *name)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_tags(tc, TU_OPTIONAL);
+    return tc;
+}
+
+/* Run a Check suite; returns the process exit code: 1 on a failure (or no test
+ * selected), 77 when a test skipped, else 0. */
 static inline int tu_run(Suite *s)
 {
+    tu_skips();
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
+    int ran = srunner_ntests_run(sr);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
-    return failed ? 1 : 0;
+    unsigned skipped = *tu_skips();
+    if (failed)
+        return 1;
+    if (ran == 0) {
+        fprintf(stderr, "no test selected (CK_INCLUDE_TAGS / CK_RUN_CASE?)\n");
+        return 1;
+    }
+    if (skipped) {
+        fprintf(stderr, "%u of %d tests skipped\n", skipped, ran);
+        return 77;
+    }
+    return 0;
 }
 
 #endif

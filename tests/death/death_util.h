@@ -16,6 +16,13 @@
 /* Check loop index -> backend under test. */
 static const enum orbit_reaper_backend death_backends[] = { ORBIT_REAPER_BPF, ORBIT_REAPER_PIDFD };
 
+/* A backend loop test: the pidfd run in tcase plain, the BPF run (which skips without
+ * root or a BPF build) in tcase bpf, an optional one (see tu_skip). */
+#define DEATH_ADD_BACKENDS(plain, bpf, fn) do {   \
+        tcase_add_loop_test(bpf, fn, 0, 1);       \
+        tcase_add_loop_test(plain, fn, 1, 2);     \
+    } while (0)
+
 /*
  * Open the backend under test. BPF must load in a BPF build run as root; in
  * a build without it the open must say -ORBIT_ENOTSUP. Returns NULL (the
@@ -28,12 +35,12 @@ static inline struct orbit_reaper *death_open(int idx)
     int rc = orbit_reaper_open(b, &r);
     if (b == ORBIT_REAPER_BPF && !DEATH_HAVE_BPF) {
         ck_assert_int_eq(rc, -ORBIT_ENOTSUP);
-        printf("SKIP (bpf backend: built without BPF)\n");
+        tu_skip("bpf backend: built without BPF");
         return NULL;
     }
     if (b == ORBIT_REAPER_BPF && geteuid() != 0) {
         ck_assert_int_lt(rc, 0);
-        printf("SKIP (bpf backend: not root)\n");
+        tu_skip("bpf backend: not root");
         return NULL;
     }
     ck_assert_msg(rc == 0, "open %s: %s", orbit_reaper_backend_name(b), orbit_strerror(rc));

@@ -91,7 +91,7 @@ static int unprivileged_open(void)
 START_TEST(test_unprivileged_falls_back)
 {
     if (geteuid() != 0 || !DEATH_HAVE_BPF) {
-        printf("SKIP (needs root to drop, and a BPF build)\n");
+        tu_skip("unprivileged fallback: needs root to drop, and a BPF build");
         return;
     }
     pid_t pid = fork();
@@ -529,7 +529,7 @@ static void private_segments(void)
 START_TEST(test_watch_all)
 {
     if (geteuid() != 0) {
-        printf("SKIP (watch_all: needs root for a private /dev/shm)\n");
+        tu_skip("watch_all: needs root for a private /dev/shm");
         return;
     }
     private_segments();
@@ -606,7 +606,7 @@ static int pidns_init(int idx, const char *name)
 START_TEST(test_pid_namespace)
 {
     if (geteuid() != 0 || (death_backends[_i] == ORBIT_REAPER_BPF && !DEATH_HAVE_BPF)) {
-        printf("SKIP (pid namespace: needs root and the backend)\n");
+        tu_skip("pid namespace: needs root and the backend");
         return;
     }
     char name[64];   /* named out here: inside, every test's pid is 1 */
@@ -677,18 +677,25 @@ static Suite *death_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_api_errors);
     tcase_add_test(tc, test_watch_corrupt);
-    tcase_add_test(tc, test_unprivileged_falls_back);
-    tcase_add_loop_test(tc, test_kill9, 0, 2);
-    tcase_add_loop_test(tc, test_leave_not_reported, 0, 2);
-    tcase_add_loop_test(tc, test_pthread_exit_leader, 0, 2);
-    tcase_add_loop_test(tc, test_pid_reuse_exit_event, 0, 2);
-    tcase_add_loop_test(tc, test_pid_reuse_found_dead, 0, 2);
-    tcase_add_loop_test(tc, test_fleet_appears_later, 0, 2);
-    tcase_add_loop_test(tc, test_join_and_die_during_process, 0, 2);
-    tcase_add_loop_test(tc, test_watch_all, 0, 2);
-    tcase_add_loop_test(tc, test_pid_namespace, 0, 2);
-    tcase_add_loop_test(tc, test_latency_fleet_only, 0, 2);
+    /* Tests that need root or a BPF build run apart (tu_skip): see testutil.h. */
+    TCase *bpf = tu_optional_tcase("bpf");
+    tcase_set_timeout(bpf, 120);
+    TCase *root = tu_optional_tcase("root");
+    tcase_set_timeout(root, 120);
+    tcase_add_test(bpf, test_unprivileged_falls_back);
+    DEATH_ADD_BACKENDS(tc, bpf, test_kill9);
+    DEATH_ADD_BACKENDS(tc, bpf, test_leave_not_reported);
+    DEATH_ADD_BACKENDS(tc, bpf, test_pthread_exit_leader);
+    DEATH_ADD_BACKENDS(tc, bpf, test_pid_reuse_exit_event);
+    DEATH_ADD_BACKENDS(tc, bpf, test_pid_reuse_found_dead);
+    DEATH_ADD_BACKENDS(tc, bpf, test_fleet_appears_later);
+    DEATH_ADD_BACKENDS(tc, bpf, test_join_and_die_during_process);
+    tcase_add_loop_test(root, test_watch_all, 0, 2);
+    tcase_add_loop_test(root, test_pid_namespace, 0, 2);
+    DEATH_ADD_BACKENDS(tc, bpf, test_latency_fleet_only);
     suite_add_tcase(s, tc);
+    suite_add_tcase(s, bpf);
+    suite_add_tcase(s, root);
     return s;
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The kill -9 scenario of issue 6, on every table, with each backend: a
+ * The kill -9 scenario, on every table, with each backend: a
  * member holds pool resources with a reservation and a creation claim, both
  * sides of a stream with unread bytes, one side of a stream whose peer (in
  * another process) is parked reading, and admission claims; it is killed;
@@ -252,8 +252,11 @@ static Suite *tables_suite(void)
     Suite *s = suite_create("death-tables");
     TCase *tc = tcase_create("scenario");
     tcase_set_timeout(tc, 240);
-    tcase_add_loop_test(tc, test_kill9_reclaims_every_table, 0, 2);
+    TCase *bpf = tu_optional_tcase("bpf");
+    tcase_set_timeout(bpf, 240);
+    DEATH_ADD_BACKENDS(tc, bpf, test_kill9_reclaims_every_table);
     suite_add_tcase(s, tc);
+    suite_add_tcase(s, bpf);
     return s;
 }
 

@@ -2,6 +2,7 @@
 # Model-check the wake protocol with spin: the real protocol has no invalid end
 # state (no lost wakeup); a deliberately broken waker must be caught.
 set -euo pipefail
+command -v spin >/dev/null || { echo "SKIP: spin is not installed"; exit 77; }
 model=$(cd "$(dirname "$0")" && pwd)/wake.pml
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 check() {   # check NAME [spin -D flags]: prints the error count

@@ -1,5 +1,5 @@
 /*
- * The wake protocol of DESIGN §3 as a Promela model (spin checks every
+ * The wake protocol (docs/design.md, section 4) as a Promela model (spin checks every
  * interleaving under sequential consistency, which the seq_cst operations
  * give us). Two waiters wait for `data`; one waker publishes it. A lost wakeup
  * shows up as an invalid end state: a waiter asleep forever after the waker

@@ -15,6 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 #include <orbit/reaper.h>
+#ifdef ORB_REAPER_HAVE_BPF
+#include <bpf/libbpf.h>
+#endif
+#include "cli.h"
+
+#define TOOL "orbit-reaper"
 
 static const char usage[] =
 "usage: orbit-reaper (--fleet NAME... | --all) [options]\n"
@@ -31,9 +37,15 @@ static const char usage[] =
 "  -b, --backend KIND     auto (default: BPF when it loads, else pidfd), bpf, pidfd\n"
 "  -i, --interval MS      membership re-read period (default 100)\n"
 "  -n, --no-account       do not count what each death gave back (faster)\n"
+"  -v, --verbose          forward libbpf's log to stderr (why a BPF load failed)\n"
 "  -h, --help             this text\n"
+"  -V, --version          print the version\n"
 "\n"
-"Exit status: 0 after a clean stop, 1 on an error, 2 on bad usage.\n";
+"Examples:\n"
+"  orbit-reaper --all                       every fleet on this host (the systemd unit)\n"
+"  orbit-reaper -f web -f batch -b pidfd    two fleets, without BPF\n"
+"\n"
+"Exit status: 0 after a clean stop, 1 on an error, 2 on a bad argument.\n";
 
 struct opts {
     const char **fleets;
@@ -41,6 +53,7 @@ struct opts {
     bool all, account;
     enum orbit_reaper_backend backend;
     int interval_ms;
+    bool verbose;
 };
 
 static void json_str(const char *s)
@@ -98,7 +111,8 @@ static void log_death(void *ctx, const struct orbit_reaper_death *d)
     json_time();
     printf(",\"event\":\"death\",\"fleet\":");
     json_str(d->fleet);
-    printf(",\"node\":%u,\"pid\":%d,\"start_time\":%llu,\"incarnation\":%llu", d->node, d->pid,
+    /* Identities are strings: JSON readers that hold numbers as doubles would round them. */
+    printf(",\"node\":%u,\"pid\":%d,\"start_time\":\"%llu\",\"incarnation\":\"%llu\"", d->node, d->pid,
            (unsigned long long)d->start_time, (unsigned long long)d->incarnation);
     json_status(d->status);
     printf(",\"backend\":\"%s\",\"source\":\"%s\"", orbit_reaper_backend_name(d->backend),
@@ -145,57 +159,67 @@ static void log_stop(struct orbit_reaper *r, const char *why)
     fflush(stdout);
 }
 
-static int parse_backend(const char *s, enum orbit_reaper_backend *out)
+static enum orbit_reaper_backend parse_backend(const char *s)
 {
-    if (strcmp(s, "auto") == 0) *out = ORBIT_REAPER_AUTO;
-    else if (strcmp(s, "bpf") == 0) *out = ORBIT_REAPER_BPF;
-    else if (strcmp(s, "pidfd") == 0) *out = ORBIT_REAPER_PIDFD;
-    else return -1;
-    return 0;
+    if (strcmp(s, "auto") == 0) return ORBIT_REAPER_AUTO;
+    if (strcmp(s, "bpf") == 0) return ORBIT_REAPER_BPF;
+    if (strcmp(s, "pidfd") == 0) return ORBIT_REAPER_PIDFD;
+    cli_bad(TOOL, "--backend", s, "not one of auto, bpf, pidfd");
 }
 
-/* Returns 0 to run, 1 after --help, 2 on bad usage. */
+/* Returns 0 to run, 1 after --help or --version; a bad argument exits 2 (cli.h). */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
     static const struct option longs[] = {
         { "fleet", required_argument, 0, 'f' }, { "all", no_argument, 0, 'a' },
         { "backend", required_argument, 0, 'b' }, { "interval", required_argument, 0, 'i' },
-        { "no-account", no_argument, 0, 'n' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+        { "no-account", no_argument, 0, 'n' }, { "verbose", no_argument, 0, 'v' },
+        { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
     };
     o->fleets = calloc((size_t)argc, sizeof *o->fleets);
     if (!o->fleets)
         return 2;
     int c;
-    char *end;
-    while ((c = getopt_long(argc, argv, "f:ab:i:nh", longs, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":f:ab:i:nvhV", longs, NULL)) != -1) {
         switch (c) {
-        case 'f': o->fleets[o->n_fleets++] = optarg; break;
+        case 'f': o->fleets[o->n_fleets++] = cli_fleet_name(TOOL, "--fleet", optarg); break;
         case 'a': o->all = true; break;
         case 'n': o->account = false; break;
+        case 'v': o->verbose = true; break;
         case 'h': fputs(usage, stdout); return 1;
-        case 'b':
-            if (parse_backend(optarg, &o->backend) < 0) {
-                fprintf(stderr, "orbit-reaper: --backend must be auto, bpf or pidfd\n");
-                return 2;
-            }
-            break;
-        case 'i':
-            o->interval_ms = (int)strtol(optarg, &end, 10);
-            if (*end || o->interval_ms < 1 || o->interval_ms > 60000) {
-                fprintf(stderr, "orbit-reaper: --interval must be 1..60000 ms\n");
-                return 2;
-            }
-            break;
-        default:
-            fputs(usage, stderr);
-            return 2;
+        case 'V': cli_version(TOOL); return 1;
+        case 'b': o->backend = parse_backend(optarg); break;
+        case 'i': o->interval_ms = cli_int(TOOL, "--interval", optarg, 1, 60000); break;
+        default: cli_getopt_error(TOOL, c, optopt, argv[optind - 1]);
         }
     }
-    if (optind < argc || (o->n_fleets == 0) == !o->all) {
-        fprintf(stderr, "orbit-reaper: give --fleet NAME (one or more) or --all\n");
-        return 2;
-    }
+    if (optind < argc)
+        cli_bad(TOOL, "argument", argv[optind], "orbit-reaper takes options only");
+    if ((o->n_fleets == 0) == !o->all)
+        cli_usage_error(TOOL, "give --fleet NAME (one or more) or --all");
     return 0;
+}
+
+#ifdef ORB_REAPER_HAVE_BPF
+/* -v: every libbpf message, debug level included, on stderr. */
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+    (void)level;
+    return vfprintf(stderr, fmt, ap);
+}
+#endif
+
+/* -v: libbpf's log on stderr, also while liborbit-reaper loads its program (the
+ * library keeps libbpf quiet then unless ORBIT_REAPER_DEBUG is set). */
+static void verbose_libbpf(void)
+{
+    setenv("ORBIT_REAPER_DEBUG", "1", 1);
+#ifdef ORB_REAPER_HAVE_BPF
+    libbpf_set_print(libbpf_log);
+#else
+    fprintf(stderr, "orbit-reaper: built without BPF: no libbpf log to show\n");
+#endif
 }
 
 static int setup(struct orbit_reaper **out, const struct opts *o)
@@ -266,6 +290,8 @@ int main(int argc, char **argv)
         free(o.fleets);
         return prc == 1 ? 0 : 2;
     }
+    if (o.verbose)
+        verbose_libbpf();
     setvbuf(stdout, NULL, _IOLBF, 0);
     sigset_t mask;
     sigemptyset(&mask);

@@ -38,12 +38,12 @@ static void json_claim(struct orbit_admission *a, const struct ctl_nodes *nodes,
 {
     struct orbit_units units[CTL_UNITS_MAX];
     ssize_t n = orbit_admission_claim_units(a, &ci->claim, units, CTL_UNITS_MAX);
-    fprintf(out, "{\"serial\":%" PRIu64 ",\"slot\":%" PRIu32 ",\"node\":%u,\"incarnation\":%" PRIu64
-                 ",\"holder\":\"%s\",\"retained_bytes\":%" PRIu64 ",\"live\":%s,\"units\":[",
+    fprintf(out, "{\"serial\":\"%" PRIu64 "\",\"slot\":%" PRIu32 ",\"node\":%u,\"incarnation\":\"%" PRIu64 "\""
+                 ",\"holder\":\"%s\",\"retained_bytes\":\"%" PRIu64 "\",\"live\":%s,\"units\":[",
             ci->claim.serial, ci->claim.slot, ci->claim.node, ci->claim.incarnation,
             holder_state(nodes, &ci->claim), ci->claim.retained_bytes, n >= 0 ? "true" : "false");
     for (ssize_t i = 0; i < n && i < CTL_UNITS_MAX; i++)
-        fprintf(out, "%s{\"domain\":%" PRIu32 ",\"units\":%" PRIu64 "}", i ? "," : "",
+        fprintf(out, "%s{\"domain\":%" PRIu32 ",\"units\":\"%" PRIu64 "\"}", i ? "," : "",
                 units[i].domain, units[i].units);
     fputs("]}", out);
 }
@@ -51,9 +51,9 @@ static void json_claim(struct orbit_admission *a, const struct ctl_nodes *nodes,
 static void print_info(const struct orbit_admission_info *in, bool json, FILE *out)
 {
     if (json) {
-        fprintf(out, "\"max_domains\":%" PRIu32 ",\"max_claims\":%" PRIu32 ",\"retained_max_bytes\":%" PRIu64
-                     ",\"retained_bytes\":%" PRIu64 ",\"live_claims\":%" PRIu32 ",\"next_serial\":%" PRIu64
-                     ",\"change_epoch\":%" PRIu64 ",\"repairs\":%" PRIu64 ",\"shutdown\":%s,\"poisoned\":%s,"
+        fprintf(out, "\"max_domains\":%" PRIu32 ",\"max_claims\":%" PRIu32 ",\"retained_max_bytes\":\"%" PRIu64 "\""
+                     ",\"retained_bytes\":\"%" PRIu64 "\",\"live_claims\":%" PRIu32 ",\"next_serial\":\"%" PRIu64 "\""
+                     ",\"change_epoch\":\"%" PRIu64 "\",\"repairs\":\"%" PRIu64 "\",\"shutdown\":%s,\"poisoned\":%s,"
                      "\"poison_reason\":",
                 in->spec.max_domains, in->spec.max_claims, in->spec.retained_max_bytes, in->retained_bytes,
                 in->live_claims, in->next_serial, in->change_epoch, in->repairs,
@@ -81,8 +81,8 @@ static void print_domains(const struct orbit_domain_info *d, ssize_t n, bool jso
         fprintf(out, "  domains (%zd):\n", n);
     for (ssize_t i = 0; i < n; i++) {
         if (json)
-            fprintf(out, "%s{\"domain\":%" PRIu32 ",\"capacity\":%" PRIu64 ",\"used\":%" PRIu64
-                         ",\"free\":%" PRIu64 ",\"availability_epoch\":%" PRIu64 "}",
+            fprintf(out, "%s{\"domain\":%" PRIu32 ",\"capacity\":\"%" PRIu64 "\",\"used\":\"%" PRIu64 "\""
+                         ",\"free\":\"%" PRIu64 "\",\"availability_epoch\":\"%" PRIu64 "\"}",
                     i ? "," : "", d[i].domain, d[i].capacity, d[i].used,
                     d[i].used <= d[i].capacity ? d[i].capacity - d[i].used : 0, d[i].availability_epoch);
         else

@@ -65,7 +65,7 @@ static void print_text(FILE *out, const struct orbit_arena_spec *sp, uint64_t ep
 static void print_json(FILE *out, const struct orbit_arena_spec *sp, uint64_t epoch,
                        const struct orbit_arena_lane_info *li, size_t nl, const struct xsum *xs, size_t nx)
 {
-    fprintf(out, "{\"type\":\"arena\",\"kind\":%u,\"slot_bytes\":%u,\"slots_per_lane\":%u,\"epoch\":%" PRIu64
+    fprintf(out, "{\"type\":\"arena\",\"kind\":%u,\"slot_bytes\":%u,\"slots_per_lane\":%u,\"epoch\":\"%" PRIu64 "\""
             ",\"lanes\":[", (unsigned)sp->kind, sp->slot_bytes, sp->slots_per_lane, epoch);
     for (size_t i = 0; i < nl; i++)
         fprintf(out, "%s{\"node\":%u,\"free\":%u,\"reserved\":%u,\"live\":%u,\"reading\":%u,\"reclaiming\":%u,"
@@ -78,7 +78,7 @@ static void print_json(FILE *out, const struct orbit_arena_spec *sp, uint64_t ep
         fprintf(out, "%s{\"id\":", i ? "," : "");
         tool_json_str(out, id);
         fprintf(out, ",\"flow\":\"%s\",\"live\":%u,\"reading\":%u,\"reserved\":%u,\"reclaiming\":%u,"
-                "\"bytes\":%" PRIu64 "}", flow_name(xs[i].flow), xs[i].live, xs[i].reading, xs[i].reserved,
+                "\"bytes\":\"%" PRIu64 "\"}", flow_name(xs[i].flow), xs[i].live, xs[i].reading, xs[i].reserved,
                 xs[i].reclaiming, xs[i].bytes);
     }
     fprintf(out, "]}");

@@ -18,9 +18,9 @@ static void print_candidate(const struct orbit_candidate *c, bool json, bool fir
     char id[ORBIT_ID_TEXT_MAX];
     orbit_id_format(c->id, id, sizeof id);
     if (json) {
-        fprintf(out, "%s{\"id\":\"%s\",\"owner\":%u,\"owner_incarnation\":%" PRIu64 ",\"state\":\"%s\","
+        fprintf(out, "%s{\"id\":\"%s\",\"owner\":%u,\"owner_incarnation\":\"%" PRIu64 "\",\"state\":\"%s\","
                      "\"capacity\":%" PRIu32 ",\"reserved\":%" PRIu32 ",\"active\":%" PRIu32
-                     ",\"free\":%" PRIu64 ",\"last_reserve_ms\":%" PRIu64 "}",
+                     ",\"free\":\"%" PRIu64 "\",\"last_reserve_ms\":\"%" PRIu64 "\"}",
                 first ? "" : ",", id, c->owner, c->owner_incarnation, state_name(c->state), c->capacity,
                 c->reserved, c->active, cand_free(c), c->last_reserve_ms);
         return;
@@ -64,7 +64,7 @@ static void print_owners(struct orbit_pool *p, bool json, FILE *out)
     fputs(json ? ",\"owners\":[" : "  owners:", out);
     for (ssize_t i = 0; i < got; i++) {
         if (json)
-            fprintf(out, "%s{\"node\":%u,\"incarnation\":%" PRIu64 "}", i ? "," : "", o[i].node, o[i].incarnation);
+            fprintf(out, "%s{\"node\":%u,\"incarnation\":\"%" PRIu64 "\"}", i ? "," : "", o[i].node, o[i].incarnation);
         else
             fprintf(out, " %u/%" PRIu64, o[i].node, o[i].incarnation);
     }
@@ -80,7 +80,7 @@ static void print_header(struct orbit_pool *p, bool json, FILE *out)
     orbit_pool_key_table(p, &kt);
     if (json) {
         fprintf(out, "{\"key_capacity\":%" PRIu32 ",\"lane_capacity\":%" PRIu32 ",\"generation_limit\":%" PRIu32
-                     ",\"pending_reservations\":%u,\"epoch\":%" PRIu64 ",\"key_table\":{\"live\":%" PRIu32
+                     ",\"pending_reservations\":%u,\"epoch\":\"%" PRIu64 "\",\"key_table\":{\"live\":%" PRIu32
                      ",\"tombstones\":%" PRIu32 ",\"empty\":%" PRIu32 "}",
                 spec.key_capacity, spec.lane_capacity, spec.generation_limit, ORBIT_PENDING_RESERVATIONS,
                 orbit_pool_epoch(p), kt.live, kt.tombstones, kt.empty);

@@ -60,7 +60,7 @@ static void print_json(FILE *out, const struct orbit_stream_spec *spec, uint64_t
                        const struct orbit_stream_info *si, size_t n)
 {
     fprintf(out, "{\"type\":\"streams\",\"kind\":%u,\"lane_capacity\":%u,\"buffer_bytes\":%u,"
-            "\"epoch\":%" PRIu64 ",\"streams\":[", (unsigned)spec->kind, spec->lane_capacity,
+            "\"epoch\":\"%" PRIu64 "\",\"streams\":[", (unsigned)spec->kind, spec->lane_capacity,
             spec->buffer_bytes, epoch);
     for (size_t i = 0; i < n; i++) {
         char id[ORBIT_ID_TEXT_MAX], f[64];
@@ -69,12 +69,12 @@ static void print_json(FILE *out, const struct orbit_stream_spec *spec, uint64_t
         tool_json_str(out, id);
         fprintf(out, ",\"sides\":[");
         for (unsigned k = 0; k < 2; k++)
-            fprintf(out, "%s{\"side\":\"%c\",\"state\":\"%s\",\"node\":%u,\"incarnation\":%" PRIu64 "}",
+            fprintf(out, "%s{\"side\":\"%c\",\"state\":\"%s\",\"node\":%u,\"incarnation\":\"%" PRIu64 "\"}",
                     k ? "," : "", k ? 'b' : 'a', side_state(si[i].side[k].state),
                     (unsigned)si[i].side[k].node, si[i].side[k].incarnation);
         fprintf(out, "],\"directions\":[");
         for (unsigned k = 0; k < 2; k++) {
-            fprintf(out, "%s{\"dir\":\"%s\",\"queued\":%" PRIu64 ",\"flags\":", k ? "," : "",
+            fprintf(out, "%s{\"dir\":\"%s\",\"queued\":\"%" PRIu64 "\",\"flags\":", k ? "," : "",
                     k ? "b->a" : "a->b", si[i].dir[k].queued);
             const char *t = flag_text(si[i].dir[k].flags, f, sizeof f);
             tool_json_str(out, t[0] == '-' ? "" : t);

@@ -8,23 +8,33 @@
 #include <orbit/pool.h>
 #include <orbit/stream.h>
 #include <orbit/admission.h>
+#include "cli.h"
 #include "tool.h"
 #include "core/segment.h"
+
+#define TOOL "orbitctl"
 
 static const char usage[] =
 "usage: orbitctl [--json] COMMAND [ARGS]\n"
 "\n"
 "  ls                               fleets on this host: segments, backing, sizes\n"
+"      orbitctl ls\n"
 "  show FLEET                       nodes (pid, incarnation, alive) and every table\n"
+"      orbitctl --json show web | jq '.nodes[] | select(.alive == false)'\n"
 "  node-dead FLEET NODE INCARNATION report a death: reclaim that incarnation's share\n"
+"      orbitctl node-dead web 3 9223372450576735121\n"
 "  reap FLEET                       one liveness sweep: report every dead node\n"
+"      orbitctl reap web\n"
 "  reset FLEET                      start a new epoch on every table (quiescent fleet only)\n"
+"      orbitctl reset web\n"
 "  unlink FLEET                     remove every segment of the fleet\n"
+"      orbitctl unlink web\n"
 "\n"
-"  --json     machine-readable output for ls and show\n"
-"  -h, --help this text\n"
+"  --json         machine-readable output for ls and show (64-bit values are strings)\n"
+"  -h, --help     this text\n"
+"  -V, --version  print the version\n"
 "\n"
-"Exit status: 0 on success, 1 on an error (printed on stderr), 2 on bad usage.\n";
+"Exit status: 0 on success, 1 on an error (printed on stderr), 2 on a bad argument.\n";
 
 static int fail(const char *what, int rc)
 {
@@ -60,8 +70,8 @@ static void print_segments(const char *fleet, bool json)
     for (ssize_t i = 0; i < n && i < 64; i++) {
         const struct orbit_segment_info *s = &segs[i];
         if (json) {
-            printf("%s{\"kind\":%u,\"table\":\"%s\",\"backing\":\"%s\",\"bytes\":%" PRIu64
-                   ",\"epoch\":%" PRIu64 ",\"path\":", i ? "," : "", s->kind,
+            printf("%s{\"kind\":%u,\"table\":\"%s\",\"backing\":\"%s\",\"bytes\":\"%" PRIu64 "\""
+                   ",\"epoch\":\"%" PRIu64 "\",\"path\":", i ? "," : "", s->kind,
                    table_name(segment_type(fleet, s->kind)), orbit_backing_name(s->backing),
                    s->size, s->epoch);
             tool_json_str(stdout, s->path);
@@ -115,8 +125,8 @@ static void print_nodes(struct orbit_fleet *f, bool json)
         const struct orbit_node_info *ni = &nodes[i];
         const char *state = ni->state == ORBIT_NODE_LIVE ? "live" : "joining";
         if (json)
-            printf("%s{\"node\":%u,\"state\":\"%s\",\"pid\":%d,\"start_time\":%" PRIu64
-                   ",\"incarnation\":%" PRIu64 ",\"alive\":%s}", i ? "," : "", ni->node, state,
+            printf("%s{\"node\":%u,\"state\":\"%s\",\"pid\":%d,\"start_time\":\"%" PRIu64 "\""
+                   ",\"incarnation\":\"%" PRIu64 "\",\"alive\":%s}", i ? "," : "", ni->node, state,
                    ni->pid, ni->start_time, ni->incarnation, ni->alive ? "true" : "false");
         else
             printf("  node %-5u %-8s pid %-8d incarnation %-20" PRIu64 " %s\n", ni->node, state,
@@ -195,24 +205,10 @@ static int cmd_show(const char *name, bool json)
     return 0;
 }
 
-static int parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (!*s || *end || errno || v > max || s[0] == '-')
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int cmd_node_dead(const char *name, const char *node_s, const char *inc_s)
 {
-    uint64_t node, inc;
-    if (parse_u64(node_s, 0xffff, &node) || parse_u64(inc_s, UINT64_MAX, &inc)) {
-        fprintf(stderr, "orbitctl: node-dead: NODE must be 0..65535 and INCARNATION a u64\n");
-        return 2;
-    }
+    uint64_t node = cli_u64(TOOL, "NODE", node_s, 0, ORBIT_FLEET_CAPACITY_MAX - 1);
+    uint64_t inc = cli_u64(TOOL, "INCARNATION", inc_s, 0, UINT64_MAX);
     struct orbit_fleet *f;
     int rc = orbit_fleet_observe(name, &f);
     if (rc < 0)
@@ -271,16 +267,48 @@ static int cmd_reset(const char *name)
     return 0;
 }
 
+/* FLEET arguments per command (ls takes none); -1 for an unknown command. */
+static int command_arity(const char *cmd)
+{
+    static const struct { const char *name; int args; } cmds[] = {
+        { "ls", 0 }, { "show", 1 }, { "node-dead", 3 }, { "reap", 1 }, { "reset", 1 }, { "unlink", 1 },
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (strcmp(cmd, cmds[i].name) == 0)
+            return cmds[i].args;
+    return -1;
+}
+
+/* Bad commands, counts and fleet names exit 2 here, before anything is opened. */
+static void check_command(int left, char **a)
+{
+    if (left == 0)
+        cli_usage_error(TOOL, "no command");
+    int want = command_arity(a[0]);
+    if (want < 0)
+        cli_bad(TOOL, "command", a[0], "not one of ls, show, node-dead, reap, reset, unlink");
+    if (left - 1 != want) {
+        char why[96];
+        snprintf(why, sizeof why, "%s takes %s", a[0],
+                 want == 0 ? "no argument" : want == 1 ? "FLEET" : "FLEET NODE INCARNATION");
+        cli_usage_error(TOOL, why);
+    }
+    if (want > 0)
+        cli_fleet_name(TOOL, "FLEET", a[1]);
+}
+
 int main(int argc, char **argv)
 {
     bool json = false;
-    static const struct option opts[] = { { "json", no_argument, 0, 'j' },
-                                          { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+    static const struct option opts[] = { { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' },
+                                          { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
     int c;
-    while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:jhV", opts, NULL)) != -1) {
         if (c == 'j') json = true;
         else if (c == 'h') { fputs(usage, stdout); return 0; }
-        else { fputs(usage, stderr); return 2; }
+        else if (c == 'V') { cli_version(TOOL); return 0; }
+        else cli_getopt_error(TOOL, c, optopt, argv[optind - 1]);
     }
     int left = argc - optind;
     char **a = argv + optind;
@@ -289,16 +317,14 @@ int main(int argc, char **argv)
             json = true;
             memmove(&a[i], &a[i + 1], (size_t)(left - i - 1) * sizeof *a);
             left--;
+            i--;
         }
-    if (left == 1 && strcmp(a[0], "ls") == 0) return cmd_ls(json);
-    if (left == 2 && strcmp(a[0], "show") == 0) return cmd_show(a[1], json);
-    if (left == 4 && strcmp(a[0], "node-dead") == 0) return cmd_node_dead(a[1], a[2], a[3]);
-    if (left == 2 && strcmp(a[0], "reap") == 0) return cmd_reap(a[1]);
-    if (left == 2 && strcmp(a[0], "reset") == 0) return cmd_reset(a[1]);
-    if (left == 2 && strcmp(a[0], "unlink") == 0) {
-        int rc = orbit_fleet_unlink(a[1]);
-        return rc < 0 ? fail(a[1], rc) : 0;
-    }
-    fputs(usage, stderr);
-    return 2;
+    check_command(left, a);
+    if (strcmp(a[0], "ls") == 0) return cmd_ls(json);
+    if (strcmp(a[0], "show") == 0) return cmd_show(a[1], json);
+    if (strcmp(a[0], "node-dead") == 0) return cmd_node_dead(a[1], a[2], a[3]);
+    if (strcmp(a[0], "reap") == 0) return cmd_reap(a[1]);
+    if (strcmp(a[0], "reset") == 0) return cmd_reset(a[1]);
+    int rc = orbit_fleet_unlink(a[1]);   /* unlink */
+    return rc < 0 ? fail(a[1], rc) : 0;
 }

@@ -43,7 +43,7 @@ static const char *nr = "/proc/sys/vm/nr_hugepages";
 static bool can_run(void)
 {
     if (geteuid() != 0 || !orb_hugetlb_dir() || read_long(nr) < 0) {
-        fprintf(stderr, "SKIP: needs root and a hugetlbfs mount\n");
+        tu_skip("needs root and a hugetlbfs mount");
         return false;
     }
     return true;
@@ -58,7 +58,7 @@ static bool pool_in_use(long *saved, long *in_use)
     long total = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages");
     long free_pages = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
     if (total < 0 || free_pages < 0) {
-        fprintf(stderr, "SKIP: no 2 MiB huge page pool\n");
+        tu_skip("no 2 MiB huge page pool");
         return false;
     }
     *in_use = total - free_pages;

@@ -16,7 +16,7 @@ static void wait_parked(struct orbit_fleet *f, uint16_t node)
 START_TEST(a_ring_parked_on_a_doorbell_beside_a_socket_read_wakes_on_a_remote_change)
 {
     if (!orbit_uring_futex_supported()) {
-        fprintf(stderr, "SKIP: this kernel lacks IORING_OP_FUTEX_WAIT\n");
+        tu_skip("this kernel lacks IORING_OP_FUTEX_WAIT");
         return;
     }
     const char *name = tu_fleet_name("uring");
@@ -148,7 +148,10 @@ int main(void)
     Suite *s = suite_create("uring");
     TCase *tc = tcase_create("uring");
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, a_ring_parked_on_a_doorbell_beside_a_socket_read_wakes_on_a_remote_change);
+    TCase *futex_ops = tu_optional_tcase("uring_futex_ops");
+    tcase_set_timeout(futex_ops, 120);
+    tcase_add_test(futex_ops, a_ring_parked_on_a_doorbell_beside_a_socket_read_wakes_on_a_remote_change);
+    suite_add_tcase(s, futex_ops);
     tcase_add_test(tc, a_readiness_fd_turns_readable_when_another_process_rings_the_doorbell);
     tcase_add_test(tc, the_readiness_fallback_thread_does_the_same_without_io_uring_futex);
     tcase_add_test(tc, prep_wait_doorbell_refuses_an_observer);

@@ -392,7 +392,7 @@ START_TEST(test_skipped_disabled)
     ck_assert_int_eq(r.outcome, ORBIT_ADMIT_SKIPPED);
     ck_assert_int_eq(r.skip, ORBIT_SKIP_DISABLED);
     ck_assert_uint_eq(r.retained_max, 0);
-    /* ... and before the REJECTED check and the domain lookup (the seed's order). */
+    /* ... and before the REJECTED check and the domain lookup (the documented order). */
     struct orbit_units big = { 30, 11 }, unknown = { 99, 3 };
     ck_assert_int_eq(claim(x.a, &big, 1, NULL, 0, 11, &r), 0);
     ck_assert_int_eq(r.outcome, ORBIT_ADMIT_SKIPPED);
@@ -451,7 +451,7 @@ START_TEST(test_deferred_before_retained_skip)
     struct orbit_claim hold = must_claim(x.a, 30, 8, 8);
     struct orbit_units u = { 30, 5 };
     struct orbit_admit_result r;
-    /* Both the domain (2 free) and the cap (2 left) refuse: the seed defers first. */
+    /* Both the domain (2 free) and the cap (2 left) refuse: DEFERRED comes first. */
     ck_assert_int_eq(claim(x.a, &u, 1, NULL, 0, 5, &r), 0);
     ck_assert_int_eq(r.outcome, ORBIT_ADMIT_DEFERRED);
     ck_assert_uint_eq(r.blocker_domain, 30);

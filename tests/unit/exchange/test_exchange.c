@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Check suite for the payload arena and paired exchanges (issue 8): geometry, the
+ * Check suite for the payload arena and paired exchanges: geometry, the
  * chunk life (reserve, commit, shorten, cancel, consume exactly once, release),
  * descriptor validation, the per-flow state machine, backpressure, readiness,
  * io_uring waits, close and death bookkeeping, pool session binding.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Beyond the seed: specs, geometry, error paths, observers, policies, tenancy safety. */
+/* Beyond the core protocol: specs, geometry, error paths, observers, policies, tenancy safety. */
 #include "pool_common.h"
 #include "pool/pool_layout.h"   /* the corruption test plays a bad writer */
 

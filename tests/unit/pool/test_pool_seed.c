@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Every test of the seed, in C: leases, fences, aging, drain, claims, waits, death, epochs, acquire. */
+/* The pool's protocol: leases, fences, aging, drain, claims, waits, death, epochs, acquire. */
 #include "pool_common.h"
 
 START_TEST(exclusive_resource_is_leased_once_and_freed_by_the_owner)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Check suite for streams: every scenario of seed 001 plus the error paths of stream.h. */
+/* Check suite for streams: the stream protocol's scenarios plus the error paths of stream.h. */
 #include <poll.h>
 #include <pthread.h>
 #include <orbit/stream.h>
@@ -84,7 +84,7 @@ static struct orbit_stream_stats stats_of(struct orbit_streams *s)
     return st;
 }
 
-/* ---- the seed's scenarios ------------------------------------------------ */
+/* ---- the protocol's scenarios ------------------------------------------------ */
 
 START_TEST(bytes_cross_in_order_and_end_cleanly)
 {

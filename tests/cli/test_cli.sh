@@ -1,0 +1,82 @@
+#!/bin/sh
+# test_cli.sh VERSION ORBITCTL ORBIT-REAPER — the tools' command lines (suite cli).
+# A bad argument: exit status 2, exactly one line on stderr that names the argument,
+# nothing on stdout, and no segment or lock file of the fleet it named left behind.
+# --help and --version: exit 0; --version prints "TOOL VERSION".
+set -u
+version=$1 orbitctl=$2 reaper=$3
+fleet="t-cli-$$-$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+failures=0
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+leftovers() {   # segments or lock files of $fleet in /dev/shm or any hugetlbfs mount
+    for d in /dev/shm $(awk '$3 == "hugetlbfs" { print $2 }' /proc/mounts); do
+        ls -d "$d"/orbit."$fleet".* 2>/dev/null
+    done
+}
+
+# bad TOOL EXPECTED-TEXT ARGS...: exit 2, one stderr line containing EXPECTED-TEXT.
+bad() {
+    tool=$1 want=$2; shift 2
+    "$tool" "$@" >"$out" 2>"$err"
+    rc=$?
+    name=$(basename "$tool")
+    [ "$rc" -eq 2 ] || fail "$name $*: exit $rc, expected 2"
+    [ "$(wc -l < "$err")" -eq 1 ] || { fail "$name $*: stderr is not one line:"; cat "$err"; }
+    grep -qF -- "$want" "$err" || fail "$name $*: stderr lacks '$want': $(cat "$err")"
+    grep -q "^$name: " "$err" || fail "$name $*: stderr does not start with '$name: '"
+    [ ! -s "$out" ] || fail "$name $*: wrote to stdout"
+    [ -z "$(leftovers)" ] || fail "$name $*: left $(leftovers)"
+}
+
+good() {   # good TOOL EXPECTED-STDOUT-TEXT ARGS...: exit 0
+    tool=$1 want=$2; shift 2
+    "$tool" "$@" >"$out" 2>"$err"
+    rc=$?
+    [ "$rc" -eq 0 ] || fail "$(basename "$tool") $*: exit $rc, expected 0"
+    grep -qF -- "$want" "$out" || fail "$(basename "$tool") $*: stdout lacks '$want'"
+}
+
+# orbitctl
+bad "$orbitctl" "no command"
+bad "$orbitctl" "'frobnicate'" frobnicate "$fleet"
+bad "$orbitctl" "'--frob'" --frob ls
+bad "$orbitctl" "'-x'" -x ls
+bad "$orbitctl" "show takes FLEET" show
+bad "$orbitctl" "ls takes no argument" ls "$fleet"
+bad "$orbitctl" "bad FLEET 'a/b'" show a/b
+bad "$orbitctl" "bad FLEET" reap ""
+bad "$orbitctl" "bad NODE '65536'" node-dead "$fleet" 65536 1
+bad "$orbitctl" "bad NODE '-1'" node-dead "$fleet" -1 1
+bad "$orbitctl" "bad NODE '3x'" node-dead "$fleet" 3x 1
+bad "$orbitctl" "bad INCARNATION '18446744073709551616'" node-dead "$fleet" 1 18446744073709551616
+bad "$orbitctl" "bad INCARNATION '0x'" node-dead "$fleet" 1 0x
+good "$orbitctl" "usage: orbitctl" --help
+good "$orbitctl" "orbitctl $version" --version
+"$orbitctl" --help > "$out"
+for cmd in ls show node-dead reap reset unlink; do   # an example per command
+    grep -q "^ *orbitctl .*$cmd" "$out" || fail "orbitctl --help: no example of $cmd"
+done
+
+# orbit-reaper (each bad argument is refused before any backend is opened)
+bad "$reaper" "give --fleet NAME"
+bad "$reaper" "bad --interval '0'" --fleet "$fleet" --interval 0
+bad "$reaper" "bad --interval '60001'" --fleet "$fleet" --interval 60001
+bad "$reaper" "bad --interval '1e3'" --fleet "$fleet" --interval 1e3
+bad "$reaper" "--interval needs a value" --fleet "$fleet" --interval
+bad "$reaper" "bad --backend 'ebpf'" --fleet "$fleet" --backend ebpf
+bad "$reaper" "bad --fleet 'no/slash'" --fleet no/slash
+bad "$reaper" "'--frob'" --fleet "$fleet" --frob
+bad "$reaper" "bad argument 'extra'" --fleet "$fleet" extra
+good "$reaper" "usage: orbit-reaper" --help
+good "$reaper" "orbit-reaper $version" --version
+
+[ -z "$(leftovers)" ] || fail "segments left behind: $(leftovers)"
+if [ "$failures" -ne 0 ]; then
+    echo "$failures failure(s)"
+    exit 1
+fi
+echo "every bad argument: exit 2, one line naming it, nothing left behind"

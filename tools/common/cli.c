@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/* Command-line helpers shared by the orbit tools. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+#ifndef ORBIT_TOOL_VERSION
+#error "ORBIT_TOOL_VERSION (the project version) must be defined by the build"
+#endif
+
+static int digit_value(char c, unsigned base)
+{
+    int v = c >= '0' && c <= '9' ? c - '0'
+          : c >= 'a' && c <= 'f' ? c - 'a' + 10
+          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 99;
+    return v < (int)base ? v : -1;
+}
+
+int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out, const char **why)
+{
+    unsigned base = 10;
+    if (!s || !*s) {
+        *why = "empty";
+        return -1;
+    }
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        base = 16;
+        s += 2;
+    }
+    if (!*s) {
+        *why = "not a number";
+        return -1;
+    }
+    uint64_t v = 0;
+    bool overflow = false;
+    for (; *s; s++) {
+        int d = digit_value(*s, base);
+        if (d < 0) {
+            *why = "not a number";
+            return -1;
+        }
+        if (v > (UINT64_MAX - (uint64_t)d) / base)
+            overflow = true;
+        else
+            v = v * base + (uint64_t)d;
+    }
+    if (overflow || v < min || v > max) {
+        *why = "out of range";
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+void cli_bad(const char *tool, const char *opt, const char *arg, const char *reason)
+{
+    fprintf(stderr, "%s: bad %s '%s': %s\n", tool, opt, arg ? arg : "", reason);
+    exit(CLI_EXIT_USAGE);
+}
+
+void cli_usage_error(const char *tool, const char *reason)
+{
+    fprintf(stderr, "%s: %s (see --help)\n", tool, reason);
+    exit(CLI_EXIT_USAGE);
+}
+
+uint64_t cli_u64(const char *tool, const char *opt, const char *s, uint64_t min, uint64_t max)
+{
+    uint64_t v;
+    const char *why;
+    if (cli_parse_u64(s, min, max, &v, &why) == 0)
+        return v;
+    char reason[96];
+    if (strcmp(why, "out of range") == 0) {
+        snprintf(reason, sizeof reason, "out of range %llu..%llu", (unsigned long long)min,
+                 (unsigned long long)max);
+        why = reason;
+    }
+    cli_bad(tool, opt, s, why);
+}
+
+int cli_int(const char *tool, const char *opt, const char *s, int min, int max)
+{
+    return (int)cli_u64(tool, opt, s, min < 0 ? 0 : (uint64_t)min, max < 0 ? 0 : (uint64_t)max);
+}
+
+const char *cli_fleet_name(const char *tool, const char *opt, const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 64)
+        cli_bad(tool, opt, s, "a fleet name is 1..64 bytes");
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '.' || c == '-';
+        if (!ok)
+            cli_bad(tool, opt, s, "a fleet name has only letters, digits, '_', '.' and '-'");
+    }
+    return s;
+}
+
+void cli_getopt_error(const char *tool, int c, int optopt_char, const char *elem)
+{
+    char opt[64];
+    if (!elem)
+        elem = "?";
+    if (strncmp(elem, "--", 2) != 0 && optopt_char > 0 && optopt_char < 128)   /* short, maybe clustered */
+        snprintf(opt, sizeof opt, "-%c", optopt_char);
+    else
+        snprintf(opt, sizeof opt, "%.*s", (int)strcspn(elem, "="), elem);
+    if (c == ':')
+        fprintf(stderr, "%s: %s needs a value (see --help)\n", tool, opt);
+    else
+        fprintf(stderr, "%s: unknown option '%s' (see --help)\n", tool, opt);
+    exit(CLI_EXIT_USAGE);
+}
+
+void cli_version(const char *tool)
+{
+    printf("%s %s\n", tool, ORBIT_TOOL_VERSION);
+}
