@@ -6,7 +6,7 @@
 #include <string.h>
 #include <orbit/uring.h>
 #include "uring_internal.h"
-#include "../lib/core/fleet_internal.h"
+#include "core/fleet_internal.h"
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static bool futex_ops_supported;

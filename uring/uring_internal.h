@@ -4,7 +4,7 @@
 #define ORB_URING_INTERNAL_H
 
 #include <liburing.h>
-#include "../lib/core/wait.h"
+#include "core/wait.h"
 
 /* Debian 12's liburing 2.3 and 6.1 uapi headers lack the futex opcodes (Linux 6.7). */
 #ifndef IORING_OP_FUTEX_WAIT

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "fleet_internal.h"
+#include "table_ops.h"
 
 #define NODE_REAPING 3u   /* internal state: one reporter is ending this node */
 
@@ -229,6 +230,7 @@ void orbit_fleet_leave(struct orbit_fleet *f)
         /* Only our own live claim is released; a reporter that already took it keeps it. */
         atomic_compare_exchange_strong(&rec->state, &live, ORBIT_NODE_FREE);
     }
+    orb_table_cache_free(f);
     for (int i = 0; i < ORB_PRIVATE_TABLES_MAX; i++)
         if (f->private_tables[i].refs > 0)
             orb_segment_close(&f->private_tables[i].seg);

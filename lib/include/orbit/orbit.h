@@ -9,5 +9,6 @@
 #include <orbit/stream.h>
 #include <orbit/admission.h>
 #include <orbit/exchange.h>
+#include <orbit/inspect.h>
 
 #endif

@@ -6,6 +6,8 @@
 #include "testutil.h"
 #include "core/fleet_internal.h"
 
+#define TEST_TABLE_TYPE 99   /* a table type no module registers */
+
 static struct orbit_fleet_opts opts_for(uint16_t capacity, int32_t node)
 {
     struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
@@ -374,7 +376,7 @@ START_TEST(private_fleets_share_tables_within_the_process)
     ck_assert_int_eq(orbit_fleet_backing(f), ORBIT_BACKING_PRIVATE);
     ck_assert_uint_eq(orbit_fleet_node(f), 0);
     uint32_t geom = 7;
-    struct orb_seg_request req = { .kind = 200, .table_type = ORB_TABLE_POOL, .geometry = &geom,
+    struct orb_seg_request req = { .kind = 200, .table_type = TEST_TABLE_TYPE, .geometry = &geom,
                                    .geometry_len = sizeof geom, .table_bytes = 8192 };
     struct orb_segment s1, s2, s3;
     ck_assert_int_eq(orb_fleet_table_open(f, &req, &s1), 0);
@@ -402,7 +404,7 @@ START_TEST(a_creator_that_died_before_ready_is_corrupt_not_a_hang)
 {
     const char *name = tu_fleet_name("stuck");
     uint32_t geom = 1;
-    struct orb_seg_request req = { .fleet = name, .kind = 9, .table_type = ORB_TABLE_POOL,
+    struct orb_seg_request req = { .fleet = name, .kind = 9, .table_type = TEST_TABLE_TYPE,
                                    .fleet_capacity = 2, .geometry = &geom, .geometry_len = sizeof geom,
                                    .table_bytes = 8192, .backing = ORBIT_BACKING_SHM, .gid = -1,
                                    .init = die_in_init };
