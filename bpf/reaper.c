@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* liborbit-reaper: watched fleets, identity checks, reclaiming, the event loop. */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
