@@ -46,11 +46,12 @@ static const struct { const char *name; show_fn show; } shows[] = {
 #ifdef ORBIT_WITH_EXCHANGE
     { "arena", ctl_show_exchange },
 #endif
+    { NULL, NULL },
 };
 
 static show_fn show_of(const char *name)
 {
-    for (size_t i = 0; i < sizeof shows / sizeof shows[0]; i++)
+    for (size_t i = 0; shows[i].name; i++)
         if (strcmp(shows[i].name, name) == 0)
             return shows[i].show;
     return NULL;
