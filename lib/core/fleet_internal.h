@@ -57,9 +57,6 @@ int  orb_fleet_table_open(struct orbit_fleet *f, struct orb_seg_request *req, st
 int  orb_fleet_table_open_existing(struct orbit_fleet *f, uint8_t kind, struct orb_segment *out);
 void orb_fleet_table_close(struct orbit_fleet *f, struct orb_segment *seg);
 
-/* Kinds and table types of this fleet's table segments (read from headers); how many. */
-int  orb_fleet_table_kinds(struct orbit_fleet *f, uint8_t *kinds, uint8_t *types, int max);
-
 /* The node's record, or NULL if node >= capacity. */
 static inline struct orb_node_record *orb_fleet_record(struct orbit_fleet *f, uint32_t node)
 {

@@ -33,23 +33,6 @@ const char *orbit_table_type_name(unsigned type)
     return ops ? ops->name : "unknown";
 }
 
-int orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
-{
-    uint8_t kinds[TABLES_MAX], types[TABLES_MAX];
-    int n = orb_fleet_table_kinds(f, kinds, types, TABLES_MAX);
-    for (int i = 0; i < n; i++) {
-        const struct orb_table_ops *ops = orb_table_ops_of(types[i]);
-        void *t;
-        if (ops && ops->open_existing(f, kinds[i], &t) == 0) {
-            ops->node_dead(t, node, incarnation);
-            ops->close(t);
-        }
-    }
-    /* The dead may have rung a doorbell and died before its wake went out. */
-    orb_fleet_kick_doorbells(f);
-    return 0;
-}
-
 /* ---- listing ------------------------------------------------------------ */
 
 struct table_ref { uint8_t kind, type; uint64_t epoch; };
@@ -88,8 +71,8 @@ static int list_tables(struct orbit_fleet *f, struct table_ref *v)
 {
     if (f->is_private)
         return refs_sorted(v, list_private(f, v));
-    struct orbit_segment_info *info = calloc(TABLES_MAX, sizeof *info);
-    ssize_t total = info ? orbit_fleet_segments(f->name, info, TABLES_MAX) : -ENOMEM;
+    struct orbit_segment_info info[TABLES_MAX];   /* no allocation: a death report must not fail */
+    ssize_t total = orbit_fleet_segments(f->name, info, TABLES_MAX);
     int n = 0;
     for (ssize_t i = 0; i < total && i < TABLES_MAX; i++) {
         struct orb_seg_header h;
@@ -97,8 +80,24 @@ static int list_tables(struct orbit_fleet *f, struct table_ref *v)
             continue;
         v[n++] = (struct table_ref){ h.kind, h.table_type, h.epoch };
     }
-    free(info);
     return total < 0 ? (int)total : refs_sorted(v, n);
+}
+
+int orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
+{
+    struct table_ref v[TABLES_MAX];
+    int n = list_tables(f, v);
+    for (int i = 0; i < n; i++) {
+        const struct orb_table_ops *ops = orb_table_ops_of(v[i].type);
+        void *t;
+        if (ops && ops->open_existing(f, v[i].kind, &t) == 0) {
+            ops->node_dead(t, node, incarnation);
+            ops->close(t);
+        }
+    }
+    /* The dead may have rung a doorbell and died before its wake went out. */
+    orb_fleet_kick_doorbells(f);
+    return 0;
 }
 
 ssize_t orbit_fleet_tables(struct orbit_fleet *f, struct orbit_table_info *out, size_t max)
