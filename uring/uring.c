@@ -47,22 +47,32 @@ void orb_uring_prep_futex_wake(struct io_uring_sqe *sqe, _Atomic uint32_t *word)
     sqe->addr3 = 0xffffffffu;
 }
 
+int orb_uring_prep_result(struct io_uring_sqe *sqe, int rc)
+{
+    if (rc != 0 && sqe) {
+        __u64 user_data = sqe->user_data;
+        io_uring_prep_nop(sqe);   /* clears flags: no link, drain or fixed file */
+        sqe->user_data = user_data;
+    }
+    return rc;
+}
+
 int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
                         struct io_uring_sqe *sqe, struct orb_wait_stats *stats)
 {
     if (!sqe)
         return -ORBIT_EMALFORMED;
     if (!orbit_uring_futex_supported())
-        return -ORBIT_ENOTSUP;
+        return orb_uring_prep_result(sqe, -ORBIT_ENOTSUP);
     uint32_t since = orb_wait_since(w);
     int r = pred ? pred(ctx) : 0;
     if (r != 0)
-        return r > 0 ? 1 : r;
+        return orb_uring_prep_result(sqe, r > 0 ? 1 : r);
     orb_wait_arm(w);
     /* Checked again after arming: a change from here on moves the word we wait on. */
     r = pred ? pred(ctx) : 0;
     if (r != 0)
-        return r > 0 ? 1 : r;
+        return orb_uring_prep_result(sqe, r > 0 ? 1 : r);
     __u64 user_data = sqe->user_data;
     orb_uring_prep_futex_wait(sqe, &w->changes, since);
     sqe->user_data = user_data;
@@ -74,7 +84,7 @@ int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
 int orbit_fleet_prep_wait_doorbell(struct orbit_fleet *f, struct io_uring_sqe *sqe)
 {
     if (!f || f->observer)
-        return -ORBIT_EMALFORMED;
+        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     return orb_uring_prep_wait(&f->nodes[f->node].doorbell, NULL, NULL, sqe, NULL);
 }
 

@@ -16,6 +16,13 @@
 #define FUTEX2_SIZE_U32 0x02
 #endif
 
+/*
+ * What a public prep leaves in the caller's SQE: 0 means it holds a FUTEX_WAIT;
+ * any other rc turns it into a plain NOP (flags cleared, user_data kept), so a
+ * loop that submits every SQE it took stays correct. Returns rc.
+ */
+int orb_uring_prep_result(struct io_uring_sqe *sqe, int rc);
+
 /* Fill sqe with FUTEX_WAIT on a shared u32 word expecting `expected`. */
 void orb_uring_prep_futex_wait(struct io_uring_sqe *sqe, _Atomic uint32_t *word, uint32_t expected);
 /* Fill sqe with FUTEX_WAKE of every waiter on a shared u32 word. */
@@ -24,9 +31,9 @@ void orb_uring_prep_futex_wake(struct io_uring_sqe *sqe, _Atomic uint32_t *word)
 /*
  * The waiter side of DESIGN §3 for an SQE: since = changes; pred; arm parked;
  * pred again; fill FUTEX_WAIT(changes == since). Returns 1 when pred says
- * ready (sqe untouched), 0 when sqe was filled, pred's negative error, or
- * -ORBIT_ENOTSUP when the kernel lacks IORING_OP_FUTEX_WAIT. user_data is
- * left as the caller set it.
+ * ready, 0 when sqe holds the wait, pred's negative error, or -ORBIT_ENOTSUP
+ * when the kernel lacks IORING_OP_FUTEX_WAIT; on any non-zero return sqe is
+ * a NOP (orb_uring_prep_result). user_data is left as the caller set it.
  */
 int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
                         struct io_uring_sqe *sqe, struct orb_wait_stats *stats);

@@ -324,7 +324,7 @@ int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int ti
 int orbit_admission_prep_wait(struct orbit_admission *a, uint64_t since_epoch, struct io_uring_sqe *sqe)
 {
     if (!a || !sqe)
-        return -ORBIT_EMALFORMED;
+        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     struct adm_wait_ctx ctx = { a, since_epoch };
     return orb_uring_prep_wait(&a->ledger->change, epoch_passed, &ctx, sqe, &a->stats);
 }
@@ -362,7 +362,8 @@ ssize_t orbit_admission_domains(struct orbit_admission *a, struct orbit_domain_i
         n = a->geo.max_domains;   /* bounds first; try_claim poisons on it */
     for (uint32_t i = 0; i < n && i < max; i++) {
         const struct adm_domain *d = &a->domains[i];
-        out[i] = (struct orbit_domain_info){ d->id, d->capacity, d->used, d->availability_epoch };
+        out[i] = (struct orbit_domain_info){ .domain = d->id, .capacity = d->capacity, .used = d->used,
+                                             .availability_epoch = d->availability_epoch };
     }
     adm_unlock(a);
     return n;
@@ -388,7 +389,7 @@ ssize_t orbit_admission_claims(struct orbit_admission *a, struct orbit_claim_inf
         if (atomic_load_explicit(&r->state, memory_order_relaxed) != ADM_REC_LIVE)
             continue;
         if (n < max)
-            out[n] = (struct orbit_claim_info){ claim_of(a, s), r->n_units };
+            out[n] = (struct orbit_claim_info){ .claim = claim_of(a, s), .n_units = r->n_units };
         n++;
     }
     adm_unlock(a);
@@ -461,8 +462,9 @@ void orbit_admission_stats(struct orbit_admission *a, struct orbit_admission_sta
 {
     if (!a || !out)
         return;
-    out->parks = atomic_load_explicit(&a->stats.parks, memory_order_relaxed);
-    out->wakes = atomic_load_explicit(&a->stats.wakes, memory_order_relaxed);
+    *out = (struct orbit_admission_stats){
+        .parks = atomic_load_explicit(&a->stats.parks, memory_order_relaxed),
+        .wakes = atomic_load_explicit(&a->stats.wakes, memory_order_relaxed) };
 }
 
 /* ---- the admission table ops ------------------------------------------------- */

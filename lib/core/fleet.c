@@ -270,6 +270,7 @@ ssize_t orbit_fleet_nodes(struct orbit_fleet *f, struct orbit_node_info *out, si
             continue;
         if (n < max) {
             struct orbit_node_info *ni = &out[n];
+            memset(ni, 0, sizeof *ni);
             ni->node = (uint16_t)i;
             ni->state = state == ORBIT_NODE_LIVE ? ORBIT_NODE_LIVE : ORBIT_NODE_JOINING;
             ni->pid = atomic_load(&rec->pid);

@@ -122,11 +122,11 @@ int orbit_pool_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t since
 int orbit_pool_prep_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t since, struct io_uring_sqe *sqe)
 {
     if (!p || !sqe)
-        return -ORBIT_EMALFORMED;
+        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     uint32_t ki;
     int rc = pool_key_hold(p, key, &ki);
     if (rc < 0)
-        return rc;
+        return orb_uring_prep_result(sqe, rc);
     struct pool_key *k = pool_key_at(p, ki);
     struct capacity_wait ctx = { .key = k, .since = since, .tag = atomic_load(&k->tag), .check_tag = true };
     rc = orb_uring_prep_wait(&k->wait, capacity_changed, &ctx, sqe, &p->stats);

@@ -289,6 +289,7 @@ void orbit_pool_stats(struct orbit_pool *p, struct orbit_pool_stats *out)
 {
     if (!p || !out)
         return;
+    memset(out, 0, sizeof *out);
     out->parks = atomic_load(&p->stats.parks);
     out->wakes = atomic_load(&p->stats.wakes);
     out->doorbells = atomic_load(&p->stats.doorbells);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Streams: FUTEX_WAIT SQEs for io_uring callers (DESIGN §3), after the same bounded spin. */
+/* Streams: FUTEX_WAIT SQEs for io_uring callers, after the same bounded spin as the blocking calls. */
 #include <orbit/uring.h>
 #include "stream_layout.h"
 #include "uring_internal.h"
@@ -9,13 +9,13 @@ static int prep(struct orb_waitword *w, orb_wait_pred pred, void *ctx, struct or
                 _Atomic uint32_t *cpu_hint, struct orbit_streams *s, struct io_uring_sqe *sqe)
 {
     if (!orbit_uring_futex_supported())
-        return -ORBIT_ENOTSUP;
+        return orb_uring_prep_result(sqe, -ORBIT_ENOTSUP);
     struct orb_deadline forever = orb_deadline_in(-1);
     int r = pred(ctx);
     if (r == 0)
         r = orb_wait_spin(pred, ctx, spin, &forever);
     if (r != 0)
-        return r > 0 ? 1 : r;
+        return orb_uring_prep_result(sqe, r > 0 ? 1 : r);
     stream_note_cpu(cpu_hint);
     return orb_uring_prep_wait(w, pred, ctx, sqe, &s->stats);
 }
@@ -24,9 +24,9 @@ int orbit_endpoint_prep_wait_readable_exact(struct orbit_endpoint *ep, size_t ne
                                             struct io_uring_sqe *sqe)
 {
     if (!ep || !sqe)
-        return -ORBIT_EMALFORMED;
+        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     if (needed > ep->s->buffer_bytes)
-        return -ORBIT_ETOOLARGE;
+        return orb_uring_prep_result(sqe, -ORBIT_ETOOLARGE);
     struct stream_room want = { ep, needed ? (uint32_t)needed : 1 };
     stream_reader_need(ep, want.need);
     return prep(&ep->rd->wait, stream_pred_readable, &want, &ep->read_spin, &ep->rd->reader_cpu, ep->s, sqe);
@@ -36,9 +36,9 @@ int orbit_endpoint_prep_wait_writable_exact(struct orbit_endpoint *ep, size_t ne
                                             struct io_uring_sqe *sqe)
 {
     if (!ep || !sqe)
-        return -ORBIT_EMALFORMED;
+        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     if (needed > ep->s->buffer_bytes)
-        return -ORBIT_ETOOLARGE;
+        return orb_uring_prep_result(sqe, -ORBIT_ETOOLARGE);
     struct stream_room room = { ep, needed ? (uint32_t)needed : 1 };
     stream_writer_need(ep, room.need);
     return prep(&ep->wr->wait, stream_pred_room, &room, &ep->write_spin, &ep->wr->writer_cpu, ep->s, sqe);
@@ -57,11 +57,9 @@ int orbit_endpoint_prep_wait_writable(struct orbit_endpoint *ep, struct io_uring
 int orbit_streams_prep_wait_offer(struct orbit_streams *s, struct io_uring_sqe *sqe)
 {
     if (!s || !sqe)
-        return -ORBIT_EMALFORMED;
+        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     if (!stream_is_member(s))
-        return -ORBIT_ENOTOWNER;
-    if (!orbit_uring_futex_supported())
-        return -ORBIT_ENOTSUP;
+        return orb_uring_prep_result(sqe, -ORBIT_ENOTOWNER);
     return orb_uring_prep_wait(&stream_offers_of(s, s->node)->wait, stream_pred_offer_pending, s,
                                sqe, &s->stats);
 }

@@ -149,7 +149,8 @@ static int geometry_from_header(const struct orb_segment *seg, struct stream_geo
     memcpy(g, h->geometry, sizeof *g);
     if (g->layout_version != STREAM_LAYOUT_VERSION || g->slot_bytes != sizeof(struct stream_slot))
         return -ORBIT_EGEOMETRY;
-    struct orbit_stream_spec spec = { h->kind, g->lane_capacity, g->buffer_bytes, g->generation_limit };
+    struct orbit_stream_spec spec = { .kind = h->kind, .lane_capacity = g->lane_capacity,
+                                      .buffer_bytes = g->buffer_bytes, .generation_limit = g->generation_limit };
     if (spec_check(&spec) < 0 || g->generation_limit == 0 ||
         layout_of(g, h->fleet_capacity, l) < 0 || g->offer_bytes != l->offer_bytes ||
         h->table_bytes != l->total || seg->mapped < l->total)
@@ -201,7 +202,8 @@ int orbit_streams_spec(const struct orbit_streams *s, struct orbit_stream_spec *
 {
     if (!s || !out)
         return -ORBIT_EMALFORMED;
-    *out = (struct orbit_stream_spec){ s->kind, s->lane_capacity, s->buffer_bytes, s->generation_limit };
+    *out = (struct orbit_stream_spec){ .kind = s->kind, .lane_capacity = s->lane_capacity,
+                                       .buffer_bytes = s->buffer_bytes, .generation_limit = s->generation_limit };
     return 0;
 }
 
@@ -226,6 +228,7 @@ void orbit_streams_stats(struct orbit_streams *s, struct orbit_stream_stats *out
 {
     if (!s || !out)
         return;
+    memset(out, 0, sizeof *out);
     out->bytes_written = atomic_load_explicit(&s->bytes_written, memory_order_relaxed);
     out->bytes_read = atomic_load_explicit(&s->bytes_read, memory_order_relaxed);
     out->parks = atomic_load_explicit(&s->stats.parks, memory_order_relaxed);
@@ -373,6 +376,7 @@ ssize_t orbit_streams_owners(struct orbit_streams *s, struct orbit_owner *out, s
 static void info_of(struct orbit_streams *s, size_t i, uint32_t t, struct orbit_stream_info *info)
 {
     struct stream_slot *slot = &s->slots[i];
+    memset(info, 0, sizeof *info);
     info->id = orbit_id_make(s->kind, (uint16_t)(i / s->lane_capacity), TENANCY_GEN(t),
                              (uint32_t)(i % s->lane_capacity));
     for (unsigned k = 0; k < 2; k++) {

@@ -55,8 +55,15 @@ extern "C" {
  * claims (0: retention disabled). Every process must open with the same spec
  * (else -ORBIT_EGEOMETRY).
  */
-struct orbit_admission_spec { uint8_t kind; uint32_t max_domains; uint32_t max_claims; uint64_t retained_max_bytes; /* 0: retention disabled */ };
-#define ORBIT_ADMISSION_SPEC_DEFAULT { .kind = ORBIT_ADMISSION_KIND, .max_domains = 16, .max_claims = 4096, .retained_max_bytes = 0 }
+struct orbit_admission_spec {
+    uint8_t  kind;
+    uint32_t max_domains;
+    uint32_t max_claims;
+    uint64_t retained_max_bytes;    /* 0: retention disabled */
+    uint64_t resv[4];      /* zero; a later release may give it meaning */
+};
+#define ORBIT_ADMISSION_SPEC_DEFAULT { .kind = ORBIT_ADMISSION_KIND, .max_domains = 16, .max_claims = 4096, \
+                                      .retained_max_bytes = 0, .resv = { 0 } }
 
 /* units must be > 0; a domain appears at most once per vector. */
 struct orbit_units { uint32_t domain; uint64_t units; };
@@ -84,7 +91,11 @@ struct orbit_admit_result { enum orbit_admit outcome; struct orbit_claim claim;
                             uint32_t blocker_domain;         /* DEFERRED/REJECTED: first blocking domain */
                             uint64_t blocker_free, blocker_maximum;
                             enum orbit_skip skip; uint64_t retained_now, retained_max; };
-struct orbit_domain_info { uint32_t domain; uint64_t capacity, used, availability_epoch; };
+struct orbit_domain_info {
+    uint32_t domain;
+    uint64_t capacity, used, availability_epoch;
+    uint64_t resv[2];      /* zero; a later release may give it meaning */
+};
 
 struct orbit_admission;
 
@@ -208,7 +219,7 @@ bool orbit_admission_poisoned(struct orbit_admission *);
 uint64_t orbit_admission_epoch(struct orbit_admission *);
 
 /* One live claim and how many domains it charges. */
-struct orbit_claim_info { struct orbit_claim claim; uint32_t n_units; };
+struct orbit_claim_info { struct orbit_claim claim; uint32_t n_units; uint64_t resv[2]; /* zero */ };
 
 /*
  * orbit_admission_claims - fills up to max live claims in slot order;
@@ -232,11 +243,12 @@ struct orbit_admission_info {
     uint64_t repairs;          /* holders that died inside the mutex and were repaired */
     bool shutdown, poisoned;
     const char *poison_reason; /* static text; "" when healthy */
+    uint64_t resv[4];      /* zero; a later release may give it meaning */
 };
 int  orbit_admission_info(struct orbit_admission *, struct orbit_admission_info *out);
 
 /* This handle's counters since it was opened. */
-struct orbit_admission_stats { uint64_t parks, wakes; };
+struct orbit_admission_stats { uint64_t parks, wakes; uint64_t resv[6]; /* zero */ };
 void orbit_admission_stats(struct orbit_admission *, struct orbit_admission_stats *out);
 
 #ifdef __cplusplus

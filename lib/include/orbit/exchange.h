@@ -116,8 +116,13 @@ struct io_uring_sqe;
  * reserves fleet capacity x lane bytes of address space plus 64 bytes of
  * bookkeeping per slot; a node faults in only its own lane.
  */
-struct orbit_arena_spec { uint8_t kind; uint32_t slot_bytes; uint32_t slots_per_lane; };
-#define ORBIT_ARENA_SPEC_DEFAULT { .kind = ORBIT_ARENA_KIND, .slot_bytes = 4096, .slots_per_lane = 1024 }
+struct orbit_arena_spec {
+    uint8_t  kind;
+    uint32_t slot_bytes;
+    uint32_t slots_per_lane;
+    uint64_t resv[4];      /* zero; a later release may give it meaning */
+};
+#define ORBIT_ARENA_SPEC_DEFAULT { .kind = ORBIT_ARENA_KIND, .slot_bytes = 4096, .slots_per_lane = 1024, .resv = { 0 } }
 #define ORBIT_ARENA_LANE_MAX (1u << 30)
 
 /* Names one committed chunk: what travels in a DATA event (or any channel). */
@@ -219,8 +224,8 @@ int  orbit_arena_withdraw(struct orbit_arena *, const struct orbit_chunk_desc *)
 
 /*
  * orbit_arena_prep_wait_credit - io_uring form of the credit wait (<orbit/
- * uring.h> conventions): 1 when a run for len bytes is free now (SQE
- * untouched), 0 when the SQE holds a FUTEX_WAIT on this lane's credit word
+ * uring.h> conventions): 1 when a run for len bytes is free now (the SQE
+ * is a NOP), 0 when the SQE holds a FUTEX_WAIT on this lane's credit word
  * that completes at the next release or cancel here, -ORBIT_ETOOLARGE,
  * -ORBIT_ENOTOWNER, -ORBIT_ENOTSUP without the kernel's futex opcodes.
  * orbit_arena_readiness - an eventfd (one per handle; a second call is
@@ -270,6 +275,7 @@ struct orbit_arena_lane_info {
     uint16_t node;
     uint32_t free, reserved, live, reading, reclaiming;   /* slots, a racy snapshot */
     uint32_t chunks;                                      /* runs that are not free */
+    uint64_t resv[2];      /* zero; a later release may give it meaning */
 };
 /* Lanes with any slot in use: fills up to max, returns how many there are. */
 ssize_t orbit_arena_lanes(struct orbit_arena *, struct orbit_arena_lane_info *out, size_t max);
@@ -283,6 +289,7 @@ struct orbit_chunk_info {
     uint8_t  flow;          /* 1 A->B, 2 B->A, 0 plain */
     uint16_t reader;        /* READING: the reader's node */
     uint64_t producer_incarnation, reader_incarnation;
+    uint64_t resv[2];      /* zero; a later release may give it meaning */
 };
 /* Runs in use (first slots), lane by lane: fills up to max, returns how many. */
 ssize_t orbit_arena_chunks(struct orbit_arena *, struct orbit_chunk_info *out, size_t max);
@@ -293,6 +300,7 @@ struct orbit_arena_stats {
     uint64_t full;          /* try_reserve answers of -ORBIT_EPAYLOADFULL */
     uint64_t bytes_committed, bytes_consumed;
     uint64_t parks, wakes, doorbells;
+    uint64_t resv[6];      /* zero; a later release may give it meaning */
 };
 void orbit_arena_stats(struct orbit_arena *, struct orbit_arena_stats *out);
 
@@ -309,11 +317,13 @@ struct orbit_exchange_spec {
     struct orbit_stream_spec control;
     struct orbit_arena_spec a_to_b;
     struct orbit_arena_spec b_to_a;
+    uint64_t resv[4];      /* zero; a later release may give it meaning */
 };
 #define ORBIT_EXCHANGE_SPEC_DEFAULT {                                                      \
     .control = { .kind = ORBIT_EXCHANGE_CONTROL_KIND, .lane_capacity = 256,                \
-                 .buffer_bytes = 16384, .generation_limit = 0 },                           \
-    .a_to_b = ORBIT_ARENA_SPEC_DEFAULT, .b_to_a = { .kind = 0, .slot_bytes = 0, .slots_per_lane = 0 } }
+                 .buffer_bytes = 16384, .generation_limit = 0, .resv = { 0 } },            \
+    .a_to_b = ORBIT_ARENA_SPEC_DEFAULT,                                                    \
+    .b_to_a = { .kind = 0, .slot_bytes = 0, .slots_per_lane = 0, .resv = { 0 } }, .resv = { 0 } }
 
 enum orbit_flow { ORBIT_FLOW_A_TO_B = 1, ORBIT_FLOW_B_TO_A = 2 };
 
@@ -435,8 +445,8 @@ int  orbit_exchange_try_next(struct orbit_exchange *, struct orbit_exchange_even
 int  orbit_exchange_next(struct orbit_exchange *, struct orbit_exchange_event *ev, int timeout_ms);
 
 /*
- * io_uring forms (<orbit/uring.h> conventions: 1 ready now and the SQE is
- * untouched, 0 the SQE holds a FUTEX_WAIT, or a negative code):
+ * io_uring forms (<orbit/uring.h> conventions: 1 ready now and the SQE is a
+ * NOP, 0 the SQE holds a FUTEX_WAIT, or a negative code and a NOP):
  * prep_wait_event completes when the next event (or the control stream's
  * end) is there; prep_wait_credit when this side's lane may hold a run for
  * len bytes; prep_wait_sendable when the control ring has room for an event.
@@ -471,6 +481,7 @@ void orbit_exchange_close(struct orbit_exchange *);
 struct orbit_exchange_stats {
     uint64_t events_sent, events_received, chunks_sent, chunks_received;
     uint64_t bytes_sent, bytes_received;
+    uint64_t resv[6];      /* zero; a later release may give it meaning */
 };
 /* Counters of this handle since it was opened (arena counters: orbit_arena_stats). */
 void orbit_exchanges_stats(struct orbit_exchanges *, struct orbit_exchange_stats *out);

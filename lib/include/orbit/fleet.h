@@ -82,9 +82,10 @@ struct orbit_fleet_opts {
     enum orbit_backing backing;
     uint32_t mode;              /* 0: 0600 */
     int64_t  gid;               /* -1: none; else segments are chowned to it and 0660 */
+    uint64_t resv[4];      /* zero; a later release may give it meaning */
 };
 #define ORBIT_FLEET_OPTS_DEFAULT { .capacity = 64, .node = -1, .incarnation = 0, \
-                                   .backing = ORBIT_BACKING_AUTO, .mode = 0, .gid = -1 }
+                                   .backing = ORBIT_BACKING_AUTO, .mode = 0, .gid = -1, .resv = { 0 } }
 
 #define ORBIT_FLEET_CAPACITY_MAX 4096
 #define ORBIT_FLEET_NAME_MAX     64     /* bytes, without the NUL; [A-Za-z0-9_.-] */
@@ -148,6 +149,7 @@ struct orbit_node_info {
     uint64_t start_time;     /* field 22 of /proc/<pid>/stat, clock ticks since boot */
     uint64_t incarnation;
     bool     alive;          /* pid exists with that start time */
+    uint64_t resv[2];      /* zero; a later release may give it meaning */
 };
 /* Fills up to max records of claimed nodes; returns how many are claimed. */
 ssize_t orbit_fleet_nodes(struct orbit_fleet *, struct orbit_node_info *out, size_t max);
@@ -175,6 +177,7 @@ struct orbit_segment_info {
     uint64_t size;                /* bytes mapped */
     uint64_t epoch;
     char     path[256];
+    uint64_t resv[2];      /* zero; a later release may give it meaning */
 };
 /* Segments of the named fleet that exist; returns how many (may exceed max). */
 ssize_t orbit_fleet_segments(const char *name, struct orbit_segment_info *out, size_t max);

@@ -3,6 +3,7 @@
 #ifndef ORBIT_ORBIT_H
 #define ORBIT_ORBIT_H
 
+#include <orbit/version.h>
 #include <orbit/error.h>
 #include <orbit/fleet.h>
 #include <orbit/pool.h>

@@ -45,8 +45,15 @@ extern "C" {
  * gives per epoch before it sits out until reset_all (0 = 2^24 - 1, the id
  * field; tests use 4). kind 255 is the fleet's own and is refused.
  */
-struct orbit_pool_spec { uint8_t kind; uint32_t key_capacity; uint32_t lane_capacity; uint32_t generation_limit; };
-#define ORBIT_POOL_SPEC_DEFAULT { .kind = ORBIT_POOL_KIND, .key_capacity = 256, .lane_capacity = 256, .generation_limit = 0 }
+struct orbit_pool_spec {
+    uint8_t  kind;
+    uint32_t key_capacity;
+    uint32_t lane_capacity;
+    uint32_t generation_limit;
+    uint64_t resv[4];      /* zero; a later release may give it meaning */
+};
+#define ORBIT_POOL_SPEC_DEFAULT { .kind = ORBIT_POOL_KIND, .key_capacity = 256, .lane_capacity = 256, \
+                                 .generation_limit = 0, .resv = { 0 } }
 /* Unaccepted reservations one resource holds at once (16): an owner this far behind refuses more. */
 extern const unsigned ORBIT_PENDING_RESERVATIONS;
 
@@ -236,14 +243,19 @@ size_t orbit_pool_segment_size(const struct orbit_pool_spec *, uint16_t fleet_ca
 struct orbit_pool_stats {
     uint64_t parks, wakes, doorbells;       /* wait protocol */
     uint64_t key_inserts, key_reclaims, key_sweeps;
+    uint64_t resv[6];      /* zero; a later release may give it meaning */
 };
 void orbit_pool_stats(struct orbit_pool *, struct orbit_pool_stats *out);
 
 /* Key table occupancy (a snapshot). */
-struct orbit_pool_key_table { uint32_t capacity, live, tombstones, empty; };
+struct orbit_pool_key_table { uint32_t capacity, live, tombstones, empty; uint64_t resv[2]; /* zero */ };
 void orbit_pool_key_table(struct orbit_pool *, struct orbit_pool_key_table *out);
 /* One live key: counts, holders (refs) and change count. */
-struct orbit_pool_key_info { orbit_key key; uint32_t index, live, creating, refs, version, watchers; };
+struct orbit_pool_key_info {
+    orbit_key key;
+    uint32_t index, live, creating, refs, version, watchers;
+    uint64_t resv[2];      /* zero; a later release may give it meaning */
+};
 /* Live keys in table order: fills up to max, returns how many exist. */
 ssize_t orbit_pool_keys(struct orbit_pool *, struct orbit_pool_key_info *out, size_t max);
 /* "key:" + 32 hex digits (hi then lo) + NUL: needs 37 bytes; returns the length or -ORBIT_ETOOLARGE. */

@@ -49,8 +49,15 @@ extern "C" {
  * Memory: the segment reserves fleet x lane x 2 x buffer_bytes of address
  * space; a node faults in only its own lane.
  */
-struct orbit_stream_spec { uint8_t kind; uint32_t lane_capacity; uint32_t buffer_bytes; uint32_t generation_limit; };
-#define ORBIT_STREAM_SPEC_DEFAULT { .kind = ORBIT_STREAM_KIND, .lane_capacity = 256, .buffer_bytes = 65536, .generation_limit = 0 }
+struct orbit_stream_spec {
+    uint8_t  kind;
+    uint32_t lane_capacity;
+    uint32_t buffer_bytes;
+    uint32_t generation_limit;
+    uint64_t resv[4];      /* zero; a later release may give it meaning */
+};
+#define ORBIT_STREAM_SPEC_DEFAULT { .kind = ORBIT_STREAM_KIND, .lane_capacity = 256, .buffer_bytes = 65536, \
+                                   .generation_limit = 0, .resv = { 0 } }
 
 enum orbit_side { ORBIT_SIDE_A, ORBIT_SIDE_B };
 struct orbit_ticket { orbit_id id; enum orbit_side side; uint64_t epoch; };
@@ -217,8 +224,8 @@ int     orbit_endpoint_wait_peer_closed(struct orbit_endpoint *, int timeout_ms)
 /*
  * io_uring forms of read_exact and wait_writable_exact, beside the prep calls
  * of <orbit/uring.h> and with their conventions: 0 the SQE holds a FUTEX_WAIT
- * that completes once `needed` bytes are queued (free), 1 ready now (SQE
- * untouched), -ORBIT_ETOOLARGE above the ring, -ORBIT_ENOTSUP without the
+ * that completes once `needed` bytes are queued (free), 1 ready now (the SQE
+ * is a NOP), -ORBIT_ETOOLARGE above the ring, -ORBIT_ENOTSUP without the
  * kernel's futex opcodes. A bulk io_uring writer states a quarter ring here
  * so it is woken once per refill rather than for every byte freed.
  */
@@ -228,7 +235,10 @@ int     orbit_endpoint_prep_wait_writable_exact(struct orbit_endpoint *, size_t 
 
 /* Counters of this handle since it was opened: bytes through its endpoints,
  * parks (futex sleeps and io_uring waits filled), wakes issued, doorbells rung. */
-struct orbit_stream_stats { uint64_t bytes_written, bytes_read, parks, wakes, doorbells; };
+struct orbit_stream_stats {
+    uint64_t bytes_written, bytes_read, parks, wakes, doorbells;
+    uint64_t resv[6];      /* zero; a later release may give it meaning */
+};
 void orbit_streams_stats(struct orbit_streams *, struct orbit_stream_stats *out);  /* this process's counters */
 
 /* ---- inspection (orbitctl) ------------------------------------------------ */
@@ -242,6 +252,7 @@ struct orbit_stream_info {
     orbit_id id;
     struct { enum orbit_side_state state; uint16_t node; uint64_t incarnation; } side[2];
     struct { uint64_t queued; uint32_t flags; } dir[2];   /* dir[0]: A -> B, dir[1]: B -> A */
+    uint64_t resv[2];      /* zero; a later release may give it meaning */
 };
 /* Live streams, a racy snapshot: fills up to max, returns how many there are. */
 ssize_t orbit_streams_list(struct orbit_streams *, struct orbit_stream_info *out, size_t max);

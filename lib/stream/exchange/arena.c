@@ -140,7 +140,7 @@ static int geometry_from_header(const struct orb_segment *seg, struct arena_geom
     if (g->layout_version != ARENA_LAYOUT_VERSION || g->slot_meta_bytes != sizeof(struct arena_slot) ||
         g->lane_header_bytes != sizeof(struct arena_lane))
         return -ORBIT_EGEOMETRY;
-    struct orbit_arena_spec spec = { h->kind, g->slot_bytes, g->slots_per_lane };
+    struct orbit_arena_spec spec = { .kind = h->kind, .slot_bytes = g->slot_bytes, .slots_per_lane = g->slots_per_lane };
     if (spec_check(&spec) < 0 || layout_of(g, h->fleet_capacity, l) < 0 || h->table_bytes != l->total ||
         seg->mapped < l->total)
         return -ORBIT_ECORRUPT;
@@ -181,7 +181,7 @@ int orbit_arena_spec(const struct orbit_arena *a, struct orbit_arena_spec *out)
 {
     if (!a || !out)
         return -ORBIT_EMALFORMED;
-    *out = (struct orbit_arena_spec){ a->kind, a->slot_bytes, a->slots_per_lane };
+    *out = (struct orbit_arena_spec){ .kind = a->kind, .slot_bytes = a->slot_bytes, .slots_per_lane = a->slots_per_lane };
     return 0;
 }
 

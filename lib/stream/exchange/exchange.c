@@ -165,8 +165,9 @@ void orbit_exchanges_stats(struct orbit_exchanges *ex, struct orbit_exchange_sta
     if (!ex || !out)
         return;
     *out = (struct orbit_exchange_stats){
-        atomic_load(&ex->events_sent), atomic_load(&ex->events_received), atomic_load(&ex->chunks_sent),
-        atomic_load(&ex->chunks_received), atomic_load(&ex->bytes_sent), atomic_load(&ex->bytes_received),
+        .events_sent = atomic_load(&ex->events_sent), .events_received = atomic_load(&ex->events_received),
+        .chunks_sent = atomic_load(&ex->chunks_sent), .chunks_received = atomic_load(&ex->chunks_received),
+        .bytes_sent = atomic_load(&ex->bytes_sent), .bytes_received = atomic_load(&ex->bytes_received),
     };
 }
 

@@ -9,14 +9,14 @@
 int orbit_arena_prep_wait_credit(struct orbit_arena *a, size_t len, struct io_uring_sqe *sqe)
 {
     if (!a || !sqe || len == 0)
-        return -ORBIT_EMALFORMED;
+        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     if (!arena_is_member(a))
-        return -ORBIT_ENOTOWNER;
+        return orb_uring_prep_result(sqe, -ORBIT_ENOTOWNER);
     if (len > a->lay.lane_bytes)
-        return -ORBIT_ETOOLARGE;
+        return orb_uring_prep_result(sqe, -ORBIT_ETOOLARGE);
     int rc = arena_lane_ready(a);
     if (rc < 0)
-        return rc;
+        return orb_uring_prep_result(sqe, rc);
     struct arena_want want = { a, (uint32_t)((len + a->slot_bytes - 1) / a->slot_bytes), NULL, false };
     return orb_uring_prep_wait(&a->lanes[a->node].credit, arena_pred_credit, &want, sqe, &a->stats);
 }
@@ -56,25 +56,25 @@ int orbit_chunk_fixed(const struct orbit_chunk *c, struct orbit_fixed_buf *out)
 int orbit_exchange_prep_wait_event(struct orbit_exchange *x, struct io_uring_sqe *sqe)
 {
     if (!x || !sqe)
-        return -ORBIT_EMALFORMED;
+        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     if (x->recv_error || x->recv_state == ORBIT_FLOW_FINISHED || x->recv_state == ORBIT_FLOW_RESET)
-        return 1;   /* the next try_next reports why */
+        return orb_uring_prep_result(sqe, 1);   /* the next try_next reports why */
     return orbit_endpoint_prep_wait_readable_exact(x->ctl, XFRAME_BYTES, sqe);
 }
 
 int orbit_exchange_prep_wait_sendable(struct orbit_exchange *x, struct io_uring_sqe *sqe)
 {
     if (!x || !sqe)
-        return -ORBIT_EMALFORMED;
+        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     return orbit_endpoint_prep_wait_writable_exact(x->ctl, XFRAME_BYTES, sqe);
 }
 
 int orbit_exchange_prep_wait_credit(struct orbit_exchange *x, size_t len, struct io_uring_sqe *sqe)
 {
-    return x ? orbit_arena_prep_wait_credit(x->out, len, sqe) : -ORBIT_EMALFORMED;
+    return x ? orbit_arena_prep_wait_credit(x->out, len, sqe) : orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
 }
 
 int orbit_exchanges_prep_wait_offer(struct orbit_exchanges *ex, struct io_uring_sqe *sqe)
 {
-    return ex ? orbit_streams_prep_wait_offer(ex->control, sqe) : -ORBIT_EMALFORMED;
+    return ex ? orbit_streams_prep_wait_offer(ex->control, sqe) : orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
 }

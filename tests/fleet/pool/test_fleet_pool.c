@@ -608,7 +608,7 @@ static void key_churner(const char *name, int node, const struct orbit_pool_spec
 START_TEST(two_processes_churn_keys_through_a_full_key_table)
 {
     const char *name = tu_fleet_name("pchurn");
-    struct orbit_pool_spec spec = { 230, 8, 64, 0 };
+    struct orbit_pool_spec spec = { .kind = 230, .key_capacity = 8, .lane_capacity = 64, .generation_limit = 0 };
     struct orbit_fleet *f = tu_join(name, 16, 0, 1, tu_backing());
     struct orbit_pool *p;
     ck_assert_int_eq(orbit_pool_open(f, &spec, &p), 0);
@@ -649,7 +649,7 @@ END_TEST
 START_TEST(a_process_killed_holding_the_key_lock_leaves_the_table_usable)
 {
     const char *name = tu_fleet_name("plock");
-    struct orbit_pool_spec spec = { 231, 16, 64, 0 };
+    struct orbit_pool_spec spec = { .kind = 231, .key_capacity = 16, .lane_capacity = 64, .generation_limit = 0 };
     struct orbit_fleet *f = tu_join(name, 16, 0, 1, tu_backing());
     struct orbit_pool *p;
     ck_assert_int_eq(orbit_pool_open(f, &spec, &p), 0);
@@ -701,7 +701,7 @@ END_TEST
 START_TEST(a_lock_holder_that_died_mid_insert_is_repaired_by_the_next_locker)
 {
     const char *name = tu_fleet_name("prepair");
-    struct orbit_pool_spec spec = { 232, 4, 64, 0 };
+    struct orbit_pool_spec spec = { .kind = 232, .key_capacity = 4, .lane_capacity = 64, .generation_limit = 0 };
     struct orbit_fleet *f = tu_join(name, 16, 0, 1, tu_backing());
     struct orbit_pool *p;
     ck_assert_int_eq(orbit_pool_open(f, &spec, &p), 0);

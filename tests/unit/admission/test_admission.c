@@ -93,9 +93,12 @@ START_TEST(test_open_spec)
     struct orbit_fleet *f = join_private();
     struct orbit_admission *a = NULL;
     struct orbit_admission_spec bad[] = {
-        { ORBIT_ADMISSION_KIND, 0, 16, 0 }, { ORBIT_ADMISSION_KIND, 1025, 16, 0 },
-        { ORBIT_ADMISSION_KIND, 4, 0, 0 }, { ORBIT_ADMISSION_KIND, 4, (1u << 20) + 1, 0 },
-        { ORBIT_ADMISSION_KIND, 1024, 1u << 20, 0 } /* table above 1 GiB */, { 255, 4, 16, 0 },
+        { .kind = ORBIT_ADMISSION_KIND, .max_domains = 0, .max_claims = 16, .retained_max_bytes = 0 },
+        { .kind = ORBIT_ADMISSION_KIND, .max_domains = 1025, .max_claims = 16, .retained_max_bytes = 0 },
+        { .kind = ORBIT_ADMISSION_KIND, .max_domains = 4, .max_claims = 0, .retained_max_bytes = 0 },
+        { .kind = ORBIT_ADMISSION_KIND, .max_domains = 4, .max_claims = (1u << 20) + 1, .retained_max_bytes = 0 },
+        { .kind = ORBIT_ADMISSION_KIND, .max_domains = 1024, .max_claims = 1u << 20 },   /* table above 1 GiB */
+        { .kind = 255, .max_domains = 4, .max_claims = 16, .retained_max_bytes = 0 },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_int_eq(orbit_admission_open(f, &bad[i], &a), -ORBIT_EMALFORMED);
@@ -134,7 +137,7 @@ START_TEST(test_named_geometry_and_existing)
     struct orbit_fleet *f = tu_join(name, 8, -1, 0, tu_backing());
     struct orbit_admission *a, *b;
     ck_assert_int_eq(orbit_admission_open_existing(f, ORBIT_ADMISSION_KIND, &a), -ENOENT);
-    struct orbit_admission_spec spec = { ORBIT_ADMISSION_KIND, 8, 64, 1000 };
+    struct orbit_admission_spec spec = { .kind = ORBIT_ADMISSION_KIND, .max_domains = 8, .max_claims = 64, .retained_max_bytes = 1000 };
     ck_assert_int_eq(orbit_admission_open(f, &spec, &a), 0);
     struct orbit_admission_spec other = spec;
     other.retained_max_bytes = 999;

@@ -118,12 +118,17 @@ START_TEST(bad_specs_are_refused)
     struct orbit_fleet *f = join_private(1);
     struct orbit_arena *a;
     struct orbit_arena_spec bad[] = {
-        { 255, 4096, 16 }, { 0, 4096, 16 }, { 10, 1000, 16 }, { 10, 32, 16 }, { 10, 4096, 0 },
-        { 10, 4096, 3 }, { 10, 4096, 1u << 25 },
+        { .kind = 255, .slot_bytes = 4096, .slots_per_lane = 16 },
+        { .kind = 0, .slot_bytes = 4096, .slots_per_lane = 16 },
+        { .kind = 10, .slot_bytes = 1000, .slots_per_lane = 16 },
+        { .kind = 10, .slot_bytes = 32, .slots_per_lane = 16 },
+        { .kind = 10, .slot_bytes = 4096, .slots_per_lane = 0 },
+        { .kind = 10, .slot_bytes = 4096, .slots_per_lane = 3 },
+        { .kind = 10, .slot_bytes = 4096, .slots_per_lane = 1u << 25 },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_int_eq(orbit_arena_open(f, &bad[i], &a), -ORBIT_EMALFORMED);
-    struct orbit_arena_spec huge = { 10, 1u << 20, 2048 };   /* 2 GiB lane */
+    struct orbit_arena_spec huge = { .kind = 10, .slot_bytes = 1u << 20, .slots_per_lane = 2048 };   /* 2 GiB lane */
     ck_assert_int_eq(orbit_arena_open(f, &huge, &a), -ORBIT_ETOOLARGE);
     ck_assert_int_eq(orbit_arena_open(NULL, NULL, &a), -ORBIT_EMALFORMED);
 
@@ -132,7 +137,7 @@ START_TEST(bad_specs_are_refused)
     s.a_to_b.kind = CTL_KIND;                       /* control and arena collide */
     ck_assert_int_eq(orbit_exchanges_open(f, &s, &ex), -ORBIT_EMALFORMED);
     s = spec_of(SLOT, SLOTS, 4096);
-    s.b_to_a = (struct orbit_arena_spec){ ARENA_KIND, SLOT, SLOTS };   /* directional, same kind */
+    s.b_to_a = (struct orbit_arena_spec){ .kind = ARENA_KIND, .slot_bytes = SLOT, .slots_per_lane = SLOTS };   /* directional, same kind */
     ck_assert_int_eq(orbit_exchanges_open(f, &s, &ex), -ORBIT_EMALFORMED);
     s = spec_of(SLOT, SLOTS, 32);                   /* a ring that cannot hold one event */
     ck_assert_int_eq(orbit_exchanges_open(f, &s, &ex), -ORBIT_EMALFORMED);
@@ -146,10 +151,11 @@ START_TEST(a_peer_with_other_geometry_is_refused)
     struct orbit_fleet *f0 = tu_join(name, 2, 0, 11, tu_backing());
     struct orbit_fleet *f1 = tu_join(name, 2, 1, 22, tu_backing());
     struct orbit_arena *a0, *a1;
-    struct orbit_arena_spec sp = { ARENA_KIND, 4096, 64 }, other = { ARENA_KIND, 2048, 64 };
+    struct orbit_arena_spec sp = { .kind = ARENA_KIND, .slot_bytes = 4096, .slots_per_lane = 64 },
+        other = { .kind = ARENA_KIND, .slot_bytes = 2048, .slots_per_lane = 64 };
     ck_assert_int_eq(orbit_arena_open(f0, &sp, &a0), 0);
     ck_assert_int_eq(orbit_arena_open(f1, &other, &a1), -ORBIT_EGEOMETRY);
-    other = (struct orbit_arena_spec){ ARENA_KIND, 4096, 128 };
+    other = (struct orbit_arena_spec){ .kind = ARENA_KIND, .slot_bytes = 4096, .slots_per_lane = 128 };
     ck_assert_int_eq(orbit_arena_open(f1, &other, &a1), -ORBIT_EGEOMETRY);
     /* A streams table under the arena's kind is another table. */
     struct orbit_streams *s;
@@ -472,7 +478,7 @@ START_TEST(node_dead_returns_a_producers_chunks_and_a_readers_holdings)
     const char *name = tu_fleet_name("xdead");
     struct orbit_fleet *f0 = tu_join(name, 2, 0, 100, tu_backing());
     struct orbit_fleet *f1 = tu_join(name, 2, 1, 200, tu_backing());
-    struct orbit_arena_spec sp = { ARENA_KIND, SLOT, SLOTS };
+    struct orbit_arena_spec sp = { .kind = ARENA_KIND, .slot_bytes = SLOT, .slots_per_lane = SLOTS };
     struct orbit_arena *p, *rd;
     ck_assert_int_eq(orbit_arena_open(f0, &sp, &p), 0);
     ck_assert_int_eq(orbit_arena_open(f1, &sp, &rd), 0);
@@ -670,7 +676,7 @@ START_TEST(the_sender_refuses_lifecycle_violations)
     ck_assert_int_eq(orbit_exchange_try_reserve(a, 1, &r), -ORBIT_ECLOSED);
     /* A reservation of another arena is not this flow's. */
     struct orbit_arena *other;
-    struct orbit_arena_spec sp = { ARENA2_KIND, SLOT, SLOTS };
+    struct orbit_arena_spec sp = { .kind = ARENA2_KIND, .slot_bytes = SLOT, .slots_per_lane = SLOTS };
     ck_assert_int_eq(orbit_arena_open(x.f, &sp, &other), 0);
     ck_assert_int_eq(orbit_arena_try_reserve(other, 10, &r), 0);
     ck_assert_int_eq(orbit_exchange_try_start(b, &r, 10), -ORBIT_EMALFORMED);
@@ -978,7 +984,7 @@ END_TEST
 START_TEST(directional_arenas_keep_their_own_credit)
 {
     struct orbit_exchange_spec s = spec_of(SLOT, SLOTS, 4096);
-    s.b_to_a = (struct orbit_arena_spec){ ARENA2_KIND, 4 * SLOT, 4 };
+    s.b_to_a = (struct orbit_arena_spec){ .kind = ARENA2_KIND, .slot_bytes = 4 * SLOT, .slots_per_lane = 4 };
     struct fx x = fx_spec(&s);
     struct orbit_arena *ba = orbit_exchanges_arena(x.ex, ORBIT_FLOW_B_TO_A);
     ck_assert_ptr_ne(ba, x.ar);

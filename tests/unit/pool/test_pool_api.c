@@ -11,10 +11,14 @@ START_TEST(spec_is_validated)
     struct orbit_pool *p = NULL;
     ck_assert_int_eq(orbit_fleet_join(NULL, &o, &f), 0);
     struct orbit_pool_spec bad[] = {
-        { 255, 256, 256, 0 },                 /* the fleet's own kind */
-        { 200, 0, 256, 0 }, { 200, 3, 256, 0 }, { 200, 1u << 21, 256, 0 },
-        { 200, 256, 0, 0 }, { 200, 256, 48, 0 }, { 200, 256, 131072, 0 },
-        { 200, 256, 256, 0x1000000 },
+        { .kind = 255, .key_capacity = 256, .lane_capacity = 256, .generation_limit = 0 },                 /* the fleet's own kind */
+        { .kind = 200, .key_capacity = 0, .lane_capacity = 256, .generation_limit = 0 },
+        { .kind = 200, .key_capacity = 3, .lane_capacity = 256, .generation_limit = 0 },
+        { .kind = 200, .key_capacity = 1u << 21, .lane_capacity = 256, .generation_limit = 0 },
+        { .kind = 200, .key_capacity = 256, .lane_capacity = 0, .generation_limit = 0 },
+        { .kind = 200, .key_capacity = 256, .lane_capacity = 48, .generation_limit = 0 },
+        { .kind = 200, .key_capacity = 256, .lane_capacity = 131072, .generation_limit = 0 },
+        { .kind = 200, .key_capacity = 256, .lane_capacity = 256, .generation_limit = 0x1000000 },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_int_eq(orbit_pool_open(f, &bad[i], &p), -ORBIT_EMALFORMED);
@@ -24,7 +28,7 @@ START_TEST(spec_is_validated)
     ck_assert_int_eq(orbit_pool_open(f, NULL, NULL), -ORBIT_EMALFORMED);
     ck_assert_uint_gt(orbit_pool_segment_size(NULL, 64), 64u * 256 * 384);
     ck_assert_uint_eq(orbit_pool_segment_size(NULL, 0), 0);
-    struct orbit_pool_spec one = { 201, 1, 1, 1 };   /* the smallest legal pool */
+    struct orbit_pool_spec one = { .kind = 201, .key_capacity = 1, .lane_capacity = 1, .generation_limit = 1 };   /* the smallest legal pool */
     ck_assert_int_eq(orbit_pool_open(f, &one, &p), 0);
     struct orbit_pool_spec got;
     orbit_pool_spec_of(p, &got);
@@ -40,7 +44,7 @@ START_TEST(geometry_mismatch_is_refused_and_open_existing_reads_the_spec)
 {
     const char *name = tu_fleet_name("pgeo");
     struct orbit_fleet *f = tu_join(name, 4, 0, 11, tu_backing());
-    struct orbit_pool_spec spec = { 200, 64, 32, 4 };
+    struct orbit_pool_spec spec = { .kind = 200, .key_capacity = 64, .lane_capacity = 32, .generation_limit = 4 };
     struct orbit_pool *p, *q;
     ck_assert_int_eq(orbit_pool_open(f, &spec, &p), 0);
     ck_assert_uint_eq(orbit_pool_kind(p), 200);
@@ -143,7 +147,7 @@ END_TEST
 
 START_TEST(key_and_lane_capacity_errors)
 {
-    struct orbit_pool_spec spec = { 210, 16, 4, 0 };
+    struct orbit_pool_spec spec = { .kind = 210, .key_capacity = 16, .lane_capacity = 4, .generation_limit = 0 };
     struct env e = env_open(&spec);
     orbit_id ids[16], id;
     struct orbit_permit pm;
@@ -169,7 +173,7 @@ END_TEST
 
 START_TEST(completing_after_the_slot_was_reinstalled_touches_nothing)
 {
-    struct orbit_pool_spec spec = { 211, 16, 1, 0 };   /* one slot: a re-register reuses it */
+    struct orbit_pool_spec spec = { .kind = 211, .key_capacity = 16, .lane_capacity = 1, .generation_limit = 0 };   /* one slot: a re-register reuses it */
     struct env e = env_open(&spec);
     orbit_id old, fresh;
     struct orbit_lease l1, l2;
@@ -271,7 +275,7 @@ START_TEST(another_node_is_not_the_owner)
     ck_assert_int_eq(orbit_fleet_observe(name, &obs), 0);
     ck_assert_int_eq(orbit_pool_open(obs, NULL, &o), 0);   /* it exists: opened as it is */
     orbit_pool_close(o);
-    struct orbit_pool_spec other = { 77, 256, 256, 0 };
+    struct orbit_pool_spec other = { .kind = 77, .key_capacity = 256, .lane_capacity = 256, .generation_limit = 0 };
     ck_assert_int_eq(orbit_pool_open(obs, &other, &o), -ENOENT);   /* observers create nothing */
     other.kind = ORBIT_POOL_KIND;
     other.generation_limit = 9;
@@ -305,7 +309,7 @@ START_TEST(shared_values_that_fail_a_bounds_check_are_refused)
 {
     const char *name = tu_fleet_name("pcorrupt");
     struct orbit_fleet *f = tu_join(name, 3, 0, 5, tu_backing());   /* 3 x 16 = 48 resources */
-    struct orbit_pool_spec spec = { 240, 16, 16, 0 };
+    struct orbit_pool_spec spec = { .kind = 240, .key_capacity = 16, .lane_capacity = 16, .generation_limit = 0 };
     struct orbit_pool *p, *q;
     ck_assert_int_eq(orbit_pool_open(f, &spec, &p), 0);
     orbit_id id, other;

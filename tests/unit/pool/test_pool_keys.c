@@ -9,7 +9,7 @@
 
 START_TEST(a_million_distinct_keys_pass_through_a_256_slot_key_table)
 {
-    struct orbit_pool_spec spec = { 220, 256, 256, 0 };
+    struct orbit_pool_spec spec = { .kind = 220, .key_capacity = 256, .lane_capacity = 256, .generation_limit = 0 };
     struct env e = env_open(&spec);
     orbit_id live[CHURN_LIVE];
     /* Keep CHURN_LIVE keys live (half the table) while a million distinct ones come and go. */
@@ -65,7 +65,7 @@ static uint64_t rng_next(uint64_t *s)
 START_TEST(a_tiny_key_table_matches_a_model_under_random_churn)
 {
     enum { KEYS = 40, CAP = 16, STEPS = 200000 };
-    struct orbit_pool_spec spec = { 221, CAP, 256, 0 };
+    struct orbit_pool_spec spec = { .kind = 221, .key_capacity = CAP, .lane_capacity = 256, .generation_limit = 0 };
     struct env e = env_open(&spec);
     orbit_id ids[KEYS][4];
     uint32_t live[KEYS] = { 0 };
@@ -167,7 +167,7 @@ static void *churn_thread(void *arg)
 
 START_TEST(threads_churning_keys_in_a_full_table_never_see_it_full)
 {
-    struct orbit_pool_spec spec = { 222, 8, 256, 0 };
+    struct orbit_pool_spec spec = { .kind = 222, .key_capacity = 8, .lane_capacity = 256, .generation_limit = 0 };
     struct env e = env_open(&spec);
     struct churner c[4];
     pthread_t t[4];

@@ -673,19 +673,25 @@ START_TEST(specs_are_validated_and_kinds_are_independent)
     struct orbit_fleet *f = join_private(1);
     struct orbit_streams *s = NULL, *s2;
     static const struct orbit_stream_spec bad[] = {
-        { 246, 3, 65536, 0 }, { 246, 0, 65536, 0 }, { 246, 131072, 65536, 0 },
-        { 246, 256, 0, 0 }, { 246, 256, 1000, 0 }, { 246, 256, 65536, 0x1000000 },
-        { 255, 256, 65536, 0 },
+        { .kind = 246, .lane_capacity = 3, .buffer_bytes = 65536, .generation_limit = 0 },
+        { .kind = 246, .lane_capacity = 0, .buffer_bytes = 65536, .generation_limit = 0 },
+        { .kind = 246, .lane_capacity = 131072, .buffer_bytes = 65536, .generation_limit = 0 },
+        { .kind = 246, .lane_capacity = 256, .buffer_bytes = 0, .generation_limit = 0 },
+        { .kind = 246, .lane_capacity = 256, .buffer_bytes = 1000, .generation_limit = 0 },
+        { .kind = 246, .lane_capacity = 256, .buffer_bytes = 65536, .generation_limit = 0x1000000 },
+        { .kind = 255, .lane_capacity = 256, .buffer_bytes = 65536, .generation_limit = 0 },
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         ck_assert_int_eq(orbit_streams_open(f, &bad[i], &s), -ORBIT_EMALFORMED);
     ck_assert_ptr_null(s);
-    struct orbit_stream_spec absurd = { 246, 65536, 1u << 31, 0 };   /* 2^49 bytes of rings */
+    struct orbit_stream_spec absurd = { .kind = 246, .lane_capacity = 65536, .buffer_bytes = 1u << 31, .generation_limit = 0 };   /* 2^49 bytes of rings */
     ck_assert_int_eq(orbit_streams_open(f, &absurd, &s), -ORBIT_ETOOLARGE);
     ck_assert_int_eq(orbit_streams_open(NULL, NULL, &s), -ORBIT_EMALFORMED);
     ck_assert_int_eq(orbit_streams_open(f, NULL, NULL), -ORBIT_EMALFORMED);
 
-    struct orbit_stream_spec one = { 201, 4, 4096, 0 }, other = { 201, 4, 8192, 0 }, two = { 202, 8, 1024, 3 };
+    struct orbit_stream_spec one = { .kind = 201, .lane_capacity = 4, .buffer_bytes = 4096, .generation_limit = 0 },
+        other = { .kind = 201, .lane_capacity = 4, .buffer_bytes = 8192, .generation_limit = 0 },
+        two = { .kind = 202, .lane_capacity = 8, .buffer_bytes = 1024, .generation_limit = 3 };
     ck_assert_int_eq(orbit_streams_open(f, &one, &s), 0);
     ck_assert_int_eq(orbit_streams_open(f, &other, &s2), -ORBIT_EGEOMETRY);
     ck_assert_int_eq(orbit_streams_open(f, &two, &s2), 0);
@@ -720,7 +726,7 @@ START_TEST(an_observer_inspects_and_reports_but_creates_nothing)
 {
     const char *name = tu_fleet_name("sobs");
     struct orbit_fleet *f = tu_join(name, 2, 0, 5, tu_backing()), *obs;
-    struct orbit_stream_spec spec = { 203, 4, 4096, 0 };
+    struct orbit_stream_spec spec = { .kind = 203, .lane_capacity = 4, .buffer_bytes = 4096, .generation_limit = 0 };
     struct orbit_streams *s, *o;
     ck_assert_int_eq(orbit_streams_open(f, &spec, &s), 0);
     struct orbit_endpoint *a, *b;

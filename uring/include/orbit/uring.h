@@ -33,9 +33,18 @@ extern "C" {
 #define ORBIT_URING_WAKE_USER_DATA 0x0eb17a4e0eb17a4eull
 
 bool orbit_uring_futex_supported(void);                       /* probed once */
-/* Each prep returns 0 when it filled the SQE with a FUTEX_WAIT that completes on
- * the next relevant change, 1 when the thing is ready now (SQE left untouched:
- * do not submit it), or a negative code. user_data is the caller's. */
+/*
+ * The prep contract. Each prep always fills the SQE it is given, as a liburing
+ * prep does, and returns
+ *   0  the SQE holds a FUTEX_WAIT that completes on the next relevant change;
+ *   1  the thing is ready now: the SQE is a plain IORING_OP_NOP (no link,
+ *      drain or fixed-file flags) that completes with res 0;
+ *  <0  a negated ORBIT_E* code: the SQE is the same harmless NOP.
+ * So a loop that submits every SQE it took stays correct. user_data is the
+ * caller's: set it after the prep, as with any liburing prep (a prep keeps
+ * the value it found). Without the kernel's futex ops (Linux 6.7) every prep
+ * but a ready exchange event returns -ORBIT_ENOTSUP.
+ */
 int orbit_endpoint_prep_wait_readable(struct orbit_endpoint *, struct io_uring_sqe *);
 int orbit_endpoint_prep_wait_writable(struct orbit_endpoint *, struct io_uring_sqe *);
 int orbit_pool_prep_wait_capacity(struct orbit_pool *, orbit_key, uint32_t since, struct io_uring_sqe *);
