@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * orbitctl reset, against the real binary (ORBITCTL_BIN): it resets every
- * table kind of a fleet (pool, streams, admission, arena), and refuses a
- * fleet with a live member unless --force is given.
+ * The table seam from outside: orbitctl reset, against the real binary
+ * (ORBITCTL_BIN), resets every table kind of a fleet (pool, streams,
+ * admission, arena) and refuses a fleet with a live member unless --force is
+ * given; orbit_fleet_account follows a table that was replaced.
  */
 #include <sys/wait.h>
 #include <orbit/orbit.h>
@@ -199,6 +200,57 @@ START_TEST(reset_of_a_fleet_whose_members_died_resets_every_table)
 }
 END_TEST
 
+/* The handles orbit_fleet_account keeps are dropped when a table's file is replaced. */
+START_TEST(account_follows_a_replaced_table)
+{
+    const char *name = tu_fleet_name("acct");
+    struct orbit_fleet *me = tu_join(name, CAPACITY, -1, 0, tu_backing()), *obs;
+    struct orbit_pool *pool;
+    struct orbit_arena *arena;
+    struct orbit_reservation r;
+    struct orbit_chunk_desc d;
+    struct orbit_reclaim rc;
+    orbit_id id;
+    uint16_t node = orbit_fleet_node(me);
+    uint64_t inc = orbit_fleet_incarnation(me);
+    ck_assert_int_eq(orbit_fleet_observe(name, &obs), 0);
+    ck_assert_int_eq(orbit_pool_open(me, &POOL_SPEC, &pool), 0);
+    ck_assert_int_eq(orbit_pool_register(pool, KEY, 4, &id), 0);
+    ck_assert_int_eq(orbit_fleet_account(obs, node, inc, &rc), 0);
+    ck_assert_uint_eq(rc.tables, 1);
+    ck_assert_uint_eq(rc.pool_resources, 1);
+    ck_assert_uint_eq(rc.pool_units, 4);
+
+    ck_assert_int_eq(orbit_arena_open(me, &ARENA_SPEC, &arena), 0);   /* one more segment */
+    ck_assert_int_eq(orbit_arena_try_reserve(arena, 2000, &r), 0);
+    ck_assert_int_eq(orbit_arena_commit(&r, 2000, &d), 0);
+    ck_assert_int_eq(orbit_fleet_account(obs, node, inc, &rc), 0);
+    ck_assert_uint_eq(rc.tables, 2);
+    ck_assert_uint_eq(rc.arena_chunks, 1);
+    ck_assert_uint_eq(rc.arena_bytes, 2 * ARENA_SPEC.slot_bytes);
+    ck_assert_int_eq(orbit_fleet_account(obs, node, inc + 1, &rc), 0);   /* another life holds nothing */
+    ck_assert_uint_eq(rc.pool_resources + rc.arena_chunks, 0);
+
+    struct orbit_segment_info segs[8];   /* the arena's file replaced: same count of names */
+    ssize_t n = orbit_fleet_segments(name, segs, 8);
+    for (ssize_t i = 0; i < n && i < 8; i++)
+        if (segs[i].kind == ARENA_SPEC.kind)
+            ck_assert_int_eq(unlink(segs[i].path), 0);
+    orbit_arena_close(arena);
+    ck_assert_int_eq(orbit_arena_open(me, &ARENA_SPEC, &arena), 0);
+    ck_assert_int_eq(orbit_fleet_account(obs, node, inc, &rc), 0);
+    ck_assert_uint_eq(rc.tables, 2);
+    ck_assert_uint_eq(rc.arena_chunks, 0);   /* the new arena's, not the cached old one's */
+    ck_assert_uint_eq(rc.pool_resources, 1);
+
+    orbit_arena_close(arena);
+    orbit_pool_close(pool);
+    orbit_fleet_leave(obs);
+    orbit_fleet_leave(me);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("orbitctl");
@@ -206,6 +258,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, reset_refuses_a_live_member_without_force);
     tcase_add_test(tc, reset_of_a_fleet_whose_members_died_resets_every_table);
+    tcase_add_test(tc, account_follows_a_replaced_table);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
