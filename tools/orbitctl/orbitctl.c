@@ -58,6 +58,7 @@ static show_fn show_of(const char *name)
 }
 
 #define TABLES_MAX 64
+#define FLEET_KIND 255   /* orbit.<fleet>.255 holds the node records */
 
 /* The fleet's tables by kind (from orbit_fleet_tables); "fleet" for the fleet segment. */
 struct kinds { ssize_t n; struct orbit_table_info t[TABLES_MAX]; };
@@ -77,7 +78,7 @@ static const char *kind_name(const struct kinds *k, uint8_t kind)
     for (ssize_t i = 0; i < k->n && i < TABLES_MAX; i++)
         if (k->t[i].kind == kind)
             return k->t[i].name;
-    return kind == 255 ? orbit_table_type_name(1) : "unknown";
+    return kind == FLEET_KIND ? "fleet" : "unknown";
 }
 
 static void print_segments(const char *fleet, bool json)
