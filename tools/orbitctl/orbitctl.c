@@ -21,6 +21,7 @@ static const char usage[] =
 "\n"
 "  --json     machine-readable output for ls and show\n"
 "  -h, --help this text\n"
+"  --version  liborbit's version\n"
 "\n"
 "Exit status: 0 on success, 1 on an error (printed on stderr), 2 on bad usage.\n";
 
@@ -312,11 +313,13 @@ int main(int argc, char **argv)
 {
     bool json = false;
     static const struct option opts[] = { { "json", no_argument, 0, 'j' },
-                                          { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+                                          { "help", no_argument, 0, 'h' },
+                                          { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
     int c;
     while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
         if (c == 'j') json = true;
         else if (c == 'h') { fputs(usage, stdout); return 0; }
+        else if (c == 'V') { printf("orbitctl %s\n", orbit_version_string()); return 0; }
         else { fputs(usage, stderr); return 2; }
     }
     int left = argc - optind;

@@ -196,6 +196,10 @@ START_TEST(reset_of_a_fleet_whose_members_died_resets_every_table)
 
     ck_assert_int_eq(run_ctl(out, sizeof out, "reset", NULL, NULL), 2);   /* no fleet named */
     ck_assert_int_eq(run_ctl(out, sizeof out, "reset", "t-no-such-fleet-x", NULL), 1);
+    ck_assert_int_eq(run_ctl(out, sizeof out, "--version", NULL, NULL), 0);
+    char want[64];
+    snprintf(want, sizeof want, "orbitctl %s\n", orbit_version_string());
+    ck_assert_str_eq(out, want);
     ck_assert_int_eq(orbit_fleet_unlink(name), 0);
 }
 END_TEST
