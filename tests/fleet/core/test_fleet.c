@@ -358,10 +358,33 @@ START_TEST(tables_of_unknown_type_are_listed_and_left_alone)
     ck_assert_str_eq(orbit_table_type_name(TEST_TABLE_TYPE), "unknown");
     ck_assert_str_eq(orbit_table_type_name(1000), "unknown");
     ck_assert_ptr_null(orb_table_ops_of(TEST_TABLE_TYPE));
-    for (unsigned a = 2; a < 256; a++)   /* one module per type, and every name fits */
-        for (unsigned b = a + 1; a < 256 && b < 256; b++)
-            if (orb_table_ops_of((uint8_t)a) && orb_table_ops_of((uint8_t)b))
+    /* Every module built registered once, each under a type and a name of its own
+     * (two modules on one type would leave fewer types known than modules built). */
+    int built = 0, known = 0;
+#ifdef ORBIT_WITH_POOL
+    built++;
+#endif
+#ifdef ORBIT_WITH_STREAM
+    built++;
+#endif
+#ifdef ORBIT_WITH_ADMISSION
+    built++;
+#endif
+#ifdef ORBIT_WITH_EXCHANGE
+    built++;
+#endif
+    for (unsigned a = 2; a < 256; a++) {
+        const struct orb_table_ops *ops = orb_table_ops_of((uint8_t)a);
+        if (!ops)
+            continue;
+        known++;
+        ck_assert_uint_eq(ops->type, a);
+        ck_assert_uint_le(strlen(ops->name), ORBIT_TABLE_NAME_MAX);
+        for (unsigned b = a + 1; b < 256; b++)
+            if (orb_table_ops_of((uint8_t)b))
                 ck_assert_str_ne(orbit_table_type_name(a), orbit_table_type_name(b));
+    }
+    ck_assert_int_eq(known, built);
     struct orbit_fleet *f;
     ck_assert_int_eq(orbit_fleet_join(NULL, NULL, &f), 0);
     uint32_t geom = 7;
