@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* liborbit-reaper: watched fleets, identity checks, reclaiming, the event loop. */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -52,75 +49,6 @@ int rp_queue_push(struct orbit_reaper *r, const struct rp_exit *e)
     return 0;
 }
 
-/* Field `field` (1-based, >= 3) of a /proc stat file; false if unreadable. */
-static bool stat_field(const char *path, int field, uint64_t *out)
-{
-    char buf[1024];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');   /* comm may hold ')': fields follow the last one */
-    if (!p || p[1] != ' ')
-        return false;
-    p += 2;                        /* field 3 */
-    for (int f = 3; f < field; f++) {
-        p = strchr(p, ' ');
-        if (!p)
-            return false;
-        p++;
-    }
-    *out = strtoull(p, NULL, 10);
-    return true;
-}
-
-/* Field 22 of /proc/<pid>/stat whatever the state (a leader that called
- * pthread_exit reads as a zombie while its threads run); 0 if pid is gone. */
-static uint64_t proc_start_ticks(int32_t pid)
-{
-    char path[64];
-    uint64_t ticks = 0;
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    return stat_field(path, 22, &ticks) ? ticks : 0;
-}
-
-#define RP_PF_EXITING 0x4u   /* task->flags (stat field 9): set as do_exit begins, never cleared */
-
-/*
- * Has every thread of the group begun do_exit? Then the group is as good as
- * dead, though its pidfd turns readable only once teardown is over. The BPF
- * backend needs this: a member whose exit began before its tgid entered the
- * filter is never reported by the kernel. Threads cannot be added once all
- * are exiting, so "all seen exiting" stays true.
- */
-static bool group_exiting(int32_t pid)
-{
-    char path[96];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *dir = opendir(path);
-    if (!dir)
-        return errno == ENOENT;   /* unreadable (hidepid): no evidence either way */
-    bool all = true;
-    int seen = 0;
-    struct dirent *e;
-    while (all && (e = readdir(dir)) != NULL) {
-        uint64_t flags;
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof path, "/proc/%d/task/%.16s/stat", (int)pid, e->d_name);
-        if (!stat_field(path, 9, &flags))
-            continue;   /* that thread is gone already */
-        seen++;
-        all = (flags & RP_PF_EXITING) != 0;
-    }
-    closedir(dir);
-    return all && seen > 0;   /* nothing readable: the pidfd decides */
-}
-
 bool rp_pidfd_exited(int pidfd)
 {
     struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
@@ -141,8 +69,9 @@ bool rp_probe_alive(int32_t pid, uint64_t start_time, int *pidfd)
     int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
     if (fd < 0)
         return errno != ESRCH && errno != EINVAL;   /* ESRCH: gone; EINVAL: now a thread id */
-    uint64_t now = proc_start_ticks(pid);
-    bool alive = (now == 0 || now == start_time) && !rp_pidfd_exited(fd);
+    uint64_t now = 0;
+    int rc = orbit_process_start_time(pid, &now);   /* -ESRCH: gone or exited */
+    bool alive = rc != -ESRCH && (rc < 0 || now == start_time) && !rp_pidfd_exited(fd);
     if (alive && pidfd)
         *pidfd = fd;
     else
@@ -150,10 +79,15 @@ bool rp_probe_alive(int32_t pid, uint64_t start_time, int *pidfd)
     return alive;
 }
 
-/* Alive, and not already on its way out (see group_exiting). */
+/*
+ * Alive, and not every thread already inside do_exit: then the group is as
+ * good as dead, though its pidfd turns readable only once teardown is over.
+ * The BPF backend needs this: a member whose exit began before its tgid
+ * entered the filter is never reported by the kernel.
+ */
 bool rp_member_alive(int32_t pid, uint64_t start_time)
 {
-    return rp_probe_alive(pid, start_time, NULL) && !group_exiting(pid);
+    return rp_probe_alive(pid, start_time, NULL) && orbit_process_exiting(pid) != 1;
 }
 
 /* Best effort: PIDFD_GET_INFO (Linux 6.15) gives the status once the task is reaped. */
@@ -175,29 +109,15 @@ int rp_pidfd_status(int pidfd)
     return info.exit_code;
 }
 
-/*
- * One node record, consistently: joins moves on every claim and state on
- * every change, so equal (state, joins) before and after the field reads
- * means the fields belong to that one publication.
- */
+/* One node record, read consistently (false while it keeps changing). */
 static bool read_record(struct orbit_fleet *f, uint16_t node, struct rp_snap *s)
 {
-    struct orb_node_record *rec = orb_fleet_record(f, node);
-    if (!rec)
+    struct orbit_node_snapshot ns;
+    if (orbit_fleet_node_snapshot(f, node, &ns) != 0)
         return false;
-    for (int tries = 0; tries < 8; tries++) {
-        uint64_t joins = atomic_load(&rec->joins);
-        uint32_t state = atomic_load(&rec->state);   /* seq_cst: pairs with publish's release */
-        s->pid = atomic_load(&rec->pid);
-        s->start_time = atomic_load(&rec->start_time);
-        s->incarnation = atomic_load(&rec->incarnation);
-        if (atomic_load(&rec->state) == state && atomic_load(&rec->joins) == joins) {
-            s->state = state;
-            s->joins = joins;
-            return true;
-        }
-    }
-    return false;
+    *s = (struct rp_snap){ .state = ns.state, .pid = ns.pid, .start_time = ns.start_time,
+                           .incarnation = ns.incarnation, .joins = ns.joins };
+    return true;
 }
 
 static bool same_life(const struct rp_snap *a, const struct rp_snap *b)
@@ -302,8 +222,6 @@ static void detach_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
         unwatch(r, &rf->nodes[n]);
     free(rf->nodes);
     rf->nodes = NULL;
-    rp_tables_free(rf->tables);
-    rf->tables = NULL;
     orbit_fleet_leave(rf->f);
     rf->f = NULL;
     rf->capacity = 0;
@@ -316,23 +234,16 @@ static int attach_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
     int rc = orbit_fleet_observe(rf->name, &f);
     if (rc < 0)
         return rc;
-    struct stat st;
-    if (fstat(f->seg.fd, &st) != 0) {
-        rc = -errno;
-        orbit_fleet_leave(f);
-        return rc;
-    }
-    rf->nodes = calloc(f->capacity, sizeof *rf->nodes);
+    uint16_t capacity = orbit_fleet_capacity(f);
+    rf->nodes = calloc(capacity, sizeof *rf->nodes);
     if (!rf->nodes) {
         orbit_fleet_leave(f);
         return -ENOMEM;
     }
-    for (uint32_t n = 0; n < f->capacity; n++)
+    for (uint32_t n = 0; n < capacity; n++)
         rf->nodes[n].pidfd = -1;
     rf->f = f;
-    rf->capacity = f->capacity;
-    rf->dev = st.st_dev;
-    rf->ino = st.st_ino;
+    rf->capacity = capacity;
     r->stats.fleets++;
     return 0;
 }
@@ -340,8 +251,7 @@ static int attach_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
 /* Is the mapped fleet segment still the file under its name? */
 static bool fleet_current(struct rp_fleet *rf)
 {
-    struct stat st;
-    return stat(rf->f->seg.path, &st) == 0 && st.st_dev == rf->dev && st.st_ino == rf->ino;
+    return orbit_fleet_replaced(rf->f) == 0;
 }
 
 static struct rp_fleet *find_fleet_name(struct orbit_reaper *r, const char *name)
@@ -440,17 +350,12 @@ static void reclaim(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node,
         .source = e->kind == RP_FOUND_DEAD ? ORBIT_REAPER_FOUND_DEAD : ORBIT_REAPER_EXIT_EVENT,
         .exit_ns = e->exit_ns, .detected_ns = e->detected_ns,
     };
-    uint64_t creating = 0;
     bool account = r->on_death && (r->flags & ORBIT_REAPER_ACCOUNT);
     if (account)
-        rp_account(rf->f, &rf->tables, node, s->incarnation, &d.reclaimed, &creating);
+        rp_account(rf->f, node, s->incarnation, &d.reclaimed);
     orbit_fleet_node_dead(rf->f, node, s->incarnation);
     d.reclaimed_ns = rp_now_ns();
-    if (account) {
-        uint64_t after = rp_pool_creating(rf->tables);
-        d.reclaimed.pool_creating = creating > after ? creating - after : 0;
-        d.accounted = true;
-    }
+    d.accounted = account;
     r->stats.deaths++;
     unwatch(r, &rf->nodes[node]);
     if (r->on_death)

@@ -6,7 +6,6 @@
 #include <pthread.h>
 #include <sys/types.h>
 #include <orbit/reaper.h>
-#include "core/fleet_internal.h"
 
 /* epoll tags: anything else is a pidfd watch, (fleet id << 16) | node. */
 #define RP_TAG_TIMER   (~0ull)
@@ -31,11 +30,8 @@ struct rp_fleet {
     char name[ORBIT_FLEET_NAME_MAX + 1];
     bool from_all;              /* added by watch_all: dropped when it disappears */
     struct orbit_fleet *f;      /* observer handle; NULL while detached */
-    dev_t dev;                  /* the fleet segment file mapped */
-    ino_t ino;
     uint16_t capacity;
     struct rp_watch *nodes;     /* capacity entries */
-    struct rp_tables *tables;   /* table handles for accounting; NULL until needed */
 };
 
 enum rp_kind { RP_EXIT_TGID, RP_EXIT_NODE, RP_FOUND_DEAD };
@@ -83,13 +79,8 @@ bool rp_member_alive(int32_t pid, uint64_t start_time);
 bool rp_pidfd_exited(int pidfd);
 int  rp_pidfd_status(int pidfd);
 
-/* reaper_account.c: counts of what (node, incarnation) holds in the fleet's tables,
- * through table handles cached in *cache (rebuilt when the segments change). */
-struct rp_tables;
-void rp_account(struct orbit_fleet *f, struct rp_tables **cache, uint16_t node, uint64_t incarnation,
-                struct orbit_reaper_reclaim *out, uint64_t *creating);
-uint64_t rp_pool_creating(struct rp_tables *cache);
-void rp_tables_free(struct rp_tables *cache);
+/* reaper_account.c: what (node, incarnation) holds in the fleet's tables (orbit_fleet_account). */
+void rp_account(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, struct orbit_reaper_reclaim *out);
 
 /* reaper_bpf.c (stubs returning -ORBIT_ENOTSUP when built without BPF). */
 int  rp_bpf_open(struct orbit_reaper *r, char *why, size_t why_len);

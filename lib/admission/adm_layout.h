@@ -23,6 +23,7 @@
 #include "core/segment.h"
 #include "core/wait.h"
 
+#define ORB_TABLE_ADMISSION 4u   /* the segment header's table_type */
 #define ADM_LAYOUT_VERSION 1u
 #define ADM_DOMAINS_MAX    1024u        /* spec.max_domains upper bound */
 #define ADM_CLAIMS_MAX     (1u << 20)   /* spec.max_claims upper bound */
@@ -158,6 +159,10 @@ void adm_park_here(const struct orbit_admission *a, enum adm_park point);
 /* Advance the change epoch by one (under the mutex): false when it cannot (then poisoned). */
 bool adm_advance_epoch(struct orbit_admission *a);
 void adm_repair(struct orbit_admission *a);
+
+/* Death accounting (account.c), for the table ops. */
+struct orbit_reclaim;
+void adm_account(void *table, uint16_t node, uint64_t incarnation, struct orbit_reclaim *out);
 
 /* Release of one live record (release.c), under the mutex. 0, or -ORBIT_EPOISONED. */
 int  adm_release_record(struct orbit_admission *a, uint32_t slot);

@@ -7,6 +7,7 @@
 #include <orbit/uring.h>
 #include "adm_layout.h"
 #include "uring_internal.h"
+#include "core/table_ops.h"
 
 static size_t round64(size_t v) { return (v + 63) & ~(size_t)63; }
 
@@ -465,3 +466,22 @@ void orbit_admission_stats(struct orbit_admission *a, struct orbit_admission_sta
         .parks = atomic_load_explicit(&a->stats.parks, memory_order_relaxed),
         .wakes = atomic_load_explicit(&a->stats.wakes, memory_order_relaxed) };
 }
+
+/* ---- the admission table ops ------------------------------------------------- */
+
+static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
+{
+    struct orbit_admission *t = NULL;
+    int rc = orbit_admission_open_existing(f, kind, &t);
+    *out = t;
+    return rc;
+}
+static void ops_close(void *t) { orbit_admission_close(t); }
+static void ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_admission_node_dead(t, node, inc); }
+static int ops_reset_all(void *t) { return orbit_admission_reset_all(t); }
+
+static const struct orb_table_ops admission_ops = {
+    .type = ORB_TABLE_ADMISSION, .name = "admission", .open_existing = ops_open, .close = ops_close,
+    .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = adm_account,
+};
+ORB_TABLE_REGISTER(admission_ops);

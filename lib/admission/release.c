@@ -116,3 +116,22 @@ void orbit_admission_node_dead(struct orbit_admission *a, uint16_t node, uint64_
     orb_wait_kick(&a->ledger->change);
     adm_unlock(a);
 }
+
+int orbit_admission_reset_all(struct orbit_admission *a)
+{
+    if (!a)
+        return -ORBIT_EMALFORMED;
+    int rc = adm_lock(a, true);   /* bounded: a tool must not hang on a stopped holder */
+    if (rc < 0)
+        return rc;
+    for (uint32_t s = 0; s < a->geo.max_claims && !adm_is_poisoned(a); s++)
+        if (atomic_load_explicit(&adm_record(a, s)->state, memory_order_relaxed) == ADM_REC_LIVE)
+            adm_release_record(a, s);
+    struct orb_seg_header *h = orb_seg_hdr(&a->seg);
+    atomic_store(&h->epoch, orb_next_epoch(atomic_load(&h->epoch)));
+    /* Each release advanced the change epoch; one kick wakes every waiter to re-check. */
+    orb_wait_kick(&a->ledger->change);
+    rc = adm_is_poisoned(a) ? -ORBIT_EPOISONED : 0;
+    adm_unlock(a);
+    return rc;
+}

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "fleet_internal.h"
+#include "table_ops.h"
 
 #define NODE_REAPING 3u   /* internal state: one reporter is ending this node */
 
@@ -229,6 +230,7 @@ void orbit_fleet_leave(struct orbit_fleet *f)
         /* Only our own live claim is released; a reporter that already took it keeps it. */
         atomic_compare_exchange_strong(&rec->state, &live, ORBIT_NODE_FREE);
     }
+    orb_table_cache_free(f);
     for (int i = 0; i < ORB_PRIVATE_TABLES_MAX; i++)
         if (f->private_tables[i].refs > 0)
             orb_segment_close(&f->private_tables[i].seg);
@@ -429,31 +431,6 @@ void orb_fleet_table_close(struct orbit_fleet *f, struct orb_segment *seg)
     }
     pthread_mutex_unlock(&f->lock);
     seg->base = NULL;
-}
-
-int orb_fleet_table_kinds(struct orbit_fleet *f, uint8_t *kinds, uint8_t *types, int max)
-{
-    int n = 0;
-    if (f->is_private) {
-        pthread_mutex_lock(&f->lock);
-        for (int i = 0; i < ORB_PRIVATE_TABLES_MAX && n < max; i++)
-            if (f->private_tables[i].refs > 0) {
-                kinds[n] = f->private_tables[i].seg.kind;
-                types[n++] = f->private_tables[i].seg.table_type;
-            }
-        pthread_mutex_unlock(&f->lock);
-        return n;
-    }
-    struct orbit_segment_info info[256];
-    ssize_t total = orbit_fleet_segments(f->name, info, 256);
-    for (ssize_t i = 0; i < total && i < 256 && n < max; i++) {
-        struct orb_seg_header h;
-        if (info[i].kind == ORB_FLEET_KIND || orb_segment_peek(f->name, info[i].kind, &h, NULL, NULL) != 0)
-            continue;
-        kinds[n] = h.kind;
-        types[n++] = h.table_type;
-    }
-    return n;
 }
 
 /* ---- listing and unlinking --------------------------------------------- */

@@ -39,12 +39,13 @@ struct orbit_fleet {
     int64_t gid;
     struct orb_segment seg;                 /* the fleet segment (kind 255) */
     struct orb_node_record *nodes;          /* capacity records */
-    pthread_mutex_t lock;                   /* guards private_tables */
+    pthread_mutex_t lock;                   /* guards private_tables and table_cache */
     struct {
         uint8_t kind;
         int refs;
         struct orb_segment seg;
     } private_tables[ORB_PRIVATE_TABLES_MAX];
+    struct orb_table_cache *table_cache;    /* orbit_fleet_account's handles (tables.c) */
 };
 
 /*
@@ -55,9 +56,6 @@ struct orbit_fleet {
 int  orb_fleet_table_open(struct orbit_fleet *f, struct orb_seg_request *req, struct orb_segment *out);
 int  orb_fleet_table_open_existing(struct orbit_fleet *f, uint8_t kind, struct orb_segment *out);
 void orb_fleet_table_close(struct orbit_fleet *f, struct orb_segment *seg);
-
-/* Kinds and table types of this fleet's table segments (read from headers); how many. */
-int  orb_fleet_table_kinds(struct orbit_fleet *f, uint8_t *kinds, uint8_t *types, int max);
 
 /* The node's record, or NULL if node >= capacity. */
 static inline struct orb_node_record *orb_fleet_record(struct orbit_fleet *f, uint32_t node)
@@ -73,7 +71,7 @@ bool orb_node_alive(int32_t pid, uint64_t start_time);
 /* Wake every node's doorbell sleepers (orb_wait_kick): part of a death report. */
 void orb_fleet_kick_doorbells(struct orbit_fleet *f);
 
-/* Defined in lib/dispatch.c: node_dead on every table of the fleet. */
+/* node_dead on every table of the fleet through the registered table ops (tables.c). */
 int  orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation);
 
 /* Epoch for reset_all: max(now in ms, previous + 1). */

@@ -85,38 +85,6 @@ uint64_t orb_seg_header_check(const struct orb_seg_header *h)
 
 static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
-uint64_t orb_proc_start_time(int pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');   /* comm may hold spaces and parens: fields follow the last ')' */
-    if (!p || p[1] != ' ')
-        return 0;
-    p += 2;                        /* field 3: state */
-    bool exited = *p == 'Z' || *p == 'X';
-    long threads = 0;
-    for (int field = 3; field < 22; field++) {
-        p = strchr(p, ' ');
-        if (!p)
-            return 0;
-        p++;
-        if (field + 1 == 20)
-            threads = strtol(p, NULL, 10);
-    }
-    /* A zombie leader whose other threads still run is alive; a lone zombie has exited. */
-    if (exited && threads <= 1)
-        return 0;
-    return strtoull(p, NULL, 10);
-}
-
 static int populate(void *base, size_t mapped, size_t page, size_t off, size_t len)
 {
     if (len == 0)

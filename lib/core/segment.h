@@ -26,18 +26,19 @@
 #define ORB_GEOMETRY_MAX     64u
 #define ORB_FLEET_KIND       255
 
-/* What a segment holds, so tools and the reaper can find every table. */
-enum orb_table_type {
-    ORB_TABLE_FLEET = 1, ORB_TABLE_POOL = 2, ORB_TABLE_STREAMS = 3,
-    ORB_TABLE_ADMISSION = 4, ORB_TABLE_ARENA = 5,
-};
+/*
+ * What a segment holds (its header's table_type), so tools and the reaper can
+ * find every table. The fleet segment is type 1; each table module numbers
+ * its own type in its layout header and registers it (table_ops.h).
+ */
+#define ORB_TABLE_FLEET 1
 
 struct orb_seg_header {
     uint64_t magic;
     uint32_t version;
     uint32_t header_bytes;        /* ORB_SEG_HEADER_BYTES */
     uint8_t  kind;
-    uint8_t  table_type;          /* enum orb_table_type */
+    uint8_t  table_type;          /* ORB_TABLE_FLEET or a module's type */
     uint16_t fleet_capacity;
     uint32_t geometry_len;
     uint64_t table_bytes;         /* header + table, as the table asked */
@@ -66,7 +67,7 @@ struct orb_segment {
 struct orb_seg_request {
     const char *fleet;            /* NULL: PRIVATE (anonymous) */
     uint8_t  kind;
-    uint8_t  table_type;          /* enum orb_table_type */
+    uint8_t  table_type;          /* ORB_TABLE_FLEET or a module's type */
     uint16_t fleet_capacity;
     const void *geometry;         /* compared byte for byte with an existing header */
     uint32_t geometry_len;        /* <= ORB_GEOMETRY_MAX */
@@ -131,7 +132,7 @@ int  orb_segment_lock_path(const char *fleet, uint8_t kind, char *buf, size_t le
 bool orb_fleet_name_valid(const char *name);
 const char *orb_hugetlb_dir(void);        /* ORBIT_HUGETLB_DIR or the first hugetlbfs mount, or NULL */
 
-/* Process start time, field 22 of /proc/<pid>/stat; 0 when pid is gone. */
+/* orbit_process_start_time (proc.c), 0 when pid is gone or exited (or /proc cannot tell). */
 uint64_t orb_proc_start_time(int pid);
 
 #endif

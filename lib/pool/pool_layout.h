@@ -43,6 +43,7 @@
 #include <orbit/pool.h>
 #include "core/fleet_internal.h"
 
+#define ORB_TABLE_POOL       2                    /* the segment header's table_type */
 #define POOL_MAGIC           0x4c4f4f50u          /* "POOL" */
 #define POOL_LAYOUT_VERSION  1u
 #define POOL_PENDING         16u
@@ -220,6 +221,10 @@ static inline uint64_t pool_epoch_now(const struct orbit_pool *p)
 {
     return atomic_load_explicit(&orb_seg_hdr(&p->seg)->epoch, memory_order_acquire);
 }
+
+/* ---- account.c: the pool's death accounting (table ops) ---- */
+struct orbit_reclaim;
+void pool_account(void *table, uint16_t node, uint64_t incarnation, struct orbit_reclaim *out);
 
 /* ---- keys.c ---- */
 int  pool_key_find(struct orbit_pool *p, orbit_key key, uint32_t *index);   /* takes a plain ref */

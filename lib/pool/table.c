@@ -5,6 +5,7 @@
 #include <string.h>
 #include "pool_layout.h"
 #include "uring_internal.h"
+#include "core/table_ops.h"
 
 const unsigned ORBIT_PENDING_RESERVATIONS = POOL_PENDING;
 
@@ -374,3 +375,22 @@ int orbit_key_format(orbit_key key, char *buf, size_t len)
     memcpy(buf, tmp, (size_t)n + 1);
     return n;
 }
+
+/* ---- the pool's table ops ---------------------------------------------- */
+
+static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
+{
+    struct orbit_pool *p = NULL;
+    int rc = orbit_pool_open_existing(f, kind, &p);
+    *out = p;
+    return rc;
+}
+static void ops_close(void *t) { orbit_pool_close(t); }
+static void ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_pool_node_dead(t, node, inc); }
+static int ops_reset_all(void *t) { orbit_pool_reset_all(t); return 0; }
+
+static const struct orb_table_ops pool_ops = {
+    .type = ORB_TABLE_POOL, .name = "pool", .open_existing = ops_open, .close = ops_close,
+    .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = pool_account,
+};
+ORB_TABLE_REGISTER(pool_ops);

@@ -25,6 +25,7 @@
 #include "core/segment.h"
 #include "core/wait.h"
 
+#define ORB_TABLE_STREAMS     3u   /* the segment header's table_type */
 #define STREAM_LAYOUT_VERSION 1u
 #define STREAM_RINGS_ALIGN    (2u << 20)
 #define STREAM_NODE_NONE      0xffffu
@@ -135,6 +136,10 @@ struct orbit_endpoint {
     uint64_t tail_seen;               /* writer's last look at wr->tail: room it surely has */
     struct orb_spin read_spin, write_spin;
 };
+
+/* ---- account.c: the streams' death accounting (table ops) ---- */
+struct orbit_reclaim;
+void stream_account(void *table, uint16_t node, uint64_t incarnation, struct orbit_reclaim *out);
 
 /* ---- table.c ---- */
 static inline uint64_t stream_epoch(const struct orbit_streams *s)

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "stream_layout.h"
 #include "uring_internal.h"
+#include "core/table_ops.h"
 
 static bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 static size_t align_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
@@ -405,3 +406,22 @@ ssize_t orbit_streams_list(struct orbit_streams *s, struct orbit_stream_info *ou
     }
     return (ssize_t)n;
 }
+
+/* ---- the streams table ops --------------------------------------------------- */
+
+static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
+{
+    struct orbit_streams *t = NULL;
+    int rc = orbit_streams_open_existing(f, kind, &t);
+    *out = t;
+    return rc;
+}
+static void ops_close(void *t) { orbit_streams_close(t); }
+static void ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_streams_node_dead(t, node, inc); }
+static int ops_reset_all(void *t) { orbit_streams_reset_all(t); return 0; }
+
+static const struct orb_table_ops streams_ops = {
+    .type = ORB_TABLE_STREAMS, .name = "streams", .open_existing = ops_open, .close = ops_close,
+    .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = stream_account,
+};
+ORB_TABLE_REGISTER(streams_ops);

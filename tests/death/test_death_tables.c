@@ -4,12 +4,15 @@
  * member holds pool resources with a reservation and a creation claim, both
  * sides of a stream with unread bytes, one side of a stream whose peer (in
  * another process) is parked reading, and admission claims; it is killed;
- * the reaper gives everything back. 100 kills per backend, kill -> last
+ * the reaper gives everything back. It also holds payload arena runs: one
+ * reserved, one committed and unread, and one of the test's it is reading;
+ * the report counts those three. 100 kills per backend, kill -> last
  * reclaim latency printed as p50/p99.
  */
 #include <orbit/pool.h>
 #include <orbit/stream.h>
 #include <orbit/admission.h>
+#include <orbit/exchange.h>
 #include "death_util.h"
 
 #define KILLS 100
@@ -25,8 +28,18 @@ static const struct orbit_stream_spec STREAM_SPEC = { .kind = ORBIT_STREAM_KIND,
 static const struct orbit_admission_spec ADM_SPEC = { .kind = ORBIT_ADMISSION_KIND, .max_domains = 4,
                                                       .max_claims = 64, .retained_max_bytes = 0 };
 
+#define SLOT_BYTES 1024u
+static const struct orbit_arena_spec ARENA_SPEC = { .kind = ORBIT_ARENA_KIND, .slot_bytes = SLOT_BYTES,
+                                                    .slots_per_lane = 64 };
+/* The victim's arena runs: reserved 3 slots, committed 5 slots, reading 1 slot of the test's. */
+#define RESERVED_LEN  (2 * SLOT_BYTES + 1)
+#define COMMITTED_LEN (4 * SLOT_BYTES + 7)
+#define READ_LEN      100u
+#define ARENA_CHUNKS  3u
+#define ARENA_BYTES   ((3u + 5u + 1u) * SLOT_BYTES)
+
 struct tables { struct orbit_fleet *f; struct orbit_pool *pool; struct orbit_streams *streams;
-                struct orbit_admission *adm; };
+                struct orbit_admission *adm; struct orbit_arena *arena; };
 
 /* Join and open the three tables; in a child any failure exits with code. */
 static int tables_open(const char *fleet, struct tables *t)
@@ -41,11 +54,14 @@ static int tables_open(const char *fleet, struct tables *t)
         rc = orbit_streams_open(t->f, &STREAM_SPEC, &t->streams);
     if (rc == 0)
         rc = orbit_admission_open(t->f, &ADM_SPEC, &t->adm);
+    if (rc == 0)
+        rc = orbit_arena_open(t->f, &ARENA_SPEC, &t->arena);
     return rc;
 }
 
 static void tables_close(struct tables *t)
 {
+    orbit_arena_close(t->arena);
     orbit_admission_close(t->adm);
     orbit_streams_close(t->streams);
     orbit_pool_close(t->pool);
@@ -59,13 +75,26 @@ static bool claimed(struct orbit_admission *adm, const struct orbit_units *u, si
     return orbit_admission_try_claim(adm, &d, &res) == 0 && res.outcome == ORBIT_ADMIT_CLAIMED;
 }
 
+/* Arena runs: one reserved, one committed unread, and the test's chunk (arg) taken to read. */
+static bool hold_arena(struct orbit_arena *arena, const struct orbit_chunk_desc *theirs)
+{
+    struct orbit_reservation r1, r2;
+    struct orbit_chunk_desc mine;
+    struct orbit_chunk reading;
+    if (orbit_arena_try_reserve(arena, RESERVED_LEN, &r1) != 0 ||
+        orbit_arena_try_reserve(arena, COMMITTED_LEN, &r2) != 0)
+        return false;
+    memset(r2.data, 'c', COMMITTED_LEN);
+    return orbit_arena_commit(&r2, COMMITTED_LEN, &mine) == 0 &&
+           orbit_arena_consume(arena, theirs, &reading) == 0 && reading.len == READ_LEN;
+}
+
 /*
  * The victim: takes a share of every table, sends node, then the ticket of
  * side B of its second stream (id, epoch), and waits to be killed.
  */
 static void victim(const char *fleet, int ready_fd, int cmd_fd, void *arg)
 {
-    (void)arg;
     struct tables t;
     orbit_id id;
     struct orbit_lease lease;
@@ -80,6 +109,8 @@ static void victim(const char *fleet, int ready_fd, int cmd_fd, void *arg)
         _exit(91);
     if (!claimed(t.adm, c1, 2) || !claimed(t.adm, c2, 1))
         _exit(92);
+    if (!hold_arena(t.arena, arg))
+        _exit(96);
     if (orbit_streams_create(t.streams, &a1, &t1) != 0 || orbit_streams_open_ticket(t.streams, &t1, &b1) != 0 ||
         orbit_endpoint_write_all(a1, "0123456789", 10, 1000) != 0 ||
         orbit_endpoint_write_all(b1, "abcdefghijklmnopqrst", 20, 1000) != 0 ||
@@ -144,6 +175,7 @@ static void check_held(struct tables *t, uint16_t node, uint64_t incarnation)
     ck_assert_uint_eq(domain_used(t->adm, DOM_BYTES), 400);
     ck_assert_uint_eq(domain_used(t->adm, DOM_SLOTS), 2);
     ck_assert(owns_streams(t->streams, node, incarnation));
+    ck_assert_int_eq(orbit_arena_chunks(t->arena, NULL, 0), ARENA_CHUNKS);
 }
 
 /* Everything back after the death. */
@@ -157,6 +189,7 @@ static void check_reclaimed(struct tables *t, struct orbit_fleet *obs, uint16_t 
     ck_assert_uint_eq(domain_used(t->adm, DOM_BYTES), 0);
     ck_assert_uint_eq(domain_used(t->adm, DOM_SLOTS), 0);
     ck_assert(!owns_streams(t->streams, node, incarnation));
+    ck_assert_int_eq(orbit_arena_chunks(t->arena, NULL, 0), 0);   /* the test's chunk came back too */
     ck_assert_int_eq(node_info(obs, node).state, ORBIT_NODE_FREE);
 }
 
@@ -165,7 +198,7 @@ static void check_report(const struct orbit_reaper_death *d, uint16_t node, uint
     ck_assert_uint_eq(d->node, node);
     ck_assert_uint_eq(d->incarnation, incarnation);
     ck_assert(d->accounted);
-    ck_assert_uint_eq(d->reclaimed.tables, 3);
+    ck_assert_uint_eq(d->reclaimed.tables, 4);
     ck_assert_uint_eq(d->reclaimed.pool_resources, 1);
     ck_assert_uint_eq(d->reclaimed.pool_units, 4);
     ck_assert_uint_eq(d->reclaimed.pool_leases, 1);
@@ -174,13 +207,27 @@ static void check_report(const struct orbit_reaper_death *d, uint16_t node, uint
     ck_assert_uint_eq(d->reclaimed.stream_unread, 30);
     ck_assert_uint_eq(d->reclaimed.admission_claims, 2);
     ck_assert_uint_eq(d->reclaimed.admission_units, 402);
+    ck_assert_uint_eq(d->reclaimed.arena_chunks, ARENA_CHUNKS);
+    ck_assert_uint_eq(d->reclaimed.arena_bytes, ARENA_BYTES);
+}
+
+/* A plain chunk of the test's lane for the victim to read. */
+static struct orbit_chunk_desc test_chunk(struct tables *t)
+{
+    struct orbit_reservation r;
+    struct orbit_chunk_desc d;
+    ck_assert_int_eq(orbit_arena_try_reserve(t->arena, READ_LEN, &r), 0);
+    memset(r.data, 't', READ_LEN);
+    ck_assert_int_eq(orbit_arena_commit(&r, READ_LEN, &d), 0);
+    return d;
 }
 
 /* One kill: returns kill -> last reclaim in ns. */
 static uint64_t one_kill(struct orbit_reaper *r, struct deaths *c, struct tables *t,
                          struct orbit_fleet *obs, const char *name)
 {
-    struct member v = member_fork(name, victim, NULL);
+    struct orbit_chunk_desc theirs = test_chunk(t);
+    struct member v = member_fork(name, victim, &theirs);
     uint16_t node = (uint16_t)member_wait_ready(&v);
     struct orbit_ticket ticket = { .side = ORBIT_SIDE_B };
     ticket.id = member_wait_ready(&v);

@@ -117,6 +117,7 @@ START_TEST(test_death_line)
     ck_assert_ptr_nonnull(strstr(line, "\"source\":\"exit\""));
     ck_assert_ptr_nonnull(strstr(line, ",\"incarnation\":\""));   /* 64-bit: a JSON string */
     ck_assert_ptr_nonnull(strstr(line, "\"reclaimed\":{\"tables\":0,"));
+    ck_assert_ptr_nonnull(strstr(line, "\"arena\":{\"chunks\":0,\"bytes\":0}}"));
     if (death_backends[_i] == ORBIT_REAPER_BPF)
         ck_assert_ptr_nonnull(strstr(line, "\"status\":9,\"exit_code\":null,\"signal\":9"));
     ck_assert_int_eq(member_reap(&m), 128 + SIGKILL);

@@ -97,11 +97,11 @@ static void json_reclaimed(const struct orbit_reaper_reclaim *c)
 {
     printf(",\"reclaimed\":{\"tables\":%u,\"pool\":{\"resources\":%u,\"units\":%llu,\"leases\":%llu,"
            "\"creating\":%llu},\"streams\":{\"sides\":%u,\"unread_bytes\":%llu},"
-           "\"admission\":{\"claims\":%u,\"units\":%llu}}",
+           "\"admission\":{\"claims\":%u,\"units\":%llu},\"arena\":{\"chunks\":%u,\"bytes\":%llu}}",
            c->tables, c->pool_resources, (unsigned long long)c->pool_units,
            (unsigned long long)c->pool_leases, (unsigned long long)c->pool_creating,
            c->stream_sides, (unsigned long long)c->stream_unread, c->admission_claims,
-           (unsigned long long)c->admission_units);
+           (unsigned long long)c->admission_units, c->arena_chunks, (unsigned long long)c->arena_bytes);
 }
 
 static void log_death(void *ctx, const struct orbit_reaper_death *d)

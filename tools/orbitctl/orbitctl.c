@@ -5,12 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <orbit/pool.h>
-#include <orbit/stream.h>
-#include <orbit/admission.h>
+#include <orbit/orbit.h>
 #include "cli.h"
 #include "tool.h"
-#include "core/segment.h"
 
 #define TOOL "orbitctl"
 
@@ -25,7 +22,8 @@ static const char usage[] =
 "      orbitctl node-dead web 3 9223372450576735121\n"
 "  reap FLEET                       one liveness sweep: report every dead node\n"
 "      orbitctl reap web\n"
-"  reset FLEET                      start a new epoch on every table (quiescent fleet only)\n"
+"  reset FLEET [--force]            start a new epoch on every table; refused while a member\n"
+"                                   is alive unless --force\n"
 "      orbitctl reset web\n"
 "  unlink FLEET                     remove every segment of the fleet\n"
 "      orbitctl unlink web\n"
@@ -43,27 +41,61 @@ static int fail(const char *what, int rc)
     return 1;
 }
 
-static const char *table_name(uint8_t type)
+/* The show function per table name, for the modules built in; the names come from liborbit. */
+typedef int (*show_fn)(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out);
+static const struct { const char *name; show_fn show; } shows[] = {
+#ifdef ORBIT_WITH_POOL
+    { "pool", ctl_show_pool },
+#endif
+#ifdef ORBIT_WITH_STREAM
+    { "streams", ctl_show_stream },
+#endif
+#ifdef ORBIT_WITH_ADMISSION
+    { "admission", ctl_show_admission },
+#endif
+#ifdef ORBIT_WITH_EXCHANGE
+    { "arena", ctl_show_exchange },
+#endif
+    { NULL, NULL },
+};
+
+static show_fn show_of(const char *name)
 {
-    switch (type) {
-    case ORB_TABLE_FLEET:     return "fleet";
-    case ORB_TABLE_POOL:      return "pool";
-    case ORB_TABLE_STREAMS:   return "streams";
-    case ORB_TABLE_ADMISSION: return "admission";
-    case ORB_TABLE_ARENA:     return "arena";
-    }
-    return "unknown";
+    for (size_t i = 0; shows[i].name; i++)
+        if (strcmp(shows[i].name, name) == 0)
+            return shows[i].show;
+    return NULL;
 }
 
-static uint8_t segment_type(const char *fleet, uint8_t kind)
+#define TABLES_MAX 64
+#define FLEET_KIND 255   /* orbit.<fleet>.255 holds the node records */
+
+/* The fleet's tables by kind (from orbit_fleet_tables); "fleet" for the fleet segment. */
+struct kinds { ssize_t n; struct orbit_table_info t[TABLES_MAX]; };
+
+static void kinds_load(const char *fleet, struct kinds *k)
 {
-    struct orb_seg_header h;   /* read, not mapped: listing touches no table */
-    return orb_segment_peek(fleet, kind, &h, NULL, NULL) == 0 ? h.table_type : 0;
+    struct orbit_fleet *f;
+    k->n = 0;
+    if (orbit_fleet_observe(fleet, &f) == 0) {
+        k->n = orbit_fleet_tables(f, k->t, TABLES_MAX);
+        orbit_fleet_leave(f);
+    }
+}
+
+static const char *kind_name(const struct kinds *k, uint8_t kind)
+{
+    for (ssize_t i = 0; i < k->n && i < TABLES_MAX; i++)
+        if (k->t[i].kind == kind)
+            return k->t[i].name;
+    return kind == FLEET_KIND ? "fleet" : "unknown";
 }
 
 static void print_segments(const char *fleet, bool json)
 {
     struct orbit_segment_info segs[64];
+    struct kinds k;
+    kinds_load(fleet, &k);
     ssize_t n = orbit_fleet_segments(fleet, segs, 64);
     if (json)
         printf("\"segments\":[");
@@ -72,13 +104,13 @@ static void print_segments(const char *fleet, bool json)
         if (json) {
             printf("%s{\"kind\":%u,\"table\":\"%s\",\"backing\":\"%s\",\"bytes\":\"%" PRIu64 "\""
                    ",\"epoch\":\"%" PRIu64 "\",\"path\":", i ? "," : "", s->kind,
-                   table_name(segment_type(fleet, s->kind)), orbit_backing_name(s->backing),
+                   kind_name(&k, s->kind), orbit_backing_name(s->backing),
                    s->size, s->epoch);
             tool_json_str(stdout, s->path);
             printf("}");
         } else {
             printf("  %-10s kind %3u  %-8s %10" PRIu64 " bytes  epoch %" PRIu64 "  %s\n",
-                   table_name(segment_type(fleet, s->kind)), s->kind,
+                   kind_name(&k, s->kind), s->kind,
                    orbit_backing_name(s->backing), s->size, s->epoch, s->path);
         }
     }
@@ -140,39 +172,23 @@ static void print_nodes(struct orbit_fleet *f, bool json)
 /* Each table section comes from its module's ctl_show_* hook. */
 static void print_tables(struct orbit_fleet *f, bool json)
 {
-    struct orbit_segment_info segs[64];
-    ssize_t n = orbit_fleet_segments(orbit_fleet_name(f), segs, 64);
+    struct orbit_table_info t[TABLES_MAX];
+    ssize_t n = orbit_fleet_tables(f, t, TABLES_MAX);
     if (json)
         printf(",\"tables\":[");
-    int shown = 0;
-    for (ssize_t i = 0; i < n && i < 64; i++) {
-        uint8_t kind = segs[i].kind, type = segment_type(orbit_fleet_name(f), kind);
-        if (type == ORB_TABLE_FLEET || type == 0)
-            continue;
+    for (ssize_t i = 0; i < n && i < TABLES_MAX; i++) {
         if (json)
-            printf("%s{\"kind\":%u,\"table\":\"%s\",\"state\":", shown ? "," : "", kind, table_name(type));
+            printf("%s{\"kind\":%u,\"table\":\"%s\",\"state\":", i ? "," : "", t[i].kind, t[i].name);
         else
-            printf("%s (kind %u):\n", table_name(type), kind);
-        int rc = -ORBIT_ENOTSUP;
-#ifdef ORBIT_WITH_POOL
-        if (type == ORB_TABLE_POOL) rc = ctl_show_pool(f, kind, json, stdout);
-#endif
-#ifdef ORBIT_WITH_STREAM
-        if (type == ORB_TABLE_STREAMS) rc = ctl_show_stream(f, kind, json, stdout);
-#endif
-#ifdef ORBIT_WITH_ADMISSION
-        if (type == ORB_TABLE_ADMISSION) rc = ctl_show_admission(f, kind, json, stdout);
-#endif
-#ifdef ORBIT_WITH_EXCHANGE
-        if (type == ORB_TABLE_ARENA) rc = ctl_show_exchange(f, kind, json, stdout);
-#endif
+            printf("%s (kind %u):\n", t[i].name, t[i].kind);
+        show_fn show = show_of(t[i].name);
+        int rc = show ? show(f, t[i].kind, json, stdout) : -ORBIT_ENOTSUP;
         if (rc < 0) {
             if (json) printf("{\"error\":\"%s\"}", orbit_strerror(rc));
             else printf("  (%s)\n", orbit_strerror(rc));
         }
         if (json)
             printf("}");
-        shown++;
     }
     if (json)
         printf("]");
@@ -235,36 +251,57 @@ static int cmd_reap(const char *name)
     return 0;
 }
 
-static int cmd_reset(const char *name)
+/* Members whose process is alive; prints the first on stderr. */
+static ssize_t live_members(struct orbit_fleet *f, const char *name)
+{
+    struct orbit_node_info *nodes = calloc(ORBIT_FLEET_CAPACITY_MAX, sizeof *nodes);
+    ssize_t n = nodes ? orbit_fleet_nodes(f, nodes, ORBIT_FLEET_CAPACITY_MAX) : -ENOMEM, live = 0;
+    for (ssize_t i = 0; i < n && i < ORBIT_FLEET_CAPACITY_MAX; i++) {
+        if (!nodes[i].alive)
+            continue;
+        if (live++ == 0)
+            fprintf(stderr, "orbitctl: reset: %s has a live member (node %u, pid %d)", name,
+                    nodes[i].node, nodes[i].pid);
+    }
+    free(nodes);
+    return n < 0 ? n : live;
+}
+
+static int cmd_reset(const char *name, bool force)
 {
     struct orbit_fleet *f;
     int rc = orbit_fleet_observe(name, &f);
     if (rc < 0)
         return fail(name, rc);
-    struct orbit_segment_info segs[64];
-    ssize_t n = orbit_fleet_segments(name, segs, 64);
-    for (ssize_t i = 0; i < n && i < 64; i++) {
-        uint8_t kind = segs[i].kind, type = segment_type(name, kind);
-        (void)type;
-#ifdef ORBIT_WITH_POOL
-        struct orbit_pool *p;
-        if (type == ORB_TABLE_POOL && orbit_pool_open_existing(f, kind, &p) == 0) {
-            orbit_pool_reset_all(p);
-            orbit_pool_close(p);
-            printf("pool kind %u: new epoch\n", kind);
-        }
-#endif
-#ifdef ORBIT_WITH_STREAM
-        struct orbit_streams *s;
-        if (type == ORB_TABLE_STREAMS && orbit_streams_open_existing(f, kind, &s) == 0) {
-            orbit_streams_reset_all(s);
-            orbit_streams_close(s);
-            printf("streams kind %u: new epoch\n", kind);
-        }
-#endif
+    ssize_t live = force ? 0 : live_members(f, name);
+    if (live != 0) {
+        orbit_fleet_leave(f);
+        if (live < 0)
+            return fail("reset", (int)live);
+        fprintf(stderr, "%s: refused (stop the members, or pass --force)\n",
+                live > 1 ? " and others" : "");
+        return 1;
     }
+    rc = orbit_fleet_reset_tables(f);
+    struct orbit_table_info t[TABLES_MAX];
+    ssize_t n = orbit_fleet_tables(f, t, TABLES_MAX);
+    for (ssize_t i = 0; rc >= 0 && i < n && i < TABLES_MAX; i++)
+        printf("%s kind %u: %s\n", t[i].name, t[i].kind,
+               t[i].built ? "new epoch" : "left alone (not built in)");
     orbit_fleet_leave(f);
-    return 0;
+    return rc < 0 ? fail("reset", rc) : 0;
+}
+
+/* Takes a flag out of a[1..]: true when it was there. */
+static bool take_flag(char **a, int *left, const char *flag)
+{
+    for (int i = 1; i < *left; i++)
+        if (strcmp(a[i], flag) == 0) {
+            memmove(&a[i], &a[i + 1], (size_t)(*left - i - 1) * sizeof *a);
+            (*left)--;
+            return true;
+        }
+    return false;
 }
 
 /* FLEET arguments per command (ls takes none); -1 for an unknown command. */
@@ -300,7 +337,8 @@ static void check_command(int left, char **a)
 int main(int argc, char **argv)
 {
     bool json = false;
-    static const struct option opts[] = { { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' },
+    static const struct option opts[] = { { "json", no_argument, 0, 'j' },
+                                          { "help", no_argument, 0, 'h' },
                                           { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
     int c;
     opterr = 0;
@@ -312,19 +350,15 @@ int main(int argc, char **argv)
     }
     int left = argc - optind;
     char **a = argv + optind;
-    for (int i = 1; i < left; i++)   /* --json may also follow the command */
-        if (strcmp(a[i], "--json") == 0) {
-            json = true;
-            memmove(&a[i], &a[i + 1], (size_t)(left - i - 1) * sizeof *a);
-            left--;
-            i--;
-        }
+    if (take_flag(a, &left, "--json"))   /* --json may also follow the command */
+        json = true;
+    bool force = left >= 1 && strcmp(a[0], "reset") == 0 && take_flag(a, &left, "--force");
     check_command(left, a);
     if (strcmp(a[0], "ls") == 0) return cmd_ls(json);
     if (strcmp(a[0], "show") == 0) return cmd_show(a[1], json);
     if (strcmp(a[0], "node-dead") == 0) return cmd_node_dead(a[1], a[2], a[3]);
     if (strcmp(a[0], "reap") == 0) return cmd_reap(a[1]);
-    if (strcmp(a[0], "reset") == 0) return cmd_reset(a[1]);
+    if (strcmp(a[0], "reset") == 0) return cmd_reset(a[1], force);
     int rc = orbit_fleet_unlink(a[1]);   /* unlink */
     return rc < 0 ? fail(a[1], rc) : 0;
 }

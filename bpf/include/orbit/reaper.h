@@ -4,8 +4,8 @@
  *
  * A reaper watches the members of one or more fleets and turns each
  * confirmed death into node_dead on every table of that fleet (pool,
- * streams, admission), then frees the node: a kill -9 leaks no lease,
- * stream side or admitted capacity.
+ * streams, admission, arena), then frees the node: a kill -9 leaks no
+ * lease, stream side, admitted capacity or arena chunk.
  *
  * Backends:
  *   BPF    exit.bpf.c on tp_btf/sched_process_exit reports the exit that
@@ -45,6 +45,7 @@
 #define ORBIT_REAPER_H
 
 #include <orbit/fleet.h>
+#include <orbit/inspect.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -121,17 +122,23 @@ int  orbit_reaper_set_interval(struct orbit_reaper *, int interval_ms);
  */
 int  orbit_reaper_rescan(struct orbit_reaper *);
 
-/* What a death gave back, counted from the tables just before node_dead. */
+/*
+ * What a death gave back, counted from the tables just before node_dead
+ * (orbit_fleet_account; the same fields as struct orbit_reclaim).
+ */
 struct orbit_reaper_reclaim {
     uint32_t tables;             /* table segments node_dead ran on */
     uint32_t pool_resources;     /* resources the incarnation owned, now closed */
     uint64_t pool_units;         /* their capacity */
     uint64_t pool_leases;        /* reservations and active leases on them */
-    uint64_t pool_creating;      /* creation claims returned (fleet-wide drop) */
+    uint64_t pool_creating;      /* creation claims its node held, returned */
     uint32_t stream_sides;       /* stream sides it held */
     uint64_t stream_unread;      /* bytes queued towards it that nobody will read */
     uint32_t admission_claims;   /* live admission claims it held */
     uint64_t admission_units;    /* their units, summed over domains */
+    uint32_t arena_chunks;       /* arena runs it reserved, committed unread, or was reading */
+    uint64_t arena_bytes;        /* slot bytes those runs occupied, now free */
+    uint64_t resv[6];            /* zero */
 };
 
 enum orbit_reaper_source {

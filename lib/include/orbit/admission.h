@@ -197,6 +197,15 @@ int  orbit_admission_shutdown(struct orbit_admission *);                       /
  */
 void orbit_admission_node_dead(struct orbit_admission *, uint16_t node, uint64_t incarnation); /* that node AND incarnation */
 
+/*
+ * orbit_admission_reset_all - quiescent owner boot: every live claim is
+ * released (capacities and domains stay; a shut-down or poisoned ledger
+ * stays so), a new table epoch starts and waiters wake. Later releases of
+ * those claims are -ORBIT_ENOTRESERVED. 0; -ORBIT_ETIMEDOUT when a stopped
+ * process keeps the ledger's mutex; -ORBIT_EPOISONED.
+ */
+int  orbit_admission_reset_all(struct orbit_admission *);
+
 /* Sum of the retained bytes of live retained claims (0 on a NULL handle). */
 uint64_t orbit_admission_retained_bytes(struct orbit_admission *);
 

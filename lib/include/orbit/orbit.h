@@ -10,5 +10,6 @@
 #include <orbit/stream.h>
 #include <orbit/admission.h>
 #include <orbit/exchange.h>
+#include <orbit/inspect.h>
 
 #endif

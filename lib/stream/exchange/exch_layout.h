@@ -25,6 +25,7 @@
 #include "core/segment.h"
 #include "core/wait.h"
 
+#define ORB_TABLE_ARENA       5u   /* the segment header's table_type */
 #define ARENA_LAYOUT_VERSION  1u
 #define ARENA_PAYLOAD_ALIGN   (2u << 20)
 #define ARENA_GEN_MAX         ((1ull << 48) - 1)
@@ -98,6 +99,10 @@ struct orbit_arena {
     _Alignas(64) _Atomic uint64_t n_reserved, n_committed, n_cancelled, n_consumed, n_released,
                                   n_reclaimed, n_full, bytes_committed, bytes_consumed;
 };
+
+/* ---- account.c: the arena's death accounting (table ops) ---- */
+struct orbit_reclaim;
+void arena_account(void *table, uint16_t node, uint64_t incarnation, struct orbit_reclaim *out);
 
 /* ---- arena.c ---- */
 static inline struct arena_slot *arena_slot_at(const struct orbit_arena *a, uint32_t node, uint32_t slot)

@@ -2,9 +2,14 @@
 /* Segments and the fleet, with real processes: joins, geometry, corruption, permissions, reaping. */
 #include <fcntl.h>
 #include <grp.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <orbit/inspect.h>
 #include "testutil.h"
 #include "core/fleet_internal.h"
+#include "core/table_ops.h"
+
+#define TEST_TABLE_TYPE 99   /* a table type no module registers */
 
 static struct orbit_fleet_opts opts_for(uint16_t capacity, int32_t node)
 {
@@ -265,6 +270,146 @@ START_TEST(a_zombie_counts_as_dead_and_a_live_node_never_does)
 }
 END_TEST
 
+static void *sleeper(void *arg)
+{
+    int fd = *(int *)arg;
+    char c;
+    if (read(fd, &c, 1) < 0)   /* until the parent closes its end */
+        _exit(3);
+    _exit(0);
+}
+
+/* The one identity rule: a zombie has exited; a leader that called pthread_exit while a thread runs has not. */
+START_TEST(process_identity_follows_one_zombie_rule)
+{
+    uint64_t self = 0, t = 0;
+    ck_assert_int_eq(orbit_process_start_time(getpid(), &self), 0);
+    ck_assert_uint_eq(self, orb_proc_start_time(getpid()));
+    ck_assert_int_eq(orbit_process_exiting(getpid()), 0);
+    ck_assert_int_eq(orbit_process_start_time(0, &t), -ESRCH);
+    int hold[2];
+    ck_assert_int_eq(pipe(hold), 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+        pthread_t th;
+        close(hold[1]);
+        if (pthread_create(&th, NULL, sleeper, &hold[0]) != 0)
+            _exit(2);
+        pthread_exit(NULL);   /* the leader turns zombie; the process lives on in its thread */
+    }
+    close(hold[0]);
+    char state = 0;
+    for (int i = 0; i < 2000 && state != 'Z'; i++) {   /* wait for the leader's zombie state */
+        char path[64], buf[256];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)kid);
+        FILE *fp = fopen(path, "r");
+        ck_assert_ptr_nonnull(fp);
+        char *p = fgets(buf, sizeof buf, fp) ? strrchr(buf, ')') : NULL;
+        state = p ? p[2] : 0;
+        fclose(fp);
+        if (state != 'Z')
+            tu_sleep_ms(1);
+    }
+    ck_assert_int_eq(state, 'Z');
+    ck_assert_int_eq(orbit_process_start_time(kid, &t), 0);   /* alive: its thread runs */
+    ck_assert_int_eq(orbit_process_exiting(kid), 0);
+    close(hold[1]);   /* the thread exits the process */
+    siginfo_t si;
+    ck_assert_int_eq(waitid(P_PID, (id_t)kid, &si, WEXITED | WNOWAIT), 0);
+    ck_assert_int_eq(orbit_process_start_time(kid, &t), -ESRCH);   /* a zombie, not reaped: exited */
+    ck_assert_int_eq(orbit_process_exiting(kid), 1);
+    ck_assert_int_eq(tu_wait_child(kid, 1000), 0);
+    ck_assert_int_eq(orbit_process_start_time(kid, &t), -ESRCH);   /* reaped: gone */
+    ck_assert_int_eq(orbit_process_exiting(kid), 1);
+}
+END_TEST
+
+START_TEST(node_snapshots_and_a_replaced_fleet_segment)
+{
+    const char *name = tu_fleet_name("snap");
+    struct orbit_fleet *me = tu_join(name, 4, 2, 77, tu_backing()), *obs;
+    struct orbit_node_snapshot s;
+    ck_assert_int_eq(orbit_fleet_observe(name, &obs), 0);
+    ck_assert_int_eq(orbit_fleet_node_snapshot(obs, 2, &s), 0);
+    ck_assert_int_eq(s.state, ORBIT_NODE_LIVE);
+    ck_assert_int_eq(s.pid, getpid());
+    ck_assert_uint_eq(s.incarnation, 77);
+    ck_assert_uint_eq(s.start_time, orb_proc_start_time(getpid()));
+    ck_assert_uint_eq(s.joins, 1);
+    ck_assert_int_eq(orbit_fleet_node_snapshot(obs, 1, &s), 0);
+    ck_assert_int_eq(s.state, ORBIT_NODE_FREE);
+    ck_assert_int_eq(orbit_fleet_node_snapshot(obs, 4, &s), -ORBIT_EMALFORMED);
+    ck_assert_int_eq(orbit_fleet_replaced(obs), 0);
+    orbit_fleet_leave(me);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+    ck_assert_int_eq(orbit_fleet_replaced(obs), 1);   /* unlinked */
+    me = tu_join(name, 4, 2, 78, tu_backing());
+    ck_assert_int_eq(orbit_fleet_replaced(obs), 1);   /* another file under the name now */
+    orbit_fleet_leave(obs);
+    orbit_fleet_leave(me);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
+/* The registry names the built tables; a segment of a type no module has is listed and left alone. */
+START_TEST(tables_of_unknown_type_are_listed_and_left_alone)
+{
+    ck_assert_str_eq(orbit_table_type_name(ORB_TABLE_FLEET), "fleet");
+    ck_assert_str_eq(orbit_table_type_name(TEST_TABLE_TYPE), "unknown");
+    ck_assert_str_eq(orbit_table_type_name(1000), "unknown");
+    ck_assert_ptr_null(orb_table_ops_of(TEST_TABLE_TYPE));
+    /* Every module built registered once, each under a type and a name of its own
+     * (two modules on one type would leave fewer types known than modules built). */
+    int built = 0, known = 0;
+#ifdef ORBIT_WITH_POOL
+    built++;
+#endif
+#ifdef ORBIT_WITH_STREAM
+    built++;
+#endif
+#ifdef ORBIT_WITH_ADMISSION
+    built++;
+#endif
+#ifdef ORBIT_WITH_EXCHANGE
+    built++;
+#endif
+    for (unsigned a = 2; a < 256; a++) {
+        const struct orb_table_ops *ops = orb_table_ops_of((uint8_t)a);
+        if (!ops)
+            continue;
+        known++;
+        ck_assert_uint_eq(ops->type, a);
+        ck_assert_uint_le(strlen(ops->name), ORBIT_TABLE_NAME_MAX);
+        for (unsigned b = a + 1; b < 256; b++)
+            if (orb_table_ops_of((uint8_t)b))
+                ck_assert_str_ne(orbit_table_type_name(a), orbit_table_type_name(b));
+    }
+    ck_assert_int_eq(known, built);
+    struct orbit_fleet *f;
+    ck_assert_int_eq(orbit_fleet_join(NULL, NULL, &f), 0);
+    uint32_t geom = 7;
+    struct orb_seg_request req = { .kind = 30, .table_type = TEST_TABLE_TYPE, .geometry = &geom,
+                                   .geometry_len = sizeof geom, .table_bytes = 8192 };
+    struct orb_segment seg;
+    ck_assert_int_eq(orb_fleet_table_open(f, &req, &seg), 0);
+    struct orbit_table_info t[4];
+    ck_assert_int_eq(orbit_fleet_tables(f, t, 4), 1);
+    ck_assert_uint_eq(t[0].kind, 30);
+    ck_assert_uint_eq(t[0].type, TEST_TABLE_TYPE);
+    ck_assert(!t[0].built);
+    ck_assert_str_eq(t[0].name, "unknown");
+    ck_assert_int_eq(orbit_fleet_reset_tables(f), 0);
+    struct orbit_reclaim r;
+    ck_assert_int_eq(orbit_fleet_account(f, 0, orbit_fleet_incarnation(f), &r), 0);
+    ck_assert_uint_eq(r.tables, 0);
+    ck_assert_int_eq(orbit_fleet_tables(NULL, t, 4), -ORBIT_EMALFORMED);
+    ck_assert_int_eq(orbit_fleet_account(f, 0, 0, NULL), -ORBIT_EMALFORMED);
+    orb_fleet_table_close(f, &seg);
+    ck_assert_int_eq(orbit_fleet_tables(f, NULL, 0), 0);
+    orbit_fleet_leave(f);
+}
+END_TEST
+
 START_TEST(a_clean_leave_frees_the_node)
 {
     const char *name = tu_fleet_name("leave");
@@ -384,7 +529,7 @@ START_TEST(private_fleets_share_tables_within_the_process)
     ck_assert_int_eq(orbit_fleet_backing(f), ORBIT_BACKING_PRIVATE);
     ck_assert_uint_eq(orbit_fleet_node(f), 0);
     uint32_t geom = 7;
-    struct orb_seg_request req = { .kind = 200, .table_type = ORB_TABLE_POOL, .geometry = &geom,
+    struct orb_seg_request req = { .kind = 200, .table_type = TEST_TABLE_TYPE, .geometry = &geom,
                                    .geometry_len = sizeof geom, .table_bytes = 8192 };
     struct orb_segment s1, s2, s3;
     ck_assert_int_eq(orb_fleet_table_open(f, &req, &s1), 0);
@@ -412,7 +557,7 @@ START_TEST(a_creator_that_died_before_ready_is_corrupt_not_a_hang)
 {
     const char *name = tu_fleet_name("stuck");
     uint32_t geom = 1;
-    struct orb_seg_request req = { .fleet = name, .kind = 9, .table_type = ORB_TABLE_POOL,
+    struct orb_seg_request req = { .fleet = name, .kind = 9, .table_type = TEST_TABLE_TYPE,
                                    .fleet_capacity = 2, .geometry = &geom, .geometry_len = sizeof geom,
                                    .table_bytes = 8192, .backing = ORBIT_BACKING_SHM, .gid = -1,
                                    .init = die_in_init };
@@ -453,6 +598,9 @@ int main(void)
     tcase_add_test(tc, an_exact_node_held_by_a_live_process_is_refused_then_taken_over);
     tcase_add_test(tc, a_zombie_counts_as_dead_and_a_live_node_never_does);
     tcase_add_test(tc, a_clean_leave_frees_the_node);
+    tcase_add_test(tc, process_identity_follows_one_zombie_rule);
+    tcase_add_test(tc, node_snapshots_and_a_replaced_fleet_segment);
+    tcase_add_test(tc, tables_of_unknown_type_are_listed_and_left_alone);
     tcase_add_test(tc, the_incarnation_is_given_or_derived_per_process_life);
     tcase_add_test(tc, segments_are_0600_by_default);
     tcase_add_test(tc, private_fleets_share_tables_within_the_process);

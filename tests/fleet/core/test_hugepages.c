@@ -10,6 +10,8 @@
 #include "testutil.h"
 #include "core/fleet_internal.h"
 
+#define TEST_TABLE_TYPE 99   /* a table type no module registers */
+
 static long read_long(const char *path)
 {
     char buf[64] = { 0 };
@@ -80,7 +82,7 @@ static int exhausted_child(const char *name)
         return 11;
     /* A table segment on this fleet goes to /dev/shm too, and is fully usable. */
     uint32_t geom = 1;
-    struct orb_seg_request req = { .kind = 7, .table_type = ORB_TABLE_POOL, .geometry = &geom,
+    struct orb_seg_request req = { .kind = 7, .table_type = TEST_TABLE_TYPE, .geometry = &geom,
                                    .geometry_len = sizeof geom, .table_bytes = 6u << 20 };
     struct orb_segment seg;
     if (orb_fleet_table_open(f, &req, &seg) != 0 || seg.backing != ORBIT_BACKING_SHM)
@@ -118,7 +120,7 @@ static int partial_child(const char *name)
     if (orbit_fleet_join(name, &o, &f) != 0 || orbit_fleet_backing(f) != ORBIT_BACKING_HUGETLB)
         return 20;
     uint32_t geom = 1;
-    struct orb_seg_request req = { .kind = 8, .table_type = ORB_TABLE_POOL, .geometry = &geom,
+    struct orb_seg_request req = { .kind = 8, .table_type = TEST_TABLE_TYPE, .geometry = &geom,
                                    .geometry_len = sizeof geom, .table_bytes = 6u << 20,
                                    .populate_bytes = 6u << 20 };
     struct orb_segment seg;

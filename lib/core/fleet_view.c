@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* The fleet as supervisors read it: one node record at a time, and whether the segment moved. */
+#include <string.h>
+#include <sys/stat.h>
+#include <orbit/inspect.h>
+#include "fleet_internal.h"
+
+int orbit_fleet_node_snapshot(struct orbit_fleet *f, uint16_t node, struct orbit_node_snapshot *out)
+{
+    struct orb_node_record *rec = f ? orb_fleet_record(f, node) : NULL;
+    if (!rec || !out)
+        return -ORBIT_EMALFORMED;
+    for (int tries = 0; tries < 8; tries++) {
+        uint64_t joins = atomic_load(&rec->joins);
+        uint32_t state = atomic_load(&rec->state);   /* seq_cst: pairs with publish's release */
+        int32_t pid = atomic_load(&rec->pid);
+        uint64_t start_time = atomic_load(&rec->start_time), inc = atomic_load(&rec->incarnation);
+        /* joins moves on every claim and state on every change: equal before and after the
+         * field reads means the fields belong to that one publication. */
+        if (atomic_load(&rec->state) != state || atomic_load(&rec->joins) != joins)
+            continue;
+        memset(out, 0, sizeof *out);
+        out->node = node;
+        out->state = state == ORBIT_NODE_FREE || state == ORBIT_NODE_LIVE ? (enum orbit_node_state)state
+                                                                         : ORBIT_NODE_JOINING;
+        out->pid = pid;
+        out->start_time = start_time;
+        out->incarnation = inc;
+        out->joins = joins;
+        return 0;
+    }
+    return -ORBIT_EAGAIN;
+}
+
+int orbit_fleet_replaced(struct orbit_fleet *f)
+{
+    struct stat mapped, named;
+    if (!f || f->is_private || f->seg.fd < 0)
+        return 0;
+    if (fstat(f->seg.fd, &mapped) != 0)
+        return -errno;
+    if (stat(f->seg.path, &named) != 0)
+        return errno == ENOENT ? 1 : -errno;
+    return mapped.st_dev != named.st_dev || mapped.st_ino != named.st_ino;
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/* Process identity from /proc: pid + start time, one zombie rule, and "every thread exiting". */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <orbit/inspect.h>
+#include "segment.h"
+
+#define PF_EXITING_FLAG 0x4u   /* task->flags (stat field 9): set as do_exit begins, never cleared */
+
+struct proc_stat { char state; uint64_t flags, threads, start_time; };
+
+/* Fields 3 (state), 9 (flags), 20 (threads) and 22 (start time) of a /proc stat file. */
+static int stat_read(const char *path, struct proc_stat *out)
+{
+    char buf[1024];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    int err = n < 0 ? errno : 0;
+    close(fd);
+    if (n <= 0)
+        return err == ESRCH || n == 0 ? -ESRCH : -err;   /* the process went while we read */
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');   /* comm may hold spaces and parens: fields follow the last ')' */
+    if (!p || p[1] != ' ')
+        return -EIO;
+    p += 2;                        /* field 3: state */
+    out->state = *p;
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p, ' ');
+        if (!p)
+            return -EIO;
+        p++;
+        if (field + 1 == 9)
+            out->flags = strtoull(p, NULL, 10);
+        else if (field + 1 == 20)
+            out->threads = strtoull(p, NULL, 10);
+    }
+    out->start_time = strtoull(p, NULL, 10);
+    return 0;
+}
+
+int orbit_process_start_time(int32_t pid, uint64_t *out)
+{
+    char path[64];
+    struct proc_stat st;
+    if (pid <= 0 || !out)
+        return -ESRCH;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int rc = stat_read(path, &st);
+    if (rc < 0)
+        return rc;
+    /* A zombie leader whose other threads still run is alive; a lone zombie has exited. */
+    if ((st.state == 'Z' || st.state == 'X') && st.threads <= 1)
+        return -ESRCH;
+    *out = st.start_time;
+    return 0;
+}
+
+uint64_t orb_proc_start_time(int pid)
+{
+    uint64_t t = 0;
+    return orbit_process_start_time(pid, &t) == 0 ? t : 0;
+}
+
+/*
+ * Threads cannot be added once all are exiting, so "all seen exiting" stays
+ * true. Threads that vanish while we look are exiting too.
+ */
+int orbit_process_exiting(int32_t pid)
+{
+    char path[96];
+    if (pid <= 0)
+        return 1;
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *dir = opendir(path);
+    if (!dir)
+        return errno == ENOENT ? 1 : -errno;   /* unreadable (hidepid): no evidence either way */
+    int all = 1, seen = 0;
+    struct dirent *e;
+    while (all && (e = readdir(dir)) != NULL) {
+        struct proc_stat st;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/task/%.16s/stat", (int)pid, e->d_name);
+        if (stat_read(path, &st) < 0)
+            continue;   /* that thread is gone already */
+        seen++;
+        all = (st.flags & PF_EXITING_FLAG) != 0;
+    }
+    closedir(dir);
+    return seen > 0 ? all : 0;   /* nothing readable: no evidence */
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One description per kind of table: how the core reaches a table it does not
+ * know. Each table module registers its ops once, in the file that defines
+ * its open_existing (so any program that can open the table links its ops):
+ *
+ *     static const struct orb_table_ops pool_ops = { ... };
+ *     ORB_TABLE_REGISTER(pool_ops);
+ *
+ * The linker gathers the entries into the section orb_tables; the core walks
+ * __start_orb_tables .. __stop_orb_tables.
+ */
+#ifndef ORB_CORE_TABLE_OPS_H
+#define ORB_CORE_TABLE_OPS_H
+
+#include <stdint.h>
+#include <orbit/inspect.h>
+
+struct orb_table_ops {
+    uint8_t type;                 /* the segment header's table_type; one module per type */
+    const char *name;             /* "pool", "streams", ... (at most ORBIT_TABLE_NAME_MAX bytes) */
+    /* Open the existing table of that kind (observers too); 0 or a negative code. */
+    int  (*open_existing)(struct orbit_fleet *f, uint8_t kind, void **out);
+    void (*close)(void *table);
+    /* A confirmed death of (node, incarnation): give back its share, wake its waiters. */
+    void (*node_dead)(void *table, uint16_t node, uint64_t incarnation);
+    /* Quiescent owner boot: a new epoch, everything free. 0 or a negative code. */
+    int  (*reset_all)(void *table);
+    /* Add what (node, incarnation) holds to out (the fields of this table). */
+    void (*account)(void *table, uint16_t node, uint64_t incarnation, struct orbit_reclaim *out);
+};
+
+#if defined(__has_attribute)
+#if __has_attribute(retain)
+#define ORB_RETAIN retain,
+#endif
+#endif
+#ifndef ORB_RETAIN
+#define ORB_RETAIN
+#endif
+
+#define ORB_TABLE_REGISTER(ops)                                                          \
+    __attribute__((used, ORB_RETAIN section("orb_tables"), aligned(sizeof(void *))))     \
+    static const struct orb_table_ops *const orb_table_entry_##ops = &(ops)
+
+/* The registered ops for a table type, or NULL when this build has no such table. */
+const struct orb_table_ops *orb_table_ops_of(uint8_t type);
+
+/* Free the table handles orbit_fleet_account keeps in the fleet handle. */
+struct orbit_fleet;
+void orb_table_cache_free(struct orbit_fleet *f);
+
+#endif

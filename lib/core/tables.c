@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fleet's tables through the registry of table ops: death dispatch,
+ * listing, death accounting and reset. Nothing here knows any table.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "fleet_internal.h"
+#include "table_ops.h"
+
+#define TABLES_MAX 256
+#define CACHE_MAX  64
+
+/* Provided by the linker when any module registered ops; weak: a build may have none. */
+extern const struct orb_table_ops *const __start_orb_tables[] __attribute__((weak));
+extern const struct orb_table_ops *const __stop_orb_tables[] __attribute__((weak));
+
+const struct orb_table_ops *orb_table_ops_of(uint8_t type)
+{
+    for (const struct orb_table_ops *const *p = __start_orb_tables; p && p < __stop_orb_tables; p++)
+        if (*p && (*p)->type == type)
+            return *p;
+    return NULL;
+}
+
+const char *orbit_table_type_name(unsigned type)
+{
+    if (type == ORB_TABLE_FLEET)
+        return "fleet";
+    const struct orb_table_ops *ops = type <= 255 ? orb_table_ops_of((uint8_t)type) : NULL;
+    return ops ? ops->name : "unknown";
+}
+
+/* ---- listing ------------------------------------------------------------ */
+
+struct table_ref { uint8_t kind, type; uint64_t epoch; };
+
+static int ref_cmp(const void *a, const void *b)
+{
+    return (int)((const struct table_ref *)a)->kind - (int)((const struct table_ref *)b)->kind;
+}
+
+/* Sorted by kind, one entry per kind (a name in both backing directories counts once). */
+static int refs_sorted(struct table_ref *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, ref_cmp);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (m == 0 || v[m - 1].kind != v[i].kind)
+            v[m++] = v[i];
+    return m;
+}
+
+static int list_private(struct orbit_fleet *f, struct table_ref *v)
+{
+    int n = 0;
+    pthread_mutex_lock(&f->lock);
+    for (int i = 0; i < ORB_PRIVATE_TABLES_MAX; i++) {
+        const struct orb_segment *s = &f->private_tables[i].seg;
+        if (f->private_tables[i].refs > 0)
+            v[n++] = (struct table_ref){ s->kind, s->table_type, atomic_load(&orb_seg_hdr(s)->epoch) };
+    }
+    pthread_mutex_unlock(&f->lock);
+    return n;
+}
+
+/* The fleet's table segments (headers validated, fleet segment left out). */
+static int list_tables(struct orbit_fleet *f, struct table_ref *v)
+{
+    if (f->is_private)
+        return refs_sorted(v, list_private(f, v));
+    struct orbit_segment_info info[TABLES_MAX];   /* no allocation: a death report must not fail */
+    ssize_t total = orbit_fleet_segments(f->name, info, TABLES_MAX);
+    int n = 0;
+    for (ssize_t i = 0; i < total && i < TABLES_MAX; i++) {
+        struct orb_seg_header h;
+        if (info[i].kind == ORB_FLEET_KIND || orb_segment_peek(f->name, info[i].kind, &h, NULL, NULL) != 0)
+            continue;
+        v[n++] = (struct table_ref){ h.kind, h.table_type, h.epoch };
+    }
+    return total < 0 ? (int)total : refs_sorted(v, n);
+}
+
+int orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
+{
+    struct table_ref v[TABLES_MAX];
+    int n = list_tables(f, v);
+    for (int i = 0; i < n; i++) {
+        const struct orb_table_ops *ops = orb_table_ops_of(v[i].type);
+        void *t;
+        if (ops && ops->open_existing(f, v[i].kind, &t) == 0) {
+            ops->node_dead(t, node, incarnation);
+            ops->close(t);
+        }
+    }
+    /* The dead may have rung a doorbell and died before its wake went out. */
+    orb_fleet_kick_doorbells(f);
+    return 0;
+}
+
+ssize_t orbit_fleet_tables(struct orbit_fleet *f, struct orbit_table_info *out, size_t max)
+{
+    struct table_ref v[TABLES_MAX];
+    if (!f || (max && !out))
+        return -ORBIT_EMALFORMED;
+    int n = list_tables(f, v);
+    for (int i = 0; i < n && (size_t)i < max; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].kind = v[i].kind;
+        out[i].type = v[i].type;
+        out[i].built = orb_table_ops_of(v[i].type) != NULL;
+        out[i].epoch = v[i].epoch;
+        snprintf(out[i].name, sizeof out[i].name, "%s", orbit_table_type_name(v[i].type));
+    }
+    return n;
+}
+
+int orbit_fleet_reset_tables(struct orbit_fleet *f)
+{
+    struct table_ref v[TABLES_MAX];
+    if (!f)
+        return -ORBIT_EMALFORMED;
+    int n = list_tables(f, v), reset = 0, first_error = 0;
+    for (int i = 0; i < n; i++) {
+        const struct orb_table_ops *ops = orb_table_ops_of(v[i].type);
+        void *t;
+        int rc = ops ? ops->open_existing(f, v[i].kind, &t) : 0;
+        if (ops && rc == 0) {
+            rc = ops->reset_all(t);
+            ops->close(t);
+        }
+        if (rc < 0 && first_error == 0)
+            first_error = rc;
+        else if (ops && rc == 0)
+            reset++;
+    }
+    return n < 0 ? n : first_error < 0 ? first_error : reset;
+}
+
+/* ---- death accounting ---------------------------------------------------- */
+
+struct cached_table {
+    const struct orb_table_ops *ops;
+    void *t;
+    dev_t dev;
+    ino_t ino;
+    char path[256];
+};
+
+/* Table handles of a named fleet, kept between accountings (under f->lock). */
+struct orb_table_cache {
+    ssize_t listed;              /* orbit_fleet_segments count when built */
+    int n;
+    struct cached_table t[CACHE_MAX];
+};
+
+static void cache_clear(struct orb_table_cache *c)
+{
+    for (int i = 0; i < c->n; i++)
+        c->t[i].ops->close(c->t[i].t);
+    c->n = 0;
+}
+
+void orb_table_cache_free(struct orbit_fleet *f)
+{
+    if (!f->table_cache)
+        return;
+    cache_clear(f->table_cache);
+    free(f->table_cache);
+    f->table_cache = NULL;
+}
+
+/* Open one segment's table; its inode is taken first, so a later swap shows. */
+static void cache_add(struct orbit_fleet *f, struct orb_table_cache *c, const struct orbit_segment_info *si)
+{
+    struct orb_seg_header h;
+    struct stat st;
+    struct cached_table *e = &c->t[c->n];
+    if (si->kind == ORB_FLEET_KIND || stat(si->path, &st) != 0 ||
+        orb_segment_peek(f->name, si->kind, &h, NULL, NULL) != 0 || !(e->ops = orb_table_ops_of(h.table_type)))
+        return;
+    if (e->ops->open_existing(f, si->kind, &e->t) != 0)
+        return;
+    e->dev = st.st_dev;
+    e->ino = st.st_ino;
+    snprintf(e->path, sizeof e->path, "%s", si->path);
+    c->n++;
+}
+
+static void cache_build(struct orbit_fleet *f, struct orb_table_cache *c)
+{
+    struct orbit_segment_info info[CACHE_MAX];
+    cache_clear(c);
+    c->listed = orbit_fleet_segments(f->name, info, CACHE_MAX);
+    for (ssize_t i = 0; i < c->listed && i < CACHE_MAX; i++)
+        cache_add(f, c, &info[i]);
+}
+
+/* Still the same segments? A count of names (no mapping) and one stat per table. */
+static bool cache_current(struct orbit_fleet *f, const struct orb_table_cache *c)
+{
+    if (c->listed <= 0 || orbit_fleet_segments(f->name, NULL, 0) != c->listed)
+        return false;
+    for (int i = 0; i < c->n; i++) {
+        struct stat st;
+        if (stat(c->t[i].path, &st) != 0 || st.st_dev != c->t[i].dev || st.st_ino != c->t[i].ino)
+            return false;
+    }
+    return true;
+}
+
+static void account_private(struct orbit_fleet *f, uint16_t node, uint64_t inc, struct orbit_reclaim *out)
+{
+    struct table_ref v[TABLES_MAX];
+    int n = list_tables(f, v);
+    for (int i = 0; i < n; i++) {
+        const struct orb_table_ops *ops = orb_table_ops_of(v[i].type);
+        void *t;
+        if (ops && ops->open_existing(f, v[i].kind, &t) == 0) {
+            ops->account(t, node, inc, out);
+            ops->close(t);
+            out->tables++;
+        }
+    }
+}
+
+int orbit_fleet_account(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, struct orbit_reclaim *out)
+{
+    if (!f || !out)
+        return -ORBIT_EMALFORMED;
+    memset(out, 0, sizeof *out);
+    if (f->is_private) {
+        account_private(f, node, incarnation, out);
+        return 0;
+    }
+    pthread_mutex_lock(&f->lock);
+    if (!f->table_cache)
+        f->table_cache = calloc(1, sizeof *f->table_cache);
+    struct orb_table_cache *c = f->table_cache;
+    if (c && !cache_current(f, c))
+        cache_build(f, c);
+    for (int i = 0; c && i < c->n; i++) {
+        c->t[i].ops->account(c->t[i].t, node, incarnation, out);
+        out->tables++;
+    }
+    pthread_mutex_unlock(&f->lock);
+    return c ? 0 : -ENOMEM;
+}
