@@ -160,6 +160,7 @@ struct orbit_reaper_death {
     uint64_t reclaimed_ns;       /* CLOCK_MONOTONIC when node_dead had finished */
     bool     accounted;          /* reclaimed holds counts (ORBIT_REAPER_ACCOUNT) */
     struct orbit_reaper_reclaim reclaimed;
+    uint64_t resv[4];            /* zero */
 };
 
 typedef void (*orbit_reaper_death_fn)(void *ctx, const struct orbit_reaper_death *);
@@ -177,6 +178,7 @@ struct orbit_reaper_stats {
     uint64_t rescans;
     uint32_t fleets;             /* fleets attached */
     uint32_t watched;            /* members watched */
+    uint64_t resv[4];            /* zero */
 };
 void orbit_reaper_stats(struct orbit_reaper *, struct orbit_reaper_stats *out);
 
