@@ -29,7 +29,7 @@ void orb_uring_prep_futex_wait(struct io_uring_sqe *sqe, _Atomic uint32_t *word,
 void orb_uring_prep_futex_wake(struct io_uring_sqe *sqe, _Atomic uint32_t *word);
 
 /*
- * The waiter side of DESIGN §3 for an SQE: since = changes; pred; arm parked;
+ * The waiter side of the wake protocol (core/wait.h) for an SQE: since = changes; pred; arm parked;
  * pred again; fill FUTEX_WAIT(changes == since). Returns 1 when pred says
  * ready, 0 when sqe holds the wait, pred's negative error, or -ORBIT_ENOTSUP
  * when the kernel lacks IORING_OP_FUTEX_WAIT; on any non-zero return sqe is

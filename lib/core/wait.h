@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The wake protocol (DESIGN §3), one implementation for every table.
+ * The wake protocol (docs/design.md §4), one implementation for every table.
  *
  * A waitable thing owns a struct orb_waitword in shared memory:
  *   changes - u32 futex word, bumped on every change that may satisfy a waiter;

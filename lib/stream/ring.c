@@ -3,7 +3,7 @@
  * Streams: the byte rings. head and tail are u64 byte counters; the ring index
  * is the counter masked by buffer_bytes - 1, so head - tail is what is queued.
  *
- * Wakes (DESIGN §3): a writer wakes its reader only when it publishes into a
+ * Wakes (the wake protocol of core/wait.h): a writer wakes its reader only when it publishes into a
  * ring the reader had drained (empty -> non-empty); a reader wakes its writer
  * only when a consume lifts the free space across the writer's stated need.
  * Bulk copies publish every quarter ring so both ends copy at the same time.

@@ -92,7 +92,7 @@ int  orbit_reaper_process(struct orbit_reaper *, int timeout_ms); /* returns dea
 enum orbit_reaper_backend orbit_reaper_backend(struct orbit_reaper *);
 void orbit_reaper_close(struct orbit_reaper *);
 
-/* ---- additions ---------------------------------------------------------- */
+/* ---- watching every fleet, timers, death reports, statistics ----------- */
 
 /* "auto", "bpf", "pidfd". */
 const char *orbit_reaper_backend_name(enum orbit_reaper_backend);

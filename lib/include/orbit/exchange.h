@@ -74,7 +74,7 @@
  * from a received one, so a body goes socket -> shared memory -> socket with
  * no user-space copy.
  *
- * Conventions (API.md): calls return 0 or a count, or a negated ORBIT_E*
+ * Conventions (as in every orbit header): calls return 0 or a count, or a negated ORBIT_E*
  * code; timeout_ms -1 waits forever, 0 tries once (-ORBIT_ETIMEDOUT); the
  * try_* forms never block and return -ORBIT_EAGAIN (control ring) or
  * -ORBIT_EPAYLOADFULL (arena). Handles are opaque; reservations, chunks,

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /* ---- ids ---------------------------------------------------------------
- * orbit_id (the original's NetId64): kind:8 | node:16 | counter:40, where
+ * orbit_id: kind:8 | node:16 | counter:40, where
  * counter = generation:24 | slot:16. The kind is the table's segment kind,
  * the node the lane (creator) it lives in, the slot its index in that lane
  * and the generation the slot's tenancy; a later tenant has another
@@ -139,7 +139,7 @@ int  orbit_fleet_reap(struct orbit_fleet *);
  */
 int  orbit_fleet_unlink(const char *name);
 
-/* ---- inspection (additions for tools and supervisors) ------------------ */
+/* ---- inspection, for tools and supervisors ------------------------------ */
 
 enum orbit_node_state { ORBIT_NODE_FREE = 0, ORBIT_NODE_JOINING = 1, ORBIT_NODE_LIVE = 2 };
 struct orbit_node_info {
@@ -188,7 +188,7 @@ ssize_t orbit_fleet_list(char (*names)[ORBIT_FLEET_NAME_MAX + 1], size_t max);
 const char *orbit_backing_name(enum orbit_backing);  /* "auto", "hugetlb", "shm", "private" */
 
 /*
- * Spin before park (DESIGN §3): every blocking wait spins with `pause` for
+ * Spin before park (the wake protocol): every blocking wait spins with `pause` for
  * up to this many nanoseconds before it parks in the kernel (default 2000,
  * or the ORBIT_SPIN_NS environment variable at first use; 0 disables). The
  * budget adapts per waiter: spins that keep failing shrink it, parks that

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Exchange control frames: 64 bytes, little-endian, the original's layout.
+ * Exchange control frames: 64 bytes, little-endian (docs/design.md §7).
  *   0 magic "OEXC" | 4 version | 5 event | 6 flow | 7 flags (bit 0 HAS_PAYLOAD)
  *   8 exchange id u64 | 16 chunk id u64 | 24 generation u64 | 32 first slot u32
  *  36 slot count u32 | 40 length u32 | 44 arena kind u8 | 45..47 zero
