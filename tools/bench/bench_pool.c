@@ -83,7 +83,7 @@ static int mutex_init(pthread_mutex_t *m)
 static int mutex_loop(struct mutex_key *k, uint64_t ops)
 {
     for (uint64_t i = 0; i < ops; i++) {
-        uint64_t now = orb_wall_ms();
+        uint64_t now = orb_wall_ms_coarse();
         pthread_mutex_lock(&k->lock);
         bool room = k->reserved + k->active < k->capacity;
         if (room) {
