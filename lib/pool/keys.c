@@ -180,20 +180,24 @@ static void key_repair_locked(struct orbit_pool *p)
     }
 }
 
+/*
+ * 0 held, or -ORBIT_ECORRUPT: the word is not one a holder writes, or a live
+ * holder kept it past the bound. A dead holder's lock is taken over and what
+ * it left half-inserted is repaired first.
+ */
 int pool_key_lock(struct orbit_pool *p)
 {
-    int rc = pthread_mutex_lock(&p->hdr->key_lock.m);
-    if (rc == EOWNERDEAD) {
+    int rc = orb_lock_take(&p->hdr->key_lock.l, ORB_LOCK_BOUND_MS);
+    if (rc == ORB_LOCK_RECOVERED) {
         key_repair_locked(p);
-        pthread_mutex_consistent(&p->hdr->key_lock.m);
         return 0;
     }
-    return rc == 0 ? 0 : -ORBIT_ECORRUPT;
+    return rc == ORB_LOCK_TAKEN ? 0 : -ORBIT_ECORRUPT;
 }
 
 void pool_key_unlock(struct orbit_pool *p)
 {
-    pthread_mutex_unlock(&p->hdr->key_lock.m);
+    orb_lock_give(&p->hdr->key_lock.l);
 }
 
 /*

@@ -42,11 +42,11 @@
 #ifndef ORB_POOL_LAYOUT_H
 #define ORB_POOL_LAYOUT_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <orbit/pool.h>
 #include "core/fleet_internal.h"
+#include "core/lock.h"
 
 #define POOL_MAGIC           0x4c4f4f50u          /* "POOL" */
 #define POOL_LAYOUT_VERSION  2u
@@ -73,11 +73,10 @@ struct pool_header {
     _Atomic uint32_t tombstones;  /* a hint: reclaimed key slots not yet swept or reused */
     uint8_t  pad0[52];
     union {
-        pthread_mutex_t m;        /* robust, process-shared: key inserts and sweeps */
+        struct orb_lock l;        /* key inserts and sweeps: bounded, dead holders recovered */
         uint8_t bytes[64];
     } key_lock;
 };
-_Static_assert(sizeof(pthread_mutex_t) <= 64, "the key lock fits its line");
 _Static_assert(sizeof(struct pool_header) == 128, "pool header is two lines");
 
 struct pool_lane {
