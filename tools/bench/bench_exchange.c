@@ -23,6 +23,7 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -135,7 +136,7 @@ pid_t bx_fork_server(const struct opts *o, struct bx_channels *ch, void (*server
                      uint64_t iters)
 {
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = bench_fork();
     if (pid == 0) {
         bx_pin(o, 1);
         server(arg);
@@ -644,7 +645,7 @@ static void relay_plain(struct relay *r, bool use_splice)
 static pid_t fork_into(void (*fn)(struct relay *), struct relay *r)
 {
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = bench_fork();
     if (pid == 0)
         fn(r);
     return pid;
@@ -716,16 +717,30 @@ static void usage(FILE *out)
         "  --json           one JSON object instead of the table\n");
 }
 
+/* A size with an optional K/M/G suffix; 0 when it is not one (the callers refuse 0). */
 static uint64_t parse_size(const char *s)
 {
-    char *end;
+    char *end = NULL;
+    errno = 0;
     uint64_t v = strtoull(s, &end, 10);
+    if (s[0] < '0' || s[0] > '9' || errno || v > (1ull << 40))
+        return 0;
+    unsigned shift = 0;
     switch (*end) {
-    case 'K': case 'k': return v << 10;
-    case 'M': case 'm': return v << 20;
-    case 'G': case 'g': return v << 30;
-    default: return v;
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    default: break;
     }
+    return *end ? 0 : v << shift;
+}
+
+static bool size_arg(const char *opt, const char *arg, uint64_t *out)
+{
+    if ((*out = parse_size(arg)) != 0)
+        return true;
+    fprintf(stderr, "orbit-bench exchange: %s: '%s' is not a size (N, NK, NM or NG, N >= 1)\n", opt, arg);
+    return false;
 }
 
 static int name_index(const char *const *names, int n, const char *arg)
@@ -754,8 +769,15 @@ static int parse(int argc, char **argv, struct opts *o)
         switch (c) {
         case 'j': o->json = true; break;
         case 't': o->touch = true; break;
-        case 'b': o->bytes = parse_size(optarg); break;
-        case 'r': o->relay_bytes = parse_size(optarg) / RCHUNK * RCHUNK; break;
+        case 'b':
+            if (!size_arg("--bytes", optarg, &o->bytes))
+                return 2;
+            break;
+        case 'r':
+            if (!size_arg("--relay-bytes", optarg, &o->relay_bytes))
+                return 2;
+            o->relay_bytes = o->relay_bytes / RCHUNK * RCHUNK;
+            break;
         case 'R': o->relay = false; break;
         case 'T': o->roundtrip = false; break;
         case 'h': usage(stdout); return 1;
@@ -778,10 +800,28 @@ static int parse(int argc, char **argv, struct opts *o)
                 return 2;
             }
             break;
-        case 'n': o->repeat = (unsigned)strtoul(optarg, NULL, 10); break;
-        case 'c': o->conc = (unsigned)parse_size(optarg); break;
-        case 'B': o->body = parse_size(optarg); break;
-        case 'C': o->chunk = parse_size(optarg); break;
+        case 'n': {
+            uint64_t v;
+            if (!bench_u64_arg("exchange", "--repeat", optarg, 1, 100, &v))
+                return 2;
+            o->repeat = (unsigned)v;
+            break;
+        }
+        case 'c': {
+            uint64_t v;
+            if (!bench_u64_arg("exchange", "--conc", optarg, 1, 1u << 16, &v))
+                return 2;
+            o->conc = (unsigned)v;
+            break;
+        }
+        case 'B':
+            if (!size_arg("--body", optarg, &o->body))
+                return 2;
+            break;
+        case 'C':
+            if (!size_arg("--chunk", optarg, &o->chunk))
+                return 2;
+            break;
         default: usage(stderr); return 2;
         }
     }
@@ -790,6 +830,7 @@ static int parse(int argc, char **argv, struct opts *o)
         return 2;
     }
     snprintf(o->fleet, sizeof o->fleet, "bench-exch-%d", (int)getpid());
+    bench_unlink_on_signal(o->fleet);
     return 0;
 }
 

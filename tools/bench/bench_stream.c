@@ -66,7 +66,7 @@ static void pin(int role)
 static pid_t spawn(void)
 {
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = bench_fork();
     if (pid == 0)
         pin(1);
     return pid;
@@ -555,6 +555,7 @@ static void print_json(const struct bench *b)
 static int open_tables(struct bench *b)
 {
     snprintf(b->fleet, sizeof b->fleet, "bench-stream-%d", (int)getpid());
+    bench_unlink_on_signal(b->fleet);
     b->f = join_node(b->fleet, 0);
     if (!b->f)
         return -1;
@@ -641,9 +642,19 @@ int bench_stream(int argc, char **argv)
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "b:r:R:m:c:jh", opts, NULL)) != -1;) {
         switch (c) {
-        case 'b': mib = atol(optarg); break;
-        case 'r': b.rounds = atoi(optarg); break;
-        case 'R': b.repeat = atoi(optarg); break;
+        case 'b':
+        case 'r':
+        case 'R': {
+            const char *opt = c == 'b' ? "--bytes" : c == 'r' ? "--rounds" : "--repeat";
+            uint64_t v, max = c == 'b' ? 1u << 20 : c == 'r' ? 10000000 : 100;
+            if (!bench_u64_arg("stream", opt, optarg, 1, max, &v))
+                return 2;
+            if (c == 'b')
+                mib = (long)v;
+            else
+                *(c == 'r' ? &b.rounds : &b.repeat) = (int)v;
+            break;
+        }
         case 'm':
             b.modes[0] = strcmp(optarg, "uring") != 0;
             b.modes[1] = strcmp(optarg, "blocking") != 0;
