@@ -101,6 +101,11 @@ void orb_futex_wake_all(_Atomic uint32_t *word)
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
+void orb_futex_wake_one(_Atomic uint32_t *word)
+{
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
 void orb_wait_set_wake_hook(orb_wake_hook_fn fn, void *ctx)
 {
     wake_hook = fn;

@@ -121,6 +121,8 @@ static inline void orb_wait_bump(struct orb_waitword *w)
 int orb_futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct orb_deadline *deadline);
 /* Wakes every sleeper: through the attached io_uring batch when there is one. */
 void orb_futex_wake_all(_Atomic uint32_t *word);
+/* Wakes at most one sleeper (futex(2) directly). */
+void orb_futex_wake_one(_Atomic uint32_t *word);
 
 /*
  * The wake batch hook (set by orbit_uring_attach_wakes for this thread):

@@ -25,7 +25,7 @@
 #include "core/segment.h"
 #include "core/wait.h"
 
-#define STREAM_LAYOUT_VERSION 1u
+#define STREAM_LAYOUT_VERSION 2u
 #define STREAM_RINGS_ALIGN    (2u << 20)
 #define STREAM_NODE_NONE      0xffffu
 
@@ -79,7 +79,9 @@ _Static_assert(sizeof(struct stream_slot) == 320, "slot is five cache lines");
 
 /* Per target node: parked offer-takers and the lanes holding offers for it. */
 struct stream_offers {
-    struct orb_waitword wait;
+    struct orb_waitword wait;         /* parked: io_uring waiters (an offer wakes them all) */
+    _Atomic uint32_t sleepers;        /* futex waiters in wait_offer: an offer wakes one */
+    uint32_t pad;
     _Atomic uint64_t lanes[];         /* bit L set: lane L may hold an offer */
 };
 
