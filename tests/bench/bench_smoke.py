@@ -24,7 +24,7 @@ SHORT = {
 RUNS = [[sub, *SHORT[sub]] for sub in sys.argv[2:]]
 # Scaling runs: an explicit process count and the sweep over this host's CPUs.
 SCALING = {"pool": [["--procs", "3"], ["--scale"]], "admission": [["--procs", "3"], ["--scale"]],
-           "stream": [["--procs", "2"], ["--scale"]]}
+           "stream": [["--procs", "2"], ["--scale"]], "exchange": [["--procs", "2"], ["--scale"]]}
 RUNS += [[sub, *SHORT[sub], *extra] for sub in sys.argv[2:] for extra in SCALING.get(sub, [])]
 # A bad number is refused with one line on stderr and exit 2, before anything runs.
 BAD_NUMBERS = {"pool": ["--ops", "-5"], "admission": ["--seconds", "-1"], "stream": ["--rounds", "1x"],

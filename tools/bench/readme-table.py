@@ -4,8 +4,9 @@
 
     tools/bench/readme-table.py [--bench PATH] [--json-dir DIR] [--write README.md]
 
-Runs `orbit-bench stream|exchange|pool|admission --json` (or reads DIR/<sub>.json
-written by an earlier run: --json-dir), prints the markdown table, and with
+Runs `orbit-bench stream|exchange|pool|admission --json` and the stream and
+exchange --scale sweeps (or reads DIR/<name>.json from an earlier run, names
+stream, exchange, pool, admission, stream-scale, exchange-scale: --json-dir), prints the markdown table, and with
 --write replaces the table between the README's bench-table markers. Every
 figure comes from the JSON; nothing is typed by hand."""
 import argparse
@@ -20,6 +21,8 @@ SUBS = {
     "exchange": ["--no-relay"],
     "pool": ["--scale"],
     "admission": ["--scale"],
+    "stream-scale": ["--scale"],
+    "exchange-scale": ["--scale", "--bytes", "256M"],
 }
 BEGIN, END = "<!-- bench-table:begin -->", "<!-- bench-table:end -->"
 
@@ -31,7 +34,8 @@ def load(args, sub):
             return None
         with open(path, encoding="utf-8") as f:
             return json.load(f)
-    out = subprocess.run([args.bench, sub, *SUBS[sub], "--json"], capture_output=True, text=True, check=True)
+    cmd = sub.split("-")[0]
+    out = subprocess.run([args.bench, cmd, *SUBS[sub], "--json"], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
 
@@ -91,10 +95,25 @@ def admission_rows(d):
     return rows
 
 
+def stream_scale_rows(d):
+    return [(f"64-byte ping-pong, {r['pairs']} pair{'s' if r['pairs'] > 1 else ''} at once "
+             f"(`orbit-bench stream --scale`)", f"{r['orbit_rt_per_s'] / 1e3:.0f} k round trips/s",
+             f"socketpair {r['socketpair_rt_per_s'] / 1e3:.0f} k ({r['orbit_over_socketpair']:.2f}×)")
+            for r in d["results"]]
+
+
+def exchange_scale_rows(d):
+    return [(f"exchange round trips, 64 KiB bodies, {r['pairs']} client/server pair{'s' if r['pairs'] > 1 else ''} "
+             "at once (`orbit-bench exchange --scale`)", f"{r['exchange_gbps']:.1f} GB/s",
+             f"socketpair {r['socketpair_gbps']:.1f} GB/s ({r['exchange_over_socketpair']:.2f}×)")
+            for r in d["results"]]
+
+
 def table(args):
     rows = []
     for sub, fn in (("stream", stream_rows), ("exchange", exchange_rows), ("pool", pool_rows),
-                    ("admission", admission_rows)):
+                    ("admission", admission_rows), ("stream-scale", stream_scale_rows),
+                    ("exchange-scale", exchange_scale_rows)):
         d = load(args, sub)
         if d is not None:
             rows += fn(d)
