@@ -6,6 +6,7 @@
  * Prints round trips per second of all pairs together per pair count.
  */
 #include <inttypes.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +14,10 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <orbit/stream.h>
 #include "tool.h"
-#include "core/wait.h"
 #include "bench_stream_scale.h"
 
 #define SCALE_MSG 64
@@ -26,6 +27,13 @@ struct scale_shared {
     _Atomic int ready, go, failed;
     int64_t elapsed_ns[SCALE_PAIRS_MAX];
 };
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static const struct orbit_stream_spec scale_spec = { .kind = 242, .lane_capacity = 4, .buffer_bytes = 65536 };
 
@@ -42,7 +50,7 @@ static void start_line(struct scale_shared *sh)
 {
     atomic_fetch_add(&sh->ready, 1);
     while (!atomic_load(&sh->go) && !atomic_load(&sh->failed))
-        orb_cpu_relax();
+        sched_yield();
 }
 
 /* One side of an orbit pair: the client creates the stream and sends the ticket down fd. */
@@ -63,7 +71,7 @@ static int orbit_side(const char *fleet, int pair, int pairs, bool client, int f
         return 4;
     unsigned char msg[SCALE_MSG] = { 1 };
     start_line(sh);
-    int64_t t0 = orb_now_ns();
+    int64_t t0 = now_ns();
     for (int i = 0; i < rounds; i++) {
         bool ok = client ? orbit_endpoint_write_all(ep, msg, SCALE_MSG, -1) == 0 &&
                                orbit_endpoint_read_exact(ep, msg, SCALE_MSG, -1) == 0
@@ -73,7 +81,7 @@ static int orbit_side(const char *fleet, int pair, int pairs, bool client, int f
             return 5;
     }
     if (client)
-        sh->elapsed_ns[pair] = orb_now_ns() - t0;
+        sh->elapsed_ns[pair] = now_ns() - t0;
     else
         orbit_endpoint_finish(ep);
     orbit_endpoint_close(ep);
@@ -98,12 +106,12 @@ static int sock_side(int pair, bool client, int fd, int rounds, struct scale_sha
 {
     unsigned char msg[SCALE_MSG] = { 1 };
     start_line(sh);
-    int64_t t0 = orb_now_ns();
+    int64_t t0 = now_ns();
     for (int i = 0; i < rounds; i++)
         if (!fd_all(fd, msg, SCALE_MSG, !client) || !fd_all(fd, msg, SCALE_MSG, client))
             return 5;
     if (client)
-        sh->elapsed_ns[pair] = orb_now_ns() - t0;
+        sh->elapsed_ns[pair] = now_ns() - t0;
     return 0;
 }
 
@@ -134,7 +142,7 @@ static double scale_run(const char *fleet, bool orbit, int pairs, int rounds, st
     if (n < 2 * pairs)
         atomic_store(&sh->failed, 1);
     while (atomic_load(&sh->ready) < n && !atomic_load(&sh->failed))
-        orb_cpu_relax();
+        sched_yield();
     atomic_store(&sh->go, 1);
     int64_t slowest = 1;
     for (int i = 0; i < n; i++) {
