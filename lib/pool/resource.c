@@ -7,15 +7,18 @@
 #include <string.h>
 #include "pool_layout.h"
 
+/* The hot path's helpers are inlined: one call each per reserve, accept and complete. */
+#define HOT static inline __attribute__((always_inline))
+
 /* Whether node's lane has been pre-faulted: other lanes are never touched. */
-static bool lane_ready(const struct orbit_pool *p, uint32_t node)
+HOT bool lane_ready(const struct orbit_pool *p, uint32_t node)
 {
     return node < p->geo.fleet_capacity &&
            atomic_load_explicit(&p->lanes[node].populated, memory_order_acquire) != 0;
 }
 
 /* An id of this pool names a slot inside the table; bounds come from the handle. */
-static int locate(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index)
+HOT int locate(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index)
 {
     if (orbit_id_kind(id) != p->kind || orbit_id_node(id) >= p->geo.fleet_capacity ||
         orbit_id_slot(id) >= p->geo.lane_capacity || orbit_id_generation(id) == 0)
@@ -28,8 +31,7 @@ static int locate(struct orbit_pool *p, orbit_id id, struct pool_resource **r, u
 }
 
 /* Live in the id's generation and owned by this handle's node and incarnation. */
-static int owned(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index,
-                 uint32_t *word)
+HOT int owned(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index, uint32_t *word)
 {
     int rc = locate(p, id, r, index);
     if (rc < 0)
