@@ -3,28 +3,30 @@
  * The admission ledger's shared layout (private to lib/admission and its tests).
  *
  * Segment table (after the 4 KiB segment header), each part 64-byte aligned:
- *   struct adm_ledger                       robust mutex, counters, wake word
+ *   struct adm_ledger                       lock, counters, wake word
  *   struct adm_domain   [max_domains]       id, capacity, used, availability epoch
  *   uint32_t            [max_claims]        free-slot stack (slot indexes)
  *   struct adm_record   [max_claims]        claim records, record_bytes each
  *
  * Everything except the atomics below is read and written only under the
- * mutex. The atomics (poisoned, closed, change_epoch, the wake word) are also
- * read without it by waiters and inspectors.
+ * ledger's lock ("the mutex": bounded, validated, a dead holder's lock taken
+ * over and repaired, see core/lock.h). The atomics (poisoned, closed,
+ * change_epoch, the wake word) are also read without it by waiters and
+ * inspectors.
  */
 #ifndef ORB_ADMISSION_LAYOUT_H
 #define ORB_ADMISSION_LAYOUT_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <orbit/admission.h>
 #include "core/fleet_internal.h"
+#include "core/lock.h"
 #include "core/segment.h"
 #include "core/wait.h"
 
 #define ORB_TABLE_ADMISSION 4u   /* the segment header's table_type */
-#define ADM_LAYOUT_VERSION 1u
+#define ADM_LAYOUT_VERSION 2u
 #define ADM_DOMAINS_MAX    1024u        /* spec.max_domains upper bound */
 #define ADM_CLAIMS_MAX     (1u << 20)   /* spec.max_claims upper bound */
 #define ADM_TABLE_MAX      (1ull << 30) /* table bytes upper bound */
@@ -48,11 +50,12 @@ enum adm_poison {
     ADM_POISON_RECORD,          /* a live record disagrees with a claim or the ledger */
     ADM_POISON_HALF_WRITTEN,    /* a holder died while writing a record */
     ADM_POISON_LAYOUT,          /* a shared index or count failed a bounds check */
-    ADM_POISON_MUTEX,           /* the mutex is not recoverable */
+    ADM_POISON_MUTEX,           /* the lock word is one no holder writes */
 };
 
 struct adm_ledger {
-    pthread_mutex_t mutex;              /* robust, process-shared */
+    struct orb_lock lock;               /* the ledger's lock */
+    uint32_t pad0;
     uint32_t n_domains;                 /* domains [0, n_domains) are set up */
     uint32_t live_claims;               /* records in state LIVE */
     uint32_t free_top;                  /* free stack holds [0, free_top) */
@@ -146,13 +149,17 @@ int  adm_offsets(const struct adm_geometry *geo, struct adm_offsets *out);
 int64_t adm_domain_find(const struct orbit_admission *a, uint32_t id);
 
 /*
- * Mutex and repair (lock.c). adm_lock: 0 held, or -ORBIT_EPOISONED (not
- * recoverable), -ORBIT_ECORRUPT; with inspect, -ORBIT_ETIMEDOUT after
- * ADM_INSPECT_LOCK_S seconds (tools must not hang on a stopped holder).
+ * Lock and repair (lock.c). adm_lock: 0 held, or -ORBIT_EPOISONED (a lock
+ * word no holder writes poisons the ledger), -ORBIT_ECORRUPT (a live holder
+ * kept it past ORB_LOCK_BOUND_MS); with inspect, -ORBIT_ETIMEDOUT instead of
+ * the latter (tools must not hang on a stopped holder), and
+ * ADM_INSPECT_UNLOCKED for a forged word (the poisoned ledger is read as is).
+ * adm_inspect_done(a, what adm_lock returned) ends an inspection.
  */
-#define ADM_INSPECT_LOCK_S 2
+#define ADM_INSPECT_UNLOCKED 1
 int  adm_lock(struct orbit_admission *a, bool inspect);
 void adm_unlock(struct orbit_admission *a);
+void adm_inspect_done(struct orbit_admission *a, int locked);
 void adm_poison(struct orbit_admission *a, enum adm_poison why);   /* under the mutex */
 bool adm_is_poisoned(const struct orbit_admission *a);
 void adm_park_here(const struct orbit_admission *a, enum adm_park point);

@@ -37,20 +37,6 @@ int adm_offsets(const struct adm_geometry *g, struct adm_offsets *out)
     return ORB_SEG_HEADER_BYTES + out->table_bytes <= ADM_TABLE_MAX ? 0 : -ORBIT_EMALFORMED;
 }
 
-static int init_mutex(pthread_mutex_t *m)
-{
-    pthread_mutexattr_t at;
-    int rc = pthread_mutexattr_init(&at);
-    if (rc == 0)
-        rc = pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED);
-    if (rc == 0)
-        rc = pthread_mutexattr_setrobust(&at, PTHREAD_MUTEX_ROBUST);
-    if (rc == 0)
-        rc = pthread_mutex_init(m, &at);
-    pthread_mutexattr_destroy(&at);
-    return rc == 0 ? 0 : -rc;
-}
-
 /*
  * Serials start at a random point below 2^62 (at least 2^62 remain): a claim
  * of another ledger, or of an earlier ledger of the same name, is then never
@@ -79,7 +65,8 @@ static int adm_init(struct orb_segment *seg, void *ctx)
     /* Slot 0 on top: the first claims take the lowest slots. */
     for (uint32_t i = 0; i < g->max_claims; i++)
         stack[i] = g->max_claims - 1 - i;
-    return init_mutex(&l->mutex);
+    orb_lock_init(&l->lock);
+    return 0;
 }
 
 static enum adm_park park_from_env(void)
@@ -343,10 +330,11 @@ uint64_t orbit_admission_epoch(struct orbit_admission *a)
 
 uint64_t orbit_admission_retained_bytes(struct orbit_admission *a)
 {
-    if (!a || adm_lock(a, true) < 0)
+    int rc = a ? adm_lock(a, true) : -ORBIT_EMALFORMED;
+    if (rc < 0)
         return 0;
     uint64_t v = a->ledger->retained_bytes;
-    adm_unlock(a);
+    adm_inspect_done(a, rc);
     return v;
 }
 
@@ -365,7 +353,7 @@ ssize_t orbit_admission_domains(struct orbit_admission *a, struct orbit_domain_i
         out[i] = (struct orbit_domain_info){ .domain = d->id, .capacity = d->capacity, .used = d->used,
                                              .availability_epoch = d->availability_epoch };
     }
-    adm_unlock(a);
+    adm_inspect_done(a, rc);
     return n;
 }
 
@@ -392,7 +380,7 @@ ssize_t orbit_admission_claims(struct orbit_admission *a, struct orbit_claim_inf
             out[n] = (struct orbit_claim_info){ .claim = claim_of(a, s), .n_units = r->n_units };
         n++;
     }
-    adm_unlock(a);
+    adm_inspect_done(a, rc);
     return (ssize_t)n;
 }
 
@@ -415,7 +403,7 @@ ssize_t orbit_admission_claim_units(struct orbit_admission *a, const struct orbi
                                            r->units[i].units };
         }
     }
-    adm_unlock(a);
+    adm_inspect_done(a, rc);
     return n;
 }
 
@@ -430,7 +418,7 @@ static const char *poison_text(uint32_t why)
         [ADM_POISON_RECORD] = "claim record disagrees with the claim or the ledger",
         [ADM_POISON_HALF_WRITTEN] = "a holder died while writing a claim record",
         [ADM_POISON_LAYOUT] = "a shared index or count failed a bounds check",
-        [ADM_POISON_MUTEX] = "ledger mutex not recoverable",
+        [ADM_POISON_MUTEX] = "ledger lock word forged",
     };
     return why < sizeof text / sizeof text[0] ? text[why] : "unknown poison reason";
 }
@@ -454,7 +442,7 @@ int orbit_admission_info(struct orbit_admission *a, struct orbit_admission_info 
         .shutdown = atomic_load_explicit(&l->closed, memory_order_relaxed) != 0,
         .poisoned = why != ADM_OK, .poison_reason = poison_text(why),
     };
-    adm_unlock(a);
+    adm_inspect_done(a, rc);
     return 0;
 }
 

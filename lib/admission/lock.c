@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
-#include <time.h>
 #include "adm_layout.h"
 
 bool adm_is_poisoned(const struct orbit_admission *a)
@@ -42,43 +41,34 @@ bool adm_advance_epoch(struct orbit_admission *a)
     return true;
 }
 
-/* Lock; inspect: give up after a few seconds (a tool must not hang on a stopped holder). */
-static int lock_mutex(struct adm_ledger *l, bool inspect)
-{
-    if (!inspect)
-        return pthread_mutex_lock(&l->mutex);
-    struct timespec at;
-    clock_gettime(CLOCK_REALTIME, &at);
-    at.tv_sec += ADM_INSPECT_LOCK_S;
-    return pthread_mutex_timedlock(&l->mutex, &at);
-}
-
 int adm_lock(struct orbit_admission *a, bool inspect)
 {
     struct adm_ledger *l = a->ledger;
-    int rc = lock_mutex(l, inspect);
-    if (rc == 0)
+    int rc = orb_lock_take(&l->lock, ORB_LOCK_BOUND_MS);
+    if (rc == ORB_LOCK_TAKEN)
         return 0;
-    if (rc == EOWNERDEAD) {
+    if (rc == ORB_LOCK_RECOVERED) {
         /* The holder died mid-update: rebuild what can be proven, poison what cannot. */
         adm_repair(a);
-        if (pthread_mutex_consistent(&l->mutex) != 0) {
-            adm_poison(a, ADM_POISON_MUTEX);
-            pthread_mutex_unlock(&l->mutex);
-            return -ORBIT_EPOISONED;
-        }
         return 0;
     }
-    if (rc == ENOTRECOVERABLE)
-        return -ORBIT_EPOISONED;
-    if (rc == ETIMEDOUT)
-        return -ORBIT_ETIMEDOUT;
-    return -ORBIT_ECORRUPT;
+    if (rc == -ORBIT_ETIMEDOUT)
+        return inspect ? -ORBIT_ETIMEDOUT : -ORBIT_ECORRUPT;
+    /* Not a word any holder writes: nobody can say who holds the ledger. */
+    adm_poison(a, ADM_POISON_MUTEX);
+    /* Poisoned, nothing mutates it any more: inspection reads it unlocked, for diagnosis. */
+    return inspect ? ADM_INSPECT_UNLOCKED : -ORBIT_EPOISONED;
+}
+
+void adm_inspect_done(struct orbit_admission *a, int locked)
+{
+    if (locked == 0)
+        adm_unlock(a);
 }
 
 void adm_unlock(struct orbit_admission *a)
 {
-    pthread_mutex_unlock(&a->ledger->mutex);
+    orb_lock_give(&a->ledger->lock);
 }
 
 /* ---- repair ------------------------------------------------------------- */

@@ -27,6 +27,13 @@ uint64_t orb_wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+uint64_t orb_wall_ms_coarse(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 struct orb_deadline orb_deadline_in(int timeout_ms)
 {
     struct orb_deadline d = { 0, timeout_ms < 0 };
@@ -92,6 +99,11 @@ void orb_futex_wake_all(_Atomic uint32_t *word)
     if (wake_hook && wake_hook(wake_hook_ctx, word) == 0)
         return;
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void orb_futex_wake_one(_Atomic uint32_t *word)
+{
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
 void orb_wait_set_wake_hook(orb_wake_hook_fn fn, void *ctx)

@@ -73,7 +73,7 @@ int orbit_pool_version(struct orbit_pool *p, orbit_key key, uint32_t *out)
     int rc = pool_key_hold(p, key, &ki);
     if (rc < 0)
         return rc;
-    *out = atomic_load(&pool_key_at(p, ki)->wait.changes);
+    *out = pool_key_version(pool_key_at(p, ki));
     pool_key_release(p, ki);
     return 0;
 }
@@ -104,8 +104,12 @@ int orbit_pool_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t since
         return rc;
     /* Held for the whole wait: the key cannot be reclaimed under a parked waiter. */
     struct capacity_wait ctx = { .key = pool_key_at(p, ki), .since = since };
-    rc = orb_wait_until(&ctx.key->wait, capacity_changed, &ctx, &deadline, &p->spin, &p->stats);
-    uint32_t seen = atomic_load(&ctx.key->wait.changes);
+    /* since is now the version: a change after this moves the word past it. */
+    if (pool_key_version(ctx.key) != since)
+        rc = 1;
+    else
+        rc = orb_wait_until(&ctx.key->wait, capacity_changed, &ctx, &deadline, &p->spin, &p->stats);
+    uint32_t seen = pool_key_version(ctx.key);   /* handed out: a later change moves past it */
     pool_key_release(p, ki);
     if (now)
         *now = seen;
@@ -129,6 +133,7 @@ int orbit_pool_prep_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t 
         return orb_uring_prep_result(sqe, rc);
     struct pool_key *k = pool_key_at(p, ki);
     struct capacity_wait ctx = { .key = k, .since = since, .tag = atomic_load(&k->tag), .check_tag = true };
+    pool_key_version(k);   /* registered: a change past since moves the word even if unparked */
     rc = orb_uring_prep_wait(&k->wait, capacity_changed, &ctx, sqe, &p->stats);
     pool_key_release(p, ki);   /* after the arm: a reclaim from here sees parked and signals */
     return rc;

@@ -180,20 +180,24 @@ static void key_repair_locked(struct orbit_pool *p)
     }
 }
 
+/*
+ * 0 held, or -ORBIT_ECORRUPT: the word is not one a holder writes, or a live
+ * holder kept it past the bound. A dead holder's lock is taken over and what
+ * it left half-inserted is repaired first.
+ */
 int pool_key_lock(struct orbit_pool *p)
 {
-    int rc = pthread_mutex_lock(&p->hdr->key_lock.m);
-    if (rc == EOWNERDEAD) {
+    int rc = orb_lock_take(&p->hdr->key_lock.l, ORB_LOCK_BOUND_MS);
+    if (rc == ORB_LOCK_RECOVERED) {
         key_repair_locked(p);
-        pthread_mutex_consistent(&p->hdr->key_lock.m);
         return 0;
     }
-    return rc == 0 ? 0 : -ORBIT_ECORRUPT;
+    return rc == ORB_LOCK_TAKEN ? 0 : -ORBIT_ECORRUPT;
 }
 
 void pool_key_unlock(struct orbit_pool *p)
 {
-    pthread_mutex_unlock(&p->hdr->key_lock.m);
+    orb_lock_give(&p->hdr->key_lock.l);
 }
 
 /*
@@ -349,18 +353,51 @@ static void deliver_word(struct orbit_pool *p, uint32_t i, uint32_t w, uint64_t 
     pool_key_unref(p, i, n);
 }
 
-void pool_key_changed(struct orbit_pool *p, uint32_t i)
+/*
+ * The current version, registered: a change published after this returns
+ * moves the word past it. A CAS, not a store: a late registrant never puts
+ * back an older version over a newer one (it fails and reads again).
+ */
+uint32_t pool_key_version(struct pool_key *k)
+{
+    for (;;) {
+        uint32_t w = atomic_load(&k->watched), c = atomic_load(&k->wait.changes);
+        if (w != c && !atomic_compare_exchange_strong(&k->watched, &w, c))
+            continue;
+        /* watched == c was published (seq_cst) before this load: a notifier after it bumps. */
+        if (atomic_load(&k->wait.changes) == c)
+            return c;
+    }
+}
+
+/*
+ * After a change published by a seq_cst RMW: move the word only if a version
+ * equal to it was handed out, or a waiter parked; ring watchers. Otherwise
+ * nothing is written to the key's line.
+ */
+void pool_key_changed_after_rmw(struct orbit_pool *p, uint32_t i)
 {
     if (i > p->key_mask)
         return;
     struct pool_key *k = pool_key_at(p, i);
-    orb_wait_signal(&k->wait, &p->stats);
-    /* changes moved (seq_cst) before this load: a watch set after it sees the change itself. */
+    /* seq_cst loads after the publishing RMW pair with pool_key_version's CAS then load:
+     * either it saw our change, or we see watched == changes and bump. */
+    uint32_t c = atomic_load(&k->wait.changes);
+    if (atomic_load(&k->watched) == c || atomic_load(&k->wait.parked))
+        orb_wait_signal(&k->wait, &p->stats);
+    /* watch_count is set before a watcher bit: a watch set after this load sees the change. */
     if (atomic_load(&k->watch_count) == 0)
         return;
     for (uint32_t w = 0; w < p->watch_words; w++)
         if (atomic_load_explicit(&pool_key_watchers(p, i)[w], memory_order_relaxed))
             deliver_word(p, i, w, ~0ull);
+}
+
+/* A change published by plain stores: the fence orders them before the loads above. */
+void pool_key_changed(struct orbit_pool *p, uint32_t i)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    pool_key_changed_after_rmw(p, i);
 }
 
 static int watch_key(struct orbit_pool *p, orbit_key key, uint32_t *index)

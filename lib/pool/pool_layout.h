@@ -16,8 +16,13 @@
  * Its refs word counts everything that keeps it: live resources, held
  * references, watch bits; dropping the last one sets REFS_CLOSED in the same
  * CAS, after which nobody can take a reference and the slot becomes TOMB.
- * Inserts and tombstone sweeps take the robust process-shared key lock;
- * lookups and references are lock-free.
+ * Inserts and tombstone sweeps take the key lock; lookups and references
+ * are lock-free.
+ *
+ * Versions: the change word moves only when someone may look: a version
+ * handed out (watched == changes), a parked waiter or a watch. A change
+ * nobody looks at writes nothing on the key's line, so owners driving
+ * resources of one key share the line read-only.
  *
  * Resources: a slot's state word carries its generation, so every CAS on it
  * names one tenancy; its units word carries the generation's low 16 bits and
@@ -37,15 +42,15 @@
 #ifndef ORB_POOL_LAYOUT_H
 #define ORB_POOL_LAYOUT_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <orbit/pool.h>
 #include "core/fleet_internal.h"
+#include "core/lock.h"
 
 #define ORB_TABLE_POOL       2                    /* the segment header's table_type */
 #define POOL_MAGIC           0x4c4f4f50u          /* "POOL" */
-#define POOL_LAYOUT_VERSION  1u
+#define POOL_LAYOUT_VERSION  2u
 #define POOL_PENDING         16u
 #define POOL_GEN_MAX         ORBIT_ID_GENERATION_MAX
 #define POOL_KEY_CAP_MAX     (1u << 20)
@@ -69,11 +74,10 @@ struct pool_header {
     _Atomic uint32_t tombstones;  /* a hint: reclaimed key slots not yet swept or reused */
     uint8_t  pad0[52];
     union {
-        pthread_mutex_t m;        /* robust, process-shared: key inserts and sweeps */
+        struct orb_lock l;        /* key inserts and sweeps: bounded, dead holders recovered */
         uint8_t bytes[64];
     } key_lock;
 };
-_Static_assert(sizeof(pthread_mutex_t) <= 64, "the key lock fits its line");
 _Static_assert(sizeof(struct pool_header) == 128, "pool header is two lines");
 
 struct pool_lane {
@@ -97,7 +101,7 @@ struct pool_key {
     _Atomic uint64_t counts;      /* live << 32 | creating: one CAS sees both */
     struct orb_waitword wait;     /* the key's change word */
     _Atomic uint32_t watch_count; /* >= watcher bits set: skip the bitmap when 0 */
-    uint32_t pad0;
+    _Atomic uint32_t watched;     /* the last version handed out: a change past it must bump */
     uint8_t pad1[8];
 };
 _Static_assert(sizeof(struct pool_key) == 64, "key slot head is one cache line");
@@ -234,6 +238,8 @@ void pool_key_release(struct orbit_pool *p, uint32_t index);                /* d
 void pool_key_ref_held(struct orbit_pool *p, uint32_t index);               /* +1 while a ref is held */
 void pool_key_unref(struct orbit_pool *p, uint32_t index, uint64_t n);
 void pool_key_changed(struct orbit_pool *p, uint32_t index);
+void pool_key_changed_after_rmw(struct orbit_pool *p, uint32_t index);
+uint32_t pool_key_version(struct pool_key *k);                              /* registered */
 void pool_key_return_node(struct orbit_pool *p, uint16_t node);             /* node_dead's key part */
 void pool_key_reset_locked(struct orbit_pool *p);
 int  pool_key_lock(struct orbit_pool *p);

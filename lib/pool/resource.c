@@ -7,15 +7,18 @@
 #include <string.h>
 #include "pool_layout.h"
 
+/* The hot path's helpers are inlined: one call each per reserve, accept and complete. */
+#define HOT static inline __attribute__((always_inline))
+
 /* Whether node's lane has been pre-faulted: other lanes are never touched. */
-static bool lane_ready(const struct orbit_pool *p, uint32_t node)
+HOT bool lane_ready(const struct orbit_pool *p, uint32_t node)
 {
     return node < p->geo.fleet_capacity &&
            atomic_load_explicit(&p->lanes[node].populated, memory_order_acquire) != 0;
 }
 
 /* An id of this pool names a slot inside the table; bounds come from the handle. */
-static int locate(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index)
+HOT int locate(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index)
 {
     if (orbit_id_kind(id) != p->kind || orbit_id_node(id) >= p->geo.fleet_capacity ||
         orbit_id_slot(id) >= p->geo.lane_capacity || orbit_id_generation(id) == 0)
@@ -28,8 +31,7 @@ static int locate(struct orbit_pool *p, orbit_id id, struct pool_resource **r, u
 }
 
 /* Live in the id's generation and owned by this handle's node and incarnation. */
-static int owned(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index,
-                 uint32_t *word)
+HOT int owned(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index, uint32_t *word)
 {
     int rc = locate(p, id, r, index);
     if (rc < 0)
@@ -246,7 +248,7 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
         return -ORBIT_ESTALE;
     }
     uint64_t fence = atomic_fetch_add(&r->fence, 1) + 1;
-    uint64_t now = orb_wall_ms();
+    uint64_t now = orb_wall_ms_coarse();   /* stamps age in ms: a tick's error is in the noise */
     /* Entry b is ours by its bit: stamp it, then publish the fence (release: the stamp first). */
     atomic_store_explicit(&r->pending[b].since_ms, now ? now : 1, memory_order_relaxed);
     atomic_store_explicit(&r->pending[b].fence, fence, memory_order_release);
@@ -332,7 +334,7 @@ void orbit_execution_complete(struct orbit_execution *ex)
         if (units_tag(u) != gen_tag(gen) || units_active(u) == 0)
             return;
     } while (!atomic_compare_exchange_weak(&r->units, &u, u - 1));
-    pool_key_changed(p, atomic_load(&r->key_index));
+    pool_key_changed_after_rmw(p, atomic_load(&r->key_index));
 }
 
 bool orbit_pool_is_current(struct orbit_pool *p, const struct orbit_lease *lease)
@@ -352,7 +354,7 @@ bool orbit_pool_is_current(struct orbit_pool *p, const struct orbit_lease *lease
  */
 static uint32_t age_entries(struct pool_resource *r, uint64_t grace_ms)
 {
-    uint64_t now = orb_wall_ms();
+    uint64_t now = orb_wall_ms_coarse();   /* the clock the stamps were taken with */
     uint32_t bits = units_bits(atomic_load(&r->units)), aged = 0;
     for (uint32_t b = 0; b < POOL_PENDING; b++) {
         if (!(bits & (1u << b)))
@@ -366,7 +368,8 @@ static uint32_t age_entries(struct pool_resource *r, uint64_t grace_ms)
             atomic_compare_exchange_strong(&e->since_ms, &zero, now);
             continue;
         }
-        if (since != 0 && (now <= since || now - since <= grace_ms))
+        /* Stamps are clock ticks (coarse): grace 0 ages at once, whatever the tick says. */
+        if (grace_ms != 0 && since != 0 && (now <= since || now - since <= grace_ms))
             continue;
         /* Taking the fence excludes an accept of the same lease: one of the two frees it. */
         if (!atomic_compare_exchange_strong(&e->fence, &f, FENCE_TAKEN))

@@ -106,17 +106,6 @@ static int handle_bind(struct orbit_pool *p, const struct pool_geometry *g)
     return 0;
 }
 
-static int lock_init(pthread_mutex_t *m)
-{
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-    int rc = pthread_mutex_init(m, &a);
-    pthread_mutexattr_destroy(&a);
-    return rc ? -rc : 0;
-}
-
 /* The creator's initialiser: runs before the segment's ready word is published. */
 static int pool_init(struct orb_segment *seg, void *ctx)
 {
@@ -128,8 +117,7 @@ static int pool_init(struct orb_segment *seg, void *ctx)
     char *t = orb_seg_table(seg);
     memset(t, 0, sec.res);   /* everything but the resource lanes, which start zeroed (EMPTY) */
     struct pool_header *h = (struct pool_header *)t;
-    if ((rc = lock_init(&h->key_lock.m)) < 0)
-        return rc;
+    orb_lock_init(&h->key_lock.l);
     for (uint32_t i = 0; i < g->key_capacity; i++) {
         struct pool_key *k = (struct pool_key *)(t + sec.keys) + i;
         atomic_store_explicit(&k->refs, REFS_CLOSED, memory_order_relaxed);
@@ -321,6 +309,8 @@ void orbit_pool_reset_all(struct orbit_pool *p)
     pool_key_reset_locked(p);   /* last: it wakes every key's waiters */
     if (locked)
         pool_key_unlock(p);
+    else   /* a forged or stuck word: the owner boots alone, so the lock starts over free */
+        orb_lock_init(&p->hdr->key_lock.l);
 }
 
 void orbit_pool_key_table(struct orbit_pool *p, struct orbit_pool_key_table *out)

@@ -4,10 +4,31 @@
  * and sets the slot's lane bit in the target's lane bitmap; taking clears the
  * lane bit before scanning the lane, so an offer made during the scan sets it
  * again. A slot holds one offer at a time: a later offer replaces it.
+ *
+ * Waking: threads asleep in wait_offer are counted (sleepers) and an offer
+ * wakes one of them, not every one (one offer, one taker); io_uring waiters
+ * arm the parked flag and are all woken, as on every other word.
  */
 #include "stream_layout.h"
 
 #define OFFER(gen, to) (((uint64_t)(gen) << 32) | ((uint64_t)(to) + 1))
+
+/* One sleeper woken: the word moves first, so one between its count and its sleep does not sleep. */
+static void wake_one_sleeper(struct orbit_streams *s, struct stream_offers *o)
+{
+    atomic_fetch_add_explicit(&o->wait.changes, 1, memory_order_seq_cst);
+    orb_futex_wake_one(&o->wait.changes);
+    atomic_fetch_add_explicit(&s->stats.wakes, 1, memory_order_relaxed);
+}
+
+/* After an offer is published by a seq_cst RMW: armed io_uring waiters all, else one sleeper. */
+static void offers_signal(struct orbit_streams *s, struct stream_offers *o)
+{
+    if (atomic_load(&o->wait.parked))
+        orb_wait_signal(&o->wait, &s->stats);
+    else if (atomic_load(&o->sleepers))
+        wake_one_sleeper(s, o);
+}
 
 int orbit_streams_offer(struct orbit_streams *s, const struct orbit_ticket *t, uint16_t to_node)
 {
@@ -23,8 +44,10 @@ int orbit_streams_offer(struct orbit_streams *s, const struct orbit_ticket *t, u
     uint32_t lane = orbit_id_node(t->id);
     /* Slot word before lane bit: a taker that finds the bit finds the slot word. */
     atomic_store(&slot->offer, OFFER(gen, to_node));
+    /* seq_cst RMW, then the loads in offers_signal: a waiter that counted itself or armed
+     * before this sees the bit, or we see it (Dekker pairing with offer_sleep). */
     atomic_fetch_or(&o->lanes[lane / 64], 1ull << (lane % 64));
-    orb_wait_signal(&o->wait, &s->stats);
+    offers_signal(s, o);
     orb_fleet_ring_doorbell(s->fleet, to_node, &s->stats);
     return 0;
 }
@@ -93,6 +116,38 @@ static int pred_take(void *ctx)
     return rc == -ORBIT_EAGAIN ? 0 : rc == 0 ? 1 : rc;
 }
 
+/* A woken sleeper that leaves offers behind (it timed out, or took one of several) passes a wake on. */
+static void pass_on(struct orbit_streams *s, struct stream_offers *o)
+{
+    if (atomic_load(&o->sleepers) && stream_pred_offer_pending(s))
+        wake_one_sleeper(s, o);
+}
+
+/* Sleep counted in sleepers until an offer is ours or the deadline passes. */
+static int offer_sleep(struct orbit_streams *s, struct offer_wait *ow, const struct orb_deadline *deadline)
+{
+    struct stream_offers *o = stream_offers_of(s, s->node);
+    for (;;) {
+        /* since before the count: a wake after the count moves the word past it. */
+        uint32_t since = orb_wait_since(&o->wait);
+        /* seq_cst RMW, then the take's loads: pairs with the offerer's lane RMW, sleepers load. */
+        atomic_fetch_add(&o->sleepers, 1);
+        int r = pred_take(ow);
+        if (r == 0 && orb_deadline_passed(deadline))
+            r = -ETIMEDOUT;
+        if (r != 0) {
+            atomic_fetch_sub(&o->sleepers, 1);
+            return r;
+        }
+        int rc = orb_wait_park(&o->wait, since, deadline, &s->stats);
+        atomic_fetch_sub(&o->sleepers, 1);
+        if ((r = pred_take(ow)) != 0 || rc == -ETIMEDOUT) {
+            pass_on(s, o);
+            return r != 0 ? r : -ETIMEDOUT;
+        }
+    }
+}
+
 int orbit_streams_wait_offer(struct orbit_streams *s, int timeout_ms, struct orbit_ticket *out)
 {
     if (!s || !out)
@@ -101,8 +156,13 @@ int orbit_streams_wait_offer(struct orbit_streams *s, int timeout_ms, struct orb
         return -ORBIT_ENOTOWNER;
     struct offer_wait ow = { s, out };
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    int r = stream_wait(&stream_offers_of(s, s->node)->wait, pred_take, &ow, &deadline,
-                        &s->offer_spin, NULL, &s->stats);
+    int r = pred_take(&ow);
+    if (r == 0 && !orb_deadline_passed(&deadline))
+        r = orb_wait_spin(pred_take, &ow, &s->offer_spin, &deadline);
+    if (r == 0)
+        r = offer_sleep(s, &ow, &deadline);
+    if (r == -ETIMEDOUT)
+        return -ORBIT_ETIMEDOUT;
     return r < 0 ? r : 0;
 }
 

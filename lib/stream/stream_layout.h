@@ -26,7 +26,7 @@
 #include "core/wait.h"
 
 #define ORB_TABLE_STREAMS     3u   /* the segment header's table_type */
-#define STREAM_LAYOUT_VERSION 1u
+#define STREAM_LAYOUT_VERSION 2u
 #define STREAM_RINGS_ALIGN    (2u << 20)
 #define STREAM_NODE_NONE      0xffffu
 
@@ -80,7 +80,11 @@ _Static_assert(sizeof(struct stream_slot) == 320, "slot is five cache lines");
 
 /* Per target node: parked offer-takers and the lanes holding offers for it. */
 struct stream_offers {
-    struct orb_waitword wait;
+    struct orb_waitword wait;         /* parked: io_uring waiters (an offer wakes them all) */
+    _Atomic uint32_t sleepers;        /* futex waiters in wait_offer: an offer wakes one. A
+                                       * sleeper killed while counted leaves it high: offers to
+                                       * the node then pay a futex call that wakes nobody */
+    uint32_t pad;
     _Atomic uint64_t lanes[];         /* bit L set: lane L may hold an offer */
 };
 

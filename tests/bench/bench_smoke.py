@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 
 BENCH = sys.argv[1]   # then the subcommands this build has
 SHORT = {
@@ -21,6 +22,15 @@ SHORT = {
     "exchange": ["--bytes", "4M", "--relay-bytes", "4M"],
 }
 RUNS = [[sub, *SHORT[sub]] for sub in sys.argv[2:]]
+# Scaling runs: an explicit process count and the sweep over this host's CPUs.
+SCALING = {"pool": [["--procs", "3"], ["--scale"]], "admission": [["--procs", "3"], ["--scale"]],
+           "stream": [["--procs", "2"], ["--scale"]], "exchange": [["--procs", "2"], ["--scale"]]}
+RUNS += [[sub, *SHORT[sub], *extra] for sub in sys.argv[2:] for extra in SCALING.get(sub, [])]
+# A bad number is refused with one line on stderr and exit 2, before anything runs.
+BAD_NUMBERS = {"pool": ["--ops", "-5"], "admission": ["--seconds", "-1"], "stream": ["--rounds", "1x"],
+               "wake": ["--rtt", "0"], "exchange": ["--bytes", "-4M"]}
+# Long runs interrupted by SIGTERM: the bench removes its segments and exits 128 + 15.
+LONG = {"pool": ["--ops", "1000000000000"], "admission": ["--seconds", "60"]}
 
 
 MEASURED = re.compile(r"gbps|per_s|^p50$")
@@ -103,7 +113,45 @@ def check(args):
     return bad
 
 
+def check_bad_number(sub):
+    args = [BENCH, sub, *BAD_NUMBERS[sub]]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
+    lines = proc.stderr.strip().splitlines()
+    if proc.returncode != 2 or len(lines) != 1 or proc.stdout:
+        return [f"{' '.join(args[1:])}: exit {proc.returncode}, stderr {proc.stderr!r}"]
+    return []
+
+
+def check_sigterm(sub):
+    """Interrupt a long run once its fleet exists; nothing may be left behind."""
+    proc = subprocess.Popen([BENCH, sub, *LONG[sub]], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    pattern = f"orbit.bench-*-{proc.pid}.*"
+    for _ in range(500):
+        if any(glob.glob(os.path.join(d, pattern)) for d in segment_dirs()):
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        remove_leftovers(proc.pid)
+        return [f"{sub}: still running 30 s after SIGTERM"]
+    time.sleep(0.2)   # children die with their parent (PDEATHSIG)
+    left = remove_leftovers(proc.pid)
+    bad = [f"{sub}: segments left after SIGTERM: {' '.join(left)}"] if left else []
+    if proc.returncode != 128 + signal.SIGTERM:
+        bad.append(f"{sub}: exit {proc.returncode} after SIGTERM")
+    return bad
+
+
 failed = False
+for sub in sys.argv[2:]:
+    bad = check_bad_number(sub) + (check_sigterm(sub) if sub in LONG else [])
+    print(("FAIL " if bad else "ok   ") + f"orbit-bench {sub}: bad numbers, SIGTERM" + "".join("\n  " + b for b in bad))
+    failed = failed or bool(bad)
 for args in RUNS:
     bad = check(args)
     name = " ".join(args)

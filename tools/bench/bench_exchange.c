@@ -23,6 +23,10 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -135,7 +139,7 @@ pid_t bx_fork_server(const struct opts *o, struct bx_channels *ch, void (*server
                      uint64_t iters)
 {
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = bench_fork();
     if (pid == 0) {
         bx_pin(o, 1);
         server(arg);
@@ -644,7 +648,7 @@ static void relay_plain(struct relay *r, bool use_splice)
 static pid_t fork_into(void (*fn)(struct relay *), struct relay *r)
 {
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = bench_fork();
     if (pid == 0)
         fn(r);
     return pid;
@@ -694,7 +698,7 @@ static void usage(FILE *out)
     fprintf(out,
         "usage: orbit-bench exchange [--json] [--touch] [--bytes N] [--relay-bytes N] [--no-relay]\n"
         "                            [--no-roundtrip] [--only T] [--model M] [--conc N] [--body N]\n"
-        "                            [--chunk N] [--repeat N] [--cpus C,S]\n"
+        "                            [--chunk N] [--repeat N] [--cpus C,S] [--procs N | --scale]\n"
         "  Round trips between two processes (request then response of one body each, a fresh\n"
         "  exchange per round trip) through the payload arena, beside persistent orbit streams and\n"
         "  persistent AF_UNIX socketpairs: bodies of 64 KiB and 1 MiB in 4 KiB and 64 KiB chunks,\n"
@@ -713,19 +717,37 @@ static void usage(FILE *out)
         "  --conc N, --body N, --chunk N   only the configurations with that value\n"
         "  --repeat N       run every round-trip cell N times, interleaved, keep the best (default 1)\n"
         "  --cpus C,S       pin the client process (every thread) to CPU C, the server to CPU S\n"
+        "  --procs N        instead: N client/server pairs at once (2N processes), each doing\n"
+        "                   round trips of 64 KiB bodies in 64 KiB chunks (thread model, conc 1)\n"
+        "                   through the exchange, then through a socketpair: GB/s of all pairs\n"
+        "  --scale          the same for every pair count from 1 to the CPUs (at most 64)\n"
         "  --json           one JSON object instead of the table\n");
 }
 
+/* A size with an optional K/M/G suffix; 0 when it is not one (the callers refuse 0). */
 static uint64_t parse_size(const char *s)
 {
-    char *end;
+    char *end = NULL;
+    errno = 0;
     uint64_t v = strtoull(s, &end, 10);
+    if (s[0] < '0' || s[0] > '9' || errno || v > (1ull << 40))
+        return 0;
+    unsigned shift = 0;
     switch (*end) {
-    case 'K': case 'k': return v << 10;
-    case 'M': case 'm': return v << 20;
-    case 'G': case 'g': return v << 30;
-    default: return v;
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    default: break;
     }
+    return *end ? 0 : v << shift;
+}
+
+static bool size_arg(const char *opt, const char *arg, uint64_t *out)
+{
+    if ((*out = parse_size(arg)) != 0)
+        return true;
+    fprintf(stderr, "orbit-bench exchange: %s: '%s' is not a size (N, NK, NM or NG, N >= 1)\n", opt, arg);
+    return false;
 }
 
 static int name_index(const char *const *names, int n, const char *arg)
@@ -745,7 +767,8 @@ static int parse(int argc, char **argv, struct opts *o)
         { "only", required_argument, 0, 'o' }, { "conc", required_argument, 0, 'c' },
         { "body", required_argument, 0, 'B' }, { "chunk", required_argument, 0, 'C' },
         { "model", required_argument, 0, 'm' }, { "repeat", required_argument, 0, 'n' },
-        { "cpus", required_argument, 0, 'p' }, { 0, 0, 0, 0 },
+        { "cpus", required_argument, 0, 'p' }, { "procs", required_argument, 0, 'P' },
+        { "scale", no_argument, 0, 'S' }, { 0, 0, 0, 0 },
     };
     *o = (struct opts){ .bytes = 1ull << 30, .relay_bytes = 512ull << 20, .relay = true, .roundtrip = true,
                         .only = -1, .model = -1, .repeat = 1, .cpu = { -1, -1 } };
@@ -754,8 +777,15 @@ static int parse(int argc, char **argv, struct opts *o)
         switch (c) {
         case 'j': o->json = true; break;
         case 't': o->touch = true; break;
-        case 'b': o->bytes = parse_size(optarg); break;
-        case 'r': o->relay_bytes = parse_size(optarg) / RCHUNK * RCHUNK; break;
+        case 'b':
+            if (!size_arg("--bytes", optarg, &o->bytes))
+                return 2;
+            break;
+        case 'r':
+            if (!size_arg("--relay-bytes", optarg, &o->relay_bytes))
+                return 2;
+            o->relay_bytes = o->relay_bytes / RCHUNK * RCHUNK;
+            break;
         case 'R': o->relay = false; break;
         case 'T': o->roundtrip = false; break;
         case 'h': usage(stdout); return 1;
@@ -778,10 +808,36 @@ static int parse(int argc, char **argv, struct opts *o)
                 return 2;
             }
             break;
-        case 'n': o->repeat = (unsigned)strtoul(optarg, NULL, 10); break;
-        case 'c': o->conc = (unsigned)parse_size(optarg); break;
-        case 'B': o->body = parse_size(optarg); break;
-        case 'C': o->chunk = parse_size(optarg); break;
+        case 'n': {
+            uint64_t v;
+            if (!bench_u64_arg("exchange", "--repeat", optarg, 1, 100, &v))
+                return 2;
+            o->repeat = (unsigned)v;
+            break;
+        }
+        case 'c': {
+            uint64_t v;
+            if (!bench_u64_arg("exchange", "--conc", optarg, 1, 1u << 16, &v))
+                return 2;
+            o->conc = (unsigned)v;
+            break;
+        }
+        case 'P': {
+            uint64_t v;
+            if (!bench_u64_arg("exchange", "--procs", optarg, 1, 64, &v))
+                return 2;
+            o->procs = (int)v;
+            break;
+        }
+        case 'S': o->procs = -1; break;
+        case 'B':
+            if (!size_arg("--body", optarg, &o->body))
+                return 2;
+            break;
+        case 'C':
+            if (!size_arg("--chunk", optarg, &o->chunk))
+                return 2;
+            break;
         default: usage(stderr); return 2;
         }
     }
@@ -790,6 +846,7 @@ static int parse(int argc, char **argv, struct opts *o)
         return 2;
     }
     snprintf(o->fleet, sizeof o->fleet, "bench-exch-%d", (int)getpid());
+    bench_unlink_on_signal(o->fleet);
     return 0;
 }
 
@@ -876,12 +933,95 @@ static void print_json(const struct opts *o, struct rt_result res[M_COUNT][NCFG]
     printf("}\n");
 }
 
+/* ---- --procs / --scale: pairs at once ---------------------------------------------- */
+
+#define SCALE_PAIRS_MAX 64
+
+struct scale_gate { _Atomic int ready, go, failed; double gbps[SCALE_PAIRS_MAX]; };
+
+/* One pair's driver: its own fleet, waits for the gate, one round-trip run, its GB/s. */
+static void scale_driver(struct opts *o, int pair, enum transport t, struct scale_gate *g)
+{
+    prctl(PR_SET_PDEATHSIG, SIGTERM);   /* on the bench's death: unlink this pair's fleet */
+    snprintf(o->fleet + strlen(o->fleet), sizeof o->fleet - strlen(o->fleet), "-p%d", pair);
+    bench_unlink_on_signal(o->fleet);
+    atomic_fetch_add(&g->ready, 1);
+    while (!atomic_load(&g->go))
+        usleep(100);
+    struct cfg c = { 1, 65536, 65536 };
+    struct rt_result r = rt_run(o, c, t);
+    orbit_fleet_unlink(o->fleet);
+    g->gbps[pair] = r.gbps;
+    _exit(r.gbps > 0 ? 0 : 1);
+}
+
+/* GB/s of `pairs` pairs running at once through transport t (their sum), or -1. */
+static double scale_once(struct opts *o, int pairs, enum transport t, struct scale_gate *g)
+{
+    memset(g, 0, sizeof *g);
+    pid_t kids[SCALE_PAIRS_MAX];
+    int n = 0;
+    for (; n < pairs; n++) {
+        if ((kids[n] = bench_fork()) < 0)
+            break;
+        if (kids[n] == 0)
+            scale_driver(o, n, t, g);
+    }
+    while (atomic_load(&g->ready) < n)
+        usleep(100);
+    atomic_store(&g->go, 1);
+    bool ok = n == pairs;
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        int st;
+        ok = waitpid(kids[i], &st, 0) == kids[i] && WIFEXITED(st) && WEXITSTATUS(st) == 0 && ok;
+        sum += g->gbps[i];
+    }
+    return ok ? sum : -1;
+}
+
+static int exchange_scale(struct opts *o)
+{
+    int lo = o->procs > 0 ? o->procs : 1, hi = o->procs > 0 ? o->procs : bench_cpus();
+    hi = hi > SCALE_PAIRS_MAX ? SCALE_PAIRS_MAX : hi;
+    struct scale_gate *g = mmap(NULL, sizeof *g, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (g == MAP_FAILED)
+        return 1;
+    if (o->json)
+        printf("{\"bench\":\"exchange_scale\",\"body\":65536,\"chunk\":65536,\"bytes_per_pair\":%" PRIu64
+               ",\"cpus\":%d,\"baseline\":\"socketpair\",\"results\":[", o->bytes, bench_cpus());
+    else
+        printf("exchange round trips, 64 KiB bodies in 64 KiB chunks, N client/server pairs at once\n\n"
+               "%-6s %14s %16s %12s\n", "pairs", "exchange GB/s", "socketpair GB/s", "exch/sock");
+    int status = 0;
+    for (int p = lo; p <= hi; p++) {
+        double x = scale_once(o, p, T_EXCH, g), k = scale_once(o, p, T_SOCK, g);
+        if (x < 0 || k < 0) {
+            status = 1;
+            break;
+        }
+        if (o->json)
+            printf("%s{\"processes\":%d,\"pairs\":%d,\"exchange_gbps\":%.3f,\"socketpair_gbps\":%.3f,"
+                   "\"exchange_over_socketpair\":%.3f}", p > lo ? "," : "", 2 * p, p, x, k, x / k);
+        else
+            printf("%-6d %14.2f %16.2f %11.2fx\n", p, x, k, x / k);
+    }
+    if (o->json)
+        printf("]}\n");
+    munmap(g, sizeof *g);
+    if (status)
+        fprintf(stderr, "orbit-bench exchange: a scaling run failed\n");
+    return status;
+}
+
 int bench_exchange(int argc, char **argv)
 {
     struct opts o;
     int prc = parse(argc, argv, &o);
     if (prc)
         return prc == 1 ? 0 : 2;
+    if (o.procs)
+        return exchange_scale(&o);
     static struct rt_result res[M_COUNT][NCFG][T_COUNT];
     cpu_set_t before;
     sched_getaffinity(0, sizeof before, &before);

@@ -30,6 +30,7 @@ struct opts {
     unsigned repeat;                 /* runs per round-trip cell; the best is kept */
     int cpu[2];                      /* --cpus: client, server; -1: not pinned */
     size_t body, chunk;              /* 0: both */
+    int procs;                       /* --procs N (0: none); --scale: -1 */
     char fleet[64];
 };
 

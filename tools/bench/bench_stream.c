@@ -19,6 +19,7 @@
 #include <orbit/stream.h>
 #include <orbit/uring.h>
 #include "tool.h"
+#include "bench_stream_scale.h"
 #include "core/wait.h"
 
 #define NCHUNK 3
@@ -66,7 +67,7 @@ static void pin(int role)
 static pid_t spawn(void)
 {
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = bench_fork();
     if (pid == 0)
         pin(1);
     return pid;
@@ -555,6 +556,7 @@ static void print_json(const struct bench *b)
 static int open_tables(struct bench *b)
 {
     snprintf(b->fleet, sizeof b->fleet, "bench-stream-%d", (int)getpid());
+    bench_unlink_on_signal(b->fleet);
     b->f = join_node(b->fleet, 0);
     if (!b->f)
         return -1;
@@ -613,12 +615,15 @@ int bench_stream(int argc, char **argv)
 {
     static const char help[] =
         "usage: orbit-bench stream [--bytes MiB] [--rounds N] [--repeat N] [--mode blocking|uring|both]\n"
-        "                          [--cpus R,W] [--json]\n"
+        "                          [--cpus R,W] [--procs N | --scale] [--json]\n"
         "  --bytes MiB   bytes moved one way per throughput run (default 256)\n"
         "  --rounds N    64-byte ping-pong round trips (default 20000, after 1000 warm-up)\n"
         "  --repeat N    run every configuration N times, interleaved, and keep the best (default 3)\n"
         "  --mode M      how orbit waits: blocking (futex), uring (io_uring FUTEX_WAIT), both (default)\n"
         "  --cpus R,W    pin the reader (and ping-pong initiator) to CPU R, the writer to CPU W\n"
+        "  --procs N     instead: N ping-pong pairs at once (2N processes) beside N socketpair\n"
+        "                pairs, round trips per second of all (--rounds per pair; 1..128)\n"
+        "  --scale       the same for every pair count from 1 to the CPUs this process may use\n"
         "  --json        one JSON object on stdout\n"
         "Every throughput figure is one writer process and one reader process; orbit's\n"
         "rings are 64 KiB and 1 MiB, chunks 4 KiB, 64 KiB and 1 MiB, side by side with a\n"
@@ -628,22 +633,40 @@ int bench_stream(int argc, char **argv)
                                           { "repeat", required_argument, 0, 'R' },
                                           { "mode", required_argument, 0, 'm' },
                                           { "cpus", required_argument, 0, 'c' },
+                                          { "procs", required_argument, 0, 'p' },
+                                          { "scale", no_argument, 0, 'S' },
                                           { "json", no_argument, 0, 'j' },
                                           { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
     static struct bench b;
     long mib = 256;
-    bool json = false;
+    bool json = false, scale = false;
+    uint64_t procs = 0;
     b.rounds = 20000;
     b.repeat = 3;
     b.cpu[0] = b.cpu[1] = -1;
     g_bench = &b;
     b.modes[0] = b.modes[1] = true;
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, "b:r:R:m:c:jh", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, "b:r:R:m:c:p:jh", opts, NULL)) != -1;) {
         switch (c) {
-        case 'b': mib = atol(optarg); break;
-        case 'r': b.rounds = atoi(optarg); break;
-        case 'R': b.repeat = atoi(optarg); break;
+        case 'p':
+            if (!bench_u64_arg("stream", "--procs", optarg, 1, 128, &procs))
+                return 2;
+            break;
+        case 'S': scale = true; break;
+        case 'b':
+        case 'r':
+        case 'R': {
+            const char *opt = c == 'b' ? "--bytes" : c == 'r' ? "--rounds" : "--repeat";
+            uint64_t v, max = c == 'b' ? 1u << 20 : c == 'r' ? 10000000 : 100;
+            if (!bench_u64_arg("stream", opt, optarg, 1, max, &v))
+                return 2;
+            if (c == 'b')
+                mib = (long)v;
+            else
+                *(c == 'r' ? &b.rounds : &b.repeat) = (int)v;
+            break;
+        }
         case 'm':
             b.modes[0] = strcmp(optarg, "uring") != 0;
             b.modes[1] = strcmp(optarg, "blocking") != 0;
@@ -669,6 +692,15 @@ int bench_stream(int argc, char **argv)
         return 2;
     }
     b.bytes = (uint64_t)mib << 20;
+    if (procs || scale) {
+        if (procs && scale) {
+            fputs("orbit-bench stream: --procs or --scale, not both\n", stderr);
+            return 2;
+        }
+        snprintf(b.fleet, sizeof b.fleet, "bench-stream-%d", (int)getpid());
+        bench_unlink_on_signal(b.fleet);
+        return bench_stream_scale(b.fleet, (int)procs, b.rounds, json);
+    }
     if (b.modes[1] && !orbit_uring_futex_supported()) {
         fputs("orbit-bench stream: io_uring futex ops unavailable; blocking mode only\n", stderr);
         b.modes[1] = false;

@@ -177,7 +177,7 @@ static int run_one(enum kind kind, int oneway, int rtt, struct result *res)
     uint32_t saved_spin = orbit_spin_ns();
     if (kind != K_SPIN)
         orbit_set_spin_ns(0);
-    pid_t pid = fork();
+    pid_t pid = bench_fork();
     if (pid == 0)
         child_loop(&c, oneway, rtt);
     if (kind == K_URING && io_uring_queue_init(8, &c.ring, 0) != 0) {
@@ -268,8 +268,14 @@ int bench_wake(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:r:jh", opts, NULL)) != -1) {
         switch (c) {
-        case 'o': oneway = atoi(optarg); break;
-        case 'r': rtt = atoi(optarg); break;
+        case 'o':
+        case 'r': {
+            uint64_t v;
+            if (!bench_u64_arg("wake", c == 'o' ? "--oneway" : "--rtt", optarg, 1, 10000000, &v))
+                return 2;
+            *(c == 'o' ? &oneway : &rtt) = (int)v;
+            break;
+        }
         case 'j': json = true; break;
         case 'h': fputs(help, stdout); return 0;
         default: fputs(help, stderr); return 2;

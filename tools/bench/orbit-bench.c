@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* orbit-bench — orbit measured side by side with the kernel alternatives, in one run. */
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 #include "tool.h"
 
@@ -49,6 +54,80 @@ bool bench_get(int fd, void *p, size_t n)
         n -= (size_t)r;
     }
     return true;
+}
+
+bool bench_u64_arg(const char *sub, const char *opt, const char *arg, uint64_t min, uint64_t max,
+                   uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    /* strtoull takes "-5" as 2^64 - 5: only digits are numbers here. */
+    if (arg[0] < '0' || arg[0] > '9' || errno || !end || *end || v < min || v > max) {
+        fprintf(stderr, "orbit-bench %s: %s: '%s' is not a whole number in %llu..%llu\n", sub, opt, arg,
+                (unsigned long long)min, (unsigned long long)max);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool bench_double_arg(const char *sub, const char *opt, const char *arg, double min, double max,
+                      double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || !end || end == arg || *end || !isfinite(v) || v < min || v > max) {
+        fprintf(stderr, "orbit-bench %s: %s: '%s' is not a number in %g..%g\n", sub, opt, arg, min, max);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static char cleanup_fleet[80];
+static pid_t cleanup_owner;
+
+/* Only the process that registered unlinks; children just go (they die with it anyway). */
+static void on_signal(int sig)
+{
+    if (getpid() == cleanup_owner && cleanup_fleet[0])
+        orbit_fleet_unlink(cleanup_fleet);
+    _exit(128 + sig);
+}
+
+void bench_unlink_on_signal(const char *fleet)
+{
+    snprintf(cleanup_fleet, sizeof cleanup_fleet, "%s", fleet);
+    cleanup_owner = getpid();
+    struct sigaction sa = { .sa_handler = on_signal };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+pid_t bench_fork(void)
+{
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* A bench child never outlives the bench: a signalled parent leaves no worker behind. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(1);
+    }
+    return pid;
+}
+
+int bench_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
 }
 
 int64_t tool_percentile(int64_t *v, size_t n, double p)

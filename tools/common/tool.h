@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <orbit/fleet.h>
 
 /*
@@ -46,6 +47,25 @@ static inline void tool_json_str(FILE *out, const char *s)
  * _exit(90)s; bench_get reads exactly n bytes, false at EOF (the other side exited). */
 void bench_put(int fd, const void *p, size_t n);
 bool bench_get(int fd, void *p, size_t n);
+
+/*
+ * Numbers on the command line: the whole argument must be a number in
+ * [min, max], else "orbit-bench SUB: --OPT: 'ARG' is not ..." on stderr and
+ * false (the caller exits 2).
+ */
+bool bench_u64_arg(const char *sub, const char *opt, const char *arg, uint64_t min, uint64_t max,
+                   uint64_t *out);
+bool bench_double_arg(const char *sub, const char *opt, const char *arg, double min, double max,
+                      double *out);
+
+/*
+ * SIGINT/SIGTERM: the fleet registered here is unlinked before the bench
+ * exits (128 + signal); children made by bench_fork die with their parent.
+ */
+void bench_unlink_on_signal(const char *fleet);
+pid_t bench_fork(void);
+/* CPUs this process may run on (at least 1): the top of a --scale sweep. */
+int bench_cpus(void);
 
 /* Sort helper and percentile of n int64 samples (sorts in place). */
 int64_t tool_percentile(int64_t *v, size_t n, double p);

@@ -31,9 +31,17 @@
  *
  * Death: claims are recorded with the claimer's (node, incarnation);
  * orbit_admission_node_dead (run by orbit_fleet_reap and the reaper) releases
- * what a dead process held. A process that dies inside the ledger's robust
- * mutex is repaired by the next caller: used and retained bytes are recomputed
- * from the live claim records; a record caught half-written poisons instead.
+ * what a dead process held. A process that dies inside the ledger's mutex
+ * is repaired by the next caller (a waiter takes the lock over once the
+ * holder's process is gone, zombie included): used and retained bytes are
+ * recomputed from the live claim records; a record caught half-written
+ * poisons instead.
+ *
+ * Bounded: no call waits on the mutex for ever. A mutex word no holder could
+ * have written (a member scribbled on it) poisons the ledger at once; a live
+ * holder that keeps it for 2 s (stopped, stuck) ends the call with
+ * -ORBIT_ECORRUPT (inspection calls: -ORBIT_ETIMEDOUT) and leaves the
+ * ledger as it was. Holders are processes of one pid namespace.
  *
  * Thread safety: every call may be made from any thread on a shared handle,
  * except orbit_admission_close, which must be the last call on the handle.

@@ -127,7 +127,10 @@ void orbit_pool_close(struct orbit_pool *);
  * orbit_pool_register - make a resource this node owns visible under key
  * with capacity concurrent leases (1 = exclusive). Errors: -ORBIT_EMALFORMED
  * (capacity 0), -ORBIT_ENOTOWNER (observer handle: no node), -ORBIT_EKEYFULL,
- * -ORBIT_EFULL (no slot left in this node's lane this epoch).
+ * -ORBIT_EFULL (no slot left in this node's lane this epoch), -ORBIT_ECORRUPT
+ * (a new key needs the key-table lock and its word is one no holder writes,
+ * or a live holder kept it 2 s; a dead holder's lock is taken over and its
+ * half-done insert undone; orbit_pool_reset_all starts the lock over).
  */
 int  orbit_pool_register(struct orbit_pool *, orbit_key, uint32_t capacity, orbit_id *out);
 /*

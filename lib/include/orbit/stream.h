@@ -110,8 +110,10 @@ bool orbit_streams_is_live(struct orbit_streams *, orbit_id);
 /*
  * Offers: discovery, not a claim. orbit_streams_offer marks the stream as
  * offered to to_node (a slot carries one offer at a time: a later offer
- * replaces one not yet taken), wakes that node's offer waiters and rings its
- * doorbell (its readiness fd). -ORBIT_ESTALE if the ticket's stream has ended.
+ * replaces one not yet taken), wakes one of the threads of that node asleep
+ * in orbit_streams_wait_offer (one offer, one taker: no thundering herd; a
+ * woken thread that leaves offers behind passes a wake on), every io_uring
+ * offer waiter, and rings its doorbell (its readiness fd). -ORBIT_ESTALE if the ticket's stream has ended.
  * orbit_streams_take_offer returns the next offer to this node as a side-B
  * ticket, once; offers whose stream ended meanwhile are skipped; -ORBIT_EAGAIN
  * when there is none. orbit_streams_wait_offer waits for one (-ORBIT_ETIMEDOUT).

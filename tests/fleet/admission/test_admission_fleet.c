@@ -379,10 +379,10 @@ static int parked_child(const char *name, int variant)
 }
 
 /* The raw shared state while the child is stopped: really mid-update. */
-static void assert_mid_update(struct orbit_admission *a, int variant)
+static void assert_mid_update(struct orbit_admission *a, int variant, pid_t holder)
 {
     struct adm_domain *d = a->domains;   /* index 0: domain 1, index 1: domain 2 */
-    ck_assert_int_eq(pthread_mutex_trylock(&a->ledger->mutex), EBUSY);
+    ck_assert_int_eq(orb_lock_holder(&a->ledger->lock), holder);
     if (variant == 0) {          /* record live, domain 1 charged, domain 2 not yet */
         ck_assert_uint_eq(d[0].used, 15);
         ck_assert_uint_eq(d[1].used, 0);
@@ -410,7 +410,7 @@ START_TEST(test_kill_in_mutex)
     int st;
     ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
     ck_assert_msg(WIFSTOPPED(st), "child did not stop at %s (status %d)", park_point[_i], st);
-    assert_mid_update(a, _i);
+    assert_mid_update(a, _i, pid);
     if (_i == 0)   /* inspection gives up on a stopped holder instead of hanging */
         ck_assert_int_eq(orbit_admission_domains(a, NULL, 0), -ORBIT_ETIMEDOUT);
     uint64_t e = orbit_admission_epoch(a);
@@ -547,6 +547,149 @@ START_TEST(test_deferred_woken_across_processes)
 }
 END_TEST
 
+/* ---- the ledger's lock: bounded, validated ------------------------------- */
+
+/*
+ * A member writes garbage over the lock word (the first bytes of the
+ * ledger). Every call that locks ends at once: the ledger is poisoned (no
+ * holder writes such a word), nothing blocks. Run in a child the parent
+ * bounds, so a hang fails the test instead of stalling it.
+ */
+static int garbage_child(const char *name)
+{
+    struct orbit_fleet *f;
+    struct orbit_admission *a;
+    if (child_open(name, 3, 3003, &f, &a) != 0)
+        return 2;
+    memset((void *)a->ledger, 0xde, 16);
+    struct orbit_units u = { 1, 1 };
+    struct orbit_demand d = { .claim = &u, .n_claim = 1 };
+    struct orbit_admit_result r;
+    int64_t t0 = tu_now_ns();
+    if (orbit_admission_try_claim(a, &d, &r) != -ORBIT_EPOISONED)
+        return 3;
+    if (orbit_admission_set_capacity(a, 1, 50) != -ORBIT_EPOISONED)
+        return 4;
+    orbit_admission_node_dead(a, 5, 5005);
+    if (!orbit_admission_poisoned(a) || tu_now_ns() - t0 > 1000000000)
+        return 5;
+    struct orbit_admission_info in;
+    if (orbit_admission_info(a, &in) != 0 || strcmp(in.poison_reason, "ledger lock word forged") != 0)
+        return 6;
+    child_close(f, a);
+    return 0;
+}
+
+START_TEST(test_garbage_lock_word_poisons_without_blocking)
+{
+    const char *name = tu_fleet_name("adm-garbage");
+    struct orbit_fleet *f;
+    struct orbit_admission *a = parent_open(name, &f, 1000);
+    ck_assert_int_eq(orbit_admission_set_capacity(a, 1, 100), 0);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(garbage_child(name));
+    ck_assert_int_eq(tu_wait_child(pid, 10000), 0);
+    ck_assert(orbit_admission_poisoned(a));
+    orbit_admission_close(a);
+    orbit_fleet_leave(f);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
+/*
+ * A live holder that never lets go (stopped inside the lock): a claim gives
+ * up with -ORBIT_ECORRUPT after the bound instead of blocking, and leaves the
+ * ledger healthy; once the holder is killed, the next claim takes the lock
+ * over and repairs.
+ */
+START_TEST(test_stuck_holder_bounds_every_lock)
+{
+    const char *name = tu_fleet_name("adm-stuck");
+    struct orbit_fleet *f;
+    struct orbit_admission *a = parent_open(name, &f, 1000);
+    ck_assert_int_eq(orbit_admission_set_capacity(a, 1, 100), 0);
+    ck_assert_int_eq(orbit_admission_set_capacity(a, 2, 100), 0);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(parked_child(name, 0));
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+    ck_assert(WIFSTOPPED(st));
+    struct orbit_units u = { 1, 1 };
+    struct orbit_demand d = { .claim = &u, .n_claim = 1 };
+    struct orbit_admit_result r;
+    int64_t t0 = tu_now_ns();
+    ck_assert_int_eq(orbit_admission_try_claim(a, &d, &r), -ORBIT_ECORRUPT);
+    int64_t took = tu_now_ns() - t0;
+    ck_assert_int_ge(took, 1000000000);    /* a live holder is waited for, */
+    ck_assert_int_lt(took, 20000000000);   /* but not forever */
+    ck_assert(!orbit_admission_poisoned(a));
+    kill(pid, SIGKILL);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_int_eq(orbit_admission_try_claim(a, &d, &r), 0);
+    ck_assert_int_eq(r.outcome, ORBIT_ADMIT_CLAIMED);
+    ck_assert_uint_eq(info_of(a).repairs, 1);
+    ck_assert(!orbit_admission_poisoned(a));
+    orbit_admission_close(a);
+    orbit_fleet_leave(f);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
+/*
+ * A waiter already blocked on the lock when the holder is killed -9 (and not
+ * yet reaped: a zombie counts as gone) takes the lock over, repairs and
+ * claims, well within the bound.
+ */
+struct blocked_claim { struct orbit_admission *a; int rc; struct orbit_admit_result r; _Atomic int done; };
+
+static void *claim_thread(void *arg)
+{
+    struct blocked_claim *b = arg;
+    struct orbit_units u = { 1, 1 };
+    struct orbit_demand d = { .claim = &u, .n_claim = 1 };
+    b->rc = orbit_admission_try_claim(b->a, &d, &b->r);
+    atomic_store(&b->done, 1);
+    return NULL;
+}
+
+START_TEST(test_waiter_recovers_a_holder_killed_mid_lock)
+{
+    const char *name = tu_fleet_name("adm-zombie");
+    struct orbit_fleet *f;
+    struct orbit_admission *a = parent_open(name, &f, 1000);
+    ck_assert_int_eq(orbit_admission_set_capacity(a, 1, 100), 0);
+    ck_assert_int_eq(orbit_admission_set_capacity(a, 2, 100), 0);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(parked_child(name, 1));
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+    ck_assert(WIFSTOPPED(st));
+    struct blocked_claim b = { .a = a };
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, claim_thread, &b), 0);
+    tu_sleep_ms(50);
+    ck_assert_int_eq(atomic_load(&b.done), 0);   /* blocked behind the stopped holder */
+    kill(pid, SIGKILL);
+    for (int i = 0; i < 500 && !atomic_load(&b.done); i++)
+        tu_sleep_ms(2);
+    ck_assert_int_eq(atomic_load(&b.done), 1);   /* taken over within a second, unreaped */
+    pthread_join(t, NULL);
+    ck_assert_int_eq(b.rc, 0);
+    ck_assert_int_eq(b.r.outcome, ORBIT_ADMIT_CLAIMED);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    struct orbit_admission_info in = info_of(a);
+    ck_assert_uint_eq(in.repairs, 1);
+    ck_assert(!in.poisoned);
+    ck_assert_uint_eq(used_of(a, 1), 5 + 1);   /* the cut-short release finished: only {1:5} and ours */
+    orbit_admission_close(a);
+    orbit_fleet_leave(f);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
 static Suite *fleet_suite(void)
 {
     Suite *s = suite_create("admission-fleet");
@@ -556,6 +699,9 @@ static Suite *fleet_suite(void)
     tcase_add_loop_test(t, test_kill_holding, 0, 2);
     tcase_add_loop_test(t, test_kill_in_mutex, 0, 3);
     tcase_add_loop_test(t, test_deferred_woken_across_processes, 0, 2);
+    tcase_add_test(t, test_garbage_lock_word_poisons_without_blocking);
+    tcase_add_test(t, test_stuck_holder_bounds_every_lock);
+    tcase_add_test(t, test_waiter_recovers_a_holder_killed_mid_lock);
     suite_add_tcase(s, t);
     return s;
 }

@@ -6,6 +6,7 @@
  * readiness in another process, and reservers killed mid-way.
  */
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
@@ -738,6 +739,102 @@ START_TEST(a_lock_holder_that_died_mid_insert_is_repaired_by_the_next_locker)
 }
 END_TEST
 
+/* ---- the key lock: bounded and validated ---- */
+
+/*
+ * Garbage over the key lock's word: an insert answers -ORBIT_ECORRUPT at
+ * once instead of blocking (in a child the parent bounds: a hang fails the
+ * test); lookups of existing keys never lock and keep working; the owner's
+ * reset_all starts the lock over.
+ */
+START_TEST(garbage_over_the_key_lock_is_refused_not_waited_on)
+{
+    const char *name = tu_fleet_name("pgarbage");
+    struct orbit_pool_spec spec = { .kind = 233, .key_capacity = 16, .lane_capacity = 64 };
+    struct orbit_fleet *f = tu_join(name, 16, 0, 1, tu_backing());
+    struct orbit_pool *p;
+    ck_assert_int_eq(orbit_pool_open(f, &spec, &p), 0);
+    orbit_id id;
+    ck_assert_int_eq(orbit_pool_register(p, KEY, 1, &id), 0);
+    pid_t kid = fork();
+    ck_assert_int_ge(kid, 0);
+    if (kid == 0) {
+        struct orbit_fleet *cf;
+        struct orbit_pool *cp = child_pool_spec(name, 1, 900, &spec, &cf);
+        memset(cp->hdr->key_lock.bytes, 0xa5, 16);
+        orbit_id other;
+        CHILD_CHECK(orbit_pool_register(cp, key_n(77), 1, &other) == -ORBIT_ECORRUPT, 80);
+        CHILD_CHECK(orbit_pool_candidates(cp, KEY, NULL, 0) == 1, 81);
+        _exit(0);
+    }
+    ck_assert_int_eq(tu_wait_child(kid, 10000), 0);
+    orbit_pool_reset_all(p);
+    ck_assert_int_eq(orbit_pool_register(p, key_n(78), 1, &id), 0);
+    orbit_pool_close(p);
+    orbit_fleet_leave(f);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
+struct blocked_insert { struct orbit_pool *p; int rc; _Atomic int done; };
+
+static void *insert_thread(void *arg)
+{
+    struct blocked_insert *b = arg;
+    orbit_id id;
+    b->rc = orbit_pool_register(b->p, key_n(4242), 1, &id);
+    atomic_store(&b->done, 1);
+    return NULL;
+}
+
+/*
+ * An insert blocked behind a holder that is then killed -9 (a zombie, not
+ * yet reaped) takes the lock over and finishes within the bound; a live
+ * holder that never lets go ends the insert with -ORBIT_ECORRUPT.
+ */
+START_TEST(a_waiter_takes_over_the_key_lock_of_a_holder_killed_mid_lock)
+{
+    const char *name = tu_fleet_name("ptakeover");
+    struct orbit_pool_spec spec = { .kind = 234, .key_capacity = 16, .lane_capacity = 64 };
+    struct orbit_fleet *f = tu_join(name, 16, 0, 1, tu_backing());
+    struct orbit_pool *p;
+    ck_assert_int_eq(orbit_pool_open(f, &spec, &p), 0);
+    pid_t kid = fork();
+    ck_assert_int_ge(kid, 0);
+    if (kid == 0) {
+        struct orbit_fleet *cf;
+        struct orbit_pool *cp = child_pool_spec(name, 1, 901, &spec, &cf);
+        CHILD_CHECK(pool_key_lock(cp) == 0, 90);
+        raise(SIGSTOP);
+        _exit(91);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(kid, &st, WUNTRACED), kid);
+    ck_assert(WIFSTOPPED(st));
+    ck_assert_int_eq(orb_lock_holder(&p->hdr->key_lock.l), kid);
+    orbit_id id;
+    int64_t t0 = tu_now_ns();
+    ck_assert_int_eq(orbit_pool_register(p, key_n(4241), 1, &id), -ORBIT_ECORRUPT);
+    ck_assert_int_lt(tu_now_ns() - t0, 20000000000);   /* the bound, not forever */
+    struct blocked_insert b = { .p = p };
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, insert_thread, &b), 0);
+    tu_sleep_ms(50);
+    ck_assert_int_eq(atomic_load(&b.done), 0);
+    kill(kid, SIGKILL);
+    for (int i = 0; i < 500 && !atomic_load(&b.done); i++)
+        tu_sleep_ms(2);
+    ck_assert_int_eq(atomic_load(&b.done), 1);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(b.rc, 0);
+    ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+    ck_assert_int_eq(orb_lock_holder(&p->hdr->key_lock.l), 0);
+    orbit_pool_close(p);
+    orbit_fleet_leave(f);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pool-fleet");
@@ -753,6 +850,8 @@ int main(void)
         { "two_processes_churn_keys_through_a_full_key_table", two_processes_churn_keys_through_a_full_key_table },
         { "a_process_killed_holding_the_key_lock_leaves_the_table_usable", a_process_killed_holding_the_key_lock_leaves_the_table_usable },
         { "a_lock_holder_that_died_mid_insert_is_repaired_by_the_next_locker", a_lock_holder_that_died_mid_insert_is_repaired_by_the_next_locker },
+        { "garbage_over_the_key_lock_is_refused_not_waited_on", garbage_over_the_key_lock_is_refused_not_waited_on },
+        { "a_waiter_takes_over_the_key_lock_of_a_holder_killed_mid_lock", a_waiter_takes_over_the_key_lock_of_a_holder_killed_mid_lock },
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         TCase *tc = tcase_create(tests[i].name);

@@ -6,6 +6,7 @@
 #include <orbit/uring.h>
 #include "testutil.h"
 #include "core/wait.h"
+#include "core/lock.h"
 #include "uring_internal.h"
 
 struct flag { struct orb_waitword w; _Atomic int value; };
@@ -228,6 +229,66 @@ START_TEST(attach_refuses_null)
 }
 END_TEST
 
+/* ---- the shared lock ---- */
+
+struct locked_count { struct orb_lock lock; uint64_t n; };
+
+static void *count_under_lock(void *arg)
+{
+    struct locked_count *c = arg;
+    for (int i = 0; i < 20000; i++) {
+        if (orb_lock_take(&c->lock, ORB_LOCK_BOUND_MS) != ORB_LOCK_TAKEN)
+            ck_abort_msg("take %d", i);
+        c->n++;   /* plain: the lock is the only thing ordering it (TSan checks) */
+        orb_lock_give(&c->lock);
+    }
+    return NULL;
+}
+
+START_TEST(the_lock_excludes_and_leaves_no_waiters_bit_behind)
+{
+    static struct locked_count c;
+    orb_lock_init(&c.lock);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, count_under_lock, &c), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_uint_eq(c.n, 80000);
+    ck_assert_uint_eq(atomic_load(&c.lock.word), 0);
+}
+END_TEST
+
+START_TEST(a_forged_word_is_refused_and_a_dead_holder_is_taken_over)
+{
+    struct orb_lock *l = mmap(NULL, sizeof *l, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(l, MAP_FAILED);
+    uint32_t forged[] = { 0xdeadbeef, ORB_LOCK_WAITERS, 0x00800001, 4194305 };
+    for (size_t i = 0; i < sizeof forged / sizeof forged[0]; i++) {
+        atomic_store(&l->word, forged[i]);
+        int64_t t0 = tu_now_ns();
+        ck_assert_int_eq(orb_lock_take(l, ORB_LOCK_BOUND_MS), -ORBIT_ECORRUPT);
+        ck_assert_int_lt(tu_now_ns() - t0, 100000000);   /* at once, not after the bound */
+        ck_assert_int_eq(orb_lock_holder(l), -1);
+    }
+    orb_lock_init(l);
+    pid_t kid = fork();
+    if (kid == 0)
+        _exit(orb_lock_take(l, ORB_LOCK_BOUND_MS) == ORB_LOCK_TAKEN ? 0 : 1);   /* exits holding it */
+    ck_assert_int_eq(tu_wait_child(kid, 10000), 0);
+    ck_assert_int_eq(orb_lock_holder(l), kid);
+    ck_assert_int_eq(orb_lock_try(l), -EBUSY);
+    ck_assert_int_eq(orb_lock_take(l, ORB_LOCK_BOUND_MS), ORB_LOCK_RECOVERED);
+    ck_assert_int_eq(orb_lock_holder(l), getpid());
+    orb_lock_give(l);
+    /* A live holder (ourselves, another thread's view) past a short bound: timed out, not taken. */
+    ck_assert_int_eq(orb_lock_take(l, ORB_LOCK_BOUND_MS), ORB_LOCK_TAKEN);
+    ck_assert_int_eq(orb_lock_take(l, 30), -ORBIT_ETIMEDOUT);
+    orb_lock_give(l);
+    munmap(l, sizeof *l);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("wait");
@@ -241,6 +302,8 @@ int main(void)
     tcase_add_test(tc, a_wait_crosses_processes);
     tcase_add_test(tc, a_spinner_on_a_shared_cpu_yields_to_its_peer);
     tcase_add_test(tc, attach_refuses_null);
+    tcase_add_test(tc, the_lock_excludes_and_leaves_no_waiters_bit_behind);
+    tcase_add_test(tc, a_forged_word_is_refused_and_a_dead_holder_is_taken_over);
     suite_add_tcase(s, tc);
     TCase *futex_ops = tu_optional_tcase("uring_futex_ops");
     tcase_set_timeout(futex_ops, 60);

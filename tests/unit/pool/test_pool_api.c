@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Beyond the core protocol: specs, geometry, error paths, observers, policies, tenancy safety. */
+#include <string.h>
 #include "pool_common.h"
 #include "pool/pool_layout.h"   /* the corruption test plays a bad writer */
 
@@ -343,6 +344,46 @@ START_TEST(shared_values_that_fail_a_bounds_check_are_refused)
 }
 END_TEST
 
+/*
+ * Design figure: an uncontended reserve -> accept -> complete nobody waits
+ * for writes nothing on the key's line (no change-word bump, no wake); once
+ * a version was handed out, the next completion moves the word past it.
+ */
+START_TEST(an_unwatched_triple_writes_nothing_on_the_key_line)
+{
+    struct env e = env_open(NULL);
+    orbit_id id;
+    ck_assert_int_eq(orbit_pool_register(e.p, KEY, 4, &id), 0);
+    uint32_t ki;
+    ck_assert_int_eq(pool_key_peek(e.p, KEY, &ki), 0);
+    struct pool_key *k = pool_key_at(e.p, ki);
+    struct pool_key before;
+    memcpy(&before, k, sizeof before);
+    struct orbit_pool_stats s0, s1;
+    orbit_pool_stats(e.p, &s0);
+    for (int i = 0; i < 1000; i++) {
+        struct orbit_lease l;
+        struct orbit_execution ex;
+        QUIET_CHECK(orbit_pool_reserve(e.p, id, &l) == 0, "reserve %d", i);
+        QUIET_CHECK(orbit_pool_accept(e.p, &l, &ex) == 0, "accept %d", i);
+        orbit_execution_complete(&ex);
+    }
+    orbit_pool_stats(e.p, &s1);
+    ck_assert_int_eq(memcmp(&before, k, sizeof before), 0);   /* the line, byte for byte */
+    ck_assert_uint_eq(s1.wakes, s0.wakes);
+    uint32_t v0, v1;
+    ck_assert_int_eq(orbit_pool_version(e.p, KEY, &v0), 0);
+    struct orbit_lease l;
+    struct orbit_execution ex;
+    ck_assert_int_eq(orbit_pool_reserve(e.p, id, &l), 0);
+    ck_assert_int_eq(orbit_pool_accept(e.p, &l, &ex), 0);
+    orbit_execution_complete(&ex);
+    ck_assert_int_eq(orbit_pool_version(e.p, KEY, &v1), 0);
+    ck_assert_uint_ne(v1, v0);   /* a version was out: the completion moved past it */
+    env_close(&e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pool-api");
@@ -355,6 +396,7 @@ int main(void)
     tcase_add_test(tc, reconcile_sets_the_owners_truth_and_wakes_the_key);
     tcase_add_test(tc, another_node_is_not_the_owner);
     tcase_add_test(tc, shared_values_that_fail_a_bounds_check_are_refused);
+    tcase_add_test(tc, an_unwatched_triple_writes_nothing_on_the_key_line);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -77,6 +77,14 @@ static void await_parked(struct orb_waitword *w)
     ck_assert_uint_eq(atomic_load(&w->parked), 1);
 }
 
+/* Until n threads sleep in wait_offer on this offers word. */
+static void await_sleepers(struct stream_offers *o, uint32_t n)
+{
+    for (int i = 0; i < 5000 && atomic_load(&o->sleepers) != n; i++)
+        tu_sleep_ms(1);
+    ck_assert_uint_eq(atomic_load(&o->sleepers), n);
+}
+
 static struct orbit_stream_stats stats_of(struct orbit_streams *s)
 {
     struct orbit_stream_stats st;
@@ -518,6 +526,45 @@ static void *offer_waiter(void *p)
     return NULL;
 }
 
+/*
+ * Design figure: one offer wakes one of the threads asleep in wait_offer,
+ * not all of them (no thundering herd); each later offer wakes the next.
+ */
+START_TEST(an_offer_wakes_one_offer_waiter_not_every_one)
+{
+    struct fx x = fx_open();
+    enum { WAITERS = 4 };
+    struct offer_arg o[WAITERS];
+    pthread_t th[WAITERS];
+    struct stream_offers *offers = stream_offers_of(x.s, 0);
+    for (int i = 0; i < WAITERS; i++) {
+        o[i] = (struct offer_arg){ .s = x.s, .rc = 1 };
+        pthread_create(&th[i], NULL, offer_waiter, &o[i]);
+    }
+    await_sleepers(offers, WAITERS);
+    tu_sleep_ms(20);   /* counted, then asleep in the kernel */
+    struct orbit_stream_stats s0 = stats_of(x.s);
+    struct orbit_endpoint *a[WAITERS];
+    struct orbit_ticket t[WAITERS];
+    for (int n = 1; n <= WAITERS; n++) {
+        ck_assert_int_eq(orbit_streams_create(x.s, &a[n - 1], &t[n - 1]), 0);
+        ck_assert_int_eq(orbit_streams_offer(x.s, &t[n - 1], 0), 0);
+        await_sleepers(offers, (uint32_t)(WAITERS - n));
+        tu_sleep_ms(20);   /* a herd would show here: woken, re-parked */
+        struct orbit_stream_stats s1 = stats_of(x.s);
+        ck_assert_uint_eq(s1.parks - s0.parks, (uint64_t)n);   /* only the takers came back */
+        ck_assert_uint_eq(atomic_load(&offers->sleepers), (uint32_t)(WAITERS - n));
+    }
+    for (int i = 0; i < WAITERS; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(o[i].rc, 0);
+    }
+    for (int i = 0; i < WAITERS; i++)
+        orbit_endpoint_close(a[i]);
+    fx_close(&x);
+}
+END_TEST
+
 START_TEST(an_offer_is_taken_once_and_a_stale_offer_is_skipped)
 {
     struct fx x = fx_open();
@@ -560,7 +607,7 @@ START_TEST(an_offer_is_taken_once_and_a_stale_offer_is_skipped)
     struct offer_arg o = { .s = x.s };
     pthread_t th;
     pthread_create(&th, NULL, offer_waiter, &o);
-    await_parked(&stream_offers_of(x.s, 0)->wait);
+    await_sleepers(stream_offers_of(x.s, 0), 1);
     ck_assert_int_eq(orbit_streams_offer(x.s, &t, 0), 0);
     pthread_join(th, NULL);
     ck_assert_int_eq(o.rc, 0);
@@ -1198,6 +1245,7 @@ static Suite *stream_suite(void)
     tcase_add_test(seed, a_death_report_ends_that_incarnations_sides_only);
     tcase_add_test(seed, a_death_report_leaves_the_survivor_a_reset);
     tcase_add_test(seed, an_offer_is_taken_once_and_a_stale_offer_is_skipped);
+    tcase_add_test(seed, an_offer_wakes_one_offer_waiter_not_every_one);
     tcase_add_test(seed, a_contested_claim_goes_to_exactly_one_opener);
     tcase_add_test(seed, random_sizes_concatenate_exactly);
     suite_add_tcase(s, seed);

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* The bounded, validated, dead-holder-recovering shared lock. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <orbit/error.h>
+#include "lock.h"
+#include "wait.h"
+
+#define SPINS_BEFORE_SLEEP 100
+#define SLEEP_SLICE_NS     (10 * 1000000LL)   /* re-check the holder's life this often */
+
+static _Atomic uint32_t self_pid;
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+
+static void forget_pid(void) { atomic_store_explicit(&self_pid, 0, memory_order_relaxed); }
+static void register_fork_hook(void) { pthread_atfork(NULL, NULL, forget_pid); }
+
+/* getpid() is a system call: cached, and forgotten in a forked child. */
+static uint32_t me(void)
+{
+    uint32_t p = atomic_load_explicit(&self_pid, memory_order_relaxed);
+    if (p == 0) {
+        pthread_once(&self_once, register_fork_hook);
+        p = (uint32_t)getpid();
+        atomic_store_explicit(&self_pid, p, memory_order_relaxed);
+    }
+    return p;
+}
+
+/* The holder's process has exited (a zombie counts: it can never release). */
+static int holder_gone(uint32_t pid)
+{
+    if (pid == me())
+        return 0;
+#ifdef SYS_pidfd_open
+    int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    if (fd >= 0) {
+        struct pollfd pf = { .fd = fd, .events = POLLIN };
+        int exited = poll(&pf, 1, 0) == 1;
+        close(fd);
+        return exited;
+    }
+    if (errno != ENOSYS)
+        return errno == ESRCH;
+#endif
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+static void futex_sleep(_Atomic uint32_t *w, uint32_t v, int64_t until_ns)
+{
+    struct timespec ts = { .tv_sec = until_ns / 1000000000, .tv_nsec = until_ns % 1000000000 };
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_BITSET, v, &ts, NULL, FUTEX_BITSET_MATCH_ANY);
+}
+
+int orb_lock_try(struct orb_lock *l)
+{
+    uint32_t v = 0;
+    /* Acquire: what the last holder wrote under the lock is visible to us. */
+    return atomic_compare_exchange_strong_explicit(&l->word, &v, me(), memory_order_acquire,
+                                                   memory_order_relaxed) ? 0 : -EBUSY;
+}
+
+/* Taken over from a dead holder, or -1 when someone else changed the word first. */
+static int take_over(struct orb_lock *l, uint32_t v)
+{
+    /* The CAS names the dead holder's word: of several waiters that saw it dead, one wins. */
+    return atomic_compare_exchange_strong_explicit(&l->word, &v, me() | ORB_LOCK_WAITERS,
+                                                   memory_order_acquire, memory_order_relaxed)
+               ? ORB_LOCK_RECOVERED : -1;
+}
+
+static int take_slow(struct orb_lock *l, int bound_ms)
+{
+    int64_t start = orb_now_ns(), end = start + (int64_t)bound_ms * 1000000, next_check = start;
+    uint32_t waiters = 0;   /* once we slept, others may sleep too: keep the bit for them */
+    for (unsigned n = 0;; n++) {
+        uint32_t v = atomic_load_explicit(&l->word, memory_order_relaxed);
+        if (!orb_lock_word_valid(v))
+            return -ORBIT_ECORRUPT;
+        if (v == 0) {
+            if (atomic_compare_exchange_weak_explicit(&l->word, &v, me() | waiters, memory_order_acquire,
+                                                      memory_order_relaxed))
+                return ORB_LOCK_TAKEN;
+            continue;
+        }
+        if (n < SPINS_BEFORE_SLEEP) {
+            orb_cpu_relax();
+            continue;
+        }
+        int64_t now = orb_now_ns();
+        if (now >= next_check) {
+            if (holder_gone(v & ORB_LOCK_PID_MASK)) {
+                int r = take_over(l, v);
+                if (r >= 0)
+                    return r;
+                continue;
+            }
+            next_check = now + SLEEP_SLICE_NS;
+        }
+        if (now >= end)
+            return -ORBIT_ETIMEDOUT;
+        /* The bit before the sleep: a give that clears the word after this wakes us. */
+        if (!(v & ORB_LOCK_WAITERS) &&
+            !atomic_compare_exchange_weak(&l->word, &v, v | ORB_LOCK_WAITERS))
+            continue;
+        futex_sleep(&l->word, v | ORB_LOCK_WAITERS, now + SLEEP_SLICE_NS < end ? now + SLEEP_SLICE_NS : end);
+        waiters = ORB_LOCK_WAITERS;
+    }
+}
+
+int orb_lock_take(struct orb_lock *l, int bound_ms)
+{
+    uint32_t v = 0;
+    if (atomic_compare_exchange_strong_explicit(&l->word, &v, me(), memory_order_acquire,
+                                                memory_order_relaxed))
+        return ORB_LOCK_TAKEN;
+    return take_slow(l, bound_ms);
+}
+
+void orb_lock_give(struct orb_lock *l)
+{
+    /* Release: everything written under the lock is visible to the next taker. */
+    uint32_t v = atomic_exchange_explicit(&l->word, 0, memory_order_release);
+    if (v & ORB_LOCK_WAITERS)
+        syscall(SYS_futex, (uint32_t *)&l->word, FUTEX_WAKE, 1, NULL, NULL, 0);
+}

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Regenerate README.md's measured table from orbit-bench --json.
+
+    tools/bench/readme-table.py [--bench PATH] [--json-dir DIR] [--write README.md]
+
+Runs `orbit-bench stream|exchange|pool|admission --json` and the stream and
+exchange --scale sweeps (or reads DIR/<name>.json from an earlier run, names
+stream, exchange, pool, admission, stream-scale, exchange-scale: --json-dir), prints the markdown table, and with
+--write replaces the table between the README's bench-table markers. Every
+figure comes from the JSON; nothing is typed by hand."""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+SUBS = {
+    "stream": [],
+    "exchange": ["--no-relay"],
+    "pool": ["--scale"],
+    "admission": ["--scale"],
+    "stream-scale": ["--scale"],
+    "exchange-scale": ["--scale", "--bytes", "256M"],
+}
+BEGIN, END = "<!-- bench-table:begin -->", "<!-- bench-table:end -->"
+
+
+def load(args, sub):
+    if args.json_dir:
+        path = os.path.join(args.json_dir, f"{sub}.json")
+        if not os.path.exists(path):
+            return None
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    cmd = sub.split("-")[0]
+    out = subprocess.run([args.bench, cmd, *SUBS[sub], "--json"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def mops(v):
+    return f"{v / 1e6:.1f} M"
+
+
+def stream_rows(d):
+    rows = []
+    pp = d.get("pingpong_64")
+    if pp and pp["orbit"]["ok"]:
+        rows.append(("64-byte ping-pong p50 (`orbit-bench stream`)", f"{pp['orbit']['p50_ns'] / 1000:.1f} µs",
+                     f"pipe {pp['pipe']['p50_ns'] / 1000:.0f} µs, socketpair {pp['socketpair']['p50_ns'] / 1000:.0f} µs"))
+    runs = [r for r in d.get("orbit", []) if r.get("ok") and r["chunk"] == 65536]
+    base = {b["chunk"]: b for b in d.get("baselines", [])}.get(65536)
+    if runs and base:
+        best = max(runs, key=lambda r: r["gbps"])
+        rows.append((f"one-way stream, 64 KiB chunks, {best['ring'] >> 10} KiB ring", f"{best['gbps']:.1f} GB/s",
+                     f"socketpair {base['socketpair_gbps']:.1f} GB/s, pipe (1 MiB) {base['pipe_1m_gbps']:.1f} GB/s"))
+    parks = [r["parks_per_ringful"] for r in d.get("orbit", []) if r.get("ok")]
+    if parks:
+        rows.append(("parks per ring-ful, bulk transfer", f"{min(parks):.3g}–{max(parks):.3g}", "—"))
+    return rows
+
+
+def exchange_rows(d):
+    rows = []
+    # The event loop first: the thread row says "the same with a thread per exchange".
+    for r in sorted(d.get("roundtrip", []), key=lambda r: r["model"] != "loop"):
+        if r["concurrency"] != 8 or r["body"] != 65536 or r["chunk"] != 65536:
+            continue
+        what = ("exchange round trips, 64 KiB bodies in 64 KiB chunks, 8 in flight, one event loop per process "
+                "(`orbit-bench exchange`)" if r["model"] == "loop" else
+                "the same with a thread per exchange (16 threads)")
+        rows.append((what, f"{r['exchange_gbps']:.1f} GB/s", f"socketpair {r['socketpair_gbps']:.1f} GB/s"))
+    return rows
+
+
+def pool_rows(d):
+    rows = []
+    for r in d["results"]:
+        n = r["processes"]
+        where = "" if n == 1 else (", one key" if r["shared_key"] else ", distinct keys")
+        rows.append((f"pool reserve→accept→complete, {n} process{'es' if n > 1 else ''}{where} (`orbit-bench pool`)",
+                     f"{mops(r['orbit_ops_per_s'])} ops/s",
+                     f"process-shared mutex {mops(r['mutex_ops_per_s'])} ops/s ({r['orbit_over_mutex']:.2f}×)"))
+    return rows
+
+
+def admission_rows(d):
+    rows = []
+    for r in d["results"]:
+        n = r["processes"]
+        semop = f", SysV semop {mops(r['semop_pairs_per_s'])}" if r.get("semop_pairs_per_s") else ""
+        rows.append((f"admission claim+release, {d['domains']} domains, {n} process{'es' if n > 1 else ''} "
+                     "(`orbit-bench admission`)", f"{mops(r['orbit_pairs_per_s'])} pairs/s",
+                     f"robust mutex {mops(r['pthread_mutex_pairs_per_s'])} ({r['orbit_over_mutex']:.2f}×){semop}"))
+    return rows
+
+
+def stream_scale_rows(d):
+    return [(f"64-byte ping-pong, {r['pairs']} pair{'s' if r['pairs'] > 1 else ''} at once "
+             f"(`orbit-bench stream --scale`)", f"{r['orbit_rt_per_s'] / 1e3:.0f} k round trips/s",
+             f"socketpair {r['socketpair_rt_per_s'] / 1e3:.0f} k ({r['orbit_over_socketpair']:.2f}×)")
+            for r in d["results"]]
+
+
+def exchange_scale_rows(d):
+    return [(f"exchange round trips, 64 KiB bodies, {r['pairs']} client/server pair{'s' if r['pairs'] > 1 else ''} "
+             "at once (`orbit-bench exchange --scale`)", f"{r['exchange_gbps']:.1f} GB/s",
+             f"socketpair {r['socketpair_gbps']:.1f} GB/s ({r['exchange_over_socketpair']:.2f}×)")
+            for r in d["results"]]
+
+
+def table(args):
+    rows = []
+    for sub, fn in (("stream", stream_rows), ("exchange", exchange_rows), ("pool", pool_rows),
+                    ("admission", admission_rows), ("stream-scale", stream_scale_rows),
+                    ("exchange-scale", exchange_scale_rows)):
+        d = load(args, sub)
+        if d is not None:
+            rows += fn(d)
+    lines = ["| what | orbit | alternative (same run) |", "|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bench", default="build/tools/orbit-bench", help="the orbit-bench binary")
+    p.add_argument("--json-dir", help="read DIR/<subcommand>.json instead of running the bench")
+    p.add_argument("--write", metavar="README", help="replace the table between the bench-table markers")
+    args = p.parse_args()
+    text = table(args)
+    if not args.write:
+        print(text)
+        return 0
+    with open(args.write, encoding="utf-8") as f:
+        readme = f.read()
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    if not pattern.search(readme):
+        print(f"readme-table: {args.write} has no {BEGIN} ... {END} section", file=sys.stderr)
+        return 2
+    with open(args.write, "w", encoding="utf-8") as f:
+        f.write(pattern.sub(lambda _: f"{BEGIN}\n{text}\n{END}", readme, count=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
