@@ -116,4 +116,93 @@ struct ostream {
 void relay_frame_encode(char out[48], const struct orbit_lease *l, uint32_t req_len);
 int  relay_frame_decode(const char in[48], struct orbit_lease *l, uint32_t *req_len);
 
+/* ---- the worker and its modules ----------------------------------------- */
+
+#define W_LANE 256   /* relay_stream_spec.lane_capacity and relay_pool_spec.lane_capacity */
+
+
+struct worker {
+    const struct relay_opts *o;
+    struct relay_worker_stats *st;
+    struct io_uring ring;
+    struct orbit_fleet *fleet;
+    struct orbit_pool *pool;
+    struct orbit_streams *streams;
+    orbit_key key;
+    struct orbit_limits limits;
+    bool futex;                     /* io_uring FUTEX_WAIT available */
+    int lfd;
+    bool stopping;
+    int64_t stop_deadline;
+    /* objects */
+    struct obj **objs;
+    uint32_t *gens, n_objs, cap_objs, *free_idx, n_free;
+    struct obj **grave;
+    uint32_t n_grave, cap_grave;
+    /* the pool wait queue (FIFO) and what is armed */
+    struct client *qhead, *qtail;
+    bool pool_armed, offer_armed;
+    struct upstream *by_slot[W_LANE];
+    int n_ups, n_creating, n_clients, n_rs, n_os;
+    struct relay_stats *stats;      /* the whole fleet's counters: who waits, who owns */
+    struct orbit_policy policy;
+    struct rstream *rs_list;
+    struct ostream *os_list;
+    /* readiness mode */
+    int rfd_streams, rfd_pool;
+    bool rfd_streams_armed, rfd_pool_armed;
+    uint64_t rfd_buf[2];
+    struct __kernel_timespec tick;
+};
+
+/* objects (worker.c) */
+uint64_t ud_of(const struct obj *o, enum w_op op);
+int obj_add(struct worker *w, struct obj *o, enum w_kind kind);
+void obj_kill(struct worker *w, struct obj *o);
+struct io_uring_sqe *obj_sqe(struct worker *w, struct obj *o, enum w_op op);
+void cancel_op(struct worker *w, struct obj *o, enum w_op op);
+
+/* clients (client.c) */
+void queue_remove(struct worker *w, struct client *c);
+void queue_push(struct worker *w, struct client *c);
+void client_close(struct worker *w, struct client *c);
+void client_send(struct worker *w, struct client *c, const char *p, size_t n);
+void client_error(struct worker *w, struct client *c, int status, const char *reason, bool close);
+void client_resp_done(struct worker *w, struct client *c);
+void client_job_failed(struct worker *w, struct client *c, bool retryable);
+void client_on_send(struct worker *w, struct client *c, int res);
+void client_on_recv(struct worker *w, struct client *c, int res);
+void accept_arm(struct worker *w);
+void on_accept(struct worker *w, int res);
+
+/* upstreams (upstream.c) */
+void up_unsink(struct worker *w, struct upstream *up);
+void up_drained(struct worker *w, struct upstream *up);
+void up_on_recv(struct worker *w, struct upstream *up, int res);
+void up_on_send(struct worker *w, struct upstream *up, int res);
+struct upstream *up_by_id(struct worker *w, orbit_id id);
+int up_run_lease(struct worker *w, const struct orbit_lease *lease, enum sink_kind sink, void *obj, const char *req, size_t req_len);
+void up_create(struct worker *w, struct client *c, struct orbit_permit *permit);
+void up_on_connect(struct worker *w, struct upstream *up, int res);
+
+/* relay streams (streams.c) */
+void rs_fail(struct worker *w, struct rstream *rs, bool retryable);
+void rs_start(struct worker *w, struct client *c, const struct orbit_lease *lease);
+void rs_step(struct worker *w, struct rstream *rs);
+void rs_check_leases(struct worker *w);
+void os_write_step(struct worker *w, struct ostream *os);
+void os_deliver(struct worker *w, struct ostream *os, const char *p, size_t n);
+void os_job_done(struct worker *w, struct ostream *os);
+void os_job_failed(struct worker *w, struct ostream *os, bool retryable);
+void os_step(struct worker *w, struct ostream *os);
+void take_offers(struct worker *w);
+void arm_offer_wait(struct worker *w);
+
+/* the pool (pool.c) */
+int fair_share(struct worker *w);
+bool others_starving(struct worker *w);
+struct orbit_decision fair_decide(void *ctx, orbit_key key, const struct orbit_candidate *c, size_t n, uint32_t live, uint32_t creating, const struct orbit_limits *limits);
+void dispatch(struct worker *w, struct client *c);
+void sweep(struct worker *w);
+
 #endif
