@@ -9,14 +9,34 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <orbit/uring.h>
+#include "httpmsg.h"
 #include "worker.h"
 
 /* ---- clients ------------------------------------------------------------ */
 
+/* Room for the next recv: the buffer grows up to a whole request's limit. */
+static int client_room(struct worker *w, struct client *c)
+{
+    size_t limit = w->o->max_head + w->o->max_body + W_IN;
+    if (c->in_cap - c->in_len >= W_IN / 4 || c->in_cap >= limit)
+        return c->in_len < c->in_cap ? 0 : -1;
+    size_t cap = c->in_cap * 2 < limit ? c->in_cap * 2 : limit;
+    char *in = realloc(c->in, cap);
+    if (!in)
+        return -1;
+    c->in = in;
+    c->in_cap = cap;
+    return 0;
+}
+
 static void client_recv(struct worker *w, struct client *c)
 {
+    if (client_room(w, c) < 0) {
+        client_error(w, c, 413, "Content Too Large", true);
+        return;
+    }
     struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_RECV);
-    io_uring_prep_recv(sqe, c->fd, c->in + c->in_len, W_IN - c->in_len, 0);
+    io_uring_prep_recv(sqe, c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
     c->recv_armed = true;
 }
 
@@ -53,66 +73,145 @@ void client_close(struct worker *w, struct client *c)
     w->n_clients--;
     STAT_SUB(w->st, conns_open, 1);
     obj_kill(w, &c->o);
+    accept_resume(w);   /* a descriptor came free */
 }
 
-/* Copies the request with the hop-by-hop headers dropped, for a keep-alive upstream. */
-static size_t build_upstream_request(const char *in, const struct http_req *rq, char *out)
+static const char *reason_of(int status)
 {
-    const char *p = in, *end = in + rq->head_len - 2;
-    size_t n = 0;
-    const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
-    memcpy(out, p, (size_t)(eol - p) + 2);
-    n += (size_t)(eol - p) + 2;
-    for (p = eol + 2; p < end; p = eol + 2) {
-        eol = memmem(p, (size_t)(end - p), "\r\n", 2);
-        size_t len = (size_t)(eol - p);
-        if ((len >= 11 && strncasecmp(p, "Connection:", 11) == 0) ||
-            (len >= 11 && strncasecmp(p, "Keep-Alive:", 11) == 0) ||
-            (len >= 17 && strncasecmp(p, "Proxy-Connection:", 17) == 0))
-            continue;
-        memcpy(out + n, p, len + 2);
-        n += len + 2;
+    switch (status) {
+    case 400: return "Bad Request";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Error";
     }
-    if (rq->http10) {
-        memcpy(out + n, "Connection: keep-alive\r\n", 24);
-        n += 24;
+}
+
+/* The request for the upstream: its head without hop-by-hop fields, then the
+ * payload (a chunked body goes as its payload with a Content-Length). */
+static int build_upstream_request(struct client *c)
+{
+    const struct hm_head *h = &c->msg.h;
+    size_t body = c->body_out - h->head_len;
+    struct hm_rewrite rw = { .drop_expect = h->expect_continue, .drop_te = h->chunked, .add_length = h->chunked,
+                             .length = body, .connection = h->minor == 0 ? "keep-alive" : NULL };
+    size_t need = h->head_len + 128 + body;
+    if (c->req_cap < need) {
+        char *r = realloc(c->req, need);
+        if (!r)
+            return -1;
+        c->req = r;
+        c->req_cap = need;
     }
-    memcpy(out + n, "\r\n", 2);
-    n += 2;
-    memcpy(out + n, in + rq->head_len, rq->content_length);
-    return n + rq->content_length;
+    ssize_t n = hm_head_rewrite(c->in, h->head_len, &rw, c->req, c->req_cap - body);
+    if (n < 0)
+        return -1;
+    memcpy(c->req + n, c->in + h->head_len, body);
+    c->req_len = (size_t)n + body;
+    return 0;
+}
+
+static const char continue_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+/* Expect: 100-continue and no body yet: the relay answers it (the body is read here). */
+static void client_continue(struct worker *w, struct client *c)
+{
+    c->continue_sent = true;
+    struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
+    c->out = continue_100;
+    c->out_len = sizeof continue_100 - 1;
+    c->out_off = 0;
+    io_uring_prep_send(sqe, c->fd, c->out, c->out_len, MSG_NOSIGNAL);
+    c->send_armed = true;
+}
+
+/* A head is in: check it; 0 to read its body, or an error was answered. */
+static int client_head(struct worker *w, struct client *c)
+{
+    int r = hm_head_parse(&c->msg, HM_REQUEST, c->in, c->in_len, w->o->max_head, false);
+    if (r <= 0) {
+        if (r < 0)
+            client_error(w, c, -r, reason_of(-r), true);
+        return -1;
+    }
+    c->head_done = true;
+    c->body_scan = c->body_out = (size_t)r;
+    c->msg.dechunk = c->msg.h.chunked;
+    if (c->msg.h.has_length && c->msg.h.content_length > w->o->max_body) {
+        client_error(w, c, 413, "Content Too Large", true);   /* before reading the body */
+        return -1;
+    }
+    if (c->msg.h.expect_continue && !c->msg.complete && c->in_len == (size_t)r && !w->stopping)
+        client_continue(w, c);
+    return 0;
+}
+
+/* Frames the body bytes read so far; 1 when the request is complete, 0 for more, -1 answered. */
+static int client_body(struct worker *w, struct client *c)
+{
+    if (!c->msg.complete && c->in_len > c->body_scan) {
+        size_t out;
+        ssize_t used = hm_body(&c->msg, c->in + c->body_scan, c->in_len - c->body_scan, &out);
+        if (used < 0) {
+            client_error(w, c, 400, "Bad Request", true);
+            return -1;
+        }
+        if (c->in + c->body_out != c->in + c->body_scan)
+            memmove(c->in + c->body_out, c->in + c->body_scan, out);   /* the payload, de-chunked */
+        c->body_out += out;
+        c->body_scan += (size_t)used;
+        if (c->body_out - c->msg.h.head_len > w->o->max_body) {
+            client_error(w, c, 413, "Content Too Large", true);
+            return -1;
+        }
+    }
+    return c->msg.complete ? 1 : 0;
 }
 
 /* Looks for a whole request in the input; starts it, or reads more. */
 static void client_try_request(struct worker *w, struct client *c)
 {
-    struct http_req rq;
-    int r = http_parse_request(c->in, c->in_len, &rq);
-    if (r < 0 || (r == 0 && c->in_len == W_IN)) {
-        client_error(w, c, 400, "Bad Request", true);
-        return;
+    if (!c->head_done) {
+        if (hm_head_bad_prefix(c->in, c->in_len)) {
+            client_error(w, c, 400, "Bad Request", true);
+            return;
+        }
+        if (c->in_len > 0 && c->t_head == 0)
+            c->t_head = relay_now_ns();
+        if (client_head(w, c) < 0) {
+            if (c->state == C_ERROR || c->closing)
+                return;
+            if (w->stopping && c->in_len == 0)
+                client_close(w, c);
+            else
+                client_recv(w, c);
+            return;
+        }
     }
-    if (r == 0) {
-        if (w->stopping && c->in_len == 0)
-            client_close(w, c);
-        else
+    int r = client_body(w, c);
+    if (r < 0)
+        return;
+    if (r == 0 || c->send_armed) {   /* more body, or our 100 Continue is still going out */
+        if (r == 0)
             client_recv(w, c);
         return;
     }
-    size_t total = rq.head_len + rq.content_length;
-    if (total > W_IN) {
-        client_error(w, c, 413, "Request Too Large", true);
+    if (build_upstream_request(c) < 0) {
+        client_error(w, c, 503, "Service Unavailable", true);
         return;
     }
-    if (c->in_len < total) {
-        client_recv(w, c);
-        return;
-    }
-    c->req_len = build_upstream_request(c->in, &rq, c->req);
-    c->used = total;
-    c->keepalive = rq.keepalive && !w->stopping;
-    c->head_method = rq.head_method;
+    c->used = c->body_scan;
+    c->keepalive = c->msg.h.keepalive && !w->stopping;
+    c->http10 = c->msg.h.minor == 0;
+    c->idempotent = c->msg.h.idempotent;
+    c->head_method = c->msg.h.head_method;
     c->retries = 0;
+    c->fail_status = 502;
     c->resp_started = c->resp_done = false;
     c->t0 = relay_now_ns();
     STAT_ADD(w->st, inflight, 1);
@@ -137,6 +236,10 @@ void client_send(struct worker *w, struct client *c, const char *p, size_t n)
 
 void client_error(struct worker *w, struct client *c, int status, const char *reason, bool close)
 {
+    if (c->send_armed && c->state == C_READ) {   /* our 100 Continue is going out: after it */
+        c->deferred_status = status;
+        return;
+    }
     int n = http_error(c->err, sizeof c->err, status, reason, close || !c->keepalive);
     if (close)
         c->keepalive = false;
@@ -167,6 +270,9 @@ void client_resp_done(struct worker *w, struct client *c)
     memmove(c->in, c->in + c->used, c->in_len - c->used);
     c->in_len -= c->used;
     c->used = 0;
+    c->head_done = c->continue_sent = false;
+    c->t_head = 0;
+    c->t_idle = relay_now_ns();
     client_try_request(w, c);
 }
 
@@ -180,7 +286,7 @@ void client_job_failed(struct worker *w, struct client *c, bool retryable)
         STAT_ADD(w->st, retries, 1);
         dispatch(w, c);
     } else if (!c->resp_started) {
-        client_error(w, c, 502, "Bad Gateway", false);
+        client_error(w, c, c->fail_status, reason_of(c->fail_status), c->fail_status == 504);
     } else {
         STAT_ADD(w->st, aborted, 1);
         STAT_SUB(w->st, inflight, 1);
@@ -240,6 +346,12 @@ void client_on_send(struct worker *w, struct client *c, int res)
     case C_LOCAL: up_drained(w, c->up); break;
     case C_REMOTE: rs_step(w, c->rs); break;
     case C_ERROR: client_resp_done(w, c); break;
+    case C_READ:   /* our 100 Continue went out */
+        if (c->deferred_status)
+            client_error(w, c, c->deferred_status, reason_of(c->deferred_status), true);
+        else if (!c->recv_armed)
+            client_try_request(w, c);
+        break;
     default: break;
     }
 }
@@ -254,6 +366,7 @@ void client_on_recv(struct worker *w, struct client *c, int res)
         return;
     }
     c->in_len += (size_t)res;
+    c->t_read = relay_now_ns();
     client_try_request(w, c);
 }
 
@@ -264,18 +377,42 @@ void accept_arm(struct worker *w)
     io_uring_sqe_set_data64(sqe, (uint64_t)OP_ACCEPT << 56);
 }
 
+/* Out of descriptors (or memory): the connections wait in the backlog until
+ * a client closes or the next tick, instead of failing the accept in a loop. */
+static bool accept_pause(struct worker *w, int res)
+{
+    if (res != -EMFILE && res != -ENFILE && res != -ENOBUFS && res != -ENOMEM)
+        return false;
+    w->accept_paused = true;
+    STAT_ADD(w->st, accept_pauses, 1);
+    return true;
+}
+
+void accept_resume(struct worker *w)
+{
+    if (w->accept_paused && !w->stopping) {
+        w->accept_paused = false;
+        accept_arm(w);
+    }
+}
+
 void on_accept(struct worker *w, int res)
 {
     if (res < 0) {
-        if (!w->stopping)
+        if (!w->stopping && !accept_pause(w, res))
             accept_arm(w);
         return;
     }
     struct client *c = calloc(1, sizeof *c);
-    if (!c || obj_add(w, &c->o, K_CLIENT) < 0) {
+    char *in = c ? malloc(W_IN) : NULL;
+    if (!in || obj_add(w, &c->o, K_CLIENT) < 0) {
+        free(in);
         free(c);
         close(res);
     } else {
+        c->in = in;
+        c->in_cap = W_IN;
+        c->t_idle = relay_now_ns();
         c->fd = res;
         int one = 1;
         setsockopt(res, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -288,3 +425,25 @@ void on_accept(struct worker *w, int res)
         accept_arm(w);
 }
 
+
+struct up_job client_job(const struct client *c)
+{
+    return (struct up_job){ .req = c->req, .req_len = c->req_len, .head_req = c->head_method,
+                            .idempotent = c->idempotent, .http10 = c->http10, .keepalive = c->keepalive };
+}
+
+/* Housekeeping: a connection idle too long is closed; a head (or a body) that
+ * does not arrive in time is answered 408. */
+void client_check_timeouts(struct worker *w, struct client *c, int64_t now)
+{
+    if (c->closing || c->state != C_READ || c->recv_armed == false)
+        return;
+    if (c->in_len == 0 && !c->head_done) {
+        if (now - c->t_idle > (int64_t)w->o->idle_timeout_ms * 1000000)
+            client_close(w, c);
+        return;
+    }
+    int64_t since = c->head_done ? c->t_read : c->t_head;
+    if (now - since > (int64_t)w->o->header_timeout_ms * 1000000)
+        client_error(w, c, 408, "Request Timeout", true);
+}

@@ -619,8 +619,13 @@ int demo_main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     orbit_fleet_unlink(d.o.fleet);
     d.sfd = relay_signalfd();
-    struct relay_opts ro = { .fleet = d.o.fleet, .workers = d.o.workers, .upstreams = d.o.upstreams,
-                             .restart = d.o.restart, .quiet = true };
+    struct relay_opts ro;
+    relay_opts_defaults(&ro);
+    ro.fleet = d.o.fleet;
+    ro.workers = d.o.workers;
+    ro.upstreams = d.o.upstreams;
+    ro.restart = d.o.restart;
+    ro.quiet = true;
     if (start_backend(&d, &ro.upstream) < 0) {
         fprintf(stderr, "orbit-relay demo: the backend did not start\n");
         return 1;

@@ -80,7 +80,8 @@ static int try_dispatch(struct worker *w, struct client *c, uint32_t *version)
         }
         switch (plan.kind) {
         case ORBIT_PLAN_LOCAL_REUSE:
-            if (up_run_lease(w, &plan.lease, SINK_CLIENT, c, c->req, c->req_len) == 0) {
+            struct up_job job = client_job(c);
+            if (up_run_lease(w, &plan.lease, SINK_CLIENT, c, &job) == 0) {
                 c->state = C_LOCAL;
                 c->up = up_by_id(w, plan.lease.id);
                 STAT_ADD(w->st, local_leases, 1);

@@ -23,6 +23,12 @@ struct relay_opts {
     struct sockaddr_in upstream; /* the backend */
     int workers;                 /* worker processes */
     int upstreams;               /* creation budget per backend (max_live) */
+    size_t max_head;             /* request head limit (431 beyond) */
+    size_t max_body;             /* request body limit (413 beyond, before reading it) */
+    int header_timeout_ms;       /* a request head (or a body's next bytes) must arrive within this */
+    int idle_timeout_ms;         /* an idle keep-alive connection is closed after this */
+    int connect_timeout_ms;      /* upstream connect */
+    int response_timeout_ms;     /* upstream response head after the request went out */
     bool restart;                /* the supervisor replaces a dead worker */
     bool self_reap;              /* the supervisor runs orbit_fleet_reap on a death */
     bool quiet;
@@ -30,6 +36,7 @@ struct relay_opts {
 
 /* ---- small helpers (util.c) -------------------------------------------- */
 
+void relay_opts_defaults(struct relay_opts *o);
 int64_t relay_now_ns(void);
 int relay_parse_addr(const char *text, struct sockaddr_in *out);   /* "host:port" or "port" */
 void relay_format_addr(const struct sockaddr_in *a, char *buf, size_t len);
@@ -108,7 +115,8 @@ struct relay_worker_stats {
     _Atomic uint64_t submits;        /* io_uring_enter calls */
     _Atomic uint64_t inflight;       /* gauge: client requests not yet answered */
     _Atomic uint64_t queued;         /* gauge: requests waiting for pool capacity */
-    uint8_t pad[48];
+    _Atomic uint64_t accept_pauses;  /* accepts paused: out of descriptors */
+    uint8_t pad[40];
 };
 
 struct relay_stats {

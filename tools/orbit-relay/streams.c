@@ -43,7 +43,7 @@ static int ep_wait(struct worker *w, struct obj *o, struct orbit_endpoint *ep, b
 
 /* ---- requester streams (side A) ----------------------------------------- */
 
-void relay_frame_encode(char out[48], const struct orbit_lease *l, uint32_t req_len)
+void relay_frame_encode(char out[48], const struct orbit_lease *l, uint32_t req_len, uint16_t flags)
 {
     uint32_t magic = RELAY_FRAME_MAGIC;
     uint16_t holder = l->holder, pad = 0;
@@ -56,9 +56,10 @@ void relay_frame_encode(char out[48], const struct orbit_lease *l, uint32_t req_
     memcpy(out + 32, &l->epoch, 8);
     memcpy(out + 40, &holder, 2);
     memcpy(out + 42, &pad, 2);
+    memcpy(out + 44, &flags, 2);
 }
 
-int relay_frame_decode(const char in[48], struct orbit_lease *l, uint32_t *req_len)
+int relay_frame_decode(const char in[48], struct orbit_lease *l, uint32_t *req_len, uint16_t *flags)
 {
     uint32_t magic;
     memcpy(&magic, in, 4);
@@ -70,6 +71,7 @@ int relay_frame_decode(const char in[48], struct orbit_lease *l, uint32_t *req_l
     memcpy(&l->holder_incarnation, in + 24, 8);
     memcpy(&l->epoch, in + 32, 8);
     memcpy(&l->holder, in + 40, 2);
+    memcpy(flags, in + 44, 2);
     return 0;
 }
 
@@ -96,9 +98,12 @@ void rs_fail(struct worker *w, struct rstream *rs, bool retryable)
 {
     struct client *c = rs->c;
     rs->c = NULL;
+    /* Sent again only if the owner cannot have sent it, or it may be sent twice. */
+    bool again = retryable && rs->body_bytes == 0 && rs->phase != RS_BODY &&
+                 (rs->phase == RS_WRITE || rs->refused || (c && c->idempotent));
     rs_end(w, rs, true);
     if (c)
-        client_job_failed(w, c, retryable && rs->body_bytes == 0);
+        client_job_failed(w, c, again);
 }
 
 void rs_start(struct worker *w, struct client *c, const struct orbit_lease *lease)
@@ -106,11 +111,13 @@ void rs_start(struct worker *w, struct client *c, const struct orbit_lease *leas
     struct rstream *rs = calloc(1, sizeof *rs);
     struct orbit_endpoint *ep = NULL;
     int rc = rs ? obj_add(w, &rs->o, K_RSTREAM) : -ENOMEM;
+    if (rc == 0 && !(rs->frame = malloc(48 + c->req_len)))
+        rc = -ENOMEM;
     if (rc == 0)
         rc = orbit_streams_create(w->streams, &ep, &rs->ticket);
     if (rc < 0) {
         /* The lease is abandoned: its owner's reconcile ages it out. */
-        if (rs && rs->o.gen)
+        if (rs && rs->o.gen && !rs->o.dead)
             obj_kill(w, &rs->o);
         else
             free(rs);
@@ -124,7 +131,9 @@ void rs_start(struct worker *w, struct client *c, const struct orbit_lease *leas
     rs->lease = *lease;
     rs->phase = RS_WRITE;
     rs->started = relay_now_ns();
-    relay_frame_encode(rs->frame, lease, (uint32_t)c->req_len);
+    uint16_t flags = (uint16_t)((c->head_method ? RELAY_F_HEAD : 0) | (c->idempotent ? RELAY_F_IDEMPOTENT : 0) |
+                                (c->http10 ? RELAY_F_HTTP10 : 0) | (c->keepalive ? RELAY_F_KEEPALIVE : 0));
+    relay_frame_encode(rs->frame, lease, (uint32_t)c->req_len, flags);
     memcpy(rs->frame + 48, c->req, c->req_len);
     rs->wlen = 48 + c->req_len;
     rs->next = w->rs_list;
@@ -185,14 +194,19 @@ void rs_step(struct worker *w, struct rstream *rs)
                 }
                 continue;
             }
-            uint32_t magic;
+            uint32_t magic, flags;
             int32_t status;
             memcpy(&magic, st, 4);
             memcpy(&status, st + 4, 4);
+            memcpy(&flags, st + 8, 4);
             if (r < 0 || magic != RELAY_STATUS_MAGIC || status != 0) {
-                rs_fail(w, rs, true);   /* refused or gone before a byte: try again */
+                /* Refused before sending: try again; failed after sending or gone: maybe. */
+                rs->refused = r == 0 && magic == RELAY_STATUS_MAGIC && status < 0;
+                rs_fail(w, rs, status != RELAY_STATUS_SENT);
                 return;
             }
+            if (rs->c && (flags & RELAY_S_CLOSE))
+                rs->c->keepalive = false;
             rs->phase = RS_BODY;
             break;
         }
@@ -241,7 +255,7 @@ void rs_check_leases(struct worker *w)
         next = rs->next;
         if (rs->phase == RS_BODY)
             continue;
-        if (!orbit_pool_is_current(w->pool, &rs->lease) || now - rs->started > W_STATUS_TIMEOUT_NS)
+        if (!orbit_pool_is_current(w->pool, &rs->lease) || now - rs->started > ((int64_t)w->o->response_timeout_ms + 5000) * 1000000)
             rs_fail(w, rs, true);
     }
 }
@@ -265,12 +279,13 @@ static void os_end(struct worker *w, struct ostream *os, bool reset)
     obj_kill(w, &os->o);
 }
 
-static void os_set_status(struct ostream *os, int32_t status)
+static void os_set_status(struct ostream *os, int32_t status, uint32_t flags)
 {
     uint32_t magic = RELAY_STATUS_MAGIC;
     memset(os->status_frame, 0, sizeof os->status_frame);
     memcpy(os->status_frame, &magic, 4);
     memcpy(os->status_frame + 4, &status, 4);
+    memcpy(os->status_frame + 8, &flags, 4);
     os->status_sent = true;
 }
 
@@ -323,14 +338,14 @@ static void os_refuse(struct worker *w, struct ostream *os, int32_t status)
 {
     STAT_ADD(w->st, refused, 1);
     os->phase = OS_CLOSING;
-    os_set_status(os, status);
+    os_set_status(os, status, 0);
     os_write(w, os, os->status_frame, sizeof os->status_frame);
 }
 
 void os_deliver(struct worker *w, struct ostream *os, const char *p, size_t n)
 {
     if (!os->status_sent && !os->peer_gone) {
-        os_set_status(os, 0);
+        os_set_status(os, 0, os->up && os->up->close_client ? RELAY_S_CLOSE : 0);
         /* 16 bytes into a direction nobody wrote yet: always fits. */
         if (orbit_endpoint_try_write_exact(os->ep, os->status_frame, sizeof os->status_frame) < 0)
             os->peer_gone = true;
@@ -350,8 +365,8 @@ void os_job_failed(struct worker *w, struct ostream *os, bool retryable)
 {
     STAT_SUB(w->st, serving_remote, 1);
     os->up = NULL;
-    if (retryable && !os->status_sent)
-        os_refuse(w, os, -ORBIT_ERESET);
+    if (!os->status_sent)
+        os_refuse(w, os, retryable ? -ORBIT_ERESET : RELAY_STATUS_SENT);
     else
         os_end(w, os, true);
 }
@@ -361,7 +376,10 @@ static void os_run(struct worker *w, struct ostream *os)
 {
     os->phase = OS_RUN;
     STAT_ADD(w->st, serving_remote, 1);
-    int rc = up_run_lease(w, &os->lease, SINK_OSTREAM, os, os->req, os->req_len);
+    struct up_job job = { .req = os->req, .req_len = os->req_len, .head_req = os->flags & RELAY_F_HEAD,
+                          .idempotent = os->flags & RELAY_F_IDEMPOTENT, .http10 = os->flags & RELAY_F_HTTP10,
+                          .keepalive = os->flags & RELAY_F_KEEPALIVE };
+    int rc = up_run_lease(w, &os->lease, SINK_OSTREAM, os, &job);
     if (rc < 0) {
         STAT_SUB(w->st, serving_remote, 1);
         os_refuse(w, os, rc);
@@ -386,7 +404,8 @@ void os_step(struct worker *w, struct ostream *os)
                 if (r == 0)
                     continue;
             }
-            if (r < 0 || relay_frame_decode(os->head, &os->lease, &req_len) < 0 || req_len > W_REQ ||
+            if (r < 0 || relay_frame_decode(os->head, &os->lease, &req_len, &os->flags) < 0 ||
+                req_len > w->o->max_head + w->o->max_body + 256 || !(os->req = malloc(req_len ? req_len : 1)) ||
                 orbit_id_node(os->lease.id) != orbit_fleet_node(w->fleet)) {
                 os_end(w, os, true);   /* the requester died, or this is not a relay stream */
                 return;

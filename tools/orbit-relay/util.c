@@ -164,3 +164,16 @@ uint64_t hist_percentile(const struct relay_hist *h, double p)
     }
     return h->max_ns;
 }
+
+void relay_opts_defaults(struct relay_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->restart = true;
+    o->listen_fd = -1;
+    o->max_head = 16384;
+    o->max_body = 1 << 20;
+    o->header_timeout_ms = 10000;
+    o->idle_timeout_ms = 60000;
+    o->connect_timeout_ms = 5000;
+    o->response_timeout_ms = 60000;
+}

@@ -103,10 +103,26 @@ void obj_kill(struct worker *w, struct obj *o)
     obj_settle(w, o);
 }
 
+/* An object and the buffers it owns. */
+static void obj_free(struct obj *o)
+{
+    if (!o)
+        return;
+    if (o->kind == K_CLIENT) {
+        free(((struct client *)o)->in);
+        free(((struct client *)o)->req);
+    } else if (o->kind == K_RSTREAM) {
+        free(((struct rstream *)o)->frame);
+    } else if (o->kind == K_OSTREAM) {
+        free(((struct ostream *)o)->req);
+    }
+    free(o);
+}
+
 static void grave_empty(struct worker *w)
 {
     for (uint32_t i = 0; i < w->n_grave; i++)
-        free(w->grave[i]);
+        obj_free(w->grave[i]);
     w->n_grave = 0;
 }
 
@@ -180,8 +196,25 @@ static void arm_tick(struct worker *w)
 }
 
 /* The owner's truth for each upstream; reservations nobody brought age out. */
+/* Connections and upstreams past their timeouts; a paused accept tries again. */
+static void check_timeouts(struct worker *w)
+{
+    int64_t now = relay_now_ns();
+    for (uint32_t i = 0; i < w->n_objs; i++) {
+        struct obj *o = w->objs[i];
+        if (!o || o->dead)
+            continue;
+        if (o->kind == K_CLIENT)
+            client_check_timeouts(w, (struct client *)o, now);
+        else if (o->kind == K_UPSTREAM)
+            up_check_timeouts(w, (struct upstream *)o, now);
+    }
+    accept_resume(w);
+}
+
 static void on_tick(struct worker *w)
 {
+    check_timeouts(w);
     for (uint32_t s = 0; s < W_LANE; s++) {
         struct upstream *up = w->by_slot[s];
         if (up && up->registered)
@@ -339,7 +372,7 @@ static void worker_close(struct worker *w)
         }
     io_uring_queue_exit(&w->ring);
     for (uint32_t i = 0; i < w->n_objs; i++)
-        free(w->objs[i]);
+        obj_free(w->objs[i]);
     grave_empty(w);
     free(w->objs);
     free(w->gens);
