@@ -633,6 +633,7 @@ int demo_main(int argc, char **argv)
     relay_parse_addr("127.0.0.1:0", &ro.listen);   /* the supervisor picks the port */
     bool reaper = start_reaper(&d) == 0;
     ro.self_reap = !reaper;
+    ro.report_deaths = !reaper;   /* with the daemon, show the daemon's reclaim */
     rc = fleet_start(&d.rf, &ro);
     char lis[64], up[64];
     relay_format_addr(&d.rf.opts.listen, lis, sizeof lis);

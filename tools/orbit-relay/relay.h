@@ -31,6 +31,7 @@ struct relay_opts {
     int response_timeout_ms;     /* upstream response head after the request went out */
     bool restart;                /* the supervisor replaces a dead worker */
     bool self_reap;              /* the supervisor runs orbit_fleet_reap on a death */
+    bool report_deaths;          /* the supervisor reports its dead workers (off: the demo shows the reaper) */
     bool quiet;
 };
 
@@ -83,7 +84,7 @@ int http_error(char *buf, size_t len, int status, const char *reason, bool close
 /* ---- shared statistics (stats.c): /dev/shm/orbit-relay.<fleet> --------- */
 
 #define RELAY_STATS_MAGIC   0x79616c6572626f72ull   /* "orbrelay" */
-#define RELAY_STATS_VERSION 1
+#define RELAY_STATS_VERSION 2
 #define RELAY_STATS_SLOTS   64
 
 enum relay_slot_state { SLOT_FREE, SLOT_STARTING, SLOT_RUNNING, SLOT_EXITED, SLOT_KILLED };
@@ -129,6 +130,7 @@ struct relay_stats {
     char     fleet[ORBIT_FLEET_NAME_MAX + 8];
     char     backend[48];
     _Atomic uint64_t spawned, deaths, restarts, supervisor_reaps;
+    _Atomic uint64_t death_reports;  /* dead workers the supervisor reported to the fleet */
     struct relay_worker_stats w[RELAY_STATS_SLOTS];
 };
 

@@ -169,6 +169,7 @@ void relay_opts_defaults(struct relay_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->restart = true;
+    o->report_deaths = true;
     o->listen_fd = -1;
     o->max_head = 16384;
     o->max_body = 1 << 20;
