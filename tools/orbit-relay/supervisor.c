@@ -295,6 +295,7 @@ int relay_signalfd(void)
 /* orbit-relay --fleet NAME ...: run the fleet until SIGTERM or SIGINT. */
 int relay_run(const struct relay_opts *o)
 {
+    signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not end the supervisor */
     int sfd = relay_signalfd();
     struct relay_fleet rf;
     if (fleet_start(&rf, o) < 0) {
