@@ -190,6 +190,24 @@ static int up_head(struct upstream *up)
     return (int)h->head_len;
 }
 
+/* The rewritten head and the body bytes after it go out as one piece (one send):
+ * the head moves into buf just before the body when it fits there, else the
+ * body joins it in hout. */
+static void up_join_head(struct upstream *up, size_t head_len)
+{
+    if (up->hout_len <= head_len) {
+        char *at = up->buf + head_len - up->hout_len;
+        memcpy(at, up->hout, up->hout_len);
+        up->body = at;
+        up->body_len += up->hout_len;
+        up->hout_len = 0;
+    } else if (up->hout_len + up->body_len <= sizeof up->hout) {
+        memcpy(up->hout + up->hout_len, up->body, up->body_len);
+        up->hout_len += up->body_len;
+        up->body_len = 0;
+    }
+}
+
 /* EOF from the backend: the end of a close-delimited body, or a failure. */
 static void up_on_eof(struct worker *w, struct upstream *up)
 {
@@ -235,6 +253,8 @@ void up_on_recv(struct worker *w, struct upstream *up, int res)
         up->keepalive = false;   /* bytes past the response: out of step, not reused */
     up->body = up->buf + start;
     up->body_len = out;
+    if (start)
+        up_join_head(up, start);
     up_deliver(w, up);
 }
 

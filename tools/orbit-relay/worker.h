@@ -95,7 +95,7 @@ struct upstream {
     size_t hout_len;                /* the rewritten head, not yet handed on */
     const char *body; size_t body_len;   /* body bytes in buf not yet handed on */
     size_t delivered;
-    char hout[W_UPBUF + 128];
+    char hout[2 * W_UPBUF + 128];   /* the head, and the body when it cannot go before it */
     char buf[W_UPBUF];
 };
 
