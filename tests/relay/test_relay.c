@@ -181,7 +181,8 @@ START_TEST(large_and_chunked_request_bodies)
     size_t n = 100 * 1024;
     char *req = malloc(n + 256), buf[8192];
     int h = sprintf(req, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n", n);
-    memset(req + h, 'x', n);
+    for (size_t i = 0; i < n; i++)
+        req[h + i] = (char)(i * 131 + 7);   /* every byte value: NUL, CR and LF among them */
     int fd = connect_to(relay_port);
     send_all(fd, req, (size_t)h + n);
     read_response(fd, buf, sizeof buf, 5000);

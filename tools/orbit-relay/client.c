@@ -177,10 +177,6 @@ static int client_body(struct worker *w, struct client *c)
 static void client_try_request(struct worker *w, struct client *c)
 {
     if (!c->head_done) {
-        if (hm_head_bad_prefix(c->in, c->in_len)) {
-            client_error(w, c, 400, "Bad Request", true);
-            return;
-        }
         if (c->in_len > 0 && c->t_head == 0)
             c->t_head = relay_now_ns();
         if (client_head(w, c) < 0) {
