@@ -336,8 +336,16 @@ static int worker_open(struct worker *w, struct relay_stats *stats, int slot)
     w->limits = (struct orbit_limits){ .max_live = (uint32_t)w->o->upstreams, .attempts = 4 };
     w->policy = (struct orbit_policy){ .decide = fair_decide, .ctx = w };
     w->futex = orbit_uring_futex_supported();
-    struct io_uring_params p = { .flags = IORING_SETUP_CQSIZE, .cq_entries = 8192 };
+    /* One thread submits and reaps: completions' task work waits for its next
+     * ring call instead of interrupting it (COOP_TASKRUN). Older kernels: plain rings. */
+    struct io_uring_params p = { .flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN |
+                                          IORING_SETUP_SINGLE_ISSUER,
+                                 .cq_entries = 8192 };
     rc = io_uring_queue_init_params(1024, &w->ring, &p);
+    if (rc == -EINVAL) {
+        p = (struct io_uring_params){ .flags = IORING_SETUP_CQSIZE, .cq_entries = 8192 };
+        rc = io_uring_queue_init_params(1024, &w->ring, &p);
+    }
     if (rc < 0) {
         fprintf(stderr, "orbit-relay worker: io_uring: %s\n", strerror(-rc));
         return rc;
