@@ -40,6 +40,10 @@ code=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 5 --data-
 awk -v t="${code##* }" 'BEGIN { exit !(t < 0.9) }' || fail "the upload waited for curl's 1 s Expect timeout: $code"
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -H 'Transfer-Encoding: chunked' --data-binary @"$tmp/up" "$url/size/5")
 [ "$code" = 200 ] || fail "chunked upload: $code"
+# 5 MiB: beyond any whole-request buffer, the body streams through.
+head -c 5242880 /dev/zero >"$tmp/big"
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 20 -H 'Expect:' --data-binary @"$tmp/big" "$url/size/5")
+[ "$code" = 200 ] || fail "5 MiB upload: $code"
 
 # ab -k and wrk, where installed: keep-alive load that must finish cleanly.
 if command -v ab >/dev/null; then

@@ -17,7 +17,7 @@
 /* Room for the next recv: the buffer grows up to a whole request's limit. */
 static int client_room(struct worker *w, struct client *c)
 {
-    size_t limit = w->o->max_head + w->o->max_body + W_IN;
+    size_t limit = relay_buffered_max(w->o) + W_IN;
     if (c->in_cap - c->in_len >= W_IN / 4 || c->in_cap >= limit)
         return c->in_len < c->in_cap ? 0 : -1;
     size_t cap = c->in_cap * 2 < limit ? c->in_cap * 2 : limit;
@@ -142,7 +142,7 @@ static int client_head(struct worker *w, struct client *c)
     c->head_done = true;
     c->body_scan = c->body_out = (size_t)r;
     c->msg.dechunk = c->msg.h.chunked;
-    if (c->msg.h.has_length && c->msg.h.content_length > w->o->max_body) {
+    if (w->o->max_body && c->msg.h.has_length && c->msg.h.content_length > w->o->max_body) {
         client_error(w, c, 413, "Content Too Large", true);   /* before reading the body */
         return -1;
     }
@@ -165,12 +165,72 @@ static int client_body(struct worker *w, struct client *c)
             memmove(c->in + c->body_out, c->in + c->body_scan, out);   /* the payload, de-chunked */
         c->body_out += out;
         c->body_scan += (size_t)used;
-        if (c->body_out - c->msg.h.head_len > w->o->max_body) {
+        if (c->body_out - c->msg.h.head_len > relay_buffered_max(w->o) - w->o->max_head - 256) {
             client_error(w, c, 413, "Content Too Large", true);
             return -1;
         }
     }
     return c->msg.complete ? 1 : 0;
+}
+
+/* A Content-Length body too long to hold: it streams through (local upstreams only). */
+static bool stream_candidate(const struct client *c)
+{
+    return !c->msg.complete && c->msg.h.has_length && c->msg.h.content_length > RELAY_STREAM_MIN;
+}
+
+static void client_start(struct worker *w, struct client *c)
+{
+    c->keepalive = c->msg.h.keepalive && !w->stopping;
+    c->http10 = c->msg.h.minor == 0;
+    c->idempotent = c->msg.h.idempotent && !c->streaming;   /* a streamed body is not kept: never again */
+    c->head_method = c->msg.h.head_method;
+    c->retries = 0;
+    c->fail_status = 502;
+    c->resp_started = c->resp_done = false;
+    c->t0 = relay_now_ns();
+    STAT_ADD(w->st, inflight, 1);
+    if (w->qhead) {            /* others wait already: queue behind them */
+        queue_push(w, c);
+        sweep(w);
+    } else {
+        dispatch(w, c);
+    }
+}
+
+/* The head and the body bytes here go first; the rest follows as the client sends it. */
+static void client_stream_start(struct worker *w, struct client *c)
+{
+    size_t head = c->msg.h.head_len, have = c->in_len - head;
+    c->body_out = head + have;   /* have < Content-Length: else it was complete */
+    if (build_upstream_request(c) < 0) {
+        client_error(w, c, 503, "Service Unavailable", true);
+        return;
+    }
+    c->used = c->in_len;
+    c->stream_left = c->msg.h.content_length - have;
+    c->streaming = true;
+    client_start(w, c);
+}
+
+/* The upstream sent what it had: read more of the body (never past it). */
+void client_stream_more(struct worker *w, struct client *c)
+{
+    c->in_len = c->used = 0;
+    size_t n = c->in_cap < c->stream_left ? c->in_cap : (size_t)c->stream_left;
+    struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_RECV);
+    io_uring_prep_recv(sqe, c->fd, c->in, n, 0);
+    c->recv_armed = true;
+    c->t_read = relay_now_ns();
+}
+
+static void client_stream_in(struct worker *w, struct client *c, size_t n)
+{
+    c->stream_left -= n;
+    c->t_read = relay_now_ns();
+    if (c->stream_left == 0)
+        c->streaming = false;
+    up_stream(w, c->up, c->in, n, c->stream_left > 0);
 }
 
 /* Looks for a whole request in the input; starts it, or reads more. */
@@ -189,6 +249,10 @@ static void client_try_request(struct worker *w, struct client *c)
             return;
         }
     }
+    if (stream_candidate(c)) {
+        client_stream_start(w, c);
+        return;
+    }
     int r = client_body(w, c);
     if (r < 0)
         return;
@@ -202,21 +266,8 @@ static void client_try_request(struct worker *w, struct client *c)
         return;
     }
     c->used = c->body_scan;
-    c->keepalive = c->msg.h.keepalive && !w->stopping;
-    c->http10 = c->msg.h.minor == 0;
-    c->idempotent = c->msg.h.idempotent;
-    c->head_method = c->msg.h.head_method;
-    c->retries = 0;
-    c->fail_status = 502;
-    c->resp_started = c->resp_done = false;
-    c->t0 = relay_now_ns();
-    STAT_ADD(w->st, inflight, 1);
-    if (w->qhead) {            /* others wait already: queue behind them */
-        queue_push(w, c);
-        sweep(w);
-    } else {
-        dispatch(w, c);
-    }
+    c->streaming = false;
+    client_start(w, c);
 }
 
 void client_send(struct worker *w, struct client *c, const char *p, size_t n)
@@ -266,7 +317,7 @@ void client_resp_done(struct worker *w, struct client *c)
     memmove(c->in, c->in + c->used, c->in_len - c->used);
     c->in_len -= c->used;
     c->used = 0;
-    c->head_done = c->continue_sent = false;
+    c->head_done = c->continue_sent = c->streaming = false;
     c->t_head = 0;
     c->t_idle = relay_now_ns();
     client_try_request(w, c);
@@ -296,7 +347,9 @@ static void client_gone(struct worker *w, struct client *c)
 {
     switch (c->state) {
     case C_LOCAL:
-        if (c->up) {
+        if (c->up && c->streaming) {
+            up_abort(w, c->up);   /* its request can never be completed */
+        } else if (c->up) {
             struct upstream *up = c->up;
             up_unsink(w, up);
             up_drained(w, up);   /* it waited for our send: carry on, discarding */
@@ -331,6 +384,10 @@ void client_on_send(struct worker *w, struct client *c, int res)
         client_gone(w, c);
         return;
     }
+    if (c->out == continue_100 && c->state != C_READ && c->out_off + (size_t)res == c->out_len) {
+        c->out = NULL;   /* our 100 Continue went out while the body streams */
+        return;
+    }
     c->out_off += (size_t)res;
     if (c->out_off < c->out_len) {
         struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
@@ -359,6 +416,10 @@ void client_on_recv(struct worker *w, struct client *c, int res)
         return;
     if (res <= 0) {
         client_gone(w, c);
+        return;
+    }
+    if (c->streaming && c->state == C_LOCAL) {
+        client_stream_in(w, c, (size_t)res);
         return;
     }
     c->in_len += (size_t)res;
@@ -425,13 +486,25 @@ void on_accept(struct worker *w, int res)
 struct up_job client_job(const struct client *c)
 {
     return (struct up_job){ .req = c->req, .req_len = c->req_len, .head_req = c->head_method,
-                            .idempotent = c->idempotent, .http10 = c->http10, .keepalive = c->keepalive };
+                            .idempotent = c->idempotent, .http10 = c->http10, .keepalive = c->keepalive,
+                            .more = c->streaming };
 }
 
 /* Housekeeping: a connection idle too long is closed; a head (or a body) that
  * does not arrive in time is answered 408. */
 void client_check_timeouts(struct worker *w, struct client *c, int64_t now)
 {
+    if (c->streaming && c->state == C_LOCAL && c->recv_armed && c->up &&
+        now - c->t_read > (int64_t)w->o->header_timeout_ms * 1000000) {
+        struct upstream *up = c->up;   /* the body stalled mid-stream: the request cannot complete */
+        c->up = NULL;
+        c->streaming = false;
+        up_abort(w, up);
+        STAT_ADD(w->st, aborted, 1);
+        STAT_SUB(w->st, inflight, 1);
+        client_close(w, c);
+        return;
+    }
     if (c->closing || c->state != C_READ || c->recv_armed == false)
         return;
     if (c->in_len == 0 && !c->head_done) {

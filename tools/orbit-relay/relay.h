@@ -24,7 +24,7 @@ struct relay_opts {
     int workers;                 /* worker processes */
     int upstreams;               /* creation budget per backend (max_live) */
     size_t max_head;             /* request head limit (431 beyond) */
-    size_t max_body;             /* request body limit (413 beyond, before reading it) */
+    size_t max_body;             /* request body limit, 0 none (413 beyond, before reading it) */
     int header_timeout_ms;       /* a request head (or a body's next bytes) must arrive within this */
     int idle_timeout_ms;         /* an idle keep-alive connection is closed after this */
     int connect_timeout_ms;      /* upstream connect */
@@ -43,6 +43,10 @@ int relay_parse_addr(const char *text, struct sockaddr_in *out);   /* "host:port
 void relay_format_addr(const struct sockaddr_in *a, char *buf, size_t len);
 int relay_listen_socket(const struct sockaddr_in *a, bool reuseport);
 int relay_cpu_count(void);
+/* A request the relay holds whole (its head and a chunked body): at most this long. */
+size_t relay_buffered_max(const struct relay_opts *o);
+#define RELAY_BUFFERED_BODY_MAX (1u << 20)   /* chunked bodies are de-chunked in memory */
+#define RELAY_STREAM_MIN (64u << 10)         /* Content-Length bodies beyond this stream through */
 /* Gets an SQE, submitting once if the SQ is full; never NULL for a ring of sane size. */
 struct io_uring_sqe *relay_sqe(struct io_uring *ring);
 /* Turns an SQE a prep call left untouched into a silent NOP. */

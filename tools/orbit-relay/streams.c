@@ -405,7 +405,7 @@ void os_step(struct worker *w, struct ostream *os)
                     continue;
             }
             if (r < 0 || relay_frame_decode(os->head, &os->lease, &req_len, &os->flags) < 0 ||
-                req_len > w->o->max_head + w->o->max_body + 256 || !(os->req = malloc(req_len ? req_len : 1)) ||
+                req_len > relay_buffered_max(w->o) || !(os->req = malloc(req_len ? req_len : 1)) ||
                 orbit_id_node(os->lease.id) != orbit_fleet_node(w->fleet)) {
                 os_end(w, os, true);   /* the requester died, or this is not a relay stream */
                 return;

@@ -265,9 +265,14 @@ void up_on_send(struct worker *w, struct upstream *up, int res)
         return;
     }
     up->sent_any = true;
+    up->t_start = relay_now_ns();   /* the response timeout runs from the request's last byte */
     up->req_off += (size_t)res;
     if (up->req_off < up->job.req_len)
         up_send(w, up);
+    else if (up->job.more && up->sink == SINK_CLIENT)
+        client_stream_more(w, up->sink_obj);
+    else if (up->job.more)
+        up_fail(w, up);   /* the client left mid-body: this request cannot end */
     else
         up_recv(w, up);
 }
@@ -389,6 +394,23 @@ void up_on_connect(struct worker *w, struct upstream *up, int res)
     sweep(w);
 }
 
+
+/* The next piece of a streamed body. */
+void up_stream(struct worker *w, struct upstream *up, const char *p, size_t n, bool more)
+{
+    up->job.req = p;
+    up->job.req_len = n;
+    up->job.more = more;
+    up->req_off = 0;
+    up_send(w, up);
+}
+
+/* The request cannot complete (its client left mid-body): the upstream goes. */
+void up_abort(struct worker *w, struct upstream *up)
+{
+    up_unsink(w, up);
+    up_fail(w, up);
+}
 
 /* Housekeeping: a connect or a response that takes longer than configured. */
 void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now)

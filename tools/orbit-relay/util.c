@@ -172,9 +172,15 @@ void relay_opts_defaults(struct relay_opts *o)
     o->report_deaths = true;
     o->listen_fd = -1;
     o->max_head = 16384;
-    o->max_body = 1 << 20;
+    o->max_body = 0;
     o->header_timeout_ms = 10000;
     o->idle_timeout_ms = 60000;
     o->connect_timeout_ms = 5000;
     o->response_timeout_ms = 60000;
+}
+
+size_t relay_buffered_max(const struct relay_opts *o)
+{
+    size_t body = o->max_body && o->max_body < RELAY_BUFFERED_BODY_MAX ? o->max_body : RELAY_BUFFERED_BODY_MAX;
+    return o->max_head + body + 256;
 }

@@ -53,6 +53,8 @@ struct client {
     size_t in_len, used;            /* input bytes; bytes of the current request */
     struct hm_msg msg;              /* the request being read */
     bool head_done, continue_sent;
+    bool streaming;                 /* the body goes on to the upstream as it arrives */
+    uint64_t stream_left;           /* body bytes still to come from the client */
     size_t body_scan, body_out;     /* input framed so far; payload kept (de-chunked) */
     char *req; size_t req_cap;      /* the request as forwarded */
     size_t req_len;
@@ -71,6 +73,7 @@ struct up_job {
     bool head_req;                  /* HEAD: the response has no body */
     bool idempotent;                /* may be sent again after reaching the backend */
     bool http10, keepalive;         /* the client's version and wish to keep its connection */
+    bool more;                      /* the client's body follows req (streamed) */
 };
 
 struct upstream {
@@ -209,6 +212,7 @@ void accept_arm(struct worker *w);
 void accept_resume(struct worker *w);
 void client_check_timeouts(struct worker *w, struct client *c, int64_t now);
 struct up_job client_job(const struct client *c);
+void client_stream_more(struct worker *w, struct client *c);
 void on_accept(struct worker *w, int res);
 
 /* upstreams (upstream.c) */
@@ -220,6 +224,8 @@ struct upstream *up_by_id(struct worker *w, orbit_id id);
 int up_run_lease(struct worker *w, const struct orbit_lease *lease, enum sink_kind sink, void *obj,
                  const struct up_job *job);
 void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now);
+void up_stream(struct worker *w, struct upstream *up, const char *p, size_t n, bool more);
+void up_abort(struct worker *w, struct upstream *up);
 void up_create(struct worker *w, struct client *c, struct orbit_permit *permit);
 void up_on_connect(struct worker *w, struct upstream *up, int res);
 
