@@ -99,8 +99,7 @@ void rs_fail(struct worker *w, struct rstream *rs, bool retryable)
     struct client *c = rs->c;
     rs->c = NULL;
     /* Sent again only if the owner cannot have sent it, or it may be sent twice. */
-    bool again = retryable && rs->body_bytes == 0 && rs->phase != RS_BODY &&
-                 (rs->phase == RS_WRITE || rs->refused || (c && c->idempotent));
+    bool again = retryable && rs->body_bytes == 0 && (rs->phase == RS_WRITE || rs->refused || (c && c->idempotent));
     rs_end(w, rs, true);
     if (c)
         client_job_failed(w, c, again);
@@ -201,8 +200,9 @@ void rs_step(struct worker *w, struct rstream *rs)
             memcpy(&flags, st + 8, 4);
             if (r < 0 || magic != RELAY_STATUS_MAGIC || status != 0) {
                 /* Refused before sending: try again; failed after sending or gone: maybe. */
-                rs->refused = r == 0 && magic == RELAY_STATUS_MAGIC && status < 0;
-                rs_fail(w, rs, status != RELAY_STATUS_SENT);
+                bool answered = r == 0 && magic == RELAY_STATUS_MAGIC;
+                rs->refused = answered && status < 0;
+                rs_fail(w, rs, !answered || status != RELAY_STATUS_SENT);
                 return;
             }
             if (rs->c && (flags & RELAY_S_CLOSE))
