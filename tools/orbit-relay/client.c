@@ -287,6 +287,7 @@ void client_error(struct worker *w, struct client *c, int status, const char *re
         c->deferred_status = status;
         return;
     }
+    bool fresh = c->used == 0 && c->state == C_READ;   /* no request was started: none in flight */
     int n = http_error(c->err, sizeof c->err, status, reason, close || !c->keepalive);
     if (close)
         c->keepalive = false;
@@ -294,7 +295,7 @@ void client_error(struct worker *w, struct client *c, int status, const char *re
     c->up = NULL;
     c->rs = NULL;
     STAT_ADD(w->st, errors, 1);
-    if (c->used == 0) {        /* no request was started: nothing in flight to count */
+    if (fresh) {
         c->used = c->in_len;
         STAT_ADD(w->st, inflight, 1);
     }
@@ -333,7 +334,8 @@ void client_job_failed(struct worker *w, struct client *c, bool retryable)
         STAT_ADD(w->st, retries, 1);
         dispatch(w, c);
     } else if (!c->resp_started) {
-        client_error(w, c, c->fail_status, reason_of(c->fail_status), c->fail_status == 504);
+        /* A body not read to its end closes the connection: its rest is no request. */
+        client_error(w, c, c->fail_status, reason_of(c->fail_status), c->fail_status == 504 || c->streaming);
     } else {
         STAT_ADD(w->st, aborted, 1);
         STAT_SUB(w->st, inflight, 1);
