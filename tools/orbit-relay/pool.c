@@ -59,6 +59,11 @@ struct orbit_decision fair_decide(void *ctx, orbit_key key, const struct orbit_c
                                                               creating, limits);
     if (d.kind == ORBIT_DECIDE_CREATE && w->n_ups + w->n_creating >= fair_share(w) && others_starving(w))
         d = (struct orbit_decision){ .kind = ORBIT_DECIDE_WAIT };
+    /* Below our share with budget left: dial our own rather than lean on another worker's
+     * (a remote request needs both processes scheduled: it is the slow tail). */
+    if (d.kind == ORBIT_DECIDE_REUSE && orbit_id_node(d.reuse) != orbit_fleet_node(w->fleet) &&
+        live + creating < limits->max_live && w->n_ups + w->n_creating < fair_share(w))
+        d = (struct orbit_decision){ .kind = ORBIT_DECIDE_CREATE };
     return d;
 }
 
