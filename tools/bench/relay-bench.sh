@@ -59,7 +59,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() {   # a port nothing listens on
+    local p
+    while :; do
+        p=$((20000 + RANDOM % 40000))
+        (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null || { echo "$p"; return; }
+    done
+}
 wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 
 bport=$(free_port); rport=$(free_port); nport=$(free_port)
