@@ -212,6 +212,29 @@ START_TEST(large_and_chunked_request_bodies)
 }
 END_TEST
 
+START_TEST(stalled_streamed_body_is_cut)
+{
+    /* A body that streams (over 64 KiB) and stops: cut after the header timeout, not held. */
+    int fd = connect_to(relay_port);
+    put_str(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 150000\r\n\r\n0123456789");
+    int64_t t0 = tu_now_ns();
+    ck_assert(closed_within(fd, 6000));
+    ck_assert_int_lt(tu_now_ns() - t0, 6000000000ll);
+    close(fd);
+    /* The next streamed request still goes through. */
+    size_t n = 150000;
+    char *req = malloc(n + 128), buf[8192];
+    int h = sprintf(req, "PUT /echo HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n", n);
+    memset(req + h, 'y', n);
+    fd = connect_to(relay_port);
+    send_all(fd, req, (size_t)h + n);
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_ptr_nonnull(strstr(buf, "body=150000"));
+    close(fd);
+    free(req);
+}
+END_TEST
+
 START_TEST(expect_100_continue)
 {
     char buf[4096];
@@ -288,6 +311,7 @@ int main(void)
     tcase_add_test(tc, http10_and_connection_close);
     tcase_add_test(tc, header_idle_and_response_timeouts);
     tcase_add_test(tc, large_and_chunked_request_bodies);
+    tcase_add_test(tc, stalled_streamed_body_is_cut);
     tcase_add_test(tc, expect_100_continue);
     tcase_add_test(tc, command_line);
     suite_add_tcase(s, tc);
