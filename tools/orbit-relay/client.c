@@ -210,6 +210,13 @@ static void client_stream_start(struct worker *w, struct client *c)
     c->used = c->in_len;
     c->stream_left = c->msg.h.content_length - have;
     c->streaming = true;
+    if (c->in_cap < RELAY_STREAM_MIN) {   /* bigger pieces: fewer sends */
+        char *in = realloc(c->in, RELAY_STREAM_MIN);
+        if (in) {
+            c->in = in;
+            c->in_cap = RELAY_STREAM_MIN;
+        }
+    }
     client_start(w, c);
 }
 
