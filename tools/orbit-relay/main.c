@@ -5,6 +5,7 @@
 #include <http_parser.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
 #include "relay.h"
 
 static const char usage[] =
@@ -44,15 +45,14 @@ static int bad_arg(const char *what, const char *value)
     return 2;
 }
 
-/* A whole decimal number in [min, max]. */
+/* A whole number in [min, max], by the tools' shared parser (tools/common/cli.c). */
 static bool parse_num(const char *text, long long min, long long max, long long *out)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < min || v > max)
+    uint64_t v;
+    const char *why;
+    if (cli_parse_u64(text, (uint64_t)min, (uint64_t)max, &v, &why) < 0)
         return false;
-    *out = v;
+    *out = (long long)v;
     return true;
 }
 
@@ -144,7 +144,7 @@ static int take_option(struct args *a, int ch, const char *arg)
     case 'j': a->lo.json = true; break;
     case 'q': a->ro.quiet = true; break;
     case 'h': fputs(usage, stdout); return 1;
-    case 'V': printf("orbit-relay %s (libhttp-parser %lu.%lu.%lu)\n", RELAY_VERSION, http_parser_version() >> 16,
+    case 'V': printf("orbit-relay %s (libhttp-parser %lu.%lu.%lu)\n", ORBIT_TOOL_VERSION, http_parser_version() >> 16,
                      (http_parser_version() >> 8) & 255, http_parser_version() & 255); return 1;
     case 1: a->ro.max_head = (size_t)v; break;
     case 2: a->ro.max_body = (size_t)v; break;
