@@ -1,10 +1,11 @@
 #!/bin/sh
-# test_cli.sh VERSION ORBITCTL ORBIT-REAPER — the tools' command lines (suite cli).
+# test_cli.sh VERSION ORBITCTL ORBIT-REAPER [ORBIT-RELAY [ORBIT-BENCH]] — the tools'
+# command lines (suite cli).
 # A bad argument: exit status 2, exactly one line on stderr that names the argument,
 # nothing on stdout, and no segment or lock file of the fleet it named left behind.
 # --help and --version: exit 0; --version prints "TOOL VERSION".
 set -u
-version=$1 orbitctl=$2 reaper=$3
+version=$1 orbitctl=$2 reaper=$3 relay=${4:-} bench=${5:-}
 fleet="t-cli-$$-$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
 failures=0
 out=$(mktemp) err=$(mktemp)
@@ -73,6 +74,28 @@ bad "$reaper" "'--frob'" --fleet "$fleet" --frob
 bad "$reaper" "bad argument 'extra'" --fleet "$fleet" extra
 good "$reaper" "usage: orbit-reaper" --help
 good "$reaper" "orbit-reaper $version" --version
+
+# orbit-relay (when built)
+if [ -n "$relay" ]; then
+    bad "$relay" "no mode"
+    bad "$relay" "bad --workers '-3'" --fleet "$fleet" --listen 127.0.0.1:1 --upstream 127.0.0.1:2 --workers -3
+    bad "$relay" "bad --workers '2x'" --fleet "$fleet" --listen 127.0.0.1:1 --upstream 127.0.0.1:2 --workers 2x
+    bad "$relay" "bad --upstreams '0'" --fleet "$fleet" --listen 127.0.0.1:1 --upstream 127.0.0.1:2 --upstreams 0
+    bad "$relay" "bad --listen 'nowhere'" --fleet "$fleet" --listen nowhere --upstream 127.0.0.1:2
+    bad "$relay" "--fleet needs --upstream" --fleet "$fleet" --listen 127.0.0.1:1
+    bad "$relay" "'--frob'" --frob
+    good "$relay" "orbit-relay --fleet NAME" --help
+    good "$relay" "orbit-relay $version" --version
+fi
+
+# orbit-bench (when given)
+if [ -n "$bench" ]; then
+    bad "$bench" "'--ops'" pool --ops -5
+    bad "$bench" "'--ops'" pool --ops 1e9
+    bad "$bench" "'frob'" frob
+    good "$bench" "orbit-bench $version" --version
+    good "$bench" "usage" --help
+fi
 
 [ -z "$(leftovers)" ] || fail "segments left behind: $(leftovers)"
 if [ "$failures" -ne 0 ]; then
