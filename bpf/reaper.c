@@ -284,6 +284,9 @@ static void rescan_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
         struct rp_snap s;
         if (!read_record(rf->f, (uint16_t)n, &s))
             continue;   /* changing under us: next time */
+        /* Mid-way (joining or being reported): finished here if whoever was at it is gone. */
+        if (s.state != ORBIT_NODE_FREE && s.state != ORBIT_NODE_LIVE)
+            orbit_fleet_node_dead(rf->f, (uint16_t)n, s.incarnation);
         bool live = s.state == ORBIT_NODE_LIVE && s.pid > 0;
         if (w->watched && (!live || !same_life(&w->seen, &s)))
             unwatch(r, w);
