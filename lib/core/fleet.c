@@ -657,10 +657,11 @@ int orbit_fleet_unlink(const char *name)
         return -ORBIT_EMALFORMED;
     struct unlink_ctx u = { name, 0, 0 };
     scan_segments(unlink_one, &u);
-    for (unsigned kind = 0; kind < 256; kind++) {   /* creation locks are not segments */
+    /* Creation locks are not segments; one a killed creator left behind counts as removed. */
+    for (unsigned kind = 0; kind < 256; kind++) {
         char path[300];
-        if (orb_segment_lock_path(name, (uint8_t)kind, path, sizeof path) == 0)
-            unlink(path);
+        if (orb_segment_lock_path(name, (uint8_t)kind, path, sizeof path) == 0 && unlink(path) == 0)
+            u.removed++;
     }
     if (u.error)
         return u.error;

@@ -102,7 +102,8 @@ struct orbit_fleet;
  * another capacity), -ORBIT_ECORRUPT (the fleet segment is truncated or not
  * an orbit segment), -ORBIT_EFULL (no free node), -ORBIT_ECLAIMED (the node
  * asked for is held by a live process), -ENOMEM (HUGETLB and no huge pages),
- * -EACCES (permissions), or another negated errno.
+ * -EACCES (permissions), or another negated errno. AUTO takes /dev/shm when
+ * there are no huge pages or hugetlbfs is not writable by this user.
  */
 int  orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, struct orbit_fleet **out);
 
@@ -134,7 +135,11 @@ int  orbit_fleet_reap(struct orbit_fleet *);
 /*
  * orbit_fleet_unlink - removes every segment of that fleet (both backings)
  * and the small files in /dev/shm (orbit.<name>.<kind>.lock) whose flock
- * makes creating a segment name race-free. -ENOENT if it had no segment.
+ * makes creating a segment name race-free (a creator removes its own when
+ * done; one killed while creating leaves it). Returns 0 when it removed
+ * anything, -ENOENT if there was neither a segment nor a lock file.
+ * Creation never waits on a lock file of another user (one planted to block
+ * it is ignored), nor on any holder for longer than 10 s.
  */
 int  orbit_fleet_unlink(const char *name);
 
@@ -159,7 +164,10 @@ ssize_t orbit_fleet_nodes(struct orbit_fleet *, struct orbit_node_info *out, siz
  * that exists, and frees the node. A node already freed or claimed by a later
  * life is left alone. Returns 0, or -ORBIT_EMALFORMED for node >= capacity.
  * orbit_fleet_reap and the reaper use it; call it yourself only for a process
- * you know is gone. (The tables' own *_node_dead calls act unconditionally.)
+ * you know is gone. Reports are resumable: the node records who is reporting
+ * (pid and start time), and a report whose reporter died half-way is finished
+ * by the next orbit_fleet_node_dead or orbit_fleet_reap that reaches the node,
+ * by a joiner that would take it, or by orbit-reaper's rescan. (The tables' own *_node_dead calls act unconditionally.)
  * A death report also wakes every waiter the dead process may have owed a
  * wake: one killed between claiming a sleeper's wake and issuing it (at once,
  * or from an io_uring wake batch it never submitted) would otherwise leave
