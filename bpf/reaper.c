@@ -582,7 +582,7 @@ static int remaining_ms(uint64_t deadline_ns, int timeout_ms)
 
 int orbit_reaper_process(struct orbit_reaper *r, int timeout_ms)
 {
-    if (!r)
+    if (!r || timeout_ms < -1)
         return -ORBIT_EMALFORMED;
     uint64_t deadline = rp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
     pthread_mutex_lock(&r->lock);

@@ -307,6 +307,8 @@ static int epoch_passed(void *p)
 
 int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int timeout_ms, uint64_t *now)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!a) {
         if (now)
             *now = 0;

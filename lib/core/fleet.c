@@ -232,6 +232,8 @@ static int check_opts(const char *name, const struct orbit_fleet_opts *o)
         return -ORBIT_EMALFORMED;
     if ((o->mode & 0007) || o->mode > 0777 || o->backing > ORBIT_BACKING_PRIVATE)
         return -ORBIT_EMALFORMED;
+    if (o->gid < -1 || o->gid > 4294967294LL)   /* (gid_t)-1 means "no change" to chown */
+        return -ORBIT_EMALFORMED;
     if (name && !orb_fleet_name_valid(name))
         return -ORBIT_EMALFORMED;
     return 0;

@@ -39,6 +39,8 @@ struct orb_deadline {
 int64_t orb_now_ns(void);                 /* CLOCK_MONOTONIC */
 uint64_t orb_wall_ms(void);               /* CLOCK_REALTIME in ms */
 struct orb_deadline orb_deadline_in(int timeout_ms);
+/* Timeouts are -1 (forever), 0 (once) or milliseconds: any other negative is malformed. */
+static inline bool orb_timeout_valid(int timeout_ms) { return timeout_ms >= -1; }
 bool orb_deadline_passed(const struct orb_deadline *);
 
 /* Adaptive spin budget kept by one waiter (process-local, may be shared). */

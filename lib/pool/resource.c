@@ -387,6 +387,8 @@ int orbit_pool_reconcile(struct orbit_pool *p, orbit_id id, uint32_t active, uin
     uint64_t index;
     uint32_t w;
     int rc = owned(p, id, &r, &index, &w);
+    if (rc == 0 && active > atomic_load(&r->capacity))
+        rc = -ORBIT_EMALFORMED;   /* more active than it can hold: not the owner's truth */
     if (rc < 0)
         return rc;
     uint32_t gen = RES_GEN(w), aged = age_entries(r, grace_ms);

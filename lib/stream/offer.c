@@ -95,6 +95,8 @@ static int pred_take(void *ctx)
 
 int orbit_streams_wait_offer(struct orbit_streams *s, int timeout_ms, struct orbit_ticket *out)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!s || !out)
         return -ORBIT_EMALFORMED;
     if (!stream_is_member(s))

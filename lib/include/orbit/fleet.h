@@ -81,7 +81,7 @@ struct orbit_fleet_opts {
     uint64_t incarnation;       /* 0: derived from pid and process start time */
     enum orbit_backing backing;
     uint32_t mode;              /* 0: 0600 */
-    int64_t  gid;               /* -1: none; else segments are chowned to it and 0660 */
+    int64_t  gid;               /* -1: none; 0..4294967294: segments are chowned to it and 0660 */
 };
 #define ORBIT_FLEET_OPTS_DEFAULT { .capacity = 64, .node = -1, .incarnation = 0, \
                                    .backing = ORBIT_BACKING_AUTO, .mode = 0, .gid = -1 }
@@ -98,7 +98,7 @@ struct orbit_fleet;
  * PRIVATE fleet of this process only, whatever opts->backing says.
  *
  * Errors: -ORBIT_EMALFORMED (bad name, capacity outside 1..4096, node >=
- * capacity, mode with world bits), -ORBIT_EGEOMETRY (the fleet exists with
+ * capacity, mode with world bits, gid outside -1 and 0..4294967294), -ORBIT_EGEOMETRY (the fleet exists with
  * another capacity), -ORBIT_ECORRUPT (the fleet segment is truncated or not
  * an orbit segment), -ORBIT_EFULL (no free node), -ORBIT_ECLAIMED (the node
  * asked for is held by a live process), -ENOMEM (HUGETLB and no huge pages),
