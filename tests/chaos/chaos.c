@@ -40,7 +40,7 @@ static const char *const path_name[PATH_COUNT] = { "node_dead", "reap", "bpf", "
 struct figures {
     uint64_t kills[T_COUNT + 1][PATH_COUNT];
     uint64_t hangs, crashes, leaks, unreclaimed, refused_opens, rounds, skipped[PATH_COUNT];
-    uint64_t hostile_kills;
+    uint64_t hostile_kills, hostile_ops;
     uint64_t lat[PATH_COUNT][LAT_MAX];
     size_t n_lat[PATH_COUNT];
 };
@@ -438,6 +438,14 @@ static void kill_phase(struct sup *s, enum path p, int64_t budget_ns)
     sup_close(s);
 }
 
+static uint64_t total_ops(struct chaos_shared *sh)
+{
+    uint64_t n = 0;
+    for (int t = 0; t < T_COUNT; t++)
+        n += atomic_load(&sh->ops[t]);
+    return n;
+}
+
 /* Create the tables, then let go of them: the supervisor touches nothing a scribbler writes. */
 static int hostile_setup(struct sup *s)
 {
@@ -463,7 +471,7 @@ static void hostile_phase(struct sup *s, int64_t budget_ns)
     atomic_store(&s->sh->hostile, 1);
     for (int i = 0; i < s->o->members; i++)
         spawn(s, i);
-    uint64_t seed = chaos_rand(&s->rng);
+    uint64_t seed = chaos_rand(&s->rng), ops0 = total_ops(s->sh);
     pid_t scribbler = fork();
     if (scribbler == 0)
         chaos_scribbler(s->name, s->sh, s->o->hostile, seed);
@@ -481,6 +489,7 @@ static void hostile_phase(struct sup *s, int64_t budget_ns)
     for (int i = 0; i < s->o->members; i++)
         kill_member(s, i);
     atomic_store(&s->sh->hostile, 0);
+    s->fig->hostile_ops = total_ops(s->sh) - ops0;
     s->hostile = false;
     orbit_fleet_unlink(s->name);
 }
@@ -534,10 +543,10 @@ static int report(struct figures *fig, struct chaos_shared *sh)
         printf(" %s %llu (%llu errors)", chaos_table_name[t], (unsigned long long)atomic_load(&sh->ops[t]),
                (unsigned long long)atomic_load(&sh->errors[t]));
     printf("; payload bytes checked %llu\n", (unsigned long long)atomic_load(&sh->bytes_checked));
-    printf("chaos: hostile: %llu rounds, %llu random bytes written into live segments, %llu members killed "
-           "meanwhile, %llu opens refused, %llu payload bytes read as scribbled\n",
+    printf("chaos: hostile: %llu rounds, %llu random bytes written into live segments, %llu member operations "
+           "meanwhile, %llu members killed, %llu opens refused, %llu payload bytes read as scribbled\n",
            (unsigned long long)atomic_load(&sh->hostile_rounds), (unsigned long long)atomic_load(&sh->hostile_bytes),
-           (unsigned long long)fig->hostile_kills, (unsigned long long)fig->refused_opens,
+           (unsigned long long)fig->hostile_ops, (unsigned long long)fig->hostile_kills, (unsigned long long)fig->refused_opens,
            (unsigned long long)atomic_load(&sh->scribbled_bytes));
     uint64_t wrong = atomic_load(&sh->wrong_bytes);
     printf("chaos: leaks %llu, hangs %llu, wrong bytes %llu, crashes %llu, unreclaimed %llu\n",
@@ -625,6 +634,7 @@ int main(int argc, char **argv)
     struct chaos_shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (!fig || sh == MAP_FAILED)
         return 1;
+    setvbuf(stdout, NULL, _IOLBF, 0);   /* figures survive a watchdog exit */
     signal(SIGALRM, on_watchdog);
     printf("chaos: seed %llu, %d members, %llu kills, %llu hostile rounds, %d s budget\n",
            (unsigned long long)o.seed, o.members, (unsigned long long)o.kills, (unsigned long long)o.hostile, o.seconds);
@@ -635,5 +645,7 @@ int main(int argc, char **argv)
         kill_phase(&s, (enum path)p, share);
     hostile_phase(&s, share);
     alarm(0);
-    return report(fig, sh);
+    rc = report(fig, sh);
+    free(fig);
+    return rc;
 }

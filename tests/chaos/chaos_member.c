@@ -385,9 +385,11 @@ void chaos_member(const char *fleet, struct chaos_shared *sh, int slot, uint64_t
     struct member m = { .sh = sh, .slot = &sh->slot[slot], .rng = seed | 1 };
     int rc = member_open(&m, fleet);
     if (rc < 0) {
-        /* The fleet may be scribbled over or full for a moment: a clean exit, not a crash. */
-        fprintf(stderr, "chaos member: open: %s\n", orbit_strerror(rc));
-        _exit(rc == -ORBIT_ECORRUPT || rc == -ORBIT_EGEOMETRY || rc == -ORBIT_EFULL ? 42 : 41);
+        /* A scribbled fleet may refuse us (corrupt, or every node record garbled): a clean exit. */
+        bool refused = rc == -ORBIT_ECORRUPT || rc == -ORBIT_EGEOMETRY || rc == -ORBIT_EFULL;
+        if (!refused)
+            fprintf(stderr, "chaos member: open: %s\n", orbit_strerror(rc));
+        _exit(refused ? 42 : 41);
     }
     atomic_store(&m.slot->node, orbit_fleet_node(m.f));
     atomic_store(&m.slot->incarnation, orbit_fleet_incarnation(m.f));
@@ -420,10 +422,12 @@ static void scribble_one(const struct orbit_segment_info *si, struct chaos_share
     if (p == MAP_FAILED)
         return;
     uint32_t n = 1 + chaos_below(rng, 32);
-    /* Most writes land in the first pages (headers, locks, counters), the rest anywhere. */
-    for (uint32_t i = 0; i < n; i++) {
-        size_t span = chaos_below(rng, 4) ? (size < 65536 ? size : 65536) : size;
-        p[chaos_rand(rng) % span] = (uint8_t)chaos_rand(rng);
+    /* Past the 4 KiB segment header (checksummed: one garbled byte makes every later open
+     * -ORBIT_ECORRUPT, and the fuzzers cover it). Most writes land in the table's first
+     * pages (locks, counters, node records, ring heads), the rest anywhere. */
+    for (uint32_t i = 0; size > 4096 && i < n; i++) {
+        size_t table = size - 4096, span = chaos_below(rng, 4) ? (table < 65536 ? table : 65536) : table;
+        p[4096 + chaos_rand(rng) % span] = (uint8_t)chaos_rand(rng);
     }
     munmap(p, size);
     atomic_fetch_add(&sh->hostile_bytes, n);
