@@ -40,7 +40,7 @@ static const char *const path_name[PATH_COUNT] = { "node_dead", "reap", "bpf", "
 struct figures {
     uint64_t kills[T_COUNT + 1][PATH_COUNT];
     uint64_t hangs, crashes, leaks, unreclaimed, refused_opens, rounds, skipped[PATH_COUNT];
-    uint64_t hostile_kills, hostile_ops;
+    uint64_t hostile_kills, hostile_ops, reporters_killed;
     uint64_t lat[PATH_COUNT][LAT_MAX];
     size_t n_lat[PATH_COUNT];
 };
@@ -215,6 +215,25 @@ static bool reclaim_by_reaper(struct sup *s, int i)
     return s->reaped[i];
 }
 
+/* A reporter killed -9 at a random moment of its orbit_fleet_node_dead (maybe before, maybe after). */
+static void kill_a_reporter(struct sup *s, uint16_t node, uint64_t inc)
+{
+    uint32_t after_us = chaos_below(&s->rng, 3000);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct orbit_fleet *obs;
+        if (orbit_fleet_observe(s->name, &obs) == 0)
+            orbit_fleet_node_dead(obs, node, inc);
+        _exit(0);
+    }
+    struct timespec ts = { 0, (long)after_us * 1000 };
+    nanosleep(&ts, NULL);
+    kill(pid, SIGKILL);
+    int st;
+    waitpid(pid, &st, 0);
+    s->fig->reporters_killed += WIFSIGNALED(st);
+}
+
 /* Reclaim member i (killed, waited for) by this phase's path; false when it was not. */
 static bool reclaim(struct sup *s, int i)
 {
@@ -228,7 +247,9 @@ static bool reclaim(struct sup *s, int i)
     if (!ready || s->path == PATH_REAP) {
         orbit_fleet_reap(s->f);
     } else if (s->path == PATH_NODE_DEAD) {
-        orbit_fleet_node_dead(s->f, node, inc);
+        if (chaos_below(&s->rng, 4) == 0)
+            kill_a_reporter(s, node, inc);
+        orbit_fleet_node_dead(s->f, node, inc);   /* reports, or finishes the killed reporter's */
     } else {
         return reclaim_by_reaper(s, i) && !still_held(s, node, inc);
     }
@@ -333,8 +354,14 @@ static long pool_key_leaks(struct sup *s)
     struct orbit_pool_key_info k[64];
     ssize_t n = orbit_pool_keys(s->pool, k, 64);
     long bad = 0;
-    for (ssize_t i = 0; i < n && i < 64; i++)
-        bad += k[i].live || k[i].creating || k[i].refs;
+    for (ssize_t i = 0; i < n && i < 64; i++) {
+        if (!k[i].live && !k[i].creating && !k[i].refs)
+            continue;
+        bad++;
+        fprintf(stderr, "chaos:   key %llx:%llx (slot %u): live %u creating %u refs %u version %u watchers %u\n",
+                (unsigned long long)k[i].key.hi, (unsigned long long)k[i].key.lo, k[i].index, k[i].live,
+                k[i].creating, k[i].refs, k[i].version, k[i].watchers);
+    }
     return n < 0 ? 1 : bad;
 }
 
@@ -538,6 +565,8 @@ static int report(struct figures *fig, struct chaos_shared *sh)
     uint64_t total = print_kills(fig);
     printf("chaos: %llu kills in %llu rounds (each round ends with every member killed, reclaimed, "
            "and every table checked empty)\n", (unsigned long long)total, (unsigned long long)fig->rounds);
+    printf("chaos: %llu reporters killed -9 inside orbit_fleet_node_dead (node_dead path); the next report "
+           "finished theirs\n", (unsigned long long)fig->reporters_killed);
     printf("chaos: operations:");
     for (int t = 0; t < T_COUNT; t++)
         printf(" %s %llu (%llu errors)", chaos_table_name[t], (unsigned long long)atomic_load(&sh->ops[t]),
