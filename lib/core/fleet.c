@@ -152,19 +152,23 @@ static bool start_report(struct orb_node_record *rec, uint64_t inc, bool any, ui
  * Report the node's life dead on every table, resumably: the owner word says
  * who is reporting, and a report whose reporter is gone is finished by the next
  * one to take the word. then: the state the node is left in (FREE, or JOINING
- * for a joiner taking it). Returns true when this call ran a report; the owner
- * word is still held then (drop_owner or publish_node gives it up).
+ * for a joiner taking it). Returns 1 when this call ran a report, 0 when there
+ * was none to run, or the dispatch's error: the node stays REAPING then, for a
+ * later report to finish. The owner word is still held (drop_owner or
+ * publish_node gives it up).
  */
-static bool run_report(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool any, uint32_t then)
+static int run_report(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool any, uint32_t then)
 {
     struct orb_node_record *rec = &f->nodes[node];
     uint64_t ending;
     if (!start_report(rec, inc, any, &ending))
-        return false;
-    orb_dispatch_node_dead(f, node, ending);
+        return 0;
+    int rc = orb_dispatch_node_dead(f, node, ending);
+    if (rc < 0)
+        return rc;
     /* Tables are clean of that incarnation before the node can be claimed again. */
     atomic_store_explicit(&rec->state, then, memory_order_release);
-    return true;
+    return 1;
 }
 
 /* Owner word held on a node that is not LIVE: make it ours (JOINING), or false. */
@@ -175,7 +179,7 @@ static bool take_node(struct orbit_fleet *f, uint16_t node)
     /* JOINING under a gone owner: its joiner died before publishing, holding nothing. */
     if (state == ORBIT_NODE_FREE || state == ORBIT_NODE_JOINING)
         return atomic_compare_exchange_strong(&rec->state, &state, ORBIT_NODE_JOINING);
-    return state == NODE_REAPING && run_report(f, node, 0, true, ORBIT_NODE_JOINING);
+    return state == NODE_REAPING && run_report(f, node, 0, true, ORBIT_NODE_JOINING) == 1;
 }
 
 /* The first node that is free, or whose joiner or reporter died mid-way (finished first). */
@@ -196,6 +200,36 @@ static int claim_any(struct orbit_fleet *f)
     return -ORBIT_EFULL;
 }
 
+static bool state_known(uint32_t state)
+{
+    return state == ORBIT_NODE_FREE || state == ORBIT_NODE_JOINING || state == ORBIT_NODE_LIVE ||
+           state == NODE_REAPING;
+}
+
+/* Owner word held: move the node to JOINING for us, ending a dead holder's share first. */
+static int take_exact(struct orbit_fleet *f, uint16_t node)
+{
+    struct orb_node_record *rec = &f->nodes[node];
+    for (;;) {
+        uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
+        int32_t pid = atomic_load(&rec->pid);
+        bool ours = pid == (int32_t)getpid();
+        if (!state_known(state))
+            return -ORBIT_ECORRUPT;   /* a garbled record: never spin on it */
+        if (state == ORBIT_NODE_FREE || state == ORBIT_NODE_JOINING || (state == ORBIT_NODE_LIVE && ours)) {
+            /* Owner held: only a holder's leave (LIVE -> FREE) can move the state meanwhile. */
+            if (atomic_compare_exchange_strong(&rec->state, &state, ORBIT_NODE_JOINING))
+                return 0;
+            continue;
+        }
+        if (state == ORBIT_NODE_LIVE && orb_node_alive(pid, atomic_load(&rec->start_time)))
+            return -ORBIT_ECLAIMED;
+        int rc = run_report(f, node, 0, true, ORBIT_NODE_JOINING);
+        if (rc != 0)
+            return rc < 0 ? rc : 0;   /* 0: the holder left meanwhile; look again */
+    }
+}
+
 /* Claim exactly this node; a dead holder's share (or a report cut short) is ended first. */
 static int claim_exact(struct orbit_fleet *f, uint16_t node)
 {
@@ -203,22 +237,10 @@ static int claim_exact(struct orbit_fleet *f, uint16_t node)
     uint64_t me = owner_self();
     if (!take_owner(rec, me))
         return -ORBIT_ECLAIMED;   /* another joiner or reporter is mid-way */
-    for (;;) {
-        uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
-        int32_t pid = atomic_load(&rec->pid);
-        bool ours = pid == (int32_t)getpid();
-        if (state == ORBIT_NODE_FREE || state == ORBIT_NODE_JOINING || (state == ORBIT_NODE_LIVE && ours)) {
-            /* Owner held: only a holder's leave (LIVE -> FREE) can move the state meanwhile. */
-            if (!atomic_compare_exchange_strong(&rec->state, &state, ORBIT_NODE_JOINING))
-                continue;
-            break;
-        }
-        if (state == ORBIT_NODE_LIVE && orb_node_alive(pid, atomic_load(&rec->start_time))) {
-            drop_owner(rec, me);
-            return -ORBIT_ECLAIMED;
-        }
-        if (run_report(f, node, 0, true, ORBIT_NODE_JOINING))
-            break;
+    int rc = take_exact(f, node);
+    if (rc < 0) {
+        drop_owner(rec, me);
+        return rc;
     }
     f->node = node;
     return 0;
@@ -383,7 +405,7 @@ static bool report_node(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool
     uint64_t me = owner_self();
     if (!take_owner(rec, me))
         return false;   /* a live reporter or joiner is mid-way: it finishes */
-    bool ran = run_report(f, node, inc, any, ORBIT_NODE_FREE);
+    bool ran = run_report(f, node, inc, any, ORBIT_NODE_FREE) == 1;
     drop_owner(rec, me);
     return ran;
 }

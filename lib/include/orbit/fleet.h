@@ -100,7 +100,7 @@ struct orbit_fleet;
  * Errors: -ORBIT_EMALFORMED (bad name, capacity outside 1..4096, node >=
  * capacity, mode with world bits, gid outside -1 and 0..4294967294), -ORBIT_EGEOMETRY (the fleet exists with
  * another capacity), -ORBIT_ECORRUPT (the fleet segment is truncated or not
- * an orbit segment), -ORBIT_EFULL (no free node), -ORBIT_ECLAIMED (the node
+ * an orbit segment, or the record of the node asked for is garbled), -ORBIT_EFULL (no free node), -ORBIT_ECLAIMED (the node
  * asked for is held by a live process), -ENOMEM (HUGETLB and no huge pages),
  * -EACCES (permissions), or another negated errno. AUTO takes /dev/shm when
  * there are no huge pages or hugetlbfs is not writable by this user.

@@ -474,6 +474,27 @@ START_TEST(a_lock_file_planted_by_another_user_cannot_block_creation)
 }
 END_TEST
 
+/* A node record whose state word another member scribbled over: refused, skipped, never spun on. */
+START_TEST(a_garbled_node_state_is_corrupt_not_a_hang)
+{
+    const char *name = tu_fleet_name("garbled");
+    struct orbit_fleet *f = tu_join(name, 3, 0, 0, tu_backing());
+    atomic_store(&f->nodes[1].state, 77);
+    struct orbit_fleet_opts o = opts_for(3, 1);
+    struct orbit_fleet *g;
+    ck_assert_int_eq(orbit_fleet_join(name, &o, &g), -ORBIT_ECORRUPT);
+    o.node = -1;
+    ck_assert_int_eq(orbit_fleet_join(name, &o, &g), 0);
+    ck_assert_uint_eq(orbit_fleet_node(g), 2);
+    ck_assert_int_eq(orbit_fleet_reap(f), 0);
+    ck_assert_int_eq(orbit_fleet_node_dead(f, 1, 0), 0);
+    ck_assert_uint_eq(atomic_load(&f->nodes[1].state), 77);   /* left as found */
+    orbit_fleet_leave(g);
+    orbit_fleet_leave(f);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
 START_TEST(private_fleets_share_tables_within_the_process)
 {
     struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
@@ -556,6 +577,7 @@ int main(void)
     tcase_add_test(tc, segments_are_0600_or_group_0660);
     tcase_add_test(tc, another_uid_cannot_open_a_0600_fleet);
     tcase_add_test(tc, private_fleets_share_tables_within_the_process);
+    tcase_add_test(tc, a_garbled_node_state_is_corrupt_not_a_hang);
     tcase_add_test(tc, auto_as_an_unprivileged_user_falls_back_to_shm);
     tcase_add_test(tc, unlink_removes_a_left_lock_file_and_says_so);
     tcase_add_loop_test(tc, a_lock_file_planted_by_another_user_cannot_block_creation, 0, 2);
