@@ -365,6 +365,21 @@ static long pool_key_leaks(struct sup *s)
     return n < 0 ? 1 : bad;
 }
 
+/* Live streams left: how many, each printed with its sides (state, node, incarnation) and queues. */
+static long stream_leaks(struct orbit_streams *st)
+{
+    struct orbit_stream_info si[16];
+    ssize_t n = orbit_streams_list(st, si, 16);
+    for (ssize_t i = 0; i < n && i < 16; i++)
+        fprintf(stderr, "chaos:   stream %llx: A state %d node %u inc %llx, B state %d node %u inc %llx; "
+                "queued %llu/%llu flags %x/%x\n", (unsigned long long)si[i].id,
+                (int)si[i].side[0].state, si[i].side[0].node, (unsigned long long)si[i].side[0].incarnation,
+                (int)si[i].side[1].state, si[i].side[1].node, (unsigned long long)si[i].side[1].incarnation,
+                (unsigned long long)si[i].dir[0].queued, (unsigned long long)si[i].dir[1].queued,
+                si[i].dir[0].flags, si[i].dir[1].flags);
+    return (long)n;
+}
+
 static long admission_leaks(struct sup *s)
 {
     struct orbit_domain_info d[CHAOS_DOMAINS];
@@ -382,8 +397,8 @@ static int check_leaks(struct sup *s)
     bad += leak(s, "claimed nodes besides the supervisor's", (long)orbit_fleet_nodes(s->f, NULL, 0) - 1);
     bad += leak(s, "pool resources owned", (long)orbit_pool_owners(s->pool, NULL, 0));
     bad += leak(s, "pool keys with live, creating or held counts", pool_key_leaks(s));
-    bad += leak(s, "streams", (long)orbit_streams_list(s->st, NULL, 0));
-    bad += leak(s, "exchange control streams", (long)orbit_streams_list(orbit_exchanges_streams(s->ex), NULL, 0));
+    bad += leak(s, "streams", stream_leaks(s->st));
+    bad += leak(s, "exchange control streams", stream_leaks(orbit_exchanges_streams(s->ex)));
     bad += leak(s, "arena lanes in use", (long)orbit_arena_lanes(orbit_exchanges_arena(s->ex, ORBIT_FLOW_A_TO_B), NULL, 0));
     bad += leak(s, "admission claims or used units", admission_leaks(s));
     return bad;
