@@ -10,7 +10,7 @@
  * empty), no member stalled past a deadline, no payload byte arrived wrong,
  * no member crashed. Prints its figures; exit 1 on any failure.
  *
- * Bounded form (the "chaos" suite): chaos --kills 400 --hostile 60 --seconds 50
+ * Bounded form (the "chaos" suite): chaos --kills 1200 --hostile 100 --seconds 50
  * Long form: chaos --kills 2400 --hostile 200 --seconds 0   (0: no time limit)
  * Environment: ORBIT_CHAOS_KILLS, ORBIT_CHAOS_HOSTILE, ORBIT_CHAOS_SECONDS and
  * ORBIT_CHAOS_SEED override the arguments' defaults. The BPF path needs root
