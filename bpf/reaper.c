@@ -204,6 +204,9 @@ static void rescan_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
         struct rp_snap s;
         if (!read_record(rf->f, (uint16_t)n, &s))
             continue;   /* changing under us: next time */
+        /* Mid-way (joining or being reported): finished here if whoever was at it is gone. */
+        if (s.state != ORBIT_NODE_FREE && s.state != ORBIT_NODE_LIVE)
+            orbit_fleet_node_dead(rf->f, (uint16_t)n, s.incarnation);
         bool live = s.state == ORBIT_NODE_LIVE && s.pid > 0;
         if (w->watched && (!live || !same_life(&w->seen, &s)))
             unwatch(r, w);
@@ -484,7 +487,7 @@ static int remaining_ms(uint64_t deadline_ns, int timeout_ms)
 
 int orbit_reaper_process(struct orbit_reaper *r, int timeout_ms)
 {
-    if (!r)
+    if (!r || timeout_ms < -1)
         return -ORBIT_EMALFORMED;
     uint64_t deadline = rp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
     pthread_mutex_lock(&r->lock);

@@ -173,5 +173,7 @@ void adm_account(void *table, uint16_t node, uint64_t incarnation, struct orbit_
 
 /* Release of one live record (release.c), under the mutex. 0, or -ORBIT_EPOISONED. */
 int  adm_release_record(struct orbit_admission *a, uint32_t slot);
+/* node_dead for the death dispatch: 0, or the lock's error (the node stays REAPING). */
+int  adm_node_dead(struct orbit_admission *a, uint16_t node, uint64_t incarnation);
 
 #endif

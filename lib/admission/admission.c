@@ -295,6 +295,8 @@ static int epoch_passed(void *p)
 
 int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int timeout_ms, uint64_t *now)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!a) {
         if (now)
             *now = 0;
@@ -465,7 +467,7 @@ static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
     return rc;
 }
 static void ops_close(void *t) { orbit_admission_close(t); }
-static void ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_admission_node_dead(t, node, inc); }
+static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { return adm_node_dead(t, node, inc); }
 static int ops_reset_all(void *t) { return orbit_admission_reset_all(t); }
 
 static const struct orb_table_ops admission_ops = {

@@ -100,10 +100,15 @@ int orbit_admission_release(struct orbit_admission *a, struct orbit_claim *c)
     return rc;
 }
 
-void orbit_admission_node_dead(struct orbit_admission *a, uint16_t node, uint64_t incarnation)
+/* 0, or the lock's error when a live holder kept it past the bound (the fleet retries
+ * later). A poisoned ledger is fail-closed: its claims are gone with it, nothing to retry. */
+int adm_node_dead(struct orbit_admission *a, uint16_t node, uint64_t incarnation)
 {
-    if (!a || adm_lock(a, false) < 0)
-        return;
+    if (!a)
+        return -ORBIT_EMALFORMED;
+    int rc = adm_lock(a, false);
+    if (rc < 0)
+        return rc == -ORBIT_EPOISONED ? 0 : rc;
     for (uint32_t s = 0; s < a->geo.max_claims && !adm_is_poisoned(a); s++) {
         struct adm_record *r = adm_record(a, s);
         if (atomic_load_explicit(&r->state, memory_order_relaxed) != ADM_REC_LIVE ||
@@ -115,6 +120,12 @@ void orbit_admission_node_dead(struct orbit_admission *a, uint16_t node, uint64_
      * with none: the dead may have died mid-wake on this word. */
     orb_wait_kick(&a->ledger->change);
     adm_unlock(a);
+    return 0;
+}
+
+void orbit_admission_node_dead(struct orbit_admission *a, uint16_t node, uint64_t incarnation)
+{
+    (void)adm_node_dead(a, node, incarnation);
 }
 
 int orbit_admission_reset_all(struct orbit_admission *a)

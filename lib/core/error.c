@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
+#include <limits.h>
 #include <string.h>
 #include <orbit/error.h>
 
 const char *orbit_strerror(int err)
 {
+    if (err == INT_MIN)
+        return "unknown error";   /* -INT_MIN does not exist */
     if (err < 0)
         err = -err;
     switch (err) {

@@ -65,6 +65,51 @@ static uint64_t derived_incarnation(int32_t pid, uint64_t start_time)
     return (start_time << 22) ^ (uint64_t)(uint32_t)pid ^ 0x8000000000000000ull;
 }
 
+/* ---- the owner word: one process at a time moves a node through JOINING or REAPING ---- */
+
+static uint64_t owner_self(void)
+{
+    static _Atomic uint64_t cached;
+    uint32_t pid = (uint32_t)getpid();
+    uint64_t word = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (word >> 32 == pid)
+        return word;   /* a forked child computes its own */
+    word = (uint64_t)pid << 32 | (uint32_t)orb_proc_start_time((int)pid);
+    atomic_store_explicit(&cached, word, memory_order_relaxed);
+    return word;
+}
+
+static bool owner_alive(uint64_t word)
+{
+    uint64_t start = orb_proc_start_time((int)(uint32_t)(word >> 32));
+    return start != 0 && (uint32_t)start == (uint32_t)word;
+}
+
+/*
+ * Take the node's owner word: free, or left by a process that is gone (its
+ * step is ours to finish). false: a live process (or another thread of ours)
+ * is mid-way and finishes it.
+ */
+static bool take_owner(struct orb_node_record *rec, uint64_t me)
+{
+    uint64_t cur = atomic_load_explicit(&rec->owner, memory_order_acquire);
+    for (;;) {
+        if (cur == me || (cur != 0 && owner_alive(cur)))
+            return false;
+        /* Acquire: what the gone owner wrote before it died is visible to its successor. */
+        if (atomic_compare_exchange_weak_explicit(&rec->owner, &cur, me, memory_order_acquire,
+                                                  memory_order_acquire))
+            return true;
+    }
+}
+
+static void drop_owner(struct orb_node_record *rec, uint64_t me)
+{
+    /* Release: the node's new state is visible before another may take the word. */
+    atomic_compare_exchange_strong_explicit(&rec->owner, &me, 0, memory_order_release,
+                                            memory_order_relaxed);
+}
+
 static void publish_node(struct orbit_fleet *f, struct orb_node_record *rec)
 {
     atomic_store_explicit(&rec->pid, (int32_t)getpid(), memory_order_relaxed);
@@ -73,59 +118,130 @@ static void publish_node(struct orbit_fleet *f, struct orb_node_record *rec)
     atomic_fetch_add_explicit(&rec->joins, 1, memory_order_relaxed);
     /* Release: pid, start time and incarnation are visible before the node reads LIVE. */
     atomic_store_explicit(&rec->state, ORBIT_NODE_LIVE, memory_order_release);
+    drop_owner(rec, owner_self());
 }
 
+/*
+ * Owner word held: move the node to REAPING for the life to end and say which,
+ * or false when there is nothing to end. A report cut short (REAPING) is
+ * resumed whatever incarnation was asked; a joiner that died before publishing
+ * (JOINING) held nothing in any table, so the node goes straight back to FREE.
+ * any: end a LIVE node's life whatever its incarnation (the caller judged it).
+ */
+static bool start_report(struct orb_node_record *rec, uint64_t inc, bool any, uint64_t *ending)
+{
+    uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
+    uint64_t cur = atomic_load(&rec->incarnation);
+    if (state == NODE_REAPING) {
+        *ending = cur;
+        return true;
+    }
+    if (state == ORBIT_NODE_JOINING) {
+        atomic_store_explicit(&rec->state, ORBIT_NODE_FREE, memory_order_release);
+        return false;
+    }
+    if (state != ORBIT_NODE_LIVE || (!any && cur != inc))
+        return false;
+    /* Owner held, no joiner can change the life; only its holder's leave (to FREE) races. */
+    if (!atomic_compare_exchange_strong(&rec->state, &state, NODE_REAPING))
+        return false;
+    *ending = cur;
+    return true;
+}
+
+/*
+ * Report the node's life dead on every table, resumably: the owner word says
+ * who is reporting, and a report whose reporter is gone is finished by the next
+ * one to take the word. then: the state the node is left in (FREE, or JOINING
+ * for a joiner taking it). Returns 1 when this call ran a report, 0 when there
+ * was none to run, or the dispatch's error: the node stays REAPING then, for a
+ * later report to finish. The owner word is still held (drop_owner or
+ * publish_node gives it up).
+ */
+static int run_report(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool any, uint32_t then)
+{
+    struct orb_node_record *rec = &f->nodes[node];
+    uint64_t ending;
+    if (!start_report(rec, inc, any, &ending))
+        return 0;
+    int rc = orb_dispatch_node_dead(f, node, ending);
+    if (rc < 0)
+        return rc;
+    /* Tables are clean of that incarnation before the node can be claimed again. */
+    atomic_store_explicit(&rec->state, then, memory_order_release);
+    return 1;
+}
+
+/* Owner word held on a node that is not LIVE: make it ours (JOINING), or false. */
+static bool take_node(struct orbit_fleet *f, uint16_t node)
+{
+    struct orb_node_record *rec = &f->nodes[node];
+    uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
+    /* JOINING under a gone owner: its joiner died before publishing, holding nothing. */
+    if (state == ORBIT_NODE_FREE || state == ORBIT_NODE_JOINING)
+        return atomic_compare_exchange_strong(&rec->state, &state, ORBIT_NODE_JOINING);
+    return state == NODE_REAPING && run_report(f, node, 0, true, ORBIT_NODE_JOINING) == 1;
+}
+
+/* The first node that is free, or whose joiner or reporter died mid-way (finished first). */
 static int claim_any(struct orbit_fleet *f)
 {
+    uint64_t me = owner_self();
     for (uint32_t i = 0; i < f->capacity; i++) {
-        uint32_t expect = ORBIT_NODE_FREE;
-        /* The CAS is the claim: exactly one joiner moves a node out of FREE. */
-        if (atomic_compare_exchange_strong(&f->nodes[i].state, &expect, ORBIT_NODE_JOINING)) {
+        struct orb_node_record *rec = &f->nodes[i];
+        if (atomic_load_explicit(&rec->state, memory_order_acquire) == ORBIT_NODE_LIVE ||
+            !take_owner(rec, me))
+            continue;
+        if (take_node(f, (uint16_t)i)) {
             f->node = (uint16_t)i;
             return 0;
         }
+        drop_owner(rec, me);
     }
     return -ORBIT_EFULL;
 }
 
-/*
- * After a CAS took a LIVE node away from a life judged dead: a takeover may have
- * published a later life between that judgement and the CAS (LIVE again, the same
- * state word). Then the node goes back to LIVE untouched and false is returned.
- * Holding the node meanwhile is safe: every other transition is a CAS from FREE or LIVE.
- */
-static bool keep_if_same_life(struct orb_node_record *rec, uint64_t incarnation)
+static bool state_known(uint32_t state)
 {
-    if (atomic_load(&rec->incarnation) == incarnation)
-        return true;
-    atomic_store_explicit(&rec->state, ORBIT_NODE_LIVE, memory_order_release);
-    return false;
+    return state == ORBIT_NODE_FREE || state == ORBIT_NODE_JOINING || state == ORBIT_NODE_LIVE ||
+           state == NODE_REAPING;
 }
 
-/* Claim exactly this node; a dead holder's share is reported dead first. */
-static int claim_exact(struct orbit_fleet *f, uint16_t node)
+/* Owner word held: move the node to JOINING for us, ending a dead holder's share first. */
+static int take_exact(struct orbit_fleet *f, uint16_t node)
 {
     struct orb_node_record *rec = &f->nodes[node];
     for (;;) {
         uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
-        if (state == ORBIT_NODE_FREE) {
+        int32_t pid = atomic_load(&rec->pid);
+        bool ours = pid == (int32_t)getpid();
+        if (!state_known(state))
+            return -ORBIT_ECORRUPT;   /* a garbled record: never spin on it */
+        if (state == ORBIT_NODE_FREE || state == ORBIT_NODE_JOINING || (state == ORBIT_NODE_LIVE && ours)) {
+            /* Owner held: only a holder's leave (LIVE -> FREE) can move the state meanwhile. */
             if (atomic_compare_exchange_strong(&rec->state, &state, ORBIT_NODE_JOINING))
-                break;
+                return 0;
             continue;
         }
-        int32_t pid = atomic_load(&rec->pid);
-        uint64_t inc = atomic_load(&rec->incarnation);
-        bool ours = pid == (int32_t)getpid();
-        if (!ours && (state != ORBIT_NODE_LIVE || orb_node_alive(pid, atomic_load(&rec->start_time))))
-            return -ORBIT_ECLAIMED;   /* a live holder, or another joiner/reporter mid-way */
-        if (!atomic_compare_exchange_strong(&rec->state, &state, ORBIT_NODE_JOINING))
-            continue;
-        if (state == ORBIT_NODE_LIVE && !keep_if_same_life(rec, inc))
-            continue;
-        /* We hold the node now; end what the earlier life left unless it is this process. */
-        if (!ours)
-            orb_dispatch_node_dead(f, node, inc);
-        break;
+        if (state == ORBIT_NODE_LIVE && orb_node_alive(pid, atomic_load(&rec->start_time)))
+            return -ORBIT_ECLAIMED;
+        int rc = run_report(f, node, 0, true, ORBIT_NODE_JOINING);
+        if (rc != 0)
+            return rc < 0 ? rc : 0;   /* 0: the holder left meanwhile; look again */
+    }
+}
+
+/* Claim exactly this node; a dead holder's share (or a report cut short) is ended first. */
+static int claim_exact(struct orbit_fleet *f, uint16_t node)
+{
+    struct orb_node_record *rec = &f->nodes[node];
+    uint64_t me = owner_self();
+    if (!take_owner(rec, me))
+        return -ORBIT_ECLAIMED;   /* another joiner or reporter is mid-way */
+    int rc = take_exact(f, node);
+    if (rc < 0) {
+        drop_owner(rec, me);
+        return rc;
     }
     f->node = node;
     return 0;
@@ -138,6 +254,8 @@ static int check_opts(const char *name, const struct orbit_fleet_opts *o)
     if (o->node < -1 || (o->node >= 0 && o->node >= (int32_t)o->capacity))
         return -ORBIT_EMALFORMED;
     if ((o->mode & 0007) || o->mode > 0777 || o->backing > ORBIT_BACKING_PRIVATE)
+        return -ORBIT_EMALFORMED;
+    if (o->gid < -1 || o->gid > 4294967294LL)   /* (gid_t)-1 means "no change" to chown */
         return -ORBIT_EMALFORMED;
     if (name && !orb_fleet_name_valid(name))
         return -ORBIT_EMALFORMED;
@@ -283,32 +401,29 @@ ssize_t orbit_fleet_nodes(struct orbit_fleet *f, struct orbit_node_info *out, si
     return (ssize_t)n;
 }
 
-/* Take the node from LIVE (or from a dead joiner) to REAPING if it still has that incarnation. */
-static bool begin_reaping(struct orb_node_record *rec, uint64_t incarnation)
+/* Take the owner word and run (or resume) the report; true when this call finished one. */
+/* run_report under the owner word: 1 ran, 0 nothing to run, or the dispatch's error. */
+static int report_node(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool any)
 {
-    uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
-    if (state != ORBIT_NODE_LIVE || atomic_load(&rec->incarnation) != incarnation)
-        return false;
-    if (!atomic_compare_exchange_strong(&rec->state, &state, NODE_REAPING))
-        return false;
-    return keep_if_same_life(rec, incarnation);
+    struct orb_node_record *rec = &f->nodes[node];
+    uint64_t me = owner_self();
+    if (!take_owner(rec, me))
+        return 0;   /* a live reporter or joiner is mid-way: it finishes */
+    int rc = run_report(f, node, inc, any, ORBIT_NODE_FREE);
+    drop_owner(rec, me);
+    return rc;
 }
 
 int orbit_fleet_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
 {
     if (!f)
         return -ORBIT_EMALFORMED;
-    struct orb_node_record *rec = orb_fleet_record(f, node);
-    if (!rec)
+    if (!orb_fleet_record(f, node))
         return -ORBIT_EMALFORMED;
-    /* Only the reporter that takes the node ends its share: a node already freed, or
+    /* Only the reporter holding the owner word ends the share: a node already freed, or
      * claimed by a later life, is left alone (its tables owe that incarnation nothing). */
-    if (!begin_reaping(rec, incarnation))
-        return 0;
-    int rc = orb_dispatch_node_dead(f, node, incarnation);
-    /* Tables are clean of that incarnation before the node can be claimed again. */
-    atomic_store_explicit(&rec->state, ORBIT_NODE_FREE, memory_order_release);
-    return rc;
+    int rc = report_node(f, node, incarnation, false);
+    return rc < 0 ? rc : 0;
 }
 
 void orb_fleet_kick_doorbells(struct orbit_fleet *f)
@@ -326,17 +441,15 @@ int orbit_fleet_reap(struct orbit_fleet *f)
         struct orb_node_record *rec = &f->nodes[i];
         if (i == f->node && !f->observer)
             continue;
-        if (atomic_load_explicit(&rec->state, memory_order_acquire) != ORBIT_NODE_LIVE)
+        uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
+        if (state == ORBIT_NODE_FREE)
             continue;
         uint64_t inc = atomic_load(&rec->incarnation);
-        if (orb_node_alive(atomic_load(&rec->pid), atomic_load(&rec->start_time)))
+        if (state == ORBIT_NODE_LIVE &&
+            orb_node_alive(atomic_load(&rec->pid), atomic_load(&rec->start_time)))
             continue;
-        /* Winning the LIVE -> REAPING CAS makes this sweep the one that reports it. */
-        if (!begin_reaping(rec, inc))
-            continue;
-        orb_dispatch_node_dead(f, (uint16_t)i, inc);
-        atomic_store_explicit(&rec->state, ORBIT_NODE_FREE, memory_order_release);
-        reported++;
+        /* LIVE and gone, or mid-way under an owner that may be gone: the owner word decides. */
+        reported += report_node(f, (uint16_t)i, inc, false) == 1;
     }
     return reported;
 }
@@ -547,10 +660,11 @@ int orbit_fleet_unlink(const char *name)
         return -ORBIT_EMALFORMED;
     struct unlink_ctx u = { name, 0, 0 };
     scan_segments(unlink_one, &u);
-    for (unsigned kind = 0; kind < 256; kind++) {   /* creation locks are not segments */
+    /* Creation locks are not segments; one a killed creator left behind counts as removed. */
+    for (unsigned kind = 0; kind < 256; kind++) {
         char path[300];
-        if (orb_segment_lock_path(name, (uint8_t)kind, path, sizeof path) == 0)
-            unlink(path);
+        if (orb_segment_lock_path(name, (uint8_t)kind, path, sizeof path) == 0 && unlink(path) == 0)
+            u.removed++;
     }
     if (u.error)
         return u.error;

@@ -16,7 +16,10 @@ struct orb_node_record {
     _Atomic uint64_t incarnation;
     struct orb_waitword doorbell;  /* rung when a watched thing of this node changes */
     _Atomic uint64_t joins;        /* times this node was claimed */
-    uint8_t pad[24];
+    /* Who may move the node through JOINING or REAPING: pid << 32 | low 32 bits of its
+     * start time; 0 none. A holder that is gone may be taken over (its step resumed). */
+    _Atomic uint64_t owner;
+    uint8_t pad[16];
 };
 _Static_assert(sizeof(struct orb_node_record) == 64, "node record is one cache line");
 

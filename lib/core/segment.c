@@ -372,38 +372,88 @@ int orb_segment_lock_path(const char *fleet, uint8_t kind, char *buf, size_t len
     return n < 0 || (size_t)n >= len ? -ORBIT_ETOOLARGE : 0;
 }
 
+/* A lock file we may wait on: a regular file of ours or root's (never one another user planted). */
+static bool lock_trusted(const struct stat *st)
+{
+    return S_ISREG(st->st_mode) && (st->st_uid == geteuid() || st->st_uid == 0);
+}
+
+/* flock with a bound: a holder stopped mid-create must not stop us. */
+static int flock_bounded(int fd)
+{
+    int64_t give_up = orb_now_ns() + (int64_t)READY_WAIT_MS * 1000000;
+    for (long pause_us = 50;; pause_us = pause_us < 5000 ? pause_us * 2 : pause_us) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return -errno;
+        if (orb_now_ns() > give_up)
+            return -ORBIT_ETIMEDOUT;
+        struct timespec ts = { 0, pause_us * 1000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Open errors that mean "this name is not a lock file we can use": go on without it. */
+static bool lock_unusable(int err)
+{
+    return err == EACCES || err == EPERM || err == ELOOP || err == EISDIR || err == ENXIO ||
+           err == EWOULDBLOCK;
+}
+
 /*
  * Creating one segment name is serialised by an flock on a small file in
  * /dev/shm. Without it, a creator whose huge pages ran out falls back to
  * /dev/shm while another one's hugetlbfs segment appears: two segments of one
- * name, and two joiners handed the same node. The lock dies with its holder.
- * Returns 0 with *lock_fd the locked descriptor (close it to unlock), or with
- * *lock_fd -1 when the lock file is another user's and cannot be read
- * (creation goes on unserialised; link(2) still refuses a second segment on
- * one backing); or a negative code.
+ * name, and two joiners handed the same node. The lock dies with its holder,
+ * and the holder unlinks the file before unlocking (creation_unlock), so a
+ * locker re-checks that its file is still the one under the name.
+ * Returns 0 with *lock_fd the locked descriptor, or with *lock_fd -1 when
+ * creation goes on unserialised (link(2) still refuses a second segment on
+ * one backing): the file is another user's (planted or not, never waited on),
+ * cannot be opened, or its holder kept it past READY_WAIT_MS. Or a negative code.
  */
-static int creation_lock(const struct orb_seg_request *req, int *lock_fd)
+static int creation_lock(const struct orb_seg_request *req, char *path, size_t len, int *lock_fd)
 {
     *lock_fd = -1;
-    char path[300];
-    int rc = orb_segment_lock_path(req->fleet, req->kind, path, sizeof path);
+    int rc = orb_segment_lock_path(req->fleet, req->kind, path, len);
     if (rc < 0)
         return rc;
     mode_t mode = segment_mode(req);
-    int fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode);
-    if (fd < 0)
-        return errno == EACCES ? 0 : -errno;
-    if (req->gid >= 0)
-        (void)(fchown(fd, (uid_t)-1, (gid_t)req->gid) == 0 && fchmod(fd, mode) == 0);   /* best effort */
-    while (flock(fd, LOCK_EX) != 0) {
-        if (errno != EINTR) {
-            rc = -errno;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        /* NONBLOCK: a FIFO planted under the name must not block the open. */
+        int fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
+        if (fd < 0)
+            return lock_unusable(errno) ? 0 : -errno;
+        struct stat held, named;
+        if (fstat(fd, &held) != 0 || !lock_trusted(&held)) {
             close(fd);
-            return rc;
+            return 0;
         }
+        if (req->gid >= 0 && held.st_uid == geteuid())   /* best effort */
+            (void)(fchown(fd, (uid_t)-1, (gid_t)req->gid) == 0 && fchmod(fd, mode) == 0);
+        rc = flock_bounded(fd);
+        if (rc == 0 && stat(path, &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev) {
+            *lock_fd = fd;
+            return 0;
+        }
+        close(fd);
+        if (rc == -ORBIT_ETIMEDOUT)
+            return 0;
+        if (rc < 0)
+            return rc;
+        /* Locked a file its holder had unlinked: take the one under the name now. */
     }
-    *lock_fd = fd;
     return 0;
+}
+
+/* Unlink first, then unlock: a waiter on this file sees it gone and retries; nothing is left behind. */
+static void creation_unlock(const char *path, int lock_fd)
+{
+    if (lock_fd < 0)
+        return;
+    unlink(path);
+    close(lock_fd);
 }
 
 static int create_segment(const struct orb_seg_request *req, struct orb_segment *out)
@@ -411,7 +461,9 @@ static int create_segment(const struct orb_seg_request *req, struct orb_segment 
     if (req->backing == ORBIT_BACKING_SHM)
         return create_with_backing(req, ORBIT_BACKING_SHM, out);
     int rc = create_with_backing(req, ORBIT_BACKING_HUGETLB, out);
-    if (rc == -ENOMEM && req->backing == ORBIT_BACKING_AUTO)
+    /* AUTO: no huge pages, or a hugetlbfs this user may not write, means /dev/shm. */
+    if ((rc == -ENOMEM || rc == -EACCES || rc == -EPERM || rc == -EROFS) &&
+        req->backing == ORBIT_BACKING_AUTO)
         rc = create_with_backing(req, ORBIT_BACKING_SHM, out);
     return rc;
 }
@@ -430,14 +482,14 @@ int orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out)
         if (rc != -ENOENT)
             return rc;
         int lock;
-        if ((rc = creation_lock(req, &lock)) < 0)
+        char lock_path[300];
+        if ((rc = creation_lock(req, lock_path, sizeof lock_path, &lock)) < 0)
             return rc;
         /* Under the lock, look again: the creator that held it before us may have made it. */
         rc = open_found(req->fleet, req->kind, req, out);
         if (rc == -ENOENT)
             rc = create_segment(req, out);
-        if (lock >= 0)
-            close(lock);
+        creation_unlock(lock_path, lock);
         if (rc != -EEXIST)
             return rc;   /* -EEXIST: a creator outside the lock linked first; open theirs */
     }

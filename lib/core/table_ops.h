@@ -22,8 +22,10 @@ struct orb_table_ops {
     /* Open the existing table of that kind (observers too); 0 or a negative code. */
     int  (*open_existing)(struct orbit_fleet *f, uint8_t kind, void **out);
     void (*close)(void *table);
-    /* A confirmed death of (node, incarnation): give back its share, wake its waiters. */
-    void (*node_dead)(void *table, uint16_t node, uint64_t incarnation);
+    /* A confirmed death of (node, incarnation): give back its share, wake its waiters.
+     * 0, or a negative code when the share could not be given back yet (a lock held
+     * past its bound): the fleet keeps the node REAPING for a later report. */
+    int  (*node_dead)(void *table, uint16_t node, uint64_t incarnation);
     /* Quiescent owner boot: a new epoch, everything free. 0 or a negative code. */
     int  (*reset_all)(void *table);
     /* Add what (node, incarnation) holds to out (the fields of this table). */

@@ -86,18 +86,20 @@ static int list_tables(struct orbit_fleet *f, struct table_ref *v)
 int orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
 {
     struct table_ref v[TABLES_MAX];
-    int n = list_tables(f, v);
+    int n = list_tables(f, v), rc = 0;
     for (int i = 0; i < n; i++) {
         const struct orb_table_ops *ops = orb_table_ops_of(v[i].type);
         void *t;
         if (ops && ops->open_existing(f, v[i].kind, &t) == 0) {
-            ops->node_dead(t, node, incarnation);
+            int r = ops->node_dead(t, node, incarnation);   /* every table is tried */
+            if (r < 0 && rc == 0)
+                rc = r;
             ops->close(t);
         }
     }
     /* The dead may have rung a doorbell and died before its wake went out. */
     orb_fleet_kick_doorbells(f);
-    return 0;
+    return rc;
 }
 
 ssize_t orbit_fleet_tables(struct orbit_fleet *f, struct orbit_table_info *out, size_t max)

@@ -36,7 +36,8 @@ uint64_t orb_wall_ms_coarse(void)
 
 struct orb_deadline orb_deadline_in(int timeout_ms)
 {
-    struct orb_deadline d = { 0, timeout_ms < 0 };
+    /* Below -1 is malformed (callers refuse it): never forever, already passed. */
+    struct orb_deadline d = { 0, timeout_ms == -1 };
     if (timeout_ms >= 0)
         d.at_ns = orb_now_ns() + (int64_t)timeout_ms * 1000000;
     return d;

@@ -41,6 +41,8 @@ uint64_t orb_wall_ms(void);               /* CLOCK_REALTIME in ms */
 /* CLOCK_REALTIME_COARSE in ms: one clock tick (1-10 ms) behind, ~10x cheaper to read. */
 uint64_t orb_wall_ms_coarse(void);
 struct orb_deadline orb_deadline_in(int timeout_ms);
+/* Timeouts are -1 (forever), 0 (once) or milliseconds: any other negative is malformed. */
+static inline bool orb_timeout_valid(int timeout_ms) { return timeout_ms >= -1; }
 bool orb_deadline_passed(const struct orb_deadline *);
 
 /* Adaptive spin budget kept by one waiter (process-local, may be shared). */

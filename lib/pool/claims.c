@@ -95,6 +95,8 @@ static int capacity_changed(void *ctx)
 
 int orbit_pool_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t since, int timeout_ms, uint32_t *now)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!p)
         return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);

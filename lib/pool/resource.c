@@ -112,10 +112,11 @@ int orbit_pool_register(struct orbit_pool *p, orbit_key key, uint32_t capacity, 
     uint32_t gen = next_gen(RES_GEN(w));
     resource_fill(p, r, gen, key, ki, capacity);
     struct pool_key *k = pool_key_at(p, ki);
-    /* The resource's own reference and its place in the key come before anyone sees it LIVE. */
+    /* The resource's own reference and its count come before anyone sees it LIVE; the member
+     * bit last: a set bit proves both are in (resource_uncount takes them out once). */
     pool_key_ref_held(p, ki);
-    atomic_fetch_or(&pool_key_members(p, ki)[index / 64], 1ull << (index % 64));
     pool_counts_add(&k->counts, 1, 0);
+    atomic_fetch_or(&pool_key_members(p, ki)[index / 64], 1ull << (index % 64));
     /* Release: every field above is visible to a reader that sees LIVE in this generation. */
     atomic_store_explicit(&r->state, RES_WORD(gen, RES_LIVE), memory_order_release);
     pool_key_changed(p, ki);
@@ -125,10 +126,46 @@ int orbit_pool_register(struct orbit_pool *p, orbit_key key, uint32_t capacity, 
 }
 
 /*
+ * Take the slot out of its key once: whoever clears its member bit (the closer,
+ * or a reporter finishing a dead closer's close) drops the live count and the
+ * reference. -ORBIT_ECORRUPT for a key index out of range (no key is touched).
+ */
+static int resource_uncount(struct orbit_pool *p, uint64_t index)
+{
+    uint32_t ki = atomic_load(&pool_res_at(p, index)->key_index);   /* still this tenancy's */
+    if (ki > p->key_mask)
+        return -ORBIT_ECORRUPT;
+    uint64_t bit = 1ull << (index % 64);
+    if (!(atomic_fetch_and(&pool_key_members(p, ki)[index / 64], ~bit) & bit))
+        return 0;   /* taken out already, or never put in */
+    pool_counts_add(&pool_key_at(p, ki)->counts, -1, 0);
+    /* The reference goes before the signal: a close cut short between them leaks no key. */
+    pool_key_unref(p, ki, 1);
+    pool_key_changed(p, ki);   /* a slot reclaimed meanwhile only sees a spurious change */
+    return 0;
+}
+
+/* CLOSING -> CLOSED (or EXHAUSTED): the key no longer names the slot when an allocator can take it. */
+static int resource_finish_close(struct orbit_pool *p, uint64_t index, uint32_t closing)
+{
+    struct pool_resource *r = pool_res_at(p, index);
+    uint32_t gen = RES_GEN(closing);
+    /* Same tag, no units: a late complete of this tenancy finds nothing to give back. */
+    atomic_store(&r->units, units_make(gen_tag(gen), 0, 0));
+    int rc = resource_uncount(p, index);
+    unsigned next = atomic_load(&r->uses) >= p->geo.generation_limit ? RES_EXHAUSTED : RES_CLOSED;
+    /* Release, by CAS: of two finishers (a reporter and another) one moves it. */
+    atomic_compare_exchange_strong_explicit(&r->state, &closing, RES_WORD(gen, next),
+                                            memory_order_release, memory_order_relaxed);
+    return rc;
+}
+
+/*
  * End the tenancy word w names: 0, -ORBIT_ESTALE when someone else ended it
  * first, -ORBIT_ECORRUPT when it ended but named no valid key. CLOSING keeps
  * the slot out of reach of allocators until the key no longer refers to it:
- * only then is it CLOSED and reusable.
+ * only then is it CLOSED and reusable. A closer that dies in CLOSING leaves it
+ * to the death report, which finishes it (resource_finish_close is idempotent).
  */
 static int resource_close(struct orbit_pool *p, uint64_t index, uint32_t w)
 {
@@ -139,23 +176,7 @@ static int resource_close(struct orbit_pool *p, uint64_t index, uint32_t w)
             return -ORBIT_ESTALE;
         /* The state CAS carries the generation: exactly one closer ends this tenancy. */
     } while (!atomic_compare_exchange_weak(&r->state, &w, RES_WORD(gen, RES_CLOSING)));
-    /* Same tag, no units: a late complete of this tenancy finds nothing to give back. */
-    atomic_store(&r->units, units_make(gen_tag(gen), 0, 0));
-    uint32_t ki = atomic_load(&r->key_index);   /* still this tenancy's: nobody can reinstall yet */
-    bool keyed = ki <= p->key_mask;              /* a corrupt index touches no key */
-    if (keyed) {
-        struct pool_key *k = pool_key_at(p, ki);
-        atomic_fetch_and(&pool_key_members(p, ki)[index / 64], ~(1ull << (index % 64)));
-        pool_counts_add(&k->counts, -1, 0);
-    }
-    unsigned next = atomic_load(&r->uses) >= p->geo.generation_limit ? RES_EXHAUSTED : RES_CLOSED;
-    /* Release: the key no longer names this slot when an allocator can take it. */
-    atomic_store_explicit(&r->state, RES_WORD(gen, next), memory_order_release);
-    if (!keyed)
-        return -ORBIT_ECORRUPT;
-    pool_key_changed(p, ki);
-    pool_key_unref(p, ki, 1);   /* the resource's reference, held until here */
-    return 0;
+    return resource_finish_close(p, index, RES_WORD(gen, RES_CLOSING));
 }
 
 int orbit_pool_unregister(struct orbit_pool *p, orbit_id id)
@@ -390,6 +411,8 @@ int orbit_pool_reconcile(struct orbit_pool *p, orbit_id id, uint32_t active, uin
     uint64_t index;
     uint32_t w;
     int rc = owned(p, id, &r, &index, &w);
+    if (rc == 0 && active > atomic_load(&r->capacity))
+        rc = -ORBIT_EMALFORMED;   /* more active than it can hold: not the owner's truth */
     if (rc < 0)
         return rc;
     uint32_t gen = RES_GEN(w), aged = age_entries(r, grace_ms);
@@ -502,10 +525,13 @@ void pool_resources_node_dead(struct orbit_pool *p, uint16_t node, uint64_t inca
         uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
         if (atomic_load(&r->owner_incarnation) != incarnation)
             continue;
-        /* Died mid-register, before the key counted it. (A CLOSING slot is left alone: another
-         * reporter may be closing it right now.) */
-        if (RES_STATE(w) == RES_ALLOCATING)
-            atomic_compare_exchange_strong(&r->state, &w, RES_WORD(RES_GEN(w), RES_CLOSED));
+        /* Died mid-register (a set member bit says the key counted it), or mid-close: finish
+         * either; taking the slot out of its key happens once whoever else finishes too. */
+        if (RES_STATE(w) == RES_ALLOCATING && atomic_compare_exchange_strong(&r->state, &w,
+                                                  RES_WORD(RES_GEN(w), RES_CLOSING)))
+            resource_finish_close(p, index, RES_WORD(RES_GEN(w), RES_CLOSING));
+        else if (RES_STATE(w) == RES_CLOSING)
+            resource_finish_close(p, index, w);
         else if (RES_IN_USE(w))
             resource_close(p, index, w);
     }

@@ -376,7 +376,7 @@ static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
     return rc;
 }
 static void ops_close(void *t) { orbit_pool_close(t); }
-static void ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_pool_node_dead(t, node, inc); }
+static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_pool_node_dead(t, node, inc); return 0; }
 static int ops_reset_all(void *t) { orbit_pool_reset_all(t); return 0; }
 
 static const struct orb_table_ops pool_ops = {

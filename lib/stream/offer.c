@@ -150,6 +150,8 @@ static int offer_sleep(struct orbit_streams *s, struct offer_wait *ow, const str
 
 int orbit_streams_wait_offer(struct orbit_streams *s, int timeout_ms, struct orbit_ticket *out)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!s || !out)
         return -ORBIT_EMALFORMED;
     if (!stream_is_member(s))

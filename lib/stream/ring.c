@@ -317,6 +317,8 @@ int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t l
 
 ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!ep || (!buf && len))
         return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
@@ -332,6 +334,8 @@ ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, in
 
 int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!ep || (!buf && len))
         return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
@@ -373,6 +377,8 @@ int orbit_endpoint_try_write_exact(struct orbit_endpoint *ep, const void *buf, s
 
 ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!ep || (!buf && len))
         return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
@@ -388,6 +394,8 @@ ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t 
 
 int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!ep || (!buf && len))
         return -ORBIT_EMALFORMED;
     const unsigned char *p = buf;
@@ -412,6 +420,8 @@ int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t 
 
 int orbit_endpoint_write_exact(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!ep || (!buf && len))
         return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
@@ -427,6 +437,8 @@ int orbit_endpoint_write_exact(struct orbit_endpoint *ep, const void *buf, size_
 
 int orbit_endpoint_wait_readable(struct orbit_endpoint *ep, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!ep)
         return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
@@ -435,6 +447,8 @@ int orbit_endpoint_wait_readable(struct orbit_endpoint *ep, int timeout_ms)
 
 int orbit_endpoint_wait_writable(struct orbit_endpoint *ep, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!ep)
         return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
@@ -443,6 +457,8 @@ int orbit_endpoint_wait_writable(struct orbit_endpoint *ep, int timeout_ms)
 
 int orbit_endpoint_wait_writable_exact(struct orbit_endpoint *ep, size_t needed, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!ep)
         return -ORBIT_EMALFORMED;
     if (needed > ep->s->buffer_bytes)
@@ -504,6 +520,8 @@ int orbit_endpoint_peer_closed(struct orbit_endpoint *ep)
 
 int orbit_endpoint_wait_peer_closed(struct orbit_endpoint *ep, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!ep)
         return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);

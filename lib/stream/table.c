@@ -247,7 +247,22 @@ bool orbit_streams_is_live(struct orbit_streams *s, orbit_id id)
 
 /* ---- death ---------------------------------------------------------------- */
 
-/* End every claimed side, in any lane, whose holder matches. */
+/*
+ * Both sides gone (released or ended) and the slot still live: whoever let go
+ * last was killed between its side's CAS and the vacate. Nothing can claim a
+ * side out of RELEASED or DEAD, so vacating it here is safe (the vacate is a CAS).
+ */
+static void vacate_abandoned(struct orbit_streams *s, struct stream_slot *slot, uint32_t live)
+{
+    for (unsigned side = 0; side < 2; side++) {
+        uint32_t c = atomic_load(&slot->claimed[side]);
+        if (c != SIDE_RELEASED && c != SIDE_DEAD)
+            return;
+    }
+    stream_vacate_if_unheld(s, slot, live, 0);
+}
+
+/* End every claimed side, in any lane, whose holder matches (and, for a death, vacate abandoned slots). */
 static void end_matching(struct orbit_streams *s, uint16_t node, uint64_t incarnation, bool others)
 {
     for (size_t i = 0; i < s->lay.total_slots; i++) {
@@ -264,6 +279,8 @@ static void end_matching(struct orbit_streams *s, uint16_t node, uint64_t incarn
             if (others ? inc != incarnation : inc == incarnation)
                 stream_end_side(s, slot, t, side);
         }
+        if (!others)
+            vacate_abandoned(s, slot, t);
     }
 }
 
@@ -417,7 +434,7 @@ static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
     return rc;
 }
 static void ops_close(void *t) { orbit_streams_close(t); }
-static void ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_streams_node_dead(t, node, inc); }
+static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_streams_node_dead(t, node, inc); return 0; }
 static int ops_reset_all(void *t) { orbit_streams_reset_all(t); return 0; }
 
 static const struct orb_table_ops streams_ops = {

@@ -31,7 +31,7 @@ extern "C" {
 #define ORBIT_EFULL        EMFILE          /* this node's lane is full */
 #define ORBIT_EPAYLOADFULL ENOBUFS         /* payload arena has no run that large */
 #define ORBIT_ETOOLARGE    EMSGSIZE        /* frame/chunk larger than the ring/arena lane */
-#define ORBIT_EMALFORMED   EINVAL          /* not an id/ticket/spec; bad argument */
+#define ORBIT_EMALFORMED   EINVAL          /* not an id/ticket/spec; bad argument (a timeout_ms below -1 included) */
 #define ORBIT_ECLAIMED     EALREADY        /* that side of the stream is already held */
 #define ORBIT_ECLOSED      ESHUTDOWN       /* this write half was finished or reset */
 #define ORBIT_ERESET       ECONNRESET      /* the peer reset the direction */

@@ -81,7 +81,7 @@ struct orbit_fleet_opts {
     uint64_t incarnation;       /* 0: derived from pid and process start time */
     enum orbit_backing backing;
     uint32_t mode;              /* 0: 0600 */
-    int64_t  gid;               /* -1: none; else segments are chowned to it and 0660 */
+    int64_t  gid;               /* -1: none; 0..4294967294: segments are chowned to it and 0660 */
     uint64_t resv[4];      /* zero; a later release may give it meaning */
 };
 #define ORBIT_FLEET_OPTS_DEFAULT { .capacity = 64, .node = -1, .incarnation = 0, \
@@ -99,11 +99,12 @@ struct orbit_fleet;
  * PRIVATE fleet of this process only, whatever opts->backing says.
  *
  * Errors: -ORBIT_EMALFORMED (bad name, capacity outside 1..4096, node >=
- * capacity, mode with world bits), -ORBIT_EGEOMETRY (the fleet exists with
+ * capacity, mode with world bits, gid outside -1 and 0..4294967294), -ORBIT_EGEOMETRY (the fleet exists with
  * another capacity), -ORBIT_ECORRUPT (the fleet segment is truncated or not
- * an orbit segment), -ORBIT_EFULL (no free node), -ORBIT_ECLAIMED (the node
+ * an orbit segment, or the record of the node asked for is garbled), -ORBIT_EFULL (no free node), -ORBIT_ECLAIMED (the node
  * asked for is held by a live process), -ENOMEM (HUGETLB and no huge pages),
- * -EACCES (permissions), or another negated errno.
+ * -EACCES (permissions), or another negated errno. AUTO takes /dev/shm when
+ * there are no huge pages or hugetlbfs is not writable by this user.
  */
 int  orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, struct orbit_fleet **out);
 
@@ -135,7 +136,11 @@ int  orbit_fleet_reap(struct orbit_fleet *);
 /*
  * orbit_fleet_unlink - removes every segment of that fleet (both backings)
  * and the small files in /dev/shm (orbit.<name>.<kind>.lock) whose flock
- * makes creating a segment name race-free. -ENOENT if it had no segment.
+ * makes creating a segment name race-free (a creator removes its own when
+ * done; one killed while creating leaves it). Returns 0 when it removed
+ * anything, -ENOENT if there was neither a segment nor a lock file.
+ * Creation never waits on a lock file of another user (one planted to block
+ * it is ignored), nor on any holder for longer than 10 s.
  */
 int  orbit_fleet_unlink(const char *name);
 
@@ -159,9 +164,15 @@ ssize_t orbit_fleet_nodes(struct orbit_fleet *, struct orbit_node_info *out, siz
  * carries that incarnation, this call takes it (exactly one reporter does),
  * runs node_dead for (node, incarnation) on every table segment of the fleet
  * that exists, and frees the node. A node already freed or claimed by a later
- * life is left alone. Returns 0, or -ORBIT_EMALFORMED for node >= capacity.
+ * life is left alone. Returns 0, or -ORBIT_EMALFORMED for node >= capacity,
+ * or the error of a table that could not give the share back yet (a live
+ * member held its lock past the bound: -ORBIT_ECORRUPT); the node then stays
+ * reserved, and a later orbit_fleet_reap or report finishes it.
  * orbit_fleet_reap and the reaper use it; call it yourself only for a process
- * you know is gone. (The tables' own *_node_dead calls act unconditionally.)
+ * you know is gone. Reports are resumable: the node records who is reporting
+ * (pid and start time), and a report whose reporter died half-way is finished
+ * by the next orbit_fleet_node_dead or orbit_fleet_reap that reaches the node,
+ * by a joiner that would take it, or by orbit-reaper's rescan. (The tables' own *_node_dead calls act unconditionally.)
  * A death report also wakes every waiter the dead process may have owed a
  * wake: one killed between claiming a sleeper's wake and issuing it (at once,
  * or from an io_uring wake batch it never submitted) would otherwise leave

@@ -145,7 +145,8 @@ int  orbit_pool_drain(struct orbit_pool *, orbit_id);
  * orbit_pool_reconcile - the owner's truth: the active count becomes active,
  * and every reservation older than grace_ms that nobody brought to the owner
  * is aged out (its unit returns; a late accept of it is -ORBIT_ENOTRESERVED).
- * Errors as for unregister.
+ * Errors as for unregister, and -ORBIT_EMALFORMED for active above the
+ * resource's capacity.
  */
 int  orbit_pool_reconcile(struct orbit_pool *, orbit_id, uint32_t active, uint64_t grace_ms);
 /* Every resource registered under key, in table order: fills up to max, returns how many exist. */

@@ -228,12 +228,12 @@ void orbit_arena_stats(struct orbit_arena *a, struct orbit_arena_stats *out)
 
 /* ---- death ------------------------------------------------------------------ */
 
-/* Take a run's first slot for reclaiming if it still carries tag t; count it. */
-static bool reclaim_head(struct orbit_arena *a, uint32_t node, uint32_t i, uint64_t t)
+/* Take a run's first slot for reclaiming, for dead node `dead`, if it still carries tag t. */
+static bool reclaim_head(struct orbit_arena *a, uint32_t node, uint32_t i, uint64_t t, uint16_t dead)
 {
     struct arena_slot *s = arena_slot_at(a, node, i);
     /* The CAS arbitrates with a live reader's consume and its release: one of us owns the run. */
-    if (!atomic_compare_exchange_strong(&s->tag, &t, ATAG(ATAG_GEN(t), ASLOT_RECLAIMING, 0)))
+    if (!atomic_compare_exchange_strong(&s->tag, &t, ATAG(ATAG_GEN(t), ASLOT_RECLAIMING, dead)))
         return false;
     uint32_t count = atomic_load_explicit(&s->count, memory_order_relaxed);
     if (count == 0 || count > a->slots_per_lane - i)
@@ -260,7 +260,7 @@ static void reclaim_producer(struct orbit_arena *a, uint16_t node, uint64_t inc)
             keep_gen = ATAG_GEN(t);
             keep_end = count && count <= a->slots_per_lane - i ? i + count : i + 1;
         } else if (st == ASLOT_RESERVED || st == ASLOT_LIVE) {
-            reclaim_head(a, node, i, t);
+            reclaim_head(a, node, i, t, node);
         } else if (st == ASLOT_TAIL && !(i < keep_end && ATAG_GEN(t) == keep_gen)) {
             /* A tail whose head is gone: allocation or release died half way. */
             uint64_t want = t;
@@ -282,15 +282,35 @@ static void reclaim_reader(struct orbit_arena *a, uint16_t node, uint64_t inc)
                 continue;
             uint64_t rinc = atomic_load_explicit(&s->reader_inc, memory_order_acquire);
             if (rinc == inc || rinc == 0)
-                reclaim_head(a, lane, i, t);
+                reclaim_head(a, lane, i, t, node);
         }
     }
+}
+
+/*
+ * Runs left RECLAIMING by node's work: it was killed between taking a run for
+ * freeing and freeing it (cancel, release, withdraw), or a report for it was.
+ * Nobody else frees them: the actor is dead and one reporter acts for it at a time.
+ */
+static void finish_cut_short(struct orbit_arena *a, uint16_t node)
+{
+    for (uint32_t lane = 0; lane < a->fleet_capacity; lane++)
+        for (uint32_t i = 0; i < a->slots_per_lane; i++) {
+            struct arena_slot *s = arena_slot_at(a, lane, i);
+            uint64_t t = atomic_load_explicit(&s->tag, memory_order_acquire);
+            if (ATAG_STATE(t) != ASLOT_RECLAIMING || ATAG_READER(t) != (node & 0xfffu))
+                continue;
+            /* count 0: the tails were freed before it was cleared; the head alone is left. */
+            arena_free_run(a, lane, i, ATAG_GEN(t), atomic_load(&s->count));
+            arena_count(&a->n_reclaimed, 1);
+        }
 }
 
 void orbit_arena_node_dead(struct orbit_arena *a, uint16_t node, uint64_t incarnation)
 {
     if (!a || node >= a->fleet_capacity || incarnation == 0)
         return;
+    finish_cut_short(a, node);
     reclaim_producer(a, node, incarnation);
     reclaim_reader(a, node, incarnation);
     arena_sweep_undeliverable(a, node, incarnation);
@@ -410,7 +430,7 @@ static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
     return rc;
 }
 static void ops_close(void *t) { orbit_arena_close(t); }
-static void ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_arena_node_dead(t, node, inc); }
+static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_arena_node_dead(t, node, inc); return 0; }
 static int ops_reset_all(void *t) { orbit_arena_reset_all(t); return 0; }
 
 static const struct orb_table_ops arena_ops = {

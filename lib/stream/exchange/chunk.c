@@ -58,7 +58,7 @@ static bool seize_head(struct orbit_arena *a, uint32_t node, uint32_t first, uin
 {
     uint64_t want = ATAG(gen, from, reader);
     return atomic_compare_exchange_strong(&arena_slot_at(a, node, first)->tag, &want,
-                                          ATAG(gen, ASLOT_RECLAIMING, 0));
+                                          ATAG(gen, ASLOT_RECLAIMING, a->node));
 }
 
 /* ---- reserving ------------------------------------------------------------------ */
@@ -199,6 +199,8 @@ int orbit_arena_try_reserve(struct orbit_arena *a, size_t len, struct orbit_rese
 
 int orbit_arena_reserve(struct orbit_arena *a, size_t len, int timeout_ms, struct orbit_reservation *out)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     uint32_t count;
     int rc = reserve_check(a, len, out, &count);
     if (rc < 0)

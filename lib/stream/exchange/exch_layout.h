@@ -30,6 +30,9 @@
 #define ARENA_PAYLOAD_ALIGN   (2u << 20)
 #define ARENA_GEN_MAX         ((1ull << 48) - 1)
 
+/* A head's reader field names READING's reader, and RECLAIMING's actor: the node whose
+ * work freeing the run is (the caller's, or the dead node a report acts for). A report
+ * for that node finishes a RECLAIMING its actor or reporter was killed in. */
 enum { ASLOT_FREE = 0, ASLOT_RESERVED = 1, ASLOT_LIVE = 2, ASLOT_READING = 3, ASLOT_RECLAIMING = 4,
        ASLOT_TAIL = 5 };
 

@@ -129,6 +129,8 @@ int orbit_exchanges_take_offer(struct orbit_exchanges *ex, struct orbit_ticket *
 
 int orbit_exchanges_wait_offer(struct orbit_exchanges *ex, int timeout_ms, struct orbit_ticket *out)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     return ex ? orbit_streams_wait_offer(ex->control, timeout_ms, out) : -ORBIT_EMALFORMED;
 }
 
@@ -269,6 +271,8 @@ int orbit_exchange_try_start(struct orbit_exchange *x, struct orbit_reservation 
 
 int orbit_exchange_start(struct orbit_exchange *x, struct orbit_reservation *res, size_t len, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     return send_chunk(x, ORBIT_EXCHANGE_START, res, len, timeout_ms, false);
 }
 
@@ -279,6 +283,8 @@ int orbit_exchange_try_data(struct orbit_exchange *x, struct orbit_reservation *
 
 int orbit_exchange_data(struct orbit_exchange *x, struct orbit_reservation *res, size_t len, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     return send_chunk(x, ORBIT_EXCHANGE_DATA, res, len, timeout_ms, false);
 }
 
@@ -293,6 +299,8 @@ int orbit_exchange_try_reserve(struct orbit_exchange *x, size_t len, struct orbi
 
 int orbit_exchange_reserve(struct orbit_exchange *x, size_t len, int timeout_ms, struct orbit_reservation *out)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!x)
         return -ORBIT_EMALFORMED;
     if (x->send_state == ORBIT_FLOW_FINISHED || x->send_state == ORBIT_FLOW_RESET)
@@ -325,11 +333,15 @@ static int send_copy(struct orbit_exchange *x, uint8_t event, const void *buf, s
 
 int orbit_exchange_send_start(struct orbit_exchange *x, const void *meta, size_t len, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     return send_copy(x, ORBIT_EXCHANGE_START, meta, len, timeout_ms, false);
 }
 
 int orbit_exchange_send_data(struct orbit_exchange *x, const void *buf, size_t len, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     return send_copy(x, ORBIT_EXCHANGE_DATA, buf, len, timeout_ms, false);
 }
 
@@ -355,6 +367,8 @@ static int send_end(struct orbit_exchange *x, uint8_t event, uint32_t code, int 
 int orbit_exchange_try_finish(struct orbit_exchange *x) { return send_end(x, ORBIT_EXCHANGE_FIN, 0, 0, true); }
 int orbit_exchange_finish(struct orbit_exchange *x, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     return send_end(x, ORBIT_EXCHANGE_FIN, 0, timeout_ms, false);
 }
 int orbit_exchange_try_reset(struct orbit_exchange *x, uint32_t code)
@@ -363,5 +377,7 @@ int orbit_exchange_try_reset(struct orbit_exchange *x, uint32_t code)
 }
 int orbit_exchange_reset(struct orbit_exchange *x, uint32_t code, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     return send_end(x, ORBIT_EXCHANGE_RESET, code, timeout_ms, false);
 }

@@ -113,6 +113,8 @@ int orbit_exchange_try_next(struct orbit_exchange *x, struct orbit_exchange_even
 
 int orbit_exchange_next(struct orbit_exchange *x, struct orbit_exchange_event *ev, int timeout_ms)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     return next_event(x, ev, timeout_ms, false);
 }
 

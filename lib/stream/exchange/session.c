@@ -58,6 +58,8 @@ static int ms_left(const struct orb_deadline *d)
 int orbit_exchange_open_session(struct orbit_exchanges *ex, const struct orbit_lease *lease, const void *meta,
                                 size_t len, int timeout_ms, struct orbit_exchange **a)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!ex || !lease || !a || (len && !meta) || len > ORBIT_ARENA_LANE_MAX)
         return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
@@ -89,6 +91,8 @@ int orbit_exchange_open_session(struct orbit_exchanges *ex, const struct orbit_l
 int orbit_exchange_accept_session(struct orbit_exchanges *ex, struct orbit_pool *pool,
                                   const struct orbit_ticket *t, int timeout_ms, struct orbit_session *out)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!ex || !pool || !t || !out)
         return -ORBIT_EMALFORMED;
     memset(out, 0, sizeof *out);
@@ -123,6 +127,8 @@ int orbit_exchange_accept_session(struct orbit_exchanges *ex, struct orbit_pool 
 int orbit_exchange_wait_session(struct orbit_exchanges *ex, struct orbit_pool *pool, int timeout_ms,
                                 struct orbit_session *out)
 {
+    if (!orb_timeout_valid(timeout_ms))
+        return -ORBIT_EMALFORMED;
     if (!ex || !pool || !out)
         return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);

@@ -83,7 +83,7 @@ static void sweep_kind(struct orbit_arena *a, uint8_t kind, uint16_t node, uint6
             struct arena_slot *h = arena_slot_at(a, v[k].lane, v[k].slot);
             uint32_t count = atomic_load(&h->count);
             /* The CAS arbitrates with a late consume and with the producer's own withdraw. */
-            if (atomic_compare_exchange_strong(&h->tag, &want, ATAG(ATAG_GEN(want), ASLOT_RECLAIMING, 0))) {
+            if (atomic_compare_exchange_strong(&h->tag, &want, ATAG(ATAG_GEN(want), ASLOT_RECLAIMING, node))) {
                 arena_free_run(a, v[k].lane, v[k].slot, ATAG_GEN(want), count);
                 arena_count(&a->n_reclaimed, 1);
             }

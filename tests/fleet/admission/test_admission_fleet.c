@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <orbit/admission.h>
+#include <orbit/reaper.h>
 #include <orbit/uring.h>
 #include "testutil.h"
 #include "admission/adm_layout.h"
@@ -690,6 +691,183 @@ START_TEST(test_waiter_recovers_a_holder_killed_mid_lock)
 }
 END_TEST
 
+/* ---- a reporter killed inside orbit_fleet_node_dead ---------------------- */
+
+/* Holds {1:5} on node 1 until killed. */
+static int victim_child(const char *name, struct tu_gate *ready)
+{
+    struct orbit_fleet *f;
+    struct orbit_admission *a;
+    unsetenv(PARK_ENV);
+    if (child_open(name, 1, 1001, &f, &a) != 0)
+        return 2;
+    struct orbit_units u = { 1, 5 };
+    struct orbit_demand d = { .claim = &u, .n_claim = 1 };
+    struct orbit_admit_result r;
+    if (orbit_admission_try_claim(a, &d, &r) || r.outcome != ORBIT_ADMIT_CLAIMED)
+        return 3;
+    tu_gate_open(ready, 1);
+    for (;;)
+        pause();
+}
+
+/* Stops inside the ledger mutex (claim-commit); resumed, releases its claim and leaves. */
+static int mutex_parker_child(const char *name)
+{
+    struct orbit_fleet *f;
+    struct orbit_admission *a;
+    setenv(PARK_ENV, "claim-commit", 1);
+    if (child_open(name, 6, 6006, &f, &a) != 0)
+        return 2;
+    struct orbit_units u = { 1, 10 };
+    struct orbit_demand d = { .claim = &u, .n_claim = 1 };
+    struct orbit_admit_result r;
+    if (orbit_admission_try_claim(a, &d, &r) || r.outcome != ORBIT_ADMIT_CLAIMED)
+        return 3;
+    if (orbit_admission_release(a, &r.claim) != 0)
+        return 4;
+    child_close(f, a);
+    return 0;
+}
+
+/* Reports node 1 dead: blocks on the parked holder's mutex until killed. */
+static int reporter_child(const char *name)
+{
+    struct orbit_fleet *obs;
+    if (orbit_fleet_observe(name, &obs) != 0)
+        return 2;
+    orbit_fleet_node_dead(obs, 1, 1001);
+    return 5;   /* only reached if the mutex came free */
+}
+
+/* Bounded: until node's state word reads want and pid sleeps. */
+static void until_state(struct orbit_fleet *f, uint16_t node, uint32_t want, pid_t pid)
+{
+    for (int i = 0; i < 10000; i++) {
+        if (atomic_load(&f->nodes[node].state) == want && proc_state(pid) == 'S')
+            return;
+        tu_sleep_ms(1);
+    }
+    ck_abort_msg("node %u never reached state %u", node, want);
+}
+
+/*
+ * The report is finished by the next: 0 orbit_fleet_reap, 1 orbit_fleet_node_dead,
+ * 2 a joiner of exactly that node, 3 a first-free joiner, 4 orbit-reaper's pass (pidfd).
+ */
+START_TEST(test_reporter_killed_mid_report)
+{
+    const char *name = tu_fleet_name("adm-reporter");
+    struct orbit_fleet *f;
+    struct orbit_admission *a = parent_open(name, &f, 1000);
+    ck_assert_int_eq(orbit_admission_set_capacity(a, 1, 100), 0);
+    struct tu_gate ready;
+    tu_gate_init(&ready);
+    pid_t victim = fork();
+    if (victim == 0)
+        _exit(victim_child(name, &ready));
+    tu_gate_pass(&ready);
+    tu_gate_close(&ready);
+    ck_assert_uint_eq(used_of(a, 1), 5);
+    kill(victim, SIGKILL);
+    ck_assert_int_eq(tu_wait_child(victim, 10000), 128 + SIGKILL);
+
+    pid_t parker = fork();
+    if (parker == 0)
+        _exit(mutex_parker_child(name));
+    int st;
+    ck_assert_int_eq(waitpid(parker, &st, WUNTRACED), parker);
+    ck_assert(WIFSTOPPED(st));
+    pid_t reporter = fork();
+    if (reporter == 0)
+        _exit(reporter_child(name));
+    until_state(f, 1, 3, reporter);   /* the reporter took the node and sleeps on the mutex */
+    kill(reporter, SIGKILL);
+    ck_assert_int_eq(tu_wait_child(reporter, 10000), 128 + SIGKILL);
+    kill(parker, SIGCONT);
+    ck_assert_int_eq(tu_wait_child(parker, 10000), 0);
+    ck_assert_uint_eq(used_of(a, 1), 5);   /* the victim's claim: still charged */
+
+    struct orbit_fleet *joined = NULL;
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    o.capacity = 8;
+    o.backing = tu_backing();
+    if (_i == 0) {
+        ck_assert_int_eq(orbit_fleet_reap(f), 1);
+    } else if (_i == 1) {
+        ck_assert_int_eq(orbit_fleet_node_dead(f, 1, 1001), 0);
+    } else if (_i == 4) {
+        struct orbit_reaper *r;
+        ck_assert_int_eq(orbit_reaper_open(ORBIT_REAPER_PIDFD, &r), 0);
+        ck_assert_int_eq(orbit_reaper_watch(r, name), 0);
+        for (int i = 0; i < 500 && atomic_load(&f->nodes[1].state) != ORBIT_NODE_FREE; i++)
+            ck_assert_int_ge(orbit_reaper_process(r, 10), 0);
+        orbit_reaper_close(r);
+    } else {
+        o.node = _i == 2 ? 1 : -1;
+        ck_assert_int_eq(orbit_fleet_join(name, &o, &joined), 0);
+        ck_assert_uint_eq(orbit_fleet_node(joined), 1);
+    }
+    ck_assert_uint_eq(used_of(a, 1), 0);
+    ck_assert_uint_eq(info_of(a).live_claims, 0);
+    ck_assert_int_eq(orbit_fleet_reap(f), 0);   /* done once */
+    if (!joined) {
+        ck_assert_uint_eq(atomic_load(&f->nodes[1].state), ORBIT_NODE_FREE);
+        o.node = 1;
+        ck_assert_int_eq(orbit_fleet_join(name, &o, &joined), 0);
+    }
+    ck_assert_uint_eq(atomic_load(&f->nodes[1].state), ORBIT_NODE_LIVE);
+    orbit_fleet_leave(joined);
+    orbit_admission_close(a);
+    orbit_fleet_leave(f);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
+/*
+ * A death reported while a live member holds the ledger past the lock's bound
+ * (stopped inside it): the ledger cannot give the claim back yet, so the report
+ * fails and the node stays REAPING, never freed with the claim left charged.
+ * Once the holder moves on, the next reap finishes the report.
+ */
+START_TEST(test_node_dead_on_a_stuck_ledger_is_finished_later)
+{
+    const char *name = tu_fleet_name("adm-stuck-report");
+    struct orbit_fleet *f;
+    struct orbit_admission *a = parent_open(name, &f, 1000);
+    ck_assert_int_eq(orbit_admission_set_capacity(a, 1, 100), 0);
+    struct tu_gate ready;
+    tu_gate_init(&ready);
+    pid_t victim = fork();
+    if (victim == 0)
+        _exit(victim_child(name, &ready));
+    tu_gate_pass(&ready);
+    tu_gate_close(&ready);
+    kill(victim, SIGKILL);
+    ck_assert_int_eq(tu_wait_child(victim, 10000), 128 + SIGKILL);
+
+    pid_t parker = fork();
+    if (parker == 0)
+        _exit(mutex_parker_child(name));
+    int st;
+    ck_assert_int_eq(waitpid(parker, &st, WUNTRACED), parker);
+    ck_assert(WIFSTOPPED(st));
+    int rc = orbit_fleet_node_dead(f, 1, 1001);
+    ck_assert_msg(rc < 0, "node_dead on a held ledger returned %d", rc);
+    ck_assert_uint_ne(atomic_load(&f->nodes[1].state), ORBIT_NODE_FREE);
+
+    kill(parker, SIGCONT);
+    ck_assert_int_eq(tu_wait_child(parker, 10000), 0);
+    ck_assert_uint_eq(used_of(a, 1), 5);   /* the victim's claim: still charged, and still owed */
+    ck_assert_int_eq(orbit_fleet_reap(f), 1);   /* the report is finished */
+    ck_assert_uint_eq(used_of(a, 1), 0);
+    ck_assert_uint_eq(atomic_load(&f->nodes[1].state), ORBIT_NODE_FREE);
+    orbit_admission_close(a);
+    orbit_fleet_leave(f);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
 static Suite *fleet_suite(void)
 {
     Suite *s = suite_create("admission-fleet");
@@ -699,6 +877,8 @@ static Suite *fleet_suite(void)
     tcase_add_loop_test(t, test_kill_holding, 0, 2);
     tcase_add_loop_test(t, test_kill_in_mutex, 0, 3);
     tcase_add_loop_test(t, test_deferred_woken_across_processes, 0, 2);
+    tcase_add_loop_test(t, test_reporter_killed_mid_report, 0, 5);
+    tcase_add_test(t, test_node_dead_on_a_stuck_ledger_is_finished_later);
     tcase_add_test(t, test_garbage_lock_word_poisons_without_blocking);
     tcase_add_test(t, test_stuck_holder_bounds_every_lock);
     tcase_add_test(t, test_waiter_recovers_a_holder_killed_mid_lock);

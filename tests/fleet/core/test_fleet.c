@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <orbit/inspect.h>
 #include "testutil.h"
@@ -520,6 +521,135 @@ START_TEST(another_uid_cannot_open_a_0600_fleet)
 }
 END_TEST
 
+static int drop_to_nobody(void)
+{
+    return setgroups(0, NULL) == 0 && setresgid(65534, 65534, 65534) == 0 &&
+           setresuid(65534, 65534, 65534) == 0 ? 0 : -1;
+}
+
+static bool path_exists(const char *fmt, const char *name)
+{
+    char path[300];
+    snprintf(path, sizeof path, fmt, name);
+    return access(path, F_OK) == 0;
+}
+
+/* AUTO as a user who may not write hugetlbfs: /dev/shm, and no lock file left behind. */
+START_TEST(auto_as_an_unprivileged_user_falls_back_to_shm)
+{
+    if (geteuid() != 0) {
+        tu_skip("auto_as_an_unprivileged_user_falls_back_to_shm: needs root to switch uid");
+        return;
+    }
+    const char *name = tu_fleet_name("nobody");
+    pid_t kid = fork();
+    if (kid == 0) {
+        if (drop_to_nobody() != 0)
+            _exit(3);
+        struct orbit_fleet_opts o = opts_for(2, -1);
+        o.backing = ORBIT_BACKING_AUTO;
+        struct orbit_fleet *f;
+        int rc = orbit_fleet_join(name, &o, &f);
+        if (rc != 0)
+            _exit(rc == -EACCES ? 4 : 5);
+        bool shm = orbit_fleet_backing(f) == ORBIT_BACKING_SHM;
+        orbit_fleet_leave(f);
+        _exit(shm ? 0 : 6);
+    }
+    ck_assert_int_eq(tu_wait_child(kid, 10000), 0);
+    ck_assert(path_exists("/dev/shm/orbit.%s.255", name));
+    ck_assert(!path_exists("/dev/shm/orbit.%s.255.lock", name));
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+    ck_assert_int_eq(orbit_fleet_unlink(name), -ENOENT);
+}
+END_TEST
+
+/* A creator killed while it held its creation lock leaves the file: unlink removes it and says so. */
+START_TEST(unlink_removes_a_left_lock_file_and_says_so)
+{
+    const char *name = tu_fleet_name("lockleft");
+    char path[300];
+    snprintf(path, sizeof path, "/dev/shm/orbit.%s.3.lock", name);
+    int fd = open(path, O_RDONLY | O_CREAT | O_EXCL, 0600);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+    ck_assert_int_eq(access(path, F_OK), -1);
+    ck_assert_int_eq(orbit_fleet_unlink(name), -ENOENT);
+}
+END_TEST
+
+/*
+ * Another user plants the fleet's creation lock first: 0 a file it holds
+ * flocked, 1 a FIFO. Creation neither waits on it nor fails; the join
+ * runs in a child with a deadline well under the 10 s bound on trusted holders.
+ */
+START_TEST(a_lock_file_planted_by_another_user_cannot_block_creation)
+{
+    if (geteuid() != 0) {
+        tu_skip("a_lock_file_planted_by_another_user_cannot_block_creation: needs root");
+        return;
+    }
+    const char *name = tu_fleet_name("planted");
+    char path[300];
+    snprintf(path, sizeof path, "/dev/shm/orbit.%s.255.lock", name);
+    struct tu_gate ready, done;
+    tu_gate_init(&ready);
+    tu_gate_init(&done);
+    pid_t planter = fork();
+    if (planter == 0) {
+        if (drop_to_nobody() != 0)
+            _exit(3);
+        if (_i == 1) {
+            if (mkfifo(path, 0666) != 0)
+                _exit(4);
+        } else {
+            int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0666);
+            if (fd < 0 || flock(fd, LOCK_EX) != 0)
+                _exit(5);
+        }
+        tu_gate_open(&ready, 1);
+        tu_gate_pass(&done);
+        _exit(0);
+    }
+    tu_gate_pass(&ready);
+    pid_t joiner = fork();
+    if (joiner == 0) {
+        struct orbit_fleet_opts o = opts_for(2, -1);
+        struct orbit_fleet *f;
+        _exit(orbit_fleet_join(name, &o, &f) == 0 ? 0 : 1);
+    }
+    ck_assert_int_eq(tu_wait_child(joiner, 5000), 0);
+    tu_gate_open(&done, 1);
+    ck_assert_int_eq(tu_wait_child(planter, 5000), 0);
+    ck_assert_int_eq(access(path, F_OK), 0);   /* another user's file: not ours to remove */
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+    tu_gate_close(&ready);
+    tu_gate_close(&done);
+}
+END_TEST
+
+/* A node record whose state word another member scribbled over: refused, skipped, never spun on. */
+START_TEST(a_garbled_node_state_is_corrupt_not_a_hang)
+{
+    const char *name = tu_fleet_name("garbled");
+    struct orbit_fleet *f = tu_join(name, 3, 0, 0, tu_backing());
+    atomic_store(&f->nodes[1].state, 77);
+    struct orbit_fleet_opts o = opts_for(3, 1);
+    struct orbit_fleet *g;
+    ck_assert_int_eq(orbit_fleet_join(name, &o, &g), -ORBIT_ECORRUPT);
+    o.node = -1;
+    ck_assert_int_eq(orbit_fleet_join(name, &o, &g), 0);
+    ck_assert_uint_eq(orbit_fleet_node(g), 2);
+    ck_assert_int_eq(orbit_fleet_reap(f), 0);
+    ck_assert_int_eq(orbit_fleet_node_dead(f, 1, 0), 0);
+    ck_assert_uint_eq(atomic_load(&f->nodes[1].state), 77);   /* left as found */
+    orbit_fleet_leave(g);
+    orbit_fleet_leave(f);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
 START_TEST(private_fleets_share_tables_within_the_process)
 {
     struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
@@ -604,12 +734,16 @@ int main(void)
     tcase_add_test(tc, the_incarnation_is_given_or_derived_per_process_life);
     tcase_add_test(tc, segments_are_0600_by_default);
     tcase_add_test(tc, private_fleets_share_tables_within_the_process);
+    tcase_add_test(tc, a_garbled_node_state_is_corrupt_not_a_hang);
+    tcase_add_test(tc, unlink_removes_a_left_lock_file_and_says_so);
     tcase_add_test(tc, a_creator_that_died_before_ready_is_corrupt_not_a_hang);
     suite_add_tcase(s, tc);
     TCase *root = tu_optional_tcase("root");
     tcase_set_timeout(root, 120);
     tcase_add_test(root, a_group_fleet_is_0660_and_chowned);
     tcase_add_test(root, another_uid_cannot_open_a_0600_fleet);
+    tcase_add_test(root, auto_as_an_unprivileged_user_falls_back_to_shm);
+    tcase_add_loop_test(root, a_lock_file_planted_by_another_user_cannot_block_creation, 0, 2);
     suite_add_tcase(s, root);
     return tu_run(s);
 }

@@ -534,6 +534,48 @@ START_TEST(node_dead_returns_a_producers_chunks_and_a_readers_holdings)
 }
 END_TEST
 
+/*
+ * A run left RECLAIMING: its freer was killed between taking it and freeing it
+ * (a reader inside release, or a reporter inside node_dead). The head names the
+ * node the work was for; the next report for that node finishes it.
+ */
+START_TEST(a_run_left_reclaiming_is_finished_by_the_next_report)
+{
+    const char *name = tu_fleet_name("xcut");
+    struct orbit_fleet *f0 = tu_join(name, 2, 0, 100, tu_backing());
+    struct orbit_fleet *f1 = tu_join(name, 2, 1, 200, tu_backing());
+    struct orbit_arena_spec sp = { .kind = ARENA_KIND, .slot_bytes = SLOT, .slots_per_lane = SLOTS };
+    struct orbit_arena *p, *rd;
+    ck_assert_int_eq(orbit_arena_open(f0, &sp, &p), 0);
+    ck_assert_int_eq(orbit_arena_open(f1, &sp, &rd), 0);
+    /* Reader (node 1) killed inside its release: the run is RECLAIMING for node 1. */
+    struct orbit_chunk_desc d = put_chunk(p, 2 * SLOT, 1);
+    struct orbit_chunk c;
+    ck_assert_int_eq(orbit_arena_consume(rd, &d, &c), 0);
+    atomic_store(&p->slots[d.first_slot].tag, ATAG(d.generation, ASLOT_RECLAIMING, 1));
+    ck_assert_uint_eq(lane_free(p, 0), SLOTS - 2);
+    orbit_arena_node_dead(p, 1, 200);
+    ck_assert_uint_eq(lane_free(p, 0), SLOTS);
+    /* A reporter for node 0 killed inside node_dead after taking an unread chunk. */
+    struct orbit_chunk_desc u = put_chunk(p, 3 * SLOT, 2);
+    atomic_store(&p->slots[u.first_slot].tag, ATAG(u.generation, ASLOT_RECLAIMING, 0));
+    orbit_arena_node_dead(rd, 0, 100);   /* the next report for node 0 */
+    ck_assert_uint_eq(lane_free(p, 0), SLOTS);
+    /* A live node's own RECLAIMING (mid-release) is not another node's to finish. */
+    struct orbit_chunk_desc v = put_chunk(p, SLOT, 3);
+    atomic_store(&p->slots[v.first_slot].tag, ATAG(v.generation, ASLOT_RECLAIMING, 0));
+    orbit_arena_node_dead(p, 1, 200);
+    ck_assert_uint_eq(lane_free(p, 0), SLOTS - 1);
+    orbit_arena_node_dead(rd, 0, 100);
+    ck_assert_uint_eq(lane_free(p, 0), SLOTS);
+    orbit_arena_close(rd);
+    orbit_arena_close(p);
+    orbit_fleet_leave(f1);
+    orbit_fleet_leave(f0);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
 /* ---- exchanges: the state machine --------------------------------------------------- */
 
 static void expect_event(struct orbit_exchange *x, enum orbit_exchange_event_type type, uint64_t id,
@@ -1319,6 +1361,7 @@ static Suite *suite(void)
     tcase_add_test(t, a_corrupted_descriptor_is_refused);
     tcase_add_test(t, reset_all_makes_everything_stale);
     tcase_add_test(t, node_dead_returns_a_producers_chunks_and_a_readers_holdings);
+    tcase_add_test(t, a_run_left_reclaiming_is_finished_by_the_next_report);
     suite_add_tcase(s, t);
     t = tcase_create("exchange");
     tcase_set_timeout(t, 60);

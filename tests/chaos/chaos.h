@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* The chaos suite: shared figures between the supervisor and its members, and the payload patterns. */
+#ifndef ORBIT_CHAOS_H
+#define ORBIT_CHAOS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <orbit/admission.h>
+#include <orbit/exchange.h>
+#include <orbit/pool.h>
+#include <orbit/stream.h>
+
+#define CHAOS_MEMBERS_MAX 12
+#define CHAOS_FLEET_CAPACITY 16
+#define CHAOS_KEYS 8
+#define CHAOS_DOMAINS 3
+#define CHAOS_FRAME 64               /* stream frames: header + pattern */
+#define CHAOS_CHUNK_MAX 2048         /* exchange DATA chunk bytes */
+
+/* What a member is doing right now: the table a kill lands in. */
+enum chaos_table { T_POOL, T_STREAMS, T_EXCHANGE, T_ADMISSION, T_URING, T_COUNT };
+static const char *const chaos_table_name[T_COUNT] = { "pool", "streams", "exchange", "admission", "uring" };
+
+/* One member slot, in memory shared with the supervisor (written by the member). */
+struct chaos_slot {
+    _Atomic uint32_t focus;          /* enum chaos_table: 3 of 4 operations of this life go there */
+    _Atomic uint32_t table;          /* enum chaos_table of the current operation */
+    _Atomic int32_t  ready;          /* joined and opened every table */
+    _Atomic uint32_t node;
+    _Atomic uint64_t incarnation;
+    _Atomic uint64_t beats;          /* operations finished */
+    _Atomic int64_t  last_beat_ns;   /* CLOCK_MONOTONIC of the last one */
+};
+
+struct chaos_shared {
+    struct chaos_slot slot[CHAOS_MEMBERS_MAX];
+    _Atomic uint64_t ops[T_COUNT], errors[T_COUNT];
+    _Atomic uint64_t bytes_checked;       /* payload bytes members verified */
+    _Atomic uint64_t wrong_bytes;         /* payload bytes that arrived wrong (no scribbler running) */
+    _Atomic uint64_t scribbled_bytes;     /* the same while a scribbler runs: it may have hit payloads */
+    _Atomic uint32_t hostile;             /* a scribbler is running */
+    _Atomic uint64_t hostile_rounds, hostile_bytes;
+};
+
+/* Member main: joins fleet, opens every table, runs random operations until killed. */
+void chaos_member(const char *fleet, struct chaos_shared *sh, int slot, uint64_t seed);
+/* The scribbler: rounds of random bytes written at random offsets of the fleet's live segments. */
+void chaos_scribbler(const char *fleet, struct chaos_shared *sh, uint64_t rounds, uint64_t seed);
+
+static inline int64_t chaos_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline uint64_t chaos_rand(uint64_t *s)
+{
+    uint64_t x = *s;   /* xorshift64* */
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+static inline uint32_t chaos_below(uint64_t *s, uint32_t n) { return n ? (uint32_t)(chaos_rand(s) % n) : 0; }
+
+/* The byte every payload carries at position i of (stream or exchange id, sequence). */
+static inline uint8_t chaos_pattern(uint64_t id, uint64_t seq, uint64_t i)
+{
+    uint64_t x = (id * 0x9e3779b97f4a7c15ull) ^ (seq * 0xbf58476d1ce4e5b9ull) ^ (i * 0x94d049bb133111ebull);
+    x ^= x >> 31;
+    return (uint8_t)(x ^ (x >> 17));
+}
+
+/* Table specs every party opens with. */
+static inline struct orbit_pool_spec chaos_pool_spec(void)
+{
+    struct orbit_pool_spec s = ORBIT_POOL_SPEC_DEFAULT;
+    s.key_capacity = 64;
+    s.lane_capacity = 16;
+    return s;
+}
+static inline struct orbit_stream_spec chaos_stream_spec(void)
+{
+    struct orbit_stream_spec s = ORBIT_STREAM_SPEC_DEFAULT;
+    s.lane_capacity = 32;
+    s.buffer_bytes = 4096;
+    return s;
+}
+static inline struct orbit_exchange_spec chaos_exchange_spec(void)
+{
+    struct orbit_exchange_spec s = ORBIT_EXCHANGE_SPEC_DEFAULT;
+    s.control.lane_capacity = 32;
+    s.control.buffer_bytes = 4096;
+    s.a_to_b.slot_bytes = 1024;
+    s.a_to_b.slots_per_lane = 64;
+    return s;
+}
+
+#endif
