@@ -43,7 +43,7 @@
 #include <orbit/exchange.h>
 #include <orbit/uring.h>
 #include "tool.h"
-#include "core/wait.h"
+#include "bench_clock.h"
 #include "bench_exchange.h"
 
 const char *const bx_transport_name[T_COUNT] = { "exchange", "stream", "socketpair" };
@@ -325,7 +325,7 @@ static int run_workers(struct worker *w, unsigned n, int ready_fd, int go_fd, in
         bench_put(ready_fd, &c, 1);   /* server: tell the client we are set up */
     if (go_fd >= 0 && !bench_get(go_fd, &c, 1))
         _exit(91);
-    *t0 = orb_now_ns();
+    *t0 = bench_now_ns();
     pthread_barrier_wait(&go);
     int rc = 0;
     for (unsigned i = 0; i < n; i++) {
@@ -333,7 +333,7 @@ static int run_workers(struct worker *w, unsigned n, int ready_fd, int go_fd, in
         rc |= w[i].rc;
         free(w[i].buf);
     }
-    *t1 = orb_now_ns();
+    *t1 = bench_now_ns();
     pthread_barrier_destroy(&go);
     return rc;
 }
@@ -675,11 +675,11 @@ static double relay_run(struct opts *o, enum relay_kind kind)
     int sink = accept4(r.l_out, NULL, NULL, SOCK_CLOEXEC);
     unsigned char *buf = malloc(1u << 20);
     uint64_t got = 0;
-    int64_t t0 = orb_now_ns();
+    int64_t t0 = bench_now_ns();
     bench_put(r.go[1], "g", 1);
     for (ssize_t m; sink >= 0 && (m = read(sink, buf, 1u << 20)) > 0;)
         got += (uint64_t)m;
-    int64_t t1 = orb_now_ns();
+    int64_t t1 = bench_now_ns();
     bool ok = got == o->relay_bytes;
     for (int i = 0; i < n; i++) {
         int st = 0;

@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@
 #include <unistd.h>
 #include <orbit/pool.h>
 #include "tool.h"
-#include "core/wait.h"
+#include "bench_clock.h"
 
 #define POOL_BENCH_PROCS_MAX 256
 
@@ -91,7 +92,7 @@ static int mutex_init(pthread_mutex_t *m)
 static int mutex_loop(struct mutex_key *k, uint64_t ops, bool fine_clock)
 {
     for (uint64_t i = 0; i < ops; i++) {
-        uint64_t now = fine_clock ? orb_wall_ms() : orb_wall_ms_coarse();
+        uint64_t now = fine_clock ? bench_wall_ms() : bench_wall_ms_coarse();
         pthread_mutex_lock(&k->lock);
         bool room = k->reserved + k->active < k->capacity;
         if (room) {
@@ -133,7 +134,7 @@ static void start_line(struct shared *sh)
 {
     atomic_fetch_add(&sh->ready, 1);
     while (!atomic_load(&sh->go))
-        orb_cpu_relax();
+        bench_cpu_relax();
 }
 
 static int orbit_setup(const char *fleet, int index, const struct scenario *sc, const struct options *o,
@@ -161,11 +162,11 @@ static void worker(const char *fleet, enum impl impl, int index, const struct sc
         sh->failed = 1;
     }
     start_line(sh);
-    int64_t t0 = orb_now_ns();
+    int64_t t0 = bench_now_ns();
     if (rc == 0)
         rc = impl == ORBIT ? orbit_loop(p, id, o->ops)
                            : mutex_loop(&sh->keys[sc->shared_key ? 0 : index], o->ops, impl == MUTEX_FINE);
-    sh->elapsed_ns[index] = orb_now_ns() - t0;
+    sh->elapsed_ns[index] = bench_now_ns() - t0;
     if (rc < 0) {
         fprintf(stderr, "orbit-bench pool: run: %s\n", orbit_strerror(rc));
         sh->failed = 1;
@@ -199,7 +200,7 @@ static double run_one(const char *fleet, enum impl impl, const struct scenario *
     if (started < sc->procs)
         sh->failed = 1;
     while (!sh->failed && atomic_load(&sh->ready) < started)
-        orb_cpu_relax();
+        bench_cpu_relax();
     atomic_store(&sh->go, 1);
     int64_t slowest = 1;
     for (int i = 0; i < started; i++) {

@@ -20,7 +20,7 @@
 #include <orbit/uring.h>
 #include "tool.h"
 #include "bench_stream_scale.h"
-#include "core/wait.h"
+#include "bench_clock.h"
 
 #define NCHUNK 3
 #define NRING  2
@@ -226,7 +226,7 @@ static struct orbit_result orbit_run(struct bench *b, int ring_i, size_t chunk, 
     uint64_t got = 0, writer_parks = 0;
     int64_t t0 = 0, t1 = 0;
     if (bench_get(j.c.up[0], &ready, 1)) {
-        t0 = orb_now_ns();
+        t0 = bench_now_ns();
         bench_put(j.c.down[1], "g", 1);
         for (;;) {
             ssize_t r = uring ? uring_read(a, &ring, buf, chunk) : orbit_endpoint_read(a, buf, chunk, -1);
@@ -234,7 +234,7 @@ static struct orbit_result orbit_run(struct bench *b, int ring_i, size_t chunk, 
                 break;
             got += (uint64_t)r;
         }
-        t1 = orb_now_ns();
+        t1 = bench_now_ns();
         bench_get(j.c.up[0], &writer_parks, sizeof writer_parks);
     }
     orbit_streams_stats(b->s[ring_i], &after);
@@ -298,11 +298,11 @@ static double fd_run(enum alt kind, size_t chunk, uint64_t bytes)
     }
     close(fd[1]);
     uint64_t got = 0;
-    int64_t t0 = orb_now_ns();
+    int64_t t0 = bench_now_ns();
     bench_put(go[1], "g", 1);
     for (ssize_t r; (r = read(fd[0], buf, chunk)) > 0;)
         got += (uint64_t)r;
-    int64_t t1 = orb_now_ns();
+    int64_t t1 = bench_now_ns();
     int st = 0;
     waitpid(pid, &st, 0);
     close(fd[0]);
@@ -317,12 +317,12 @@ static double memcpy_run(size_t chunk, uint64_t bytes)
     unsigned char *src = malloc(chunk), *dst = malloc(chunk);
     memset(src, 0x5a, chunk);
     memset(dst, 0, chunk);
-    int64_t t0 = orb_now_ns();
+    int64_t t0 = bench_now_ns();
     for (uint64_t done = 0; done < bytes; done += chunk) {
         memcpy(dst, src, chunk);
         __asm__ __volatile__("" : : "r"(dst) : "memory");   /* keep every copy */
     }
-    int64_t t1 = orb_now_ns();
+    int64_t t1 = bench_now_ns();
     free(src);
     free(dst);
     return t1 > t0 ? (double)bytes / (double)(t1 - t0) : 0;
@@ -379,11 +379,11 @@ static struct pp_result orbit_pingpong(struct bench *b)
     char ready;
     bool ok = bench_get(c.up[0], &ready, 1);
     for (int i = 0; ok && i < total; i++) {
-        int64_t t0 = orb_now_ns();
+        int64_t t0 = bench_now_ns();
         ok = orbit_endpoint_write_all(a, msg, PP_BYTES, -1) == 0 &&
              orbit_endpoint_read_exact(a, msg, PP_BYTES, -1) == 0;
         if (i >= PP_WARMUP)
-            rt[i - PP_WARMUP] = orb_now_ns() - t0;
+            rt[i - PP_WARMUP] = bench_now_ns() - t0;
     }
     int st = 0;
     waitpid(pid, &st, 0);
@@ -429,10 +429,10 @@ static struct pp_result fd_pingpong(struct bench *b, bool sock)
     unsigned char msg[PP_BYTES] = { 1 };
     bool ok = true;
     for (int i = 0; ok && i < total; i++) {
-        int64_t t0 = orb_now_ns();
+        int64_t t0 = bench_now_ns();
         ok = fd_full(p_out, msg, PP_BYTES, false) && fd_full(p_in, msg, PP_BYTES, true);
         if (i >= PP_WARMUP)
-            rt[i - PP_WARMUP] = orb_now_ns() - t0;
+            rt[i - PP_WARMUP] = bench_now_ns() - t0;
     }
     int st = 0;
     waitpid(pid, &st, 0);
