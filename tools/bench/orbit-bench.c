@@ -14,8 +14,8 @@
 static const char usage[] =
 "usage: orbit-bench SUBCOMMAND [OPTIONS]   (SUBCOMMAND --help for its options)\n"
 "\n"
-"  wake        one-way wake and ping-pong latency: orbit futex word (spin+park, park\n"
-"              only), io_uring FUTEX_WAIT, eventfd, pipe, AF_UNIX socketpair\n"
+"  wake        one-way wake and ping-pong latency, 1-byte messages: orbit stream\n"
+"              (spin+park, park only, io_uring wait), eventfd, pipe, AF_UNIX socketpair\n"
 #ifdef ORBIT_WITH_STREAM
 "  stream      stream throughput and ping-pong beside pipe, socketpair and memcpy\n"
 #endif
