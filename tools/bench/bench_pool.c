@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <orbit/pool.h>
+#include "cli.h"
 #include "tool.h"
 #include "bench_clock.h"
 
@@ -225,39 +226,28 @@ static int parse(int argc, char **argv, struct options *o)
         { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
     *o = (struct options){ .ops = 1000000, .capacity = 4, .repeat = 1 };
     optind = 1;
-    uint64_t v;
-    for (int c; (c = getopt_long(argc, argv, "n:c:p:r:sjh", longopts, NULL)) != -1;) {
-        if (c == 'n') {
-            if (!bench_u64_arg("pool", "--ops", optarg, 1, UINT64_MAX / POOL_BENCH_PROCS_MAX, &o->ops))
-                return 2;
-        } else if (c == 'c') {
-            if (!bench_u64_arg("pool", "--capacity", optarg, 1, UINT32_MAX, &v))
-                return 2;
-            o->capacity = (uint32_t)v;
-        } else if (c == 'p') {
-            if (!bench_u64_arg("pool", "--procs", optarg, 1, POOL_BENCH_PROCS_MAX, &v))
-                return 2;
-            o->procs = (int)v;
-        } else if (c == 'r') {
-            if (!bench_u64_arg("pool", "--repeat", optarg, 1, 100, &v))
-                return 2;
-            o->repeat = (unsigned)v;
-        } else if (c == 's')
+    for (int c; (c = getopt_long(argc, argv, ":n:c:p:r:sjh", longopts, NULL)) != -1;) {
+        if (c == 'n')
+            o->ops = cli_u64(BENCH_TOOL, "--ops", optarg, 1, UINT64_MAX / POOL_BENCH_PROCS_MAX);
+        else if (c == 'c')
+            o->capacity = (uint32_t)cli_u64(BENCH_TOOL, "--capacity", optarg, 1, UINT32_MAX);
+        else if (c == 'p')
+            o->procs = cli_int(BENCH_TOOL, "--procs", optarg, 1, POOL_BENCH_PROCS_MAX);
+        else if (c == 'r')
+            o->repeat = (unsigned)cli_int(BENCH_TOOL, "--repeat", optarg, 1, 100);
+        else if (c == 's')
             o->scale = true;
         else if (c == 'j')
             o->json = true;
         else if (c == 'h') {
             fputs(usage, stdout);
             return 0;
-        } else {
-            fputs(usage, stderr);
-            return 2;
-        }
+        } else
+            cli_getopt_error(BENCH_TOOL, c, optopt, argv[optind - 1]);
     }
-    if (optind != argc || (o->scale && o->procs)) {
-        fprintf(stderr, "orbit-bench pool: %s\n", optind != argc ? "unexpected argument" : "--procs or --scale, not both");
-        return 2;
-    }
+    bench_no_operands(argc, argv);
+    if (o->scale && o->procs)
+        cli_usage_error(BENCH_TOOL, "--procs or --scale, not both");
     return -1;
 }
 

@@ -25,6 +25,7 @@
 #include <orbit/stream.h>
 #include <orbit/uring.h>
 #endif
+#include "cli.h"
 #include "tool.h"
 #include "bench_clock.h"
 
@@ -393,25 +394,16 @@ int bench_wake(int argc, char **argv)
     int oneway = 2000, rtt = 20000, c;
     bool json = false;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:r:jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:r:jh", opts, NULL)) != -1) {
         switch (c) {
-        case 'o':
-        case 'r': {
-            uint64_t v;
-            if (!bench_u64_arg("wake", c == 'o' ? "--oneway" : "--rtt", optarg, 1, 10000000, &v))
-                return 2;
-            *(c == 'o' ? &oneway : &rtt) = (int)v;
-            break;
-        }
+        case 'o': oneway = cli_int(BENCH_TOOL, "--oneway", optarg, 1, 10000000); break;
+        case 'r': rtt = cli_int(BENCH_TOOL, "--rtt", optarg, 1, 10000000); break;
         case 'j': json = true; break;
         case 'h': fputs(help, stdout); return 0;
-        default: fputs(help, stderr); return 2;
+        default: cli_getopt_error(BENCH_TOOL, c, optopt, argv[optind - 1]);
         }
     }
-    if (oneway < 1 || rtt < 1 || oneway > 10000000 || rtt > 10000000) {
-        fputs("orbit-bench wake: --oneway and --rtt must be 1..10000000\n", stderr);
-        return 2;
-    }
+    bench_no_operands(argc, argv);
     char fleet[64];
     snprintf(fleet, sizeof fleet, "bench-wake-%d", (int)getpid());
     bench_unlink_on_signal(fleet);
