@@ -323,6 +323,8 @@ static int run_one(enum kind kind, const char *fleet, int oneway, int rtt, struc
         c.ctl = ctl[1];
         child_loop(&c, oneway, rtt);
     }
+    close(ctl[1]);                  /* so B's exit is EOF here: A never waits on a dead B */
+    ctl[1] = -1;
     c.ctl = ctl[0];
     res->ok = pid > 0 && parent_loop(&c, pid, oneway, rtt, rt);
     orbit_set_spin_ns(saved_spin);
