@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "cli.h"
 #include "tool.h"
@@ -88,11 +90,34 @@ void bench_no_operands(int argc, char **argv)
 static char cleanup_fleet[80];
 static pid_t cleanup_owner;
 
-/* Only the process that registered unlinks; children just go (they die with it anyway). */
+/*
+ * A child still joining may create a segment after the owner's unlink. When the
+ * bench leads its process group (a shell job, a session of its own), it first
+ * stops its children: they run this handler too and _exit, and are reaped (for
+ * at most 2 s) before the unlink. Otherwise they die with it (PDEATHSIG).
+ */
+static void stop_children(int sig)
+{
+    if (getpgrp() != getpid())
+        return;
+    kill(0, sig);                     /* ours stays pending: the handler blocks it */
+    struct timespec ms = { 0, 1000000 };
+    for (int i = 0; i < 2000; i++) {
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        if (waitpid(-1, NULL, WNOHANG) < 0)   /* ECHILD: none left */
+            return;
+        nanosleep(&ms, NULL);
+    }
+}
+
+/* Only the process that registered unlinks; children just go. */
 static void on_signal(int sig)
 {
-    if (getpid() == cleanup_owner && cleanup_fleet[0])
+    if (getpid() == cleanup_owner && cleanup_fleet[0]) {
+        stop_children(sig);
         orbit_fleet_unlink(cleanup_fleet);
+    }
     _exit(128 + sig);
 }
 
