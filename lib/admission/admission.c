@@ -40,7 +40,7 @@ int adm_offsets(const struct adm_geometry *g, struct adm_offsets *out)
 /*
  * Serials start at a random point below 2^62 (at least 2^62 remain): a claim
  * of another ledger, or of an earlier ledger of the same name, is then never
- * taken for one of this ledger's (the seed's coordinator id, in one number).
+ * taken for one of this ledger's (a ledger identity and a counter in one number).
  */
 static uint64_t serial_base(void)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* try_claim: the seed's checks in order, then an all-or-nothing commit. */
+/* try_claim: the documented checks in order, then an all-or-nothing commit. */
 #include <string.h>
 #include "adm_layout.h"
 
@@ -191,7 +191,7 @@ static int refuse(struct orbit_admission *a, const struct orbit_demand *d, const
     return -ORBIT_EPOISONED;
 }
 
-/* The checks after the lock, in the seed's order. Returns 0 with out filled, or an error. */
+/* The checks after the lock, in the order admission.h documents. Returns 0 with out filled, or an error. */
 static int decide(struct orbit_admission *a, const struct orbit_demand *d, struct adm_want *want,
                   struct orbit_admit_result *out)
 {

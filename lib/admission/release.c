@@ -2,7 +2,7 @@
 /* Release exactly once, and node_dead: give a record's units back and wake waiters. */
 #include "adm_layout.h"
 
-/* The seed's validity conditions for releasing a live record. false: poison. */
+/* When a live record may be released for this claim (every field agrees). false: poison. */
 static bool record_releasable(const struct orbit_admission *a, const struct adm_record *r)
 {
     const struct adm_ledger *l = a->ledger;

@@ -28,6 +28,7 @@ struct bconn {
     size_t body_left, body_pos;   /* body bytes still to generate */
     uint64_t body_hash;
     bool close_after;
+    size_t discard;               /* body bytes still to read and drop before answering */
     char in[BE_IN];
     char out[BE_OUT];
 };
@@ -58,17 +59,26 @@ static void be_fill_body(struct bconn *c)
     c->body_left -= n;
 }
 
+/* Drops up to discard bytes of input (a body longer than the buffer). */
+static void be_discard(struct bconn *c)
+{
+    size_t n = c->in_len < c->discard ? c->in_len : c->discard;
+    memmove(c->in, c->in + n, c->in_len - n);
+    c->in_len -= n;
+    c->discard -= n;
+}
+
 /* 1: a response is queued in out; 0: need more input; -1: close. */
 static int be_take_request(struct bconn *c)
 {
+    if (c->discard) {   /* the response is queued: it goes once the body is read */
+        be_discard(c);
+        return c->discard ? 0 : 1;
+    }
     struct http_req rq;
     int r = http_parse_request(c->in, c->in_len, &rq);
     if (r <= 0)
         return r < 0 || c->in_len == BE_IN ? -1 : 0;
-    if (rq.head_len + rq.content_length > BE_IN)
-        return -1;
-    if (c->in_len < rq.head_len + rq.content_length)
-        return 0;
     size_t blen = http_body_len(rq.path, rq.path_len);
     c->body_hash = http_path_hash(rq.path, rq.path_len);
     c->body_pos = 0;
@@ -79,10 +89,9 @@ static int be_take_request(struct bconn *c)
     c->out_len = (size_t)n;
     c->out_off = 0;
     be_fill_body(c);
-    size_t used = rq.head_len + rq.content_length;
-    memmove(c->in, c->in + used, c->in_len - used);
-    c->in_len -= used;
-    return 1;
+    c->discard = rq.head_len + rq.content_length;   /* any body size: read and dropped */
+    be_discard(c);
+    return c->discard ? 0 : 1;
 }
 
 static void be_close(struct bconn *c)
@@ -145,6 +154,7 @@ static void be_on_accept(struct io_uring *ring, int lfd, int res)
         } else {
             c->fd = res;
             c->in_len = 0;
+            c->discard = 0;
             c->prev = NULL;
             c->next = be_conns;
             if (be_conns)

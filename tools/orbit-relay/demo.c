@@ -619,8 +619,13 @@ int demo_main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     orbit_fleet_unlink(d.o.fleet);
     d.sfd = relay_signalfd();
-    struct relay_opts ro = { .fleet = d.o.fleet, .workers = d.o.workers, .upstreams = d.o.upstreams,
-                             .restart = d.o.restart, .quiet = true };
+    struct relay_opts ro;
+    relay_opts_defaults(&ro);
+    ro.fleet = d.o.fleet;
+    ro.workers = d.o.workers;
+    ro.upstreams = d.o.upstreams;
+    ro.restart = d.o.restart;
+    ro.quiet = true;
     if (start_backend(&d, &ro.upstream) < 0) {
         fprintf(stderr, "orbit-relay demo: the backend did not start\n");
         return 1;
@@ -628,6 +633,7 @@ int demo_main(int argc, char **argv)
     relay_parse_addr("127.0.0.1:0", &ro.listen);   /* the supervisor picks the port */
     bool reaper = start_reaper(&d) == 0;
     ro.self_reap = !reaper;
+    ro.report_deaths = !reaper;   /* with the daemon, show the daemon's reclaim */
     rc = fleet_start(&d.rf, &ro);
     char lis[64], up[64];
     relay_format_addr(&d.rf.opts.listen, lis, sizeof lis);

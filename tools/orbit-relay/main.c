@@ -1,19 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /* orbit-relay: the demo fleet's one binary and its modes. */
+#include <errno.h>
 #include <getopt.h>
+#include <http_parser.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
 #include "relay.h"
 
 static const char usage[] =
 "usage:\n"
 "  orbit-relay --fleet NAME --listen [HOST:]PORT --upstream [HOST:]PORT [--workers N] [--upstreams U]\n"
-"              [--self-reap] [--no-restart]\n"
-"      run a relay fleet: N io_uring workers (default one per core, at least 2) accept on\n"
-"      SO_REUSEPORT listeners (held by the supervisor, so a replacement worker takes over\n"
-"      a dead one's accept queue) and share at most U upstream connections to the backend\n"
-"      (default N + 2) through the orbit pool, relaying remote leases through orbit streams.\n"
-"      --self-reap: the supervisor reclaims a dead worker itself (when no orbit-reaper runs).\n"
+"              [--self-reap] [--no-restart] [--max-head BYTES] [--max-body BYTES]\n"
+"              [--header-timeout MS] [--idle-timeout MS] [--connect-timeout MS] [--response-timeout MS]\n"
+"      run a relay fleet: an HTTP/1.1 reverse proxy of N io_uring workers (default one per core,\n"
+"      at least 2) accepting on SO_REUSEPORT listeners (held by the supervisor, so a replacement\n"
+"      worker takes over a dead one's accept queue) and sharing at most U upstream connections to\n"
+"      the backend (default 32 per worker) through the orbit pool, relaying remote leases through\n"
+"      orbit streams. The supervisor reports each dead worker to the fleet itself.\n"
+"      --self-reap: the supervisor also sweeps the fleet for other dead members.\n"
+"      Bodies: a Content-Length body over 64 KiB streams through to the worker's own upstream;\n"
+"      a chunked one is read whole (at most 1 MiB) and sent with its length. Limits: a head over\n"
+"      --max-head (default 16384) gets 431, a body over --max-body (default: none) 413, from\n"
+"      its Content-Length before it is read. Timeouts in ms: header 10000 (408; also a stalled\n"
+"      body), idle keep-alive 60000, upstream connect 5000 and response 60000 (504).\n"
 "  orbit-relay --backend [HOST:]PORT\n"
 "      a keep-alive HTTP/1.1 origin whose bodies are a function of the path\n"
 "      (/size/N: N bytes; any other path 32..2048 bytes).\n"
@@ -22,7 +32,29 @@ static const char usage[] =
 "  orbit-relay --stats FLEET [--json]\n"
 "      the fleet's relay counters and its live pool and stream tables.\n"
 "  orbit-relay --demo [--help]\n"
-"      backend + reaper + fleet + load, one worker killed midway, and a checked summary.\n";
+"      backend + reaper + fleet + load, one worker killed midway, and a checked summary.\n"
+"  orbit-relay --help | --version\n";
+
+/* A bad argument: one line naming it, exit 2. */
+static int bad_arg(const char *what, const char *value)
+{
+    if (value)
+        fprintf(stderr, "orbit-relay: bad %s '%s' (see --help)\n", what, value);
+    else
+        fprintf(stderr, "orbit-relay: %s (see --help)\n", what);
+    return 2;
+}
+
+/* A whole number in [min, max], by the tools' shared parser (tools/common/cli.c). */
+static bool parse_num(const char *text, long long min, long long max, long long *out)
+{
+    uint64_t v;
+    const char *why;
+    if (cli_parse_u64(text, (uint64_t)min, (uint64_t)max, &v, &why) < 0)
+        return false;
+    *out = (long long)v;
+    return true;
+}
 
 enum mode { M_NONE, M_RELAY, M_BACKEND, M_LOAD, M_STATS };
 
@@ -42,86 +74,140 @@ static int parse_url(const char *url, struct load_opts *lo)
     return 0;
 }
 
+struct args {
+    struct relay_opts ro;
+    struct load_opts lo;
+    struct sockaddr_in backend;
+    const char *stats_fleet;
+    bool have_listen, have_up;
+    enum mode mode;
+};
+
+static const struct option longs[] = {
+    { "fleet", required_argument, 0, 'f' }, { "listen", required_argument, 0, 'l' },
+    { "upstream", required_argument, 0, 'U' }, { "workers", required_argument, 0, 'w' },
+    { "upstreams", required_argument, 0, 'u' }, { "self-reap", no_argument, 0, 'S' },
+    { "no-restart", no_argument, 0, 'R' }, { "backend", required_argument, 0, 'b' },
+    { "load", required_argument, 0, 'L' }, { "connections", required_argument, 0, 'c' },
+    { "requests", required_argument, 0, 'n' }, { "duration", required_argument, 0, 'd' },
+    { "stats", required_argument, 0, 's' }, { "json", no_argument, 0, 'j' },
+    { "quiet", no_argument, 0, 'q' }, { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' },
+    { "max-head", required_argument, 0, 1 }, { "max-body", required_argument, 0, 2 },
+    { "header-timeout", required_argument, 0, 3 }, { "idle-timeout", required_argument, 0, 4 },
+    { "connect-timeout", required_argument, 0, 5 }, { "response-timeout", required_argument, 0, 6 },
+    { 0, 0, 0, 0 } };
+
+/* The option's long name, for messages. */
+static const char *opt_name(int ch)
+{
+    static char buf[40];
+    for (const struct option *o = longs; o->name; o++)
+        if (o->val == ch) {
+            snprintf(buf, sizeof buf, "--%s", o->name);
+            return buf;
+        }
+    return "option";
+}
+
+/* One option: 0, 1 to exit 0 (help, version), or 2 for a bad argument. */
+static int take_option(struct args *a, int ch, const char *arg)
+{
+    long long v = 0;
+    static const long long max_ms = 24LL * 3600 * 1000;
+    struct { int ch; long long min, max; } nums[] = {
+        { 'w', 1, RELAY_STATS_SLOTS / 2 }, { 'u', 1, 200 * (RELAY_STATS_SLOTS / 2) }, { 'c', 1, 4096 },
+        { 'n', 1, INT64_MAX }, { 1, 256, 1 << 20 }, { 2, 0, 1LL << 30 }, { 3, 1, max_ms }, { 4, 1, max_ms },
+        { 5, 1, max_ms }, { 6, 1, max_ms } };
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        if (nums[i].ch == ch && !parse_num(arg, nums[i].min, nums[i].max, &v))
+            return bad_arg(opt_name(ch), arg);
+    switch (ch) {
+    case 'f': a->ro.fleet = arg; a->mode = M_RELAY; break;
+    case 'l': if (relay_parse_addr(arg, &a->ro.listen) < 0) return bad_arg("--listen", arg); a->have_listen = true; break;
+    case 'U': if (relay_parse_addr(arg, &a->ro.upstream) < 0) return bad_arg("--upstream", arg); a->have_up = true; break;
+    case 'w': a->ro.workers = (int)v; break;
+    case 'u': a->ro.upstreams = (int)v; break;
+    case 'S': a->ro.self_reap = true; break;
+    case 'R': a->ro.restart = false; break;
+    case 'b': if (relay_parse_addr(arg, &a->backend) < 0) return bad_arg("--backend", arg); a->mode = M_BACKEND; break;
+    case 'L': if (parse_url(arg, &a->lo) < 0) return bad_arg("--load", arg); a->mode = M_LOAD; break;
+    case 'c': a->lo.connections = (int)v; break;
+    case 'n': a->lo.requests = (uint64_t)v; break;
+    case 'd': {
+        char *end;
+        a->lo.duration_s = strtod(arg, &end);
+        if (end == arg || *end || !(a->lo.duration_s > 0))
+            return bad_arg("--duration", arg);
+        break;
+    }
+    case 's': a->stats_fleet = arg; a->mode = M_STATS; break;
+    case 'j': a->lo.json = true; break;
+    case 'q': a->ro.quiet = true; break;
+    case 'h': fputs(usage, stdout); return 1;
+    case 'V': printf("orbit-relay %s (libhttp-parser %lu.%lu.%lu)\n", ORBIT_TOOL_VERSION, http_parser_version() >> 16,
+                     (http_parser_version() >> 8) & 255, http_parser_version() & 255); return 1;
+    case 1: a->ro.max_head = (size_t)v; break;
+    case 2: a->ro.max_body = (size_t)v; break;
+    case 3: a->ro.header_timeout_ms = (int)v; break;
+    case 4: a->ro.idle_timeout_ms = (int)v; break;
+    case 5: a->ro.connect_timeout_ms = (int)v; break;
+    case 6: a->ro.response_timeout_ms = (int)v; break;
+    default: return 2;
+    }
+    return 0;
+}
+
+static int run_relay(struct args *a)
+{
+    if (!a->have_listen || !a->have_up)
+        return bad_arg(!a->have_listen ? "--fleet needs --listen" : "--fleet needs --upstream", NULL);
+    struct relay_opts *ro = &a->ro;
+    if (ro->workers <= 0) {
+        int n = relay_cpu_count();
+        ro->workers = n < 2 ? 2 : n > RELAY_STATS_SLOTS / 2 ? RELAY_STATS_SLOTS / 2 : n;
+    }
+    if (ro->upstreams <= 0)
+        ro->upstreams = 32 * ro->workers;
+    return relay_run(ro);
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--demo") == 0)
             return demo_main(argc, argv);
-    static const struct option longs[] = {
-        { "fleet", required_argument, 0, 'f' }, { "listen", required_argument, 0, 'l' },
-        { "upstream", required_argument, 0, 'U' }, { "workers", required_argument, 0, 'w' },
-        { "upstreams", required_argument, 0, 'u' }, { "self-reap", no_argument, 0, 'S' },
-        { "no-restart", no_argument, 0, 'R' }, { "backend", required_argument, 0, 'b' },
-        { "load", required_argument, 0, 'L' }, { "connections", required_argument, 0, 'c' },
-        { "requests", required_argument, 0, 'n' }, { "duration", required_argument, 0, 'd' },
-        { "stats", required_argument, 0, 's' }, { "json", no_argument, 0, 'j' },
-        { "quiet", no_argument, 0, 'q' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
-    struct relay_opts ro = { .workers = 0, .restart = true };
-    struct load_opts lo = { .connections = 16 };
-    struct sockaddr_in backend;
-    const char *stats_fleet = NULL;
-    bool have_listen = false, have_up = false;
-    enum mode mode = M_NONE;
+    struct args a = { .lo = { .connections = 16 } };
+    relay_opts_defaults(&a.ro);
+    opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
-        switch (ch) {
-        case 'f': ro.fleet = optarg; mode = M_RELAY; break;
-        case 'l': have_listen = relay_parse_addr(optarg, &ro.listen) == 0; break;
-        case 'U': have_up = relay_parse_addr(optarg, &ro.upstream) == 0; break;
-        case 'w': ro.workers = atoi(optarg); break;
-        case 'u': ro.upstreams = atoi(optarg); break;
-        case 'S': ro.self_reap = true; break;
-        case 'R': ro.restart = false; break;
-        case 'b':
-            if (relay_parse_addr(optarg, &backend) < 0)
-                goto bad;
-            mode = M_BACKEND;
-            break;
-        case 'L':
-            if (parse_url(optarg, &lo) < 0)
-                goto bad;
-            mode = M_LOAD;
-            break;
-        case 'c': lo.connections = atoi(optarg); break;
-        case 'n': lo.requests = strtoull(optarg, NULL, 10); break;
-        case 'd': lo.duration_s = atof(optarg); break;
-        case 's': stats_fleet = optarg; mode = M_STATS; break;
-        case 'j': lo.json = true; break;
-        case 'q': ro.quiet = true; break;
-        case 'h': fputs(usage, stdout); return 0;
-        default: goto bad;
+    while ((ch = getopt_long(argc, argv, ":hV", longs, NULL)) != -1) {
+        if (ch == '?' || ch == ':') {
+            const char *arg = argv[optind - 1];
+            return bad_arg(ch == ':' ? "option without its value" : "option", arg);
         }
+        int r = take_option(&a, ch, optarg);
+        if (r)
+            return r == 1 ? 0 : r;
     }
-    switch (mode) {
+    if (optind < argc)
+        return bad_arg("argument", argv[optind]);
+    switch (a.mode) {
     case M_BACKEND:
-        return backend_main(&backend, -1, ro.quiet);
+        return backend_main(&a.backend, -1, a.ro.quiet);
     case M_LOAD: {
-        if (lo.connections < 1 || lo.connections > 4096 || (lo.requests == 0 && lo.duration_s <= 0))
-            goto bad;
+        if (a.lo.requests == 0 && a.lo.duration_s <= 0)
+            return bad_arg("--load needs --requests or --duration", NULL);
         struct load_result r;
-        if (load_run(&lo, &r) < 0)
+        if (load_run(&a.lo, &r) < 0)
             return 1;
-        load_print(&lo, &r, stdout);
+        load_print(&a.lo, &r, stdout);
         return r.bad_status + r.bad_body + r.timeouts + r.lost ? 1 : 0;
     }
     case M_STATS:
-        return stats_main(stats_fleet, lo.json);
+        return stats_main(a.stats_fleet, a.lo.json);
     case M_RELAY:
-        if (!have_listen || !have_up)
-            goto bad;
-        if (ro.workers <= 0) {
-            int n = relay_cpu_count();
-            ro.workers = n < 2 ? 2 : n;
-        }
-        if (ro.workers > RELAY_STATS_SLOTS / 2)
-            goto bad;
-        if (ro.upstreams <= 0)
-            ro.upstreams = ro.workers + 2;
-        return relay_run(&ro);
+        return run_relay(&a);
     default:
-        break;
+        return bad_arg("no mode: --fleet, --backend, --load, --stats or --demo", NULL);
     }
-bad:
-    fputs(usage, stderr);
-    return 2;
 }

@@ -23,22 +23,32 @@ struct relay_opts {
     struct sockaddr_in upstream; /* the backend */
     int workers;                 /* worker processes */
     int upstreams;               /* creation budget per backend (max_live) */
+    size_t max_head;             /* request head limit (431 beyond) */
+    size_t max_body;             /* request body limit, 0 none (413 beyond, before reading it) */
+    int header_timeout_ms;       /* a request head (or a body's next bytes) must arrive within this */
+    int idle_timeout_ms;         /* an idle keep-alive connection is closed after this */
+    int connect_timeout_ms;      /* upstream connect */
+    int response_timeout_ms;     /* upstream response head after the request went out */
     bool restart;                /* the supervisor replaces a dead worker */
     bool self_reap;              /* the supervisor runs orbit_fleet_reap on a death */
+    bool report_deaths;          /* the supervisor reports its dead workers (off: the demo shows the reaper) */
     bool quiet;
 };
 
 /* ---- small helpers (util.c) -------------------------------------------- */
 
+void relay_opts_defaults(struct relay_opts *o);
 int64_t relay_now_ns(void);
 int relay_parse_addr(const char *text, struct sockaddr_in *out);   /* "host:port" or "port" */
 void relay_format_addr(const struct sockaddr_in *a, char *buf, size_t len);
 int relay_listen_socket(const struct sockaddr_in *a, bool reuseport);
 int relay_cpu_count(void);
+/* A request the relay holds whole (its head and a chunked body): at most this long. */
+size_t relay_buffered_max(const struct relay_opts *o);
+#define RELAY_BUFFERED_BODY_MAX (1u << 20)   /* chunked bodies are de-chunked in memory */
+#define RELAY_STREAM_MIN (64u << 10)         /* Content-Length bodies beyond this stream through */
 /* Gets an SQE, submitting once if the SQ is full; never NULL for a ring of sane size. */
 struct io_uring_sqe *relay_sqe(struct io_uring *ring);
-/* Turns an SQE a prep call left untouched into a silent NOP. */
-void relay_sqe_void(struct io_uring_sqe *sqe);
 
 /* Latency histogram: log-linear buckets, ~1.6% resolution, 1 ns .. ~70 s. */
 #define HIST_SUB 64
@@ -76,7 +86,7 @@ int http_error(char *buf, size_t len, int status, const char *reason, bool close
 /* ---- shared statistics (stats.c): /dev/shm/orbit-relay.<fleet> --------- */
 
 #define RELAY_STATS_MAGIC   0x79616c6572626f72ull   /* "orbrelay" */
-#define RELAY_STATS_VERSION 1
+#define RELAY_STATS_VERSION 2
 #define RELAY_STATS_SLOTS   64
 
 enum relay_slot_state { SLOT_FREE, SLOT_STARTING, SLOT_RUNNING, SLOT_EXITED, SLOT_KILLED };
@@ -108,7 +118,8 @@ struct relay_worker_stats {
     _Atomic uint64_t submits;        /* io_uring_enter calls */
     _Atomic uint64_t inflight;       /* gauge: client requests not yet answered */
     _Atomic uint64_t queued;         /* gauge: requests waiting for pool capacity */
-    uint8_t pad[48];
+    _Atomic uint64_t accept_pauses;  /* accepts paused: out of descriptors */
+    uint8_t pad[40];
 };
 
 struct relay_stats {
@@ -121,6 +132,7 @@ struct relay_stats {
     char     fleet[ORBIT_FLEET_NAME_MAX + 8];
     char     backend[48];
     _Atomic uint64_t spawned, deaths, restarts, supervisor_reaps;
+    _Atomic uint64_t death_reports;  /* dead workers the supervisor reported to the fleet */
     struct relay_worker_stats w[RELAY_STATS_SLOTS];
 };
 

@@ -162,9 +162,10 @@ int stats_main(const char *fleet, bool json)
             fprintf(stdout, ",\"backend\":");
             tool_json_str(stdout, s->backend);
             fprintf(stdout, ",\"listen_port\":%u,\"upstream_budget\":%u,\"deaths\":%" PRIu64 ",\"restarts\":%" PRIu64
-                            ",\"supervisor_reaps\":%" PRIu64 ",\"workers\":[",
+                            ",\"supervisor_reaps\":%" PRIu64 ",\"death_reports\":%" PRIu64 ",\"workers\":[",
                     s->listen_port, s->upstreams, (uint64_t)atomic_load(&s->deaths),
-                    (uint64_t)atomic_load(&s->restarts), (uint64_t)atomic_load(&s->supervisor_reaps));
+                    (uint64_t)atomic_load(&s->restarts), (uint64_t)atomic_load(&s->supervisor_reaps),
+                    (uint64_t)atomic_load(&s->death_reports));
             bool first = true;
             for (int i = 0; i < RELAY_STATS_SLOTS; i++)
                 if (STAT_GET(&s->w[i], state) != SLOT_FREE) {

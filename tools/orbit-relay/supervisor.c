@@ -163,6 +163,28 @@ static int worker_index(struct relay_fleet *rf, pid_t pid)
     return -1;
 }
 
+/*
+ * A worker of ours is gone (we reaped it): report its node dead, so its
+ * upstreams, leases and streams are reclaimed now whatever else runs. The
+ * worker wrote its node and incarnation into its stats slot when it joined;
+ * the report only takes the node if it still carries that incarnation, so a
+ * reaper daemon reporting the same death is harmless.
+ */
+static void report_dead_worker(struct relay_fleet *rf, const struct relay_worker_stats *w)
+{
+    uint64_t inc = STAT_GET(w, incarnation);
+    uint32_t node = STAT_GET(w, node);
+    if (inc == 0 || node > UINT16_MAX)
+        return;   /* it died before joining: nothing of it is in the fleet */
+    if (!rf->observer && orbit_fleet_observe(rf->opts.fleet, &rf->observer) < 0)
+        return;
+    if (orbit_fleet_node_dead(rf->observer, (uint16_t)node, inc) == 0) {
+        atomic_fetch_add(&rf->st->death_reports, 1);
+        if (rf->opts.self_reap)   /* no reaper daemon: this report is the reclaim */
+            atomic_fetch_add(&rf->st->supervisor_reaps, 1);
+    }
+}
+
 int fleet_on_sigchld(struct relay_fleet *rf, pid_t *other, int n_other, int *other_status)
 {
     int deaths = 0, status;
@@ -182,6 +204,8 @@ int fleet_on_sigchld(struct relay_fleet *rf, pid_t *other, int n_other, int *oth
         rf->pids[i] = 0;
         deaths++;
         atomic_fetch_add(&rf->st->deaths, 1);
+        if (rf->opts.report_deaths)
+            report_dead_worker(rf, w);
         if (rf->opts.self_reap && rf->observer) {
             int n = orbit_fleet_reap(rf->observer);
             if (n > 0)
@@ -271,6 +295,7 @@ int relay_signalfd(void)
 /* orbit-relay --fleet NAME ...: run the fleet until SIGTERM or SIGINT. */
 int relay_run(const struct relay_opts *o)
 {
+    signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not end the supervisor */
     int sfd = relay_signalfd();
     struct relay_fleet rf;
     if (fleet_start(&rf, o) < 0) {

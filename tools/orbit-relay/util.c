@@ -93,13 +93,6 @@ struct io_uring_sqe *relay_sqe(struct io_uring *ring)
     return sqe;
 }
 
-void relay_sqe_void(struct io_uring_sqe *sqe)
-{
-    io_uring_prep_nop(sqe);
-    io_uring_sqe_set_data64(sqe, 0);
-    sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-}
-
 orbit_key relay_backend_key(const struct sockaddr_in *a)
 {
     /* Two FNV-1a passes with different bases over "ip:port". */
@@ -163,4 +156,24 @@ uint64_t hist_percentile(const struct relay_hist *h, double p)
         }
     }
     return h->max_ns;
+}
+
+void relay_opts_defaults(struct relay_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->restart = true;
+    o->report_deaths = true;
+    o->listen_fd = -1;
+    o->max_head = 16384;
+    o->max_body = 0;
+    o->header_timeout_ms = 10000;
+    o->idle_timeout_ms = 60000;
+    o->connect_timeout_ms = 5000;
+    o->response_timeout_ms = 60000;
+}
+
+size_t relay_buffered_max(const struct relay_opts *o)
+{
+    size_t body = o->max_body && o->max_body < RELAY_BUFFERED_BODY_MAX ? o->max_body : RELAY_BUFFERED_BODY_MAX;
+    return o->max_head + body + 256;
 }

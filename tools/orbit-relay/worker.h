@@ -3,16 +3,15 @@
 #ifndef ORBIT_RELAY_WORKER_H
 #define ORBIT_RELAY_WORKER_H
 
+#include "httpmsg.h"
 #include "relay.h"
 
-#define W_IN      16384            /* client input: one request head + body */
-#define W_REQ     (W_IN + 64)      /* the request as forwarded upstream */
+#define W_IN      16384            /* client input: the first buffer (it grows) */
 #define W_UPBUF   16384            /* upstream receive buffer */
 #define W_OUT     16384            /* relayed-response buffer (remote path) */
 #define W_RETRIES 8                /* attempts of one request before 502 */
 #define W_GRACE_MS 1000            /* reservations nobody brought age out after this */
 #define W_TICK_MS  200             /* housekeeping: reconcile, lease checks, gauges */
-#define W_STATUS_TIMEOUT_NS 10000000000ll  /* a remote owner silent this long: retry */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
 enum w_op {
@@ -44,37 +43,62 @@ struct client {
     enum { C_READ, C_QUEUED, C_CREATE, C_LOCAL, C_REMOTE, C_ERROR } state;
     bool recv_armed, send_armed;
     bool keepalive, head_method, closing;
+    bool http10, idempotent;        /* the current request's */
     int retries;
+    int fail_status;                /* answered when the request fails before a byte went out */
+    int deferred_status;            /* an error to answer once our 100 Continue is out */
     int64_t t0;
+    int64_t t_idle, t_head, t_read; /* idle since; first byte of the head; last body bytes */
+    char *in; size_t in_cap;        /* client input: grows up to one request's limit */
     size_t in_len, used;            /* input bytes; bytes of the current request */
-    size_t req_len;                 /* c->req: the rewritten request */
+    struct hm_msg msg;              /* the request being read */
+    bool head_done, continue_sent;
+    bool streaming;                 /* the body goes on to the upstream as it arrives */
+    uint64_t stream_left;           /* body bytes still to come from the client */
+    size_t body_scan, body_out;     /* input framed so far; payload kept (de-chunked) */
+    char *req; size_t req_cap;      /* the request as forwarded */
+    size_t req_len;
     struct upstream *up;            /* C_LOCAL / C_CREATE */
     struct rstream *rs;             /* C_REMOTE */
     const char *out; size_t out_len, out_off;   /* the send in progress */
     bool resp_started, resp_done;
     struct client *qnext, *qprev;   /* the pool wait queue */
     bool queued;
-    char in[W_IN];
-    char req[W_REQ];
     char err[256];
+};
+
+/* What an upstream needs to know of the request it carries. */
+struct up_job {
+    const char *req; size_t req_len;
+    bool head_req;                  /* HEAD: the response has no body */
+    bool idempotent;                /* may be sent again after reaching the backend */
+    bool http10, keepalive;         /* the client's version and wish to keep its connection */
+    bool more;                      /* the client's body follows req (streamed) */
 };
 
 struct upstream {
     struct obj o;
     int fd;
     orbit_id id;
-    bool registered, busy, broken;
+    bool registered, busy, broken, reused;
     struct orbit_execution exec;
     struct orbit_permit permit;     /* while connecting */
     struct client *creator;
     struct sockaddr_in addr;
+    int64_t t_start;                /* connect or request start, for the timeouts */
     /* the job */
-    const char *req; size_t req_len, req_off;
-    bool head_req;                  /* HEAD: the response has no body */
+    struct up_job job;
+    size_t req_off;
+    bool sent_any;                  /* a byte of the request went to the backend */
+    bool timed_out;
     enum sink_kind sink; void *sink_obj;
-    size_t len;                     /* bytes in buf not yet handed on */
-    bool head_parsed, keepalive;
-    size_t resp_total, resp_seen, delivered;
+    size_t len;                     /* bytes in buf */
+    struct hm_msg msg;              /* the response */
+    bool head_done, keepalive, close_client;
+    size_t hout_len;                /* the rewritten head, not yet handed on */
+    const char *body; size_t body_len;   /* body bytes in buf not yet handed on */
+    size_t delivered;
+    char hout[2 * W_UPBUF + 128];   /* the head, and the body when it cannot go before it */
     char buf[W_UPBUF];
 };
 
@@ -86,11 +110,12 @@ struct rstream {
     struct orbit_ticket ticket;
     enum { RS_WRITE, RS_STATUS, RS_BODY } phase;
     bool wait_armed, offered;
+    bool refused;                   /* the owner refused before sending the request */
     size_t wlen, woff;
     int64_t started;
     size_t body_bytes;
     struct rstream *next, *prev;    /* every live rstream */
-    char frame[48 + W_REQ];
+    char *frame;                    /* the frame, then the request */
     char out[W_OUT];
 };
 
@@ -107,13 +132,121 @@ struct ostream {
     char status_frame[16];
     struct ostream *next, *prev;
     char head[48];
-    char req[W_REQ];
+    uint16_t flags;                 /* RELAY_F_* */
+    char *req;
 };
 
 /* The frame that opens a relay stream: the lease and the request's length. */
 #define RELAY_FRAME_MAGIC 0x31594c52u   /* "RLY1" */
 #define RELAY_STATUS_MAGIC 0x32594c52u  /* "RLY2" */
-void relay_frame_encode(char out[48], const struct orbit_lease *l, uint32_t req_len);
-int  relay_frame_decode(const char in[48], struct orbit_lease *l, uint32_t *req_len);
+/* The request's flags, in the frame. */
+#define RELAY_F_HEAD       1u
+#define RELAY_F_IDEMPOTENT 2u
+#define RELAY_F_HTTP10     4u
+#define RELAY_F_KEEPALIVE  8u
+/* The status frame: 0 and flags (RELAY_S_CLOSE: the client's connection closes after this
+ * response), a negative code (refused before sending: try again), or RELAY_STATUS_SENT. */
+#define RELAY_S_CLOSE      1u
+#define RELAY_STATUS_SENT  1   /* failed after the request reached the backend */
+void relay_frame_encode(char out[48], const struct orbit_lease *l, uint32_t req_len, uint16_t flags);
+int  relay_frame_decode(const char in[48], struct orbit_lease *l, uint32_t *req_len, uint16_t *flags);
+
+/* ---- the worker and its modules ----------------------------------------- */
+
+#define W_LANE 256   /* relay_stream_spec.lane_capacity and relay_pool_spec.lane_capacity */
+
+
+struct worker {
+    const struct relay_opts *o;
+    struct relay_worker_stats *st;
+    struct io_uring ring;
+    struct orbit_fleet *fleet;
+    struct orbit_pool *pool;
+    struct orbit_streams *streams;
+    orbit_key key;
+    struct orbit_limits limits;
+    bool futex;                     /* io_uring FUTEX_WAIT available */
+    int lfd;
+    bool stopping;
+    bool accept_paused;             /* out of descriptors: the tick or a close re-arms it */
+    int64_t stop_deadline;
+    /* objects */
+    struct obj **objs;
+    uint32_t *gens, n_objs, cap_objs, *free_idx, n_free;
+    struct obj **grave;
+    uint32_t n_grave, cap_grave;
+    /* the pool wait queue (FIFO) and what is armed */
+    struct client *qhead, *qtail;
+    bool pool_armed, offer_armed;
+    struct upstream *by_slot[W_LANE];
+    int n_ups, n_creating, n_clients, n_rs, n_os;
+    struct relay_stats *stats;      /* the whole fleet's counters: who waits, who owns */
+    struct orbit_policy policy;
+    struct rstream *rs_list;
+    struct ostream *os_list;
+    /* readiness mode */
+    int rfd_streams, rfd_pool;
+    bool rfd_streams_armed, rfd_pool_armed;
+    uint64_t rfd_buf[2];
+    struct __kernel_timespec tick;
+};
+
+/* objects (worker.c) */
+uint64_t ud_of(const struct obj *o, enum w_op op);
+int obj_add(struct worker *w, struct obj *o, enum w_kind kind);
+void obj_kill(struct worker *w, struct obj *o);
+struct io_uring_sqe *obj_sqe(struct worker *w, struct obj *o, enum w_op op);
+void cancel_op(struct worker *w, struct obj *o, enum w_op op);
+
+/* clients (client.c) */
+void queue_remove(struct worker *w, struct client *c);
+void queue_push(struct worker *w, struct client *c);
+void client_close(struct worker *w, struct client *c);
+void client_send(struct worker *w, struct client *c, const char *p, size_t n);
+void client_error(struct worker *w, struct client *c, int status, const char *reason, bool close);
+void client_resp_done(struct worker *w, struct client *c);
+void client_job_failed(struct worker *w, struct client *c, bool retryable);
+void client_on_send(struct worker *w, struct client *c, int res);
+void client_on_recv(struct worker *w, struct client *c, int res);
+void accept_arm(struct worker *w);
+void accept_resume(struct worker *w);
+void client_check_timeouts(struct worker *w, struct client *c, int64_t now);
+struct up_job client_job(const struct client *c);
+void client_stream_more(struct worker *w, struct client *c);
+void on_accept(struct worker *w, int res);
+
+/* upstreams (upstream.c) */
+void up_unsink(struct worker *w, struct upstream *up);
+void up_drained(struct worker *w, struct upstream *up);
+void up_on_recv(struct worker *w, struct upstream *up, int res);
+void up_on_send(struct worker *w, struct upstream *up, int res);
+struct upstream *up_by_id(struct worker *w, orbit_id id);
+int up_run_lease(struct worker *w, const struct orbit_lease *lease, enum sink_kind sink, void *obj,
+                 const struct up_job *job);
+void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now);
+void up_stream(struct worker *w, struct upstream *up, const char *p, size_t n, bool more);
+void up_abort(struct worker *w, struct upstream *up);
+void up_create(struct worker *w, struct client *c, struct orbit_permit *permit);
+void up_on_connect(struct worker *w, struct upstream *up, int res);
+
+/* relay streams (streams.c) */
+void rs_fail(struct worker *w, struct rstream *rs, bool retryable);
+void rs_start(struct worker *w, struct client *c, const struct orbit_lease *lease);
+void rs_step(struct worker *w, struct rstream *rs);
+void rs_check_leases(struct worker *w);
+void os_write_step(struct worker *w, struct ostream *os);
+void os_deliver(struct worker *w, struct ostream *os, const char *p, size_t n);
+void os_job_done(struct worker *w, struct ostream *os);
+void os_job_failed(struct worker *w, struct ostream *os, bool retryable);
+void os_step(struct worker *w, struct ostream *os);
+void take_offers(struct worker *w);
+void arm_offer_wait(struct worker *w);
+
+/* the pool (pool.c) */
+int fair_share(struct worker *w);
+bool others_starving(struct worker *w);
+struct orbit_decision fair_decide(void *ctx, orbit_key key, const struct orbit_candidate *c, size_t n, uint32_t live, uint32_t creating, const struct orbit_limits *limits);
+void dispatch(struct worker *w, struct client *c);
+void sweep(struct worker *w);
 
 #endif

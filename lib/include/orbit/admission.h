@@ -82,7 +82,7 @@ struct orbit_demand { const struct orbit_units *claim; size_t n_claim;     /* im
 /*
  * A claim as returned by try_claim: plain data the caller owns and may copy
  * to another process of the fleet (any process may release it). slot and
- * incarnation are additions beyond the contract's four fields: the record's
+ * incarnation, beyond the four fields a caller reads, are the record's
  * index (so release is O(1)) and the claimer's incarnation. Do not edit it:
  * a claim whose fields disagree with a live record of the same serial
  * poisons the ledger on release. Serials only grow and are never reused; each
@@ -144,7 +144,7 @@ void orbit_admission_close(struct orbit_admission *);                          /
  */
 int  orbit_admission_set_capacity(struct orbit_admission *, uint32_t domain, uint64_t capacity);
 int  orbit_admission_try_claim(struct orbit_admission *, const struct orbit_demand *, struct orbit_admit_result *out);
-     /* Checks in the seed's order: empty claim, retained fee != claim sum (both -ORBIT_EMALFORMED),
+     /* Checks in this order: empty claim, retained fee != claim sum (both -ORBIT_EMALFORMED),
       * poisoned (-ORBIT_EPOISONED), shut down (-ORBIT_ECLOSEDADM), retained claim with retention
       * disabled (SKIPPED), any claim or fit entry above its domain's capacity (REJECTED), claim not
       * free now (DEFERRED), retained cap exceeded (SKIPPED), else CLAIMED. Domain ids are arbitrary
@@ -221,7 +221,7 @@ uint64_t orbit_admission_retained_bytes(struct orbit_admission *);
 ssize_t orbit_admission_domains(struct orbit_admission *, struct orbit_domain_info *out, size_t max);
 bool orbit_admission_poisoned(struct orbit_admission *);
 
-/* ---- additions: inspection for tools and supervisors ------------------- */
+/* ---- inspection, for tools and supervisors ------------------------------ */
 
 /* The current change epoch (the release_epoch of results). */
 uint64_t orbit_admission_epoch(struct orbit_admission *);

@@ -231,7 +231,7 @@ int  orbit_pool_watch(struct orbit_pool *, orbit_key);          /* ring this nod
  */
 int  orbit_pool_readiness(struct orbit_pool *);                 /* eventfd; -ORBIT_EBUSY on a second call */
 
-/* ---- additions --------------------------------------------------------- */
+/* ---- more calls: watches, identity, sizes, statistics, inspection ----- */
 
 /* watch, and ring the doorbell at once if the key already moved past since. */
 int  orbit_pool_watch_since(struct orbit_pool *, orbit_key, uint32_t since);

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * orbit-relay as an HTTP/1.1 reverse proxy, from raw sockets: interim 1xx
+ * responses, response framing (chunked with trailers, close-delimited), a
+ * POST sent once, the smuggling vectors refused, hop-by-hop fields dropped,
+ * HTTP/1.0 and Connection: close, timeouts, bodies beyond 16 KiB and chunked
+ * request bodies, 100-continue, and the command line.
+ */
+#include "relay_harness.h"
+
+static uint16_t relay_port;
+static struct backend_seen *seen;
+
+static size_t ask(const char *req, char *buf, size_t cap)
+{
+    int fd = connect_to(relay_port);
+    send_all(fd, req, strlen(req));
+    size_t n = read_response(fd, buf, cap, 5000);
+    close(fd);
+    return n;
+}
+
+/* The body of a response in buf (after the head). */
+static const char *body_of(const char *buf)
+{
+    const char *e = strstr(buf, "\r\n\r\n");
+    return e ? e + 4 : "";
+}
+
+START_TEST(interim_1xx_is_never_the_response)
+{
+    /* Each request gets its own answer, never the one a 100 left behind on a shared upstream. */
+    char buf[4096], req[128], path[32];
+    int fd = connect_to(relay_port);
+    for (int i = 0; i < 12; i++) {
+        snprintf(path, sizeof path, "/100/%d", i);
+        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", path);
+        int c = i % 2 ? fd : connect_to(relay_port);
+        send_all(c, req, strlen(req));
+        read_response(c, buf, sizeof buf, 5000);
+        ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "request %d got '%.40s'", i, buf);
+        ck_assert_str_eq(body_of(buf), path);
+        if (c != fd)
+            close(c);
+    }
+    close(fd);
+}
+END_TEST
+
+START_TEST(chunked_and_close_delimited_responses)
+{
+    char buf[4096];
+    int fd = connect_to(relay_port);
+    put_str(fd, "GET /chunked HTTP/1.1\r\nHost: t\r\n\r\n");
+    read_until(fd, buf, sizeof buf, "0\r\nX-T: 1\r\n\r\n", 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got '%.60s'", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "5\r\nhello\r\n"));
+    ck_assert_ptr_nonnull(strstr(buf, " world\r\n0\r\nX-T: 1\r\n\r\n"));
+    /* The connection stays usable after it. */
+    put_str(fd, "GET /after HTTP/1.1\r\nHost: t\r\n\r\n");
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_str_eq(body_of(buf), "/after");
+    close(fd);
+    /* A close-delimited body reaches the client, which is told the connection closes. */
+    fd = connect_to(relay_port);
+    put_str(fd, "GET /close HTTP/1.1\r\nHost: t\r\n\r\n");
+    read_until(fd, buf, sizeof buf, NULL, 3000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got '%.60s'", buf);
+    ck_assert_ptr_nonnull(strcasestr(buf, "\r\nConnection: close\r\n"));
+    ck_assert_str_eq(body_of(buf), "close-delimited body");
+    close(fd);
+}
+END_TEST
+
+START_TEST(post_reaches_the_backend_once)
+{
+    char buf[4096];
+    int before = atomic_load(&seen->posts);
+    ask("POST /drop HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello", buf, sizeof buf);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 502", 12) == 0, "got '%.60s'", buf);
+    tu_sleep_ms(300);
+    ck_assert_int_eq(atomic_load(&seen->posts) - before, 1);
+}
+END_TEST
+
+START_TEST(smuggling_vectors_get_400_and_close)
+{
+    static const char *const bad[] = {
+        "POST /s HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "POST /s HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
+        "POST /s HTTP/1.1\r\nHost: t\r\nContent-Length: 5x\r\n\r\nhello",
+        "POST /s HTTP/1.1\r\nHost: t\r\nContent-Length : 5\r\n\r\nhello",
+        "GET /s HTTP/1.1\r\nHost: t\r\nX-A: 1\r\n folded\r\n\r\n",
+        "GET /s HTTP/1.1\nHost: t\n\n",
+        "GET /s HTTP/1.1\r\nHost: t\rX: 1\r\n\r\n",
+        "POST /s HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n",
+        "POST /s HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+        "GET /s HTTP/1.1\r\n\r\n",
+    };
+    int before = atomic_load(&seen->requests);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char buf[1024];
+        int fd = connect_to(relay_port);
+        send_all(fd, bad[i], strlen(bad[i]));
+        read_until(fd, buf, sizeof buf, "\r\n\r\n", 3000);
+        ck_assert_msg(strncmp(buf, "HTTP/1.1 400", 12) == 0, "case %zu got '%.40s'", i, buf);
+        ck_assert_msg(closed_within(fd, 3000), "case %zu: the connection stayed open", i);
+        close(fd);
+    }
+    ck_assert_int_eq(atomic_load(&seen->requests), before);   /* none reached the backend */
+}
+END_TEST
+
+START_TEST(hop_by_hop_fields_are_dropped)
+{
+    char buf[8192];
+    ask("GET /echo HTTP/1.1\r\nHost: t\r\nConnection: keep-alive, X-Secret\r\nX-Secret: 1\r\n"
+        "Keep-Alive: timeout=9\r\nTE: trailers\r\nUpgrade: websocket\r\nProxy-Authorization: Basic x\r\n"
+        "X-Kept: 2\r\n\r\n", buf, sizeof buf);
+    const char *seen_head = body_of(buf);
+    ck_assert_ptr_nonnull(strstr(seen_head, "X-Kept: 2\r\n"));
+    static const char *const gone[] = { "X-Secret", "Keep-Alive", "\r\nTE:", "Upgrade", "Proxy-Authorization" };
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+        ck_assert_msg(!strcasestr(seen_head, gone[i]), "the backend saw %s", gone[i]);
+    ask("GET /hop HTTP/1.1\r\nHost: t\r\n\r\n", buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "X-Kept: 1\r\n"));
+    static const char *const gone2[] = { "X-Hop", "Keep-Alive", "Upgrade", "Proxy-Authenticate" };
+    for (size_t i = 0; i < sizeof gone2 / sizeof gone2[0]; i++)
+        ck_assert_msg(!strcasestr(buf, gone2[i]), "the client saw %s", gone2[i]);
+}
+END_TEST
+
+START_TEST(http10_and_connection_close)
+{
+    char buf[4096];
+    int fd = connect_to(relay_port);
+    put_str(fd, "GET /a HTTP/1.0\r\n\r\n");
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_str_eq(body_of(buf), "/a");
+    ck_assert_msg(!strcasestr(buf, "keep-alive"), "an HTTP/1.0 client was told keep-alive");
+    ck_assert(closed_within(fd, 3000));
+    close(fd);
+    fd = connect_to(relay_port);
+    put_str(fd, "GET /b HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_ptr_nonnull(strcasestr(buf, "\r\nConnection: keep-alive\r\n"));
+    put_str(fd, "GET /c HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_str_eq(body_of(buf), "/c");
+    close(fd);
+    fd = connect_to(relay_port);
+    put_str(fd, "GET /d HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_ptr_nonnull(strcasestr(buf, "\r\nConnection: close\r\n"));
+    ck_assert(closed_within(fd, 3000));
+    close(fd);
+}
+END_TEST
+
+START_TEST(header_idle_and_response_timeouts)
+{
+    char buf[1024];
+    int64_t t0 = tu_now_ns();
+    int fd = connect_to(relay_port);       /* a head that never completes: 408 */
+    put_str(fd, "GET / HTTP/1.1\r\nHost");
+    read_until(fd, buf, sizeof buf, "\r\n\r\n", 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 408", 12) == 0, "got '%.40s'", buf);
+    ck_assert(closed_within(fd, 2000));
+    close(fd);
+    fd = connect_to(relay_port);           /* idle: closed */
+    ck_assert(closed_within(fd, 5000));
+    close(fd);
+    ck_assert_int_lt(tu_now_ns() - t0, 8000000000ll);
+    ask("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n", buf, sizeof buf);   /* no answer in time: 504 */
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 504", 12) == 0, "got '%.40s'", buf);
+}
+END_TEST
+
+START_TEST(large_and_chunked_request_bodies)
+{
+    size_t n = 100 * 1024;
+    char *req = malloc(n + 256), buf[8192];
+    int h = sprintf(req, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n", n);
+    for (size_t i = 0; i < n; i++)
+        req[h + i] = (char)(i * 131 + 7);   /* every byte value: NUL, CR and LF among them */
+    int fd = connect_to(relay_port);
+    send_all(fd, req, (size_t)h + n);
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got '%.40s'", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "body=102400"));
+    /* Chunked: the backend gets the payload with its length. */
+    put_str(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    for (int i = 0; i < 5; i++) {
+        put_str(fd, "2710\r\n");            /* 10000 bytes */
+        send_all(fd, req + h, 10000);
+        put_str(fd, "\r\n");
+    }
+    put_str(fd, "0\r\nX-Trailer: 1\r\n\r\n");
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got '%.40s'", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "body=50000"));
+    ck_assert_ptr_nonnull(strcasestr(body_of(buf), "Content-Length: 50000\r\n"));
+    ck_assert_ptr_null(strcasestr(body_of(buf), "Transfer-Encoding"));
+    close(fd);
+    /* Over --max-body: 413 from the head alone, before any body byte is sent. */
+    fd = connect_to(relay_port);
+    put_str(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 300000\r\n\r\n");
+    read_until(fd, buf, sizeof buf, "\r\n\r\n", 3000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 413", 12) == 0, "got '%.40s'", buf);
+    close(fd);
+    free(req);
+}
+END_TEST
+
+START_TEST(stalled_streamed_body_is_cut)
+{
+    /* A body that streams (over 64 KiB) and stops: cut after the header timeout, not held. */
+    int fd = connect_to(relay_port);
+    put_str(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 150000\r\n\r\n0123456789");
+    int64_t t0 = tu_now_ns();
+    ck_assert(closed_within(fd, 6000));
+    ck_assert_int_lt(tu_now_ns() - t0, 6000000000ll);
+    close(fd);
+    /* The next streamed request still goes through. */
+    size_t n = 150000;
+    char *req = malloc(n + 128), buf[8192];
+    int h = sprintf(req, "PUT /echo HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n", n);
+    memset(req + h, 'y', n);
+    fd = connect_to(relay_port);
+    send_all(fd, req, (size_t)h + n);
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_ptr_nonnull(strstr(buf, "body=150000"));
+    close(fd);
+    free(req);
+}
+END_TEST
+
+START_TEST(expect_100_continue)
+{
+    char buf[4096];
+    int fd = connect_to(relay_port);
+    put_str(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    read_until(fd, buf, sizeof buf, "\r\n\r\n", 3000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 100", 12) == 0, "got '%.40s'", buf);
+    put_str(fd, "hello");
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got '%.40s'", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "body=5"));
+    ck_assert_ptr_null(strcasestr(body_of(buf), "Expect:"));
+    close(fd);
+}
+END_TEST
+
+/* Runs the relay with args; its exit status and stderr. */
+static int run_cli(char *const args[], char *err, size_t cap)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(p[1], 2);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        char *argv[8] = { (char *)relay_bin() };
+        for (int i = 0; args[i] && i < 6; i++)
+            argv[i + 1] = args[i];
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(p[1]);
+    size_t got = read_until(p[0], err, cap, NULL, 5000);
+    err[got] = 0;
+    close(p[0]);
+    return tu_wait_child(pid, 5000);
+}
+
+START_TEST(command_line)
+{
+    char err[1024];
+    ck_assert_int_eq(run_cli((char *[]){ "--help", NULL }, err, sizeof err), 0);
+    ck_assert_int_eq(run_cli((char *[]){ "--version", NULL }, err, sizeof err), 0);
+    char *bad[][4] = { { "--workers", "abc", NULL }, { "--no-such-option", NULL },
+                       { "--fleet", "x", "--listen", NULL }, { "--max-body", "-1", NULL } };
+    const char *named[] = { "--workers", "--no-such-option", "--listen", "--max-body" };
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_int_eq(run_cli(bad[i], err, sizeof err), 2);
+        ck_assert_msg(strstr(err, named[i]), "case %zu: '%s' does not name %s", i, err, named[i]);
+        ck_assert_msg(strchr(err, '\n') == err + strlen(err) - 1, "case %zu: not one line: '%s'", i, err);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    pid_t bpid, rpid;
+    uint16_t bport = backend_start(&bpid, &seen);
+    char fleet[64];
+    snprintf(fleet, sizeof fleet, "%s", tu_fleet_name("relay-http"));
+    char *extra[] = { "--workers", "2", "--header-timeout", "1000", "--idle-timeout", "2000",
+                      "--response-timeout", "1500", "--max-body", "200000", NULL };
+    relay_port = relay_start(fleet, bport, extra, &rpid);
+
+    Suite *s = suite_create("relay");
+    TCase *tc = tcase_create("proxy");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, interim_1xx_is_never_the_response);
+    tcase_add_test(tc, chunked_and_close_delimited_responses);
+    tcase_add_test(tc, post_reaches_the_backend_once);
+    tcase_add_test(tc, smuggling_vectors_get_400_and_close);
+    tcase_add_test(tc, hop_by_hop_fields_are_dropped);
+    tcase_add_test(tc, http10_and_connection_close);
+    tcase_add_test(tc, header_idle_and_response_timeouts);
+    tcase_add_test(tc, large_and_chunked_request_bodies);
+    tcase_add_test(tc, stalled_streamed_body_is_cut);
+    tcase_add_test(tc, expect_100_continue);
+    tcase_add_test(tc, command_line);
+    suite_add_tcase(s, tc);
+    int rc = tu_run(s);
+    relay_stop(rpid);
+    kill(bpid, SIGKILL);
+    waitpid(bpid, NULL, 0);
+    return rc;
+}

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * orbit-relay's processes: a worker killed with SIGKILL while the relay runs
+ * as its --help shows (no reaper, no --self-reap) leaves no upstream held by
+ * the dead node, and the next load sees no timeout; a worker out of file
+ * descriptors leaves connections in the backlog without spinning on accept.
+ */
+#include <sys/resource.h>
+#include <orbit/pool.h>
+#include "relay_harness.h"
+
+/* Runs argv to its end; its stdout into out. Returns its exit status. */
+static int run_out(char *const argv[], char *out, size_t cap, int timeout_ms)
+{
+    pid_t pid;
+    int fd = spawn_out(argv, &pid);
+    read_until(fd, out, cap, NULL, timeout_ms);
+    close(fd);
+    return tu_wait_child(pid, timeout_ms);
+}
+
+/* "key":N in a JSON line. */
+static long long jnum(const char *s, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(s, pat);
+    ck_assert_msg(p, "no %s in %s", key, s);
+    return strtoll(p + strlen(pat), NULL, 10);
+}
+
+/* Upstreams of the backend's key still owned by that incarnation. */
+static long owned_by(struct orbit_pool *pool, uint64_t incarnation)
+{
+    struct orbit_pool_key_info k[4];
+    if (orbit_pool_keys(pool, k, 4) != 1)
+        return 0;
+    struct orbit_candidate c[256];
+    ssize_t n = orbit_pool_candidates(pool, k[0].key, c, 256);
+    long owned = 0;
+    for (ssize_t i = 0; i < n && i < 256; i++)
+        owned += c[i].owner_incarnation == incarnation;
+    return owned;
+}
+
+/* Kills (SIGKILL) the worker owning the key's first upstream; its incarnation. */
+static uint64_t kill_an_owner(struct orbit_fleet *f, struct orbit_pool *pool)
+{
+    struct orbit_pool_key_info k[4];
+    for (int i = 0; i < 300 && orbit_pool_keys(pool, k, 4) != 1; i++)
+        tu_sleep_ms(10);
+    ck_assert_int_eq(orbit_pool_keys(pool, k, 4), 1);
+    struct orbit_candidate c[16];
+    ck_assert_int_gt(orbit_pool_candidates(pool, k[0].key, c, 16), 0);
+    struct orbit_node_info nodes[32];
+    ssize_t nn = orbit_fleet_nodes(f, nodes, 32);
+    for (ssize_t i = 0; i < nn; i++)
+        if (nodes[i].node == c[0].owner && nodes[i].incarnation == c[0].owner_incarnation) {
+            ck_assert_int_eq(kill(nodes[i].pid, SIGKILL), 0);
+            return c[0].owner_incarnation;
+        }
+    ck_abort_msg("the owner is not in the node table");
+    return 0;
+}
+
+START_TEST(killed_worker_leaks_no_upstream)
+{
+    const char *bin = relay_bin();
+    char fleet[64], line[256], backend[64], url[96], out[4096];
+    snprintf(fleet, sizeof fleet, "%s", tu_fleet_name("relay-kill"));
+    pid_t bpid, rpid, lpid;
+    int bfd = spawn_out((char *[]){ (char *)bin, "--backend", "127.0.0.1:0", NULL }, &bpid);
+    read_until(bfd, line, sizeof line, "\n", 10000);
+    char *p = strstr(line, "listening on ");
+    ck_assert_ptr_nonnull(p);
+    snprintf(backend, sizeof backend, "%.*s", (int)strcspn(p + 13, " ,\n"), p + 13);
+    uint16_t bport = (uint16_t)atoi(strchr(backend, ':') + 1);
+    uint16_t port = relay_start(fleet, bport, NULL, &rpid);   /* as --help shows: no reaper, no --self-reap */
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/", port);
+
+    int lfd = spawn_out((char *[]){ (char *)bin, "--load", url, "--connections", "24", "--duration", "3",
+                                    "--json", NULL }, &lpid);
+    struct orbit_fleet *f;
+    struct orbit_pool *pool;
+    ck_assert_int_eq(orbit_fleet_observe(fleet, &f), 0);
+    ck_assert_int_eq(orbit_pool_open_existing(f, ORBIT_POOL_KIND, &pool), 0);
+    tu_sleep_ms(1000);
+    uint64_t victim = kill_an_owner(f, pool);
+    tu_sleep_ms(2000);
+    ck_assert_msg(owned_by(pool, victim) == 0, "%ld upstreams still owned by the dead worker 2 s later",
+                  owned_by(pool, victim));
+    read_until(lfd, out, sizeof out, NULL, 20000);
+    close(lfd);
+    tu_wait_child(lpid, 20000);
+    ck_assert_int_gt(jnum(out, "ok"), 0);
+    ck_assert_int_eq(jnum(out, "timeouts"), 0);
+    /* The next run: nothing starves. */
+    run_out((char *[]){ (char *)bin, "--load", url, "--connections", "24", "--duration", "2", "--json", NULL },
+            out, sizeof out, 20000);
+    ck_assert_int_gt(jnum(out, "ok"), 0);
+    ck_assert_msg(jnum(out, "timeouts") == 0 && jnum(out, "failed") == 0, "after the kill: %s", out);
+    orbit_pool_close(pool);
+    orbit_fleet_leave(f);
+    relay_stop(rpid);
+    kill(bpid, SIGTERM);
+    tu_wait_child(bpid, 5000);
+    close(bfd);
+}
+END_TEST
+
+/* The relay's worker pids (its supervisor's children). */
+static int worker_pids(pid_t sup, pid_t *out, int max)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", sup, sup);
+    FILE *fp = fopen(path, "r");
+    ck_assert_ptr_nonnull(fp);
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n] = 0;
+    int k = 0;
+    for (char *t = strtok(buf, " \n"); t && k < max; t = strtok(NULL, " \n"))
+        out[k++] = atoi(t);
+    return k;
+}
+
+/* CPU time (clock ticks) a process used so far. */
+static long cpu_ticks(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *fp = fopen(path, "r");
+    ck_assert_ptr_nonnull(fp);
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');
+    unsigned long ut = 0, st = 0;
+    ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st), 2);
+    return (long)(ut + st);
+}
+
+static int open_fds(pid_t pid)
+{
+    char cmd[96], out[32];
+    snprintf(cmd, sizeof cmd, "ls /proc/%d/fd | wc -l", pid);
+    FILE *fp = popen(cmd, "r");
+    ck_assert_ptr_nonnull(fp);
+    ck_assert_ptr_nonnull(fgets(out, sizeof out, fp));
+    pclose(fp);
+    return atoi(out);
+}
+
+START_TEST(out_of_descriptors_does_not_spin)
+{
+    pid_t bpid, rpid, w[8];
+    struct backend_seen *seen;
+    uint16_t bport = backend_start(&bpid, &seen);
+    char fleet[64];
+    snprintf(fleet, sizeof fleet, "%s", tu_fleet_name("relay-emfile"));
+    uint16_t port = relay_start(fleet, bport, (char *[]){ "--workers", "2", NULL }, &rpid);
+    int nw = worker_pids(rpid, w, 8);
+    ck_assert_int_eq(nw, 2);
+    struct rlimit old[8];
+    for (int i = 0; i < nw; i++) {
+        ck_assert_int_eq(prlimit(w[i], RLIMIT_NOFILE, NULL, &old[i]), 0);
+        struct rlimit low = { .rlim_cur = (rlim_t)open_fds(w[i]) + 1, .rlim_max = old[i].rlim_max };
+        ck_assert_int_eq(prlimit(w[i], RLIMIT_NOFILE, &low, NULL), 0);
+    }
+    int fds[40];
+    for (int i = 0; i < 40; i++)
+        fds[i] = connect_to(port);
+    tu_sleep_ms(300);
+    long t0 = 0, t1 = 0;
+    for (int i = 0; i < nw; i++)
+        t0 += cpu_ticks(w[i]);
+    tu_sleep_ms(1500);
+    for (int i = 0; i < nw; i++)
+        t1 += cpu_ticks(w[i]);
+    long hz = sysconf(_SC_CLK_TCK);
+    ck_assert_msg(t1 - t0 < hz / 4, "the workers used %ld ticks in 1.5 s out of descriptors", t1 - t0);
+    /* Descriptors back: the connections that waited in the backlog are served. */
+    for (int i = 0; i < nw; i++)
+        ck_assert_int_eq(prlimit(w[i], RLIMIT_NOFILE, &old[i], NULL), 0);
+    char buf[1024];
+    put_str(fds[39], "GET /late HTTP/1.1\r\nHost: t\r\n\r\n");
+    read_response(fds[39], buf, sizeof buf, 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got '%.40s'", buf);
+    for (int i = 0; i < 40; i++)
+        close(fds[i]);
+    relay_stop(rpid);
+    kill(bpid, SIGKILL);
+    waitpid(bpid, NULL, 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("relay_fleet");
+    TCase *tc = tcase_create("processes");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, killed_worker_leaks_no_upstream);
+    tcase_add_test(tc, out_of_descriptors_does_not_spin);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

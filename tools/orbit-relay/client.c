@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: MIT */
+/* orbit-relay worker: client connections (accept, read a request, send the response). */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <orbit/uring.h>
+#include "httpmsg.h"
+#include "worker.h"
+
+/* ---- clients ------------------------------------------------------------ */
+
+/* Room for the next recv: the buffer grows up to a whole request's limit. */
+static int client_room(struct worker *w, struct client *c)
+{
+    size_t limit = relay_buffered_max(w->o) + W_IN;
+    if (c->in_cap - c->in_len >= W_IN / 4 || c->in_cap >= limit)
+        return c->in_len < c->in_cap ? 0 : -1;
+    size_t cap = c->in_cap * 2 < limit ? c->in_cap * 2 : limit;
+    char *in = realloc(c->in, cap);
+    if (!in)
+        return -1;
+    c->in = in;
+    c->in_cap = cap;
+    return 0;
+}
+
+static void client_recv(struct worker *w, struct client *c)
+{
+    if (client_room(w, c) < 0) {
+        client_error(w, c, 413, "Content Too Large", true);
+        return;
+    }
+    struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_RECV);
+    io_uring_prep_recv(sqe, c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+    c->recv_armed = true;
+}
+
+void queue_remove(struct worker *w, struct client *c)
+{
+    if (!c->queued)
+        return;
+    if (c->qprev) c->qprev->qnext = c->qnext; else w->qhead = c->qnext;
+    if (c->qnext) c->qnext->qprev = c->qprev; else w->qtail = c->qprev;
+    c->qnext = c->qprev = NULL;
+    c->queued = false;
+    STAT_SUB(w->st, queued, 1);
+}
+
+void queue_push(struct worker *w, struct client *c)
+{
+    c->qnext = NULL;
+    c->qprev = w->qtail;
+    if (w->qtail) w->qtail->qnext = c; else w->qhead = c;
+    w->qtail = c;
+    c->queued = true;
+    c->state = C_QUEUED;
+    STAT_ADD(w->st, queued, 1);
+}
+
+void client_close(struct worker *w, struct client *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    queue_remove(w, c);
+    shutdown(c->fd, SHUT_RDWR);   /* completes a pending recv or send */
+    close(c->fd);
+    w->n_clients--;
+    STAT_SUB(w->st, conns_open, 1);
+    obj_kill(w, &c->o);
+    accept_resume(w);   /* a descriptor came free */
+}
+
+static const char *reason_of(int status)
+{
+    switch (status) {
+    case 400: return "Bad Request";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Error";
+    }
+}
+
+/* The request for the upstream: its head without hop-by-hop fields, then the
+ * payload (a chunked body goes as its payload with a Content-Length). */
+static int build_upstream_request(struct client *c)
+{
+    const struct hm_head *h = &c->msg.h;
+    size_t body = c->body_out - h->head_len;
+    struct hm_rewrite rw = { .drop_expect = h->expect_continue, .drop_te = h->chunked, .add_length = h->chunked,
+                             .length = body, .connection = h->minor == 0 ? "keep-alive" : NULL };
+    size_t need = h->head_len + 128 + body;
+    if (c->req_cap < need) {
+        char *r = realloc(c->req, need);
+        if (!r)
+            return -1;
+        c->req = r;
+        c->req_cap = need;
+    }
+    ssize_t n = hm_head_rewrite(c->in, h->head_len, &rw, c->req, c->req_cap - body);
+    if (n < 0)
+        return -1;
+    memcpy(c->req + n, c->in + h->head_len, body);
+    c->req_len = (size_t)n + body;
+    return 0;
+}
+
+static const char continue_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+/* Expect: 100-continue and no body yet: the relay answers it (the body is read here). */
+static void client_continue(struct worker *w, struct client *c)
+{
+    c->continue_sent = true;
+    struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
+    c->out = continue_100;
+    c->out_len = sizeof continue_100 - 1;
+    c->out_off = 0;
+    io_uring_prep_send(sqe, c->fd, c->out, c->out_len, MSG_NOSIGNAL);
+    c->send_armed = true;
+}
+
+/* A head is in: check it; 0 to read its body, or an error was answered. */
+static int client_head(struct worker *w, struct client *c)
+{
+    int r = hm_head_parse(&c->msg, HM_REQUEST, c->in, c->in_len, w->o->max_head, false);
+    if (r <= 0) {
+        if (r < 0)
+            client_error(w, c, -r, reason_of(-r), true);
+        return -1;
+    }
+    c->head_done = true;
+    c->body_scan = c->body_out = (size_t)r;
+    c->msg.dechunk = c->msg.h.chunked;
+    if (w->o->max_body && c->msg.h.has_length && c->msg.h.content_length > w->o->max_body) {
+        client_error(w, c, 413, "Content Too Large", true);   /* before reading the body */
+        return -1;
+    }
+    if (c->msg.h.expect_continue && !c->msg.complete && c->in_len == (size_t)r && !w->stopping)
+        client_continue(w, c);
+    return 0;
+}
+
+/* Frames the body bytes read so far; 1 when the request is complete, 0 for more, -1 answered. */
+static int client_body(struct worker *w, struct client *c)
+{
+    if (!c->msg.complete && c->in_len > c->body_scan) {
+        size_t out;
+        ssize_t used = hm_body(&c->msg, c->in + c->body_scan, c->in_len - c->body_scan, &out);
+        if (used < 0) {
+            client_error(w, c, 400, "Bad Request", true);
+            return -1;
+        }
+        if (c->in + c->body_out != c->in + c->body_scan)
+            memmove(c->in + c->body_out, c->in + c->body_scan, out);   /* the payload, de-chunked */
+        c->body_out += out;
+        c->body_scan += (size_t)used;
+        if (c->body_out - c->msg.h.head_len > relay_buffered_max(w->o) - w->o->max_head - 256) {
+            client_error(w, c, 413, "Content Too Large", true);
+            return -1;
+        }
+    }
+    return c->msg.complete ? 1 : 0;
+}
+
+/* A Content-Length body too long to hold: it streams through (local upstreams only). */
+static bool stream_candidate(const struct client *c)
+{
+    return !c->msg.complete && c->msg.h.has_length && c->msg.h.content_length > RELAY_STREAM_MIN;
+}
+
+static void client_start(struct worker *w, struct client *c)
+{
+    c->keepalive = c->msg.h.keepalive && !w->stopping;
+    c->http10 = c->msg.h.minor == 0;
+    c->idempotent = c->msg.h.idempotent && !c->streaming;   /* a streamed body is not kept: never again */
+    c->head_method = c->msg.h.head_method;
+    c->retries = 0;
+    c->fail_status = 502;
+    c->resp_started = c->resp_done = false;
+    c->t0 = relay_now_ns();
+    STAT_ADD(w->st, inflight, 1);
+    if (w->qhead) {            /* others wait already: queue behind them */
+        queue_push(w, c);
+        sweep(w);
+    } else {
+        dispatch(w, c);
+    }
+}
+
+/* The head and the body bytes here go first; the rest follows as the client sends it. */
+static void client_stream_start(struct worker *w, struct client *c)
+{
+    size_t head = c->msg.h.head_len, have = c->in_len - head;
+    c->body_out = head + have;   /* have < Content-Length: else it was complete */
+    if (build_upstream_request(c) < 0) {
+        client_error(w, c, 503, "Service Unavailable", true);
+        return;
+    }
+    c->used = c->in_len;
+    c->stream_left = c->msg.h.content_length - have;
+    c->streaming = true;
+    if (c->in_cap < RELAY_STREAM_MIN) {   /* bigger pieces: fewer sends */
+        char *in = realloc(c->in, RELAY_STREAM_MIN);
+        if (in) {
+            c->in = in;
+            c->in_cap = RELAY_STREAM_MIN;
+        }
+    }
+    client_start(w, c);
+}
+
+/* The upstream sent what it had: read more of the body (never past it). */
+void client_stream_more(struct worker *w, struct client *c)
+{
+    c->in_len = c->used = 0;
+    size_t n = c->in_cap < c->stream_left ? c->in_cap : (size_t)c->stream_left;
+    struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_RECV);
+    io_uring_prep_recv(sqe, c->fd, c->in, n, 0);
+    c->recv_armed = true;
+    c->t_read = relay_now_ns();
+}
+
+static void client_stream_in(struct worker *w, struct client *c, size_t n)
+{
+    c->stream_left -= n;
+    c->t_read = relay_now_ns();
+    if (c->stream_left == 0)
+        c->streaming = false;
+    up_stream(w, c->up, c->in, n, c->stream_left > 0);
+}
+
+/* Looks for a whole request in the input; starts it, or reads more. */
+static void client_try_request(struct worker *w, struct client *c)
+{
+    if (!c->head_done) {
+        if (c->in_len > 0 && c->t_head == 0)
+            c->t_head = relay_now_ns();
+        if (client_head(w, c) < 0) {
+            if (c->state == C_ERROR || c->closing)
+                return;
+            if (w->stopping && c->in_len == 0)
+                client_close(w, c);
+            else
+                client_recv(w, c);
+            return;
+        }
+    }
+    if (stream_candidate(c)) {
+        client_stream_start(w, c);
+        return;
+    }
+    int r = client_body(w, c);
+    if (r < 0)
+        return;
+    if (r == 0 || c->send_armed) {   /* more body, or our 100 Continue is still going out */
+        if (r == 0)
+            client_recv(w, c);
+        return;
+    }
+    if (build_upstream_request(c) < 0) {
+        client_error(w, c, 503, "Service Unavailable", true);
+        return;
+    }
+    c->used = c->body_scan;
+    c->streaming = false;
+    client_start(w, c);
+}
+
+void client_send(struct worker *w, struct client *c, const char *p, size_t n)
+{
+    c->out = p;
+    c->out_len = n;
+    c->out_off = 0;
+    c->resp_started = true;
+    struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
+    io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
+    c->send_armed = true;
+}
+
+void client_error(struct worker *w, struct client *c, int status, const char *reason, bool close)
+{
+    if (c->send_armed && c->state == C_READ) {   /* our 100 Continue is going out: after it */
+        c->deferred_status = status;
+        return;
+    }
+    bool fresh = c->used == 0 && c->state == C_READ;   /* no request was started: none in flight */
+    int n = http_error(c->err, sizeof c->err, status, reason, close || !c->keepalive);
+    if (close)
+        c->keepalive = false;
+    c->state = C_ERROR;
+    c->up = NULL;
+    c->rs = NULL;
+    STAT_ADD(w->st, errors, 1);
+    if (fresh) {
+        c->used = c->in_len;
+        STAT_ADD(w->st, inflight, 1);
+    }
+    client_send(w, c, c->err, (size_t)n);
+}
+
+/* The response went out completely: next request or close. */
+void client_resp_done(struct worker *w, struct client *c)
+{
+    if (c->state != C_ERROR)
+        STAT_ADD(w->st, requests, 1);
+    STAT_SUB(w->st, inflight, 1);
+    c->state = C_READ;
+    c->up = NULL;
+    c->rs = NULL;
+    if (!c->keepalive || w->stopping) {
+        client_close(w, c);
+        return;
+    }
+    memmove(c->in, c->in + c->used, c->in_len - c->used);
+    c->in_len -= c->used;
+    c->used = 0;
+    c->head_done = c->continue_sent = c->streaming = false;
+    c->t_head = 0;
+    c->t_idle = relay_now_ns();
+    client_try_request(w, c);
+}
+
+/* The request failed before (retryable) or after bytes reached the client. */
+void client_job_failed(struct worker *w, struct client *c, bool retryable)
+{
+    c->up = NULL;
+    c->rs = NULL;
+    if (retryable && !c->resp_started && c->retries < W_RETRIES && !w->stopping) {
+        c->retries++;
+        STAT_ADD(w->st, retries, 1);
+        dispatch(w, c);
+    } else if (!c->resp_started) {
+        /* A body not read to its end closes the connection: its rest is no request. */
+        client_error(w, c, c->fail_status, reason_of(c->fail_status), c->fail_status == 504 || c->streaming);
+    } else {
+        STAT_ADD(w->st, aborted, 1);
+        STAT_SUB(w->st, inflight, 1);
+        client_close(w, c);
+    }
+}
+
+
+/* The client went away (recv end, send failure): its work is dropped. */
+static void client_gone(struct worker *w, struct client *c)
+{
+    switch (c->state) {
+    case C_LOCAL:
+        if (c->up && c->streaming) {
+            up_abort(w, c->up);   /* its request can never be completed */
+        } else if (c->up) {
+            struct upstream *up = c->up;
+            up_unsink(w, up);
+            up_drained(w, up);   /* it waited for our send: carry on, discarding */
+        }
+        break;
+    case C_CREATE:
+        if (c->up)
+            c->up->creator = NULL;
+        break;
+    case C_REMOTE:
+        if (c->rs) {
+            c->rs->c = NULL;
+            rs_fail(w, c->rs, false);
+        }
+        break;
+    default:
+        break;
+    }
+    if (c->state != C_READ)
+        STAT_SUB(w->st, inflight, 1);
+    c->up = NULL;
+    c->rs = NULL;
+    client_close(w, c);
+}
+
+void client_on_send(struct worker *w, struct client *c, int res)
+{
+    c->send_armed = false;
+    if (c->closing)
+        return;
+    if (res <= 0) {
+        client_gone(w, c);
+        return;
+    }
+    if (c->out == continue_100 && c->state != C_READ && c->out_off + (size_t)res == c->out_len) {
+        c->out = NULL;   /* our 100 Continue went out while the body streams */
+        return;
+    }
+    c->out_off += (size_t)res;
+    if (c->out_off < c->out_len) {
+        struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
+        io_uring_prep_send(sqe, c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+        c->send_armed = true;
+        return;
+    }
+    switch (c->state) {
+    case C_LOCAL: up_drained(w, c->up); break;
+    case C_REMOTE: rs_step(w, c->rs); break;
+    case C_ERROR: client_resp_done(w, c); break;
+    case C_READ:   /* our 100 Continue went out */
+        if (c->deferred_status)
+            client_error(w, c, c->deferred_status, reason_of(c->deferred_status), true);
+        else if (!c->recv_armed)
+            client_try_request(w, c);
+        break;
+    default: break;
+    }
+}
+
+void client_on_recv(struct worker *w, struct client *c, int res)
+{
+    c->recv_armed = false;
+    if (c->closing)
+        return;
+    if (res <= 0) {
+        client_gone(w, c);
+        return;
+    }
+    if (c->streaming && c->state == C_LOCAL) {
+        client_stream_in(w, c, (size_t)res);
+        return;
+    }
+    c->in_len += (size_t)res;
+    c->t_read = relay_now_ns();
+    client_try_request(w, c);
+}
+
+void accept_arm(struct worker *w)
+{
+    struct io_uring_sqe *sqe = relay_sqe(&w->ring);
+    io_uring_prep_accept(sqe, w->lfd, NULL, NULL, SOCK_CLOEXEC);
+    io_uring_sqe_set_data64(sqe, (uint64_t)OP_ACCEPT << 56);
+}
+
+/* Out of descriptors (or memory): the connections wait in the backlog until
+ * a client closes or the next tick, instead of failing the accept in a loop. */
+static bool accept_pause(struct worker *w, int res)
+{
+    if (res != -EMFILE && res != -ENFILE && res != -ENOBUFS && res != -ENOMEM)
+        return false;
+    w->accept_paused = true;
+    STAT_ADD(w->st, accept_pauses, 1);
+    return true;
+}
+
+void accept_resume(struct worker *w)
+{
+    if (w->accept_paused && !w->stopping) {
+        w->accept_paused = false;
+        accept_arm(w);
+    }
+}
+
+void on_accept(struct worker *w, int res)
+{
+    if (res < 0) {
+        if (!w->stopping && !accept_pause(w, res))
+            accept_arm(w);
+        return;
+    }
+    struct client *c = calloc(1, sizeof *c);
+    char *in = c ? malloc(W_IN) : NULL;
+    if (!in || obj_add(w, &c->o, K_CLIENT) < 0) {
+        free(in);
+        free(c);
+        close(res);
+    } else {
+        c->in = in;
+        c->in_cap = W_IN;
+        c->t_idle = relay_now_ns();
+        c->fd = res;
+        int one = 1;
+        setsockopt(res, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        w->n_clients++;
+        STAT_ADD(w->st, accepted, 1);
+        STAT_ADD(w->st, conns_open, 1);
+        client_recv(w, c);
+    }
+    if (!w->stopping)
+        accept_arm(w);
+}
+
+
+struct up_job client_job(const struct client *c)
+{
+    return (struct up_job){ .req = c->req, .req_len = c->req_len, .head_req = c->head_method,
+                            .idempotent = c->idempotent, .http10 = c->http10, .keepalive = c->keepalive,
+                            .more = c->streaming };
+}
+
+/* Housekeeping: a connection idle too long is closed; a head (or a body) that
+ * does not arrive in time is answered 408. */
+void client_check_timeouts(struct worker *w, struct client *c, int64_t now)
+{
+    if (c->streaming && c->state == C_LOCAL && c->recv_armed && c->up &&
+        now - c->t_read > (int64_t)w->o->header_timeout_ms * 1000000) {
+        struct upstream *up = c->up;   /* the body stalled mid-stream: the request cannot complete */
+        c->up = NULL;
+        c->streaming = false;
+        up_abort(w, up);
+        STAT_ADD(w->st, aborted, 1);
+        STAT_SUB(w->st, inflight, 1);
+        client_close(w, c);
+        return;
+    }
+    if (c->closing || c->state != C_READ || c->recv_armed == false)
+        return;
+    if (c->in_len == 0 && !c->head_done) {
+        if (now - c->t_idle > (int64_t)w->o->idle_timeout_ms * 1000000)
+            client_close(w, c);
+        return;
+    }
+    int64_t since = c->head_done ? c->t_read : c->t_head;
+    if (now - since > (int64_t)w->o->header_timeout_ms * 1000000)
+        client_error(w, c, 408, "Request Timeout", true);
+}

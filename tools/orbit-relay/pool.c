@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/* orbit-relay worker: the pool (acquire, fair shares, the wait queue, capacity waits). */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <orbit/uring.h>
+#include "worker.h"
+
+/* ---- fair shares of the budget ------------------------------------------ */
+
+/*
+ * Local-first alone lets one worker keep every upstream it dialled: it
+ * re-leases each one the moment it completes, before a waiting peer is even
+ * scheduled. So a worker holds at most its share of the budget (budget over
+ * running workers, rounded up) while another worker waits with less than its
+ * share: it dials no more, and gives back a surplus upstream when one comes
+ * free. The counters in the relay's shared stats say who waits.
+ */
+static int running_workers(struct worker *w)
+{
+    int n = 1;
+    for (int i = 0; i < RELAY_STATS_SLOTS; i++) {
+        struct relay_worker_stats *o = &w->stats->w[i];
+        if (o != w->st && STAT_GET(o, state) == SLOT_RUNNING)
+            n++;
+    }
+    return n;
+}
+
+int fair_share(struct worker *w)
+{
+    int n = running_workers(w);
+    return (w->o->upstreams + n - 1) / n;
+}
+
+bool others_starving(struct worker *w)
+{
+    uint64_t share = (uint64_t)fair_share(w);
+    for (int i = 0; i < RELAY_STATS_SLOTS; i++) {
+        struct relay_worker_stats *o = &w->stats->w[i];
+        if (o != w->st && STAT_GET(o, state) == SLOT_RUNNING && STAT_GET(o, queued) > 0 &&
+            STAT_GET(o, upstreams_open) < share)
+            return true;
+    }
+    return false;
+}
+
+/* local_first, except that a worker at its share does not dial while others starve. */
+struct orbit_decision fair_decide(void *ctx, orbit_key key, const struct orbit_candidate *c, size_t n,
+                                         uint32_t live, uint32_t creating, const struct orbit_limits *limits)
+{
+    struct worker *w = ctx;
+    struct orbit_decision d = orbit_policy_local_first.decide(orbit_policy_local_first.ctx, key, c, n, live,
+                                                              creating, limits);
+    if (d.kind == ORBIT_DECIDE_CREATE && w->n_ups + w->n_creating >= fair_share(w) && others_starving(w))
+        d = (struct orbit_decision){ .kind = ORBIT_DECIDE_WAIT };
+    /* Below our share with budget left: dial our own rather than lean on another worker's
+     * (a remote request needs both processes scheduled: it is the slow tail). */
+    if (d.kind == ORBIT_DECIDE_REUSE && orbit_id_node(d.reuse) != orbit_fleet_node(w->fleet) &&
+        live + creating < limits->max_live && w->n_ups + w->n_creating < fair_share(w))
+        d = (struct orbit_decision){ .kind = ORBIT_DECIDE_CREATE };
+    return d;
+}
+
+/* ---- the pool: acquire, wait queue, capacity waits ---------------------- */
+
+enum { D_STARTED, D_WAIT };
+
+/* One acquire for c: starts it (local, remote, create, or an error) or says WAIT. */
+static int try_dispatch(struct worker *w, struct client *c, uint32_t *version)
+{
+    for (int attempt = 0; attempt < 4; attempt++) {
+        struct orbit_plan plan;
+        /* No stream slot left for a remote lease: only our own upstreams then. */
+        /* No stream slot left for a remote lease, or a body that streams: only our own upstreams. */
+        const struct orbit_policy *pol = c->streaming || w->n_rs >= W_LANE - 4 ? &orbit_policy_local_only
+                                                                               : &w->policy;
+        int rc = orbit_pool_acquire(w->pool, w->key, &w->limits, pol, &plan);
+        if (rc < 0) {
+            client_error(w, c, 503, "Service Unavailable", false);
+            return D_STARTED;
+        }
+        switch (plan.kind) {
+        case ORBIT_PLAN_LOCAL_REUSE:
+            struct up_job job = client_job(c);
+            if (up_run_lease(w, &plan.lease, SINK_CLIENT, c, &job) == 0) {
+                c->state = C_LOCAL;
+                c->up = up_by_id(w, plan.lease.id);
+                STAT_ADD(w->st, local_leases, 1);
+                return D_STARTED;
+            }
+            continue;
+        case ORBIT_PLAN_REMOTE_REUSE:
+            rs_start(w, c, &plan.lease);
+            return D_STARTED;
+        case ORBIT_PLAN_CREATE:
+            up_create(w, c, &plan.permit);
+            return D_STARTED;
+        case ORBIT_PLAN_WAIT:
+            *version = plan.version;
+            return D_WAIT;
+        case ORBIT_PLAN_REJECT:
+        default:
+            client_error(w, c, 503, "Service Unavailable", false);
+            return D_STARTED;
+        }
+    }
+    client_error(w, c, 503, "Service Unavailable", false);
+    return D_STARTED;
+}
+
+static bool need_pool_wait(struct worker *w)
+{
+    if (w->qhead)
+        return true;
+    for (struct rstream *rs = w->rs_list; rs; rs = rs->next)
+        if (rs->phase != RS_BODY)
+            return true;
+    return false;
+}
+
+/* Arms one FUTEX_WAIT on the key's change word past since: 0 armed (or
+ * armed already, or nothing to arm), 1 the key moved already. */
+static int arm_pool_wait(struct worker *w, uint32_t since)
+{
+    if (!w->futex || w->pool_armed)
+        return 0;
+    struct io_uring_sqe *sqe = relay_sqe(&w->ring);
+    int r = orbit_pool_prep_wait_capacity(w->pool, w->key, since, sqe);
+    /* Not armed: the prep left a NOP, whose completion is ignored. */
+    io_uring_sqe_set_data64(sqe, r == 0 ? (uint64_t)OP_POOL_WAIT << 56 : OP_IGNORE);
+    if (r == 0) {
+        w->pool_armed = true;
+        STAT_ADD(w->st, futex_waits, 1);
+        return 0;
+    }
+    return r == 1 ? 1 : 0;   /* an error: the tick sweeps again */
+}
+
+void dispatch(struct worker *w, struct client *c)
+{
+    uint32_t version;
+    if (try_dispatch(w, c, &version) != D_WAIT)
+        return;
+    STAT_ADD(w->st, pool_waits, 1);
+    queue_push(w, c);
+    if (arm_pool_wait(w, version) == 1)
+        sweep(w);
+}
+
+/* Serves the wait queue in order until the pool says WAIT again. */
+static void process_queue(struct worker *w)
+{
+    while (w->qhead) {
+        struct client *c = w->qhead;
+        uint32_t version;
+        queue_remove(w, c);
+        if (try_dispatch(w, c, &version) == D_WAIT) {
+            /* Back to the head: it keeps its turn. */
+            c->qprev = NULL;
+            c->qnext = w->qhead;
+            if (w->qhead) w->qhead->qprev = c; else w->qtail = c;
+            w->qhead = c;
+            c->queued = true;
+            c->state = C_QUEUED;
+            STAT_ADD(w->st, queued, 1);
+            return;
+        }
+    }
+}
+
+/*
+ * Everything that waits on the pool key: queued requests and remote requests
+ * whose owner has not answered. The version is read before the checks, so a
+ * change during them makes the armed wait complete at once.
+ */
+static bool sweeping;
+void sweep(struct worker *w)
+{
+    if (sweeping)
+        return;   /* called again from inside: the outer sweep re-checks */
+    sweeping = true;
+    for (int round = 0; round < 4; round++) {
+        uint32_t v = 0;
+        if (!w->futex)
+            orbit_pool_watch(w->pool, w->key);   /* before the attempts it guards */
+        orbit_pool_version(w->pool, w->key, &v);
+        rs_check_leases(w);
+        process_queue(w);
+        if (!need_pool_wait(w) || arm_pool_wait(w, v) == 0)
+            break;
+    }
+    sweeping = false;
+}
+

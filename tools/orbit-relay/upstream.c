@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: MIT */
+/* orbit-relay worker: upstream connections to the backend, owned by this worker. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <orbit/uring.h>
+#include "httpmsg.h"
+#include "worker.h"
+
+/* ---- upstreams: the owner's side ---------------------------------------- */
+
+static void up_send(struct worker *w, struct upstream *up)
+{
+    struct io_uring_sqe *sqe = obj_sqe(w, &up->o, OP_U_SEND);
+    io_uring_prep_send(sqe, up->fd, up->job.req + up->req_off, up->job.req_len - up->req_off, MSG_NOSIGNAL);
+}
+
+static void up_recv(struct worker *w, struct upstream *up)
+{
+    struct io_uring_sqe *sqe = obj_sqe(w, &up->o, OP_U_RECV);
+    io_uring_prep_recv(sqe, up->fd, up->buf + up->len, W_UPBUF - up->len, 0);
+}
+
+/* Starts forwarding one request; the response goes to the sink. */
+static void up_start(struct worker *w, struct upstream *up, enum sink_kind sink, void *sink_obj,
+                     const struct up_job *job)
+{
+    up->busy = true;
+    up->sink = sink;
+    up->sink_obj = sink_obj;
+    up->job = *job;
+    up->req_off = 0;
+    up->sent_any = up->head_done = up->close_client = up->timed_out = false;
+    up->len = up->hout_len = up->body_len = 0;
+    up->delivered = 0;
+    up->t_start = relay_now_ns();
+    up_send(w, up);
+}
+
+/* No one reads this response any more: it is drained into the void. */
+void up_unsink(struct worker *w, struct upstream *up)
+{
+    (void)w;
+    up->sink = SINK_NONE;
+    up->sink_obj = NULL;
+}
+
+/* Ends an upstream: out of the pool and closed. */
+static void up_retire(struct worker *w, struct upstream *up)
+{
+    if (up->registered) {
+        orbit_pool_unregister(w->pool, up->id);
+        up->registered = false;
+        uint32_t slot = orbit_id_slot(up->id);
+        if (slot < W_LANE && w->by_slot[slot] == up)
+            w->by_slot[slot] = NULL;
+        w->n_ups--;
+        STAT_SUB(w->st, upstreams_open, 1);
+    }
+    if (up->fd >= 0) {
+        shutdown(up->fd, SHUT_RDWR);
+        close(up->fd);
+        up->fd = -1;
+    }
+    obj_kill(w, &up->o);
+}
+
+/* A request may go again only if no byte of the response went on, and either
+ * none of it reached the backend or its method is idempotent. */
+static void up_fail(struct worker *w, struct upstream *up)
+{
+    bool retryable = up->delivered == 0 && (!up->sent_any || up->job.idempotent) && !up->timed_out;
+    enum sink_kind sink = up->sink;
+    void *obj = up->sink_obj;
+    STAT_ADD(w->st, upstream_failures, 1);
+    up->broken = true;
+    if (up->busy) {
+        orbit_execution_complete(&up->exec);
+        up->busy = false;
+    }
+    up_unsink(w, up);
+    up_retire(w, up);
+    if (sink == SINK_CLIENT) {
+        if (up->timed_out)
+            ((struct client *)obj)->fail_status = 504;
+        client_job_failed(w, obj, retryable);
+    } else if (sink == SINK_OSTREAM) {
+        os_job_failed(w, obj, retryable);
+    }
+    sweep(w);   /* the budget has room again */
+}
+
+static void up_job_done(struct worker *w, struct upstream *up)
+{
+    enum sink_kind sink = up->sink;
+    void *obj = up->sink_obj;
+    /* The unit goes back before anyone is told, so our own waiters can take it. */
+    orbit_execution_complete(&up->exec);
+    up->busy = false;
+    up_unsink(w, up);
+    if (!up->keepalive || (w->n_ups > fair_share(w) && others_starving(w)))
+        up_retire(w, up);   /* closed by the backend, or more than our share while others wait */
+    if (sink == SINK_CLIENT) {
+        struct client *c = obj;
+        c->keepalive = c->keepalive && !up->close_client;
+        client_resp_done(w, c);
+    } else if (sink == SINK_OSTREAM) {
+        os_job_done(w, obj);
+    }
+    sweep(w);
+}
+
+/* Hands the sink the next piece: the rewritten head, then the body bytes. */
+static void up_deliver(struct worker *w, struct upstream *up)
+{
+    const char *p;
+    size_t n;
+    if (up->hout_len) {
+        p = up->hout;
+        n = up->hout_len;
+        up->hout_len = 0;
+    } else if (up->body_len) {
+        p = up->body;
+        n = up->body_len;
+        up->body_len = 0;
+    } else {
+        up_drained(w, up);
+        return;
+    }
+    up->delivered += n;
+    switch (up->sink) {
+    case SINK_CLIENT: client_send(w, up->sink_obj, p, n); break;
+    case SINK_OSTREAM: os_deliver(w, up->sink_obj, p, n); break;
+    default: up_drained(w, up); break;
+    }
+}
+
+/* The sink took the piece handed to it: the next one, more bytes, or the end. */
+void up_drained(struct worker *w, struct upstream *up)
+{
+    if (up->hout_len || up->body_len) {
+        up_deliver(w, up);
+        return;
+    }
+    up->len = 0;
+    if (up->head_done && up->msg.complete)
+        up_job_done(w, up);
+    else
+        up_recv(w, up);
+}
+
+/*
+ * The final response's head: 1xx heads are dropped (the relay answered any
+ * 100-continue itself; 101 is never asked for), the rest is rewritten for the
+ * client: hop-by-hop fields out, its Connection in, a chunked body de-chunked
+ * for an HTTP/1.0 client. Returns the head's length, 0 for more, -1 on error.
+ */
+static int up_head(struct upstream *up)
+{
+    for (;;) {
+        int r = hm_head_parse(&up->msg, HM_RESPONSE, up->buf, up->len, W_UPBUF, up->job.head_req);
+        if (r <= 0)
+            return r == 0 && up->len < W_UPBUF ? 0 : -1;
+        if (up->msg.h.status == 101)
+            return -1;
+        if (up->msg.h.status >= 200)
+            break;
+        memmove(up->buf, up->buf + r, up->len - (size_t)r);
+        up->len -= (size_t)r;
+        if (up->len == 0)
+            return 0;
+    }
+    const struct hm_head *h = &up->msg.h;
+    bool dechunk = up->job.http10 && h->chunked;
+    up->msg.dechunk = dechunk;
+    up->keepalive = h->keepalive;
+    up->close_client = !up->job.keepalive || h->close_delimited || dechunk;
+    struct hm_rewrite rw = { .drop_te = dechunk,
+                             .connection = up->close_client ? "close" : up->job.http10 ? "keep-alive" : NULL };
+    ssize_t n = hm_head_rewrite(up->buf, h->head_len, &rw, up->hout, sizeof up->hout);
+    if (n < 0)
+        return -1;
+    up->hout_len = (size_t)n;
+    up->head_done = true;
+    return (int)h->head_len;
+}
+
+/* The rewritten head and the body bytes after it go out as one piece (one send):
+ * the head moves into buf just before the body when it fits there, else the
+ * body joins it in hout. */
+static void up_join_head(struct upstream *up, size_t head_len)
+{
+    if (up->hout_len <= head_len) {
+        char *at = up->buf + head_len - up->hout_len;
+        memcpy(at, up->hout, up->hout_len);
+        up->body = at;
+        up->body_len += up->hout_len;
+        up->hout_len = 0;
+    } else if (up->hout_len + up->body_len <= sizeof up->hout) {
+        memcpy(up->hout + up->hout_len, up->body, up->body_len);
+        up->hout_len += up->body_len;
+        up->body_len = 0;
+    }
+}
+
+/* EOF from the backend: the end of a close-delimited body, or a failure. */
+static void up_on_eof(struct worker *w, struct upstream *up)
+{
+    if (!up->head_done || hm_eof(&up->msg) < 0) {
+        up_fail(w, up);
+        return;
+    }
+    up->keepalive = false;
+    up_drained(w, up);
+}
+
+void up_on_recv(struct worker *w, struct upstream *up, int res)
+{
+    if (res < 0 || (res == 0 && !up->busy)) {
+        up_fail(w, up);
+        return;
+    }
+    if (res == 0) {
+        up_on_eof(w, up);
+        return;
+    }
+    up->len += (size_t)res;
+    size_t start = 0;
+    if (!up->head_done) {
+        int r = up_head(up);
+        if (r == 0) {
+            up_recv(w, up);
+            return;
+        }
+        if (r < 0) {
+            up_fail(w, up);
+            return;
+        }
+        start = (size_t)r;
+    }
+    size_t out;
+    ssize_t used = hm_body(&up->msg, up->buf + start, up->len - start, &out);
+    if (used < 0) {
+        up_fail(w, up);
+        return;
+    }
+    if (up->msg.complete && start + (size_t)used < up->len)
+        up->keepalive = false;   /* bytes past the response: out of step, not reused */
+    up->body = up->buf + start;
+    up->body_len = out;
+    if (start)
+        up_join_head(up, start);
+    up_deliver(w, up);
+}
+
+void up_on_send(struct worker *w, struct upstream *up, int res)
+{
+    if (res <= 0) {
+        up_fail(w, up);
+        return;
+    }
+    up->sent_any = true;
+    up->t_start = relay_now_ns();   /* the response timeout runs from the request's last byte */
+    up->req_off += (size_t)res;
+    if (up->req_off < up->job.req_len)
+        up_send(w, up);
+    else if (up->job.more && up->sink == SINK_CLIENT)
+        client_stream_more(w, up->sink_obj);
+    else if (up->job.more)
+        up_fail(w, up);   /* the client left mid-body: this request cannot end */
+    else
+        up_recv(w, up);
+}
+
+struct upstream *up_by_id(struct worker *w, orbit_id id)
+{
+    uint32_t slot = orbit_id_slot(id);
+    if (slot >= W_LANE || !w->by_slot[slot] || w->by_slot[slot]->id != id)
+        return NULL;
+    return w->by_slot[slot];
+}
+
+/* An idle upstream the backend has not closed (nor written to). */
+static bool up_still_open(struct upstream *up)
+{
+    char b;
+    ssize_t r = recv(up->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+/* Out of the pool with no job to report. */
+static void up_fail_quiet(struct worker *w, struct upstream *up)
+{
+    up_unsink(w, up);
+    up_fail(w, up);
+}
+
+/* Accepts a lease on one of our upstreams and runs the request on it: 0, or a negative code. */
+int up_run_lease(struct worker *w, const struct orbit_lease *lease, enum sink_kind sink, void *obj,
+                 const struct up_job *job)
+{
+    struct upstream *up = up_by_id(w, lease->id);
+    struct orbit_execution exec;
+    int rc = orbit_pool_accept(w->pool, lease, &exec);
+    if (rc < 0)
+        return rc;
+    if (!up || up->busy || up->broken) {   /* cannot happen while the pool counts right */
+        orbit_execution_complete(&exec);
+        return -ORBIT_EBUSY;
+    }
+    up->exec = exec;
+    if (up->reused && !job->idempotent && !up_still_open(up)) {
+        up->busy = true;   /* closed while idle: nothing was sent, the request goes elsewhere */
+        up_fail_quiet(w, up);
+        return -ORBIT_ERESET;
+    }
+    up->reused = true;
+    up_start(w, up, sink, obj, job);
+    return 0;
+}
+
+void up_create(struct worker *w, struct client *c, struct orbit_permit *permit)
+{
+    struct upstream *up = calloc(1, sizeof *up);
+    if (!up || obj_add(w, &up->o, K_UPSTREAM) < 0) {
+        free(up);
+        orbit_permit_finish(permit);
+        client_error(w, c, 503, "Service Unavailable", false);
+        return;
+    }
+    up->permit = *permit;
+    up->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    up->creator = c;
+    up->addr = w->o->upstream;
+    up->t_start = relay_now_ns();
+    c->state = C_CREATE;
+    c->up = up;
+    w->n_creating++;
+    int one = 1;
+    setsockopt(up->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct io_uring_sqe *sqe = obj_sqe(w, &up->o, OP_U_CONNECT);
+    io_uring_prep_connect(sqe, up->fd, (const struct sockaddr *)&up->addr, sizeof up->addr);
+}
+
+void up_on_connect(struct worker *w, struct upstream *up, int res)
+{
+    struct client *c = up->creator;
+    up->creator = NULL;
+    w->n_creating--;
+    int rc = res;
+    if (rc == 0) {
+        /* Registered before the permit ends: live + creating never dips below the truth. */
+        rc = orbit_pool_register(w->pool, w->key, 1, &up->id);
+        if (rc == 0 && orbit_id_slot(up->id) >= W_LANE) {
+            orbit_pool_unregister(w->pool, up->id);
+            rc = -ORBIT_ECORRUPT;
+        }
+    }
+    orbit_permit_finish(&up->permit);
+    if (rc < 0) {
+        STAT_ADD(w->st, upstream_failures, 1);
+        up_retire(w, up);
+        if (c && up->timed_out)
+            c->fail_status = 504;
+        if (c)
+            client_job_failed(w, c, !up->timed_out);
+        sweep(w);
+        return;
+    }
+    up->registered = true;
+    w->by_slot[orbit_id_slot(up->id)] = up;
+    w->n_ups++;
+    STAT_ADD(w->st, upstreams_created, 1);
+    STAT_ADD(w->st, upstreams_open, 1);
+    if (c) {
+        /* Our own new upstream, unless another worker leased it in between. */
+        struct orbit_lease lease;
+        c->up = NULL;
+        struct up_job job = client_job(c);
+        if (orbit_pool_reserve(w->pool, up->id, &lease) == 0 &&
+            up_run_lease(w, &lease, SINK_CLIENT, c, &job) == 0) {
+            c->state = C_LOCAL;
+            c->up = up;
+            STAT_ADD(w->st, local_leases, 1);
+        } else {
+            dispatch(w, c);
+        }
+    }
+    sweep(w);
+}
+
+
+/* The next piece of a streamed body. */
+void up_stream(struct worker *w, struct upstream *up, const char *p, size_t n, bool more)
+{
+    up->job.req = p;
+    up->job.req_len = n;
+    up->job.more = more;
+    up->req_off = 0;
+    up_send(w, up);
+}
+
+/* The request cannot complete (its client left mid-body): the upstream goes. */
+void up_abort(struct worker *w, struct upstream *up)
+{
+    up_unsink(w, up);
+    up_fail(w, up);
+}
+
+/* Housekeeping: a connect or a response that takes longer than configured. */
+void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now)
+{
+    if (up->timed_out)
+        return;
+    if (!up->registered && up->fd >= 0 && now - up->t_start > (int64_t)w->o->connect_timeout_ms * 1000000) {
+        up->timed_out = true;
+        cancel_op(w, &up->o, OP_U_CONNECT);
+    } else if (up->busy && !up->head_done && now - up->t_start > (int64_t)w->o->response_timeout_ms * 1000000) {
+        up->timed_out = true;
+        up_fail(w, up);
+    }
+}
