@@ -30,7 +30,8 @@ RUNS += [[sub, *SHORT[sub], *extra] for sub in sys.argv[2:] for extra in SCALING
 BAD_NUMBERS = {"pool": ["--ops", "-5"], "admission": ["--seconds", "-1"], "stream": ["--rounds", "1x"],
                "wake": ["--rtt", "0"], "exchange": ["--bytes", "-4M"]}
 # Long runs interrupted by SIGTERM: the bench removes its segments and exits 128 + 15.
-LONG = {"pool": ["--ops", "1000000000000"], "admission": ["--seconds", "60"]}
+LONG = {"pool": ["--ops", "1000000000000"], "admission": ["--seconds", "60"],
+        "wake": ["--oneway", "10000000"]}
 
 
 MEASURED = re.compile(r"gbps|per_s|^p50$")

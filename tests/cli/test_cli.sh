@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_cli.sh VERSION ORBITCTL ORBIT-REAPER [ORBIT-RELAY [ORBIT-BENCH]] — the tools'
-# command lines (suite cli).
+# command lines (suite cli). An empty ORBIT-RELAY: not built.
 # A bad argument: exit status 2, exactly one line on stderr that names the argument,
 # nothing on stdout, and no segment or lock file of the fleet it named left behind.
 # --help and --version: exit 0; --version prints "TOOL VERSION".
@@ -88,13 +88,44 @@ if [ -n "$relay" ]; then
     good "$relay" "orbit-relay $version" --version
 fi
 
-# orbit-bench (when given)
+# orbit-bench (when given; refused before any fleet is made; the subcommands this build has)
 if [ -n "$bench" ]; then
-    bad "$bench" "'--ops'" pool --ops -5
-    bad "$bench" "'--ops'" pool --ops 1e9
-    bad "$bench" "'frob'" frob
+    bad "$bench" "no subcommand"
+    bad "$bench" "bad subcommand 'frob'" frob
+    bad "$bench" "'--frob'" --frob
+    bad "$bench" "bad --rtt '0'" wake --rtt 0
+    bad "$bench" "bad --oneway '1x'" wake --oneway 1x
+    bad "$bench" "bad --oneway '-3'" wake --oneway -3
+    bad "$bench" "--rtt needs a value" wake --rtt
+    bad "$bench" "'--frob'" wake --frob
+    bad "$bench" "bad argument 'extra'" wake extra
+    has() { "$bench" --help | grep -q "^  $1 "; }
+    if has stream; then
+        bad "$bench" "bad --rounds '1x'" stream --rounds 1x
+        bad "$bench" "bad --mode 'sideways'" stream --mode sideways
+        bad "$bench" "bad --cpus '1'" stream --cpus 1
+        bad "$bench" "bad --cpus '1,1024'" stream --cpus 1,1024
+        bad "$bench" "not both" stream --procs 2 --scale
+    fi
+    if has pool; then
+        bad "$bench" "bad --ops '-5'" pool --ops -5
+        bad "$bench" "bad --ops '1e9'" pool --ops 1e9
+        bad "$bench" "bad --capacity '4294967296'" pool --capacity 4294967296
+    fi
+    if has admission; then
+        bad "$bench" "bad --seconds '-1'" admission --seconds -1
+        bad "$bench" "bad --seconds 'nan'" admission --seconds nan
+        bad "$bench" "bad --seconds '0.5s'" admission --seconds 0.5s
+    fi
+    if has exchange; then
+        bad "$bench" "bad --bytes '-4M'" exchange --bytes -4M
+        bad "$bench" "bad --bytes '4Q'" exchange --bytes 4Q
+        bad "$bench" "bad --bytes '2048G'" exchange --bytes 2048G
+        bad "$bench" "bad --only 'carrier-pigeon'" exchange --only carrier-pigeon
+    fi
+    good "$bench" "usage: orbit-bench" --help
+    good "$bench" "usage: orbit-bench wake" wake --help
     good "$bench" "orbit-bench $version" --version
-    good "$bench" "usage" --help
 fi
 
 [ -z "$(leftovers)" ] || fail "segments left behind: $(leftovers)"

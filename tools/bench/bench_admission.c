@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <orbit/admission.h>
+#include "cli.h"
 #include "tool.h"
 
 enum bkind { B_ORBIT, B_MUTEX, B_SEMOP, B_COUNT };
@@ -272,41 +273,23 @@ static int parse(int argc, char **argv, struct bench_cfg *c, bool *json, int *pr
                                           { "repeat", required_argument, 0, 'r' },
                                           { "json", no_argument, 0, 'j' },
                                           { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
-    uint64_t v;
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "s:d:p:r:jh", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":s:d:p:r:jh", opts, NULL)) != -1) {
         switch (ch) {
-        case 's':
-            if (!bench_double_arg("admission", "--seconds", optarg, 0.001, 60, &c->seconds))
-                return 2;
-            break;
-        case 'd':
-            if (!bench_u64_arg("admission", "--domains", optarg, 1, BENCH_DOMAINS_MAX, &v))
-                return 2;
-            c->domains = (int)v;
-            break;
-        case 'p':
-            if (!bench_u64_arg("admission", "--procs", optarg, 1, BENCH_PROCS_MAX, &v))
-                return 2;
-            *procs = (int)v;
-            break;
-        case 'r':
-            if (!bench_u64_arg("admission", "--repeat", optarg, 1, 100, &v))
-                return 2;
-            c->repeat = (unsigned)v;
-            break;
+        case 's': c->seconds = cli_double(BENCH_TOOL, "--seconds", optarg, 0.001, 60); break;
+        case 'd': c->domains = cli_int(BENCH_TOOL, "--domains", optarg, 1, BENCH_DOMAINS_MAX); break;
+        case 'p': *procs = cli_int(BENCH_TOOL, "--procs", optarg, 1, BENCH_PROCS_MAX); break;
+        case 'r': c->repeat = (unsigned)cli_int(BENCH_TOOL, "--repeat", optarg, 1, 100); break;
         case 'S': *scale = true; break;
         case 'j': *json = true; break;
         case 'h': fputs(help, stdout); return 0;
-        default: fputs(help, stderr); return 2;
+        default: cli_getopt_error(BENCH_TOOL, ch, optopt, argv[optind - 1]);
         }
     }
-    if (optind != argc || (*scale && *procs)) {
-        fprintf(stderr, "orbit-bench admission: %s\n",
-                optind != argc ? "unexpected argument" : "--procs or --scale, not both");
-        return 2;
-    }
+    bench_no_operands(argc, argv);
+    if (*scale && *procs)
+        cli_usage_error(BENCH_TOOL, "--procs or --scale, not both");
     return -1;
 }
 

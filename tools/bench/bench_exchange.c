@@ -42,8 +42,9 @@
 #include <liburing.h>
 #include <orbit/exchange.h>
 #include <orbit/uring.h>
+#include "cli.h"
 #include "tool.h"
-#include "core/wait.h"
+#include "bench_clock.h"
 #include "bench_exchange.h"
 
 const char *const bx_transport_name[T_COUNT] = { "exchange", "stream", "socketpair" };
@@ -325,7 +326,7 @@ static int run_workers(struct worker *w, unsigned n, int ready_fd, int go_fd, in
         bench_put(ready_fd, &c, 1);   /* server: tell the client we are set up */
     if (go_fd >= 0 && !bench_get(go_fd, &c, 1))
         _exit(91);
-    *t0 = orb_now_ns();
+    *t0 = bench_now_ns();
     pthread_barrier_wait(&go);
     int rc = 0;
     for (unsigned i = 0; i < n; i++) {
@@ -333,7 +334,7 @@ static int run_workers(struct worker *w, unsigned n, int ready_fd, int go_fd, in
         rc |= w[i].rc;
         free(w[i].buf);
     }
-    *t1 = orb_now_ns();
+    *t1 = bench_now_ns();
     pthread_barrier_destroy(&go);
     return rc;
 }
@@ -675,11 +676,11 @@ static double relay_run(struct opts *o, enum relay_kind kind)
     int sink = accept4(r.l_out, NULL, NULL, SOCK_CLOEXEC);
     unsigned char *buf = malloc(1u << 20);
     uint64_t got = 0;
-    int64_t t0 = orb_now_ns();
+    int64_t t0 = bench_now_ns();
     bench_put(r.go[1], "g", 1);
     for (ssize_t m; sink >= 0 && (m = read(sink, buf, 1u << 20)) > 0;)
         got += (uint64_t)m;
-    int64_t t1 = orb_now_ns();
+    int64_t t1 = bench_now_ns();
     bool ok = got == o->relay_bytes;
     for (int i = 0; i < n; i++) {
         int st = 0;
@@ -724,38 +725,15 @@ static void usage(FILE *out)
         "  --json           one JSON object instead of the table\n");
 }
 
-/* A size with an optional K/M/G suffix; 0 when it is not one (the callers refuse 0). */
-static uint64_t parse_size(const char *s)
-{
-    char *end = NULL;
-    errno = 0;
-    uint64_t v = strtoull(s, &end, 10);
-    if (s[0] < '0' || s[0] > '9' || errno || v > (1ull << 40))
-        return 0;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'K': case 'k': shift = 10; end++; break;
-    case 'M': case 'm': shift = 20; end++; break;
-    case 'G': case 'g': shift = 30; end++; break;
-    default: break;
-    }
-    return *end ? 0 : v << shift;
-}
+#define SIZE_MAX_ARG (1ull << 40)   /* 1 TiB: any size option */
 
-static bool size_arg(const char *opt, const char *arg, uint64_t *out)
-{
-    if ((*out = parse_size(arg)) != 0)
-        return true;
-    fprintf(stderr, "orbit-bench exchange: %s: '%s' is not a size (N, NK, NM or NG, N >= 1)\n", opt, arg);
-    return false;
-}
-
-static int name_index(const char *const *names, int n, const char *arg)
+/* The index of arg in names, or a one-line error naming opt (exit 2). */
+static int name_index(const char *opt, const char *const *names, int n, const char *arg)
 {
     for (int i = 0; i < n; i++)
         if (strcmp(arg, names[i]) == 0)
             return i;
-    return -1;
+    cli_bad(BENCH_TOOL, opt, arg, "unknown (see --help)");
 }
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -773,78 +751,31 @@ static int parse(int argc, char **argv, struct opts *o)
     *o = (struct opts){ .bytes = 1ull << 30, .relay_bytes = 512ull << 20, .relay = true, .roundtrip = true,
                         .only = -1, .model = -1, .repeat = 1, .cpu = { -1, -1 } };
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1;) {
         switch (c) {
         case 'j': o->json = true; break;
         case 't': o->touch = true; break;
-        case 'b':
-            if (!size_arg("--bytes", optarg, &o->bytes))
-                return 2;
-            break;
+        case 'b': o->bytes = cli_size(BENCH_TOOL, "--bytes", optarg, 1, SIZE_MAX_ARG); break;
         case 'r':
-            if (!size_arg("--relay-bytes", optarg, &o->relay_bytes))
-                return 2;
+            o->relay_bytes = cli_size(BENCH_TOOL, "--relay-bytes", optarg, RCHUNK, SIZE_MAX_ARG);
             o->relay_bytes = o->relay_bytes / RCHUNK * RCHUNK;
             break;
         case 'R': o->relay = false; break;
         case 'T': o->roundtrip = false; break;
         case 'h': usage(stdout); return 1;
-        case 'o':
-            if ((o->only = name_index(bx_transport_name, T_COUNT, optarg)) < 0) {
-                usage(stderr);
-                return 2;
-            }
-            break;
-        case 'm':
-            if ((o->model = name_index(model_name, M_COUNT, optarg)) < 0) {
-                usage(stderr);
-                return 2;
-            }
-            break;
-        case 'p':
-            if (sscanf(optarg, "%d,%d", &o->cpu[0], &o->cpu[1]) != 2 || o->cpu[0] < 0 || o->cpu[1] < 0 ||
-                o->cpu[0] >= CPU_SETSIZE || o->cpu[1] >= CPU_SETSIZE) {
-                usage(stderr);
-                return 2;
-            }
-            break;
-        case 'n': {
-            uint64_t v;
-            if (!bench_u64_arg("exchange", "--repeat", optarg, 1, 100, &v))
-                return 2;
-            o->repeat = (unsigned)v;
-            break;
-        }
-        case 'c': {
-            uint64_t v;
-            if (!bench_u64_arg("exchange", "--conc", optarg, 1, 1u << 16, &v))
-                return 2;
-            o->conc = (unsigned)v;
-            break;
-        }
-        case 'P': {
-            uint64_t v;
-            if (!bench_u64_arg("exchange", "--procs", optarg, 1, 64, &v))
-                return 2;
-            o->procs = (int)v;
-            break;
-        }
+        case 'o': o->only = name_index("--only", bx_transport_name, T_COUNT, optarg); break;
+        case 'm': o->model = name_index("--model", model_name, M_COUNT, optarg); break;
+        case 'p': bench_cpu_pair("--cpus", optarg, o->cpu); break;
+        case 'n': o->repeat = (unsigned)cli_int(BENCH_TOOL, "--repeat", optarg, 1, 100); break;
+        case 'c': o->conc = (unsigned)cli_int(BENCH_TOOL, "--conc", optarg, 1, 1 << 16); break;
+        case 'P': o->procs = cli_int(BENCH_TOOL, "--procs", optarg, 1, 64); break;
         case 'S': o->procs = -1; break;
-        case 'B':
-            if (!size_arg("--body", optarg, &o->body))
-                return 2;
-            break;
-        case 'C':
-            if (!size_arg("--chunk", optarg, &o->chunk))
-                return 2;
-            break;
-        default: usage(stderr); return 2;
+        case 'B': o->body = cli_size(BENCH_TOOL, "--body", optarg, 1, SIZE_MAX_ARG); break;
+        case 'C': o->chunk = cli_size(BENCH_TOOL, "--chunk", optarg, 1, SIZE_MAX_ARG); break;
+        default: cli_getopt_error(BENCH_TOOL, c, optopt, argv[optind - 1]);
         }
     }
-    if (o->bytes == 0 || o->relay_bytes == 0 || o->repeat == 0 || o->repeat > 100) {
-        usage(stderr);
-        return 2;
-    }
+    bench_no_operands(argc, argv);
     snprintf(o->fleet, sizeof o->fleet, "bench-exch-%d", (int)getpid());
     bench_unlink_on_signal(o->fleet);
     return 0;

@@ -24,7 +24,7 @@
 #include <unistd.h>
 #include <orbit/exchange.h>
 #include <orbit/uring.h>
-#include "core/wait.h"
+#include "bench_clock.h"
 #include "tool.h"
 #include "bench_exchange.h"
 
@@ -278,8 +278,8 @@ static int loop(struct side *s)
             return rc;
         if (rc > 0)
             continue;
-        int64_t until = orb_now_ns() + spin_ns;
-        while ((rc = pass(s)) == 0 && orb_now_ns() < until)
+        int64_t until = bench_now_ns() + spin_ns;
+        while ((rc = pass(s)) == 0 && bench_now_ns() < until)
             ;
         if (rc != 0)
             continue;
@@ -394,10 +394,10 @@ struct rt_result bx_loop_run(const struct opts *o, struct cfg c, enum transport 
     int rc = -1;
     uint64_t server_blocks = 0, server_timeouts = 0;
     if (ok && bench_get(r.ch.up[0], &ready, 1)) {
-        t0 = orb_now_ns();
+        t0 = bench_now_ns();
         bench_put(r.ch.down[1], "g", 1);
         rc = loop(&s);
-        t1 = orb_now_ns();
+        t1 = bench_now_ns();
         bench_get(r.ch.up[0], &server_blocks, sizeof server_blocks);
         bench_get(r.ch.up[0], &server_timeouts, sizeof server_timeouts);
     }

@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +23,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <orbit/pool.h>
+#include "cli.h"
 #include "tool.h"
-#include "core/wait.h"
+#include "bench_clock.h"
 
 #define POOL_BENCH_PROCS_MAX 256
 
@@ -91,7 +93,7 @@ static int mutex_init(pthread_mutex_t *m)
 static int mutex_loop(struct mutex_key *k, uint64_t ops, bool fine_clock)
 {
     for (uint64_t i = 0; i < ops; i++) {
-        uint64_t now = fine_clock ? orb_wall_ms() : orb_wall_ms_coarse();
+        uint64_t now = fine_clock ? bench_wall_ms() : bench_wall_ms_coarse();
         pthread_mutex_lock(&k->lock);
         bool room = k->reserved + k->active < k->capacity;
         if (room) {
@@ -133,7 +135,7 @@ static void start_line(struct shared *sh)
 {
     atomic_fetch_add(&sh->ready, 1);
     while (!atomic_load(&sh->go))
-        orb_cpu_relax();
+        bench_cpu_relax();
 }
 
 static int orbit_setup(const char *fleet, int index, const struct scenario *sc, const struct options *o,
@@ -161,11 +163,11 @@ static void worker(const char *fleet, enum impl impl, int index, const struct sc
         sh->failed = 1;
     }
     start_line(sh);
-    int64_t t0 = orb_now_ns();
+    int64_t t0 = bench_now_ns();
     if (rc == 0)
         rc = impl == ORBIT ? orbit_loop(p, id, o->ops)
                            : mutex_loop(&sh->keys[sc->shared_key ? 0 : index], o->ops, impl == MUTEX_FINE);
-    sh->elapsed_ns[index] = orb_now_ns() - t0;
+    sh->elapsed_ns[index] = bench_now_ns() - t0;
     if (rc < 0) {
         fprintf(stderr, "orbit-bench pool: run: %s\n", orbit_strerror(rc));
         sh->failed = 1;
@@ -199,7 +201,7 @@ static double run_one(const char *fleet, enum impl impl, const struct scenario *
     if (started < sc->procs)
         sh->failed = 1;
     while (!sh->failed && atomic_load(&sh->ready) < started)
-        orb_cpu_relax();
+        bench_cpu_relax();
     atomic_store(&sh->go, 1);
     int64_t slowest = 1;
     for (int i = 0; i < started; i++) {
@@ -224,39 +226,28 @@ static int parse(int argc, char **argv, struct options *o)
         { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
     *o = (struct options){ .ops = 1000000, .capacity = 4, .repeat = 1 };
     optind = 1;
-    uint64_t v;
-    for (int c; (c = getopt_long(argc, argv, "n:c:p:r:sjh", longopts, NULL)) != -1;) {
-        if (c == 'n') {
-            if (!bench_u64_arg("pool", "--ops", optarg, 1, UINT64_MAX / POOL_BENCH_PROCS_MAX, &o->ops))
-                return 2;
-        } else if (c == 'c') {
-            if (!bench_u64_arg("pool", "--capacity", optarg, 1, UINT32_MAX, &v))
-                return 2;
-            o->capacity = (uint32_t)v;
-        } else if (c == 'p') {
-            if (!bench_u64_arg("pool", "--procs", optarg, 1, POOL_BENCH_PROCS_MAX, &v))
-                return 2;
-            o->procs = (int)v;
-        } else if (c == 'r') {
-            if (!bench_u64_arg("pool", "--repeat", optarg, 1, 100, &v))
-                return 2;
-            o->repeat = (unsigned)v;
-        } else if (c == 's')
+    for (int c; (c = getopt_long(argc, argv, ":n:c:p:r:sjh", longopts, NULL)) != -1;) {
+        if (c == 'n')
+            o->ops = cli_u64(BENCH_TOOL, "--ops", optarg, 1, UINT64_MAX / POOL_BENCH_PROCS_MAX);
+        else if (c == 'c')
+            o->capacity = (uint32_t)cli_u64(BENCH_TOOL, "--capacity", optarg, 1, UINT32_MAX);
+        else if (c == 'p')
+            o->procs = cli_int(BENCH_TOOL, "--procs", optarg, 1, POOL_BENCH_PROCS_MAX);
+        else if (c == 'r')
+            o->repeat = (unsigned)cli_int(BENCH_TOOL, "--repeat", optarg, 1, 100);
+        else if (c == 's')
             o->scale = true;
         else if (c == 'j')
             o->json = true;
         else if (c == 'h') {
             fputs(usage, stdout);
             return 0;
-        } else {
-            fputs(usage, stderr);
-            return 2;
-        }
+        } else
+            cli_getopt_error(BENCH_TOOL, c, optopt, argv[optind - 1]);
     }
-    if (optind != argc || (o->scale && o->procs)) {
-        fprintf(stderr, "orbit-bench pool: %s\n", optind != argc ? "unexpected argument" : "--procs or --scale, not both");
-        return 2;
-    }
+    bench_no_operands(argc, argv);
+    if (o->scale && o->procs)
+        cli_usage_error(BENCH_TOOL, "--procs or --scale, not both");
     return -1;
 }
 

@@ -18,9 +18,10 @@
 #include <unistd.h>
 #include <orbit/stream.h>
 #include <orbit/uring.h>
+#include "cli.h"
 #include "tool.h"
 #include "bench_stream_scale.h"
-#include "core/wait.h"
+#include "bench_clock.h"
 
 #define NCHUNK 3
 #define NRING  2
@@ -226,7 +227,7 @@ static struct orbit_result orbit_run(struct bench *b, int ring_i, size_t chunk, 
     uint64_t got = 0, writer_parks = 0;
     int64_t t0 = 0, t1 = 0;
     if (bench_get(j.c.up[0], &ready, 1)) {
-        t0 = orb_now_ns();
+        t0 = bench_now_ns();
         bench_put(j.c.down[1], "g", 1);
         for (;;) {
             ssize_t r = uring ? uring_read(a, &ring, buf, chunk) : orbit_endpoint_read(a, buf, chunk, -1);
@@ -234,7 +235,7 @@ static struct orbit_result orbit_run(struct bench *b, int ring_i, size_t chunk, 
                 break;
             got += (uint64_t)r;
         }
-        t1 = orb_now_ns();
+        t1 = bench_now_ns();
         bench_get(j.c.up[0], &writer_parks, sizeof writer_parks);
     }
     orbit_streams_stats(b->s[ring_i], &after);
@@ -298,11 +299,11 @@ static double fd_run(enum alt kind, size_t chunk, uint64_t bytes)
     }
     close(fd[1]);
     uint64_t got = 0;
-    int64_t t0 = orb_now_ns();
+    int64_t t0 = bench_now_ns();
     bench_put(go[1], "g", 1);
     for (ssize_t r; (r = read(fd[0], buf, chunk)) > 0;)
         got += (uint64_t)r;
-    int64_t t1 = orb_now_ns();
+    int64_t t1 = bench_now_ns();
     int st = 0;
     waitpid(pid, &st, 0);
     close(fd[0]);
@@ -317,12 +318,12 @@ static double memcpy_run(size_t chunk, uint64_t bytes)
     unsigned char *src = malloc(chunk), *dst = malloc(chunk);
     memset(src, 0x5a, chunk);
     memset(dst, 0, chunk);
-    int64_t t0 = orb_now_ns();
+    int64_t t0 = bench_now_ns();
     for (uint64_t done = 0; done < bytes; done += chunk) {
         memcpy(dst, src, chunk);
         __asm__ __volatile__("" : : "r"(dst) : "memory");   /* keep every copy */
     }
-    int64_t t1 = orb_now_ns();
+    int64_t t1 = bench_now_ns();
     free(src);
     free(dst);
     return t1 > t0 ? (double)bytes / (double)(t1 - t0) : 0;
@@ -379,11 +380,11 @@ static struct pp_result orbit_pingpong(struct bench *b)
     char ready;
     bool ok = bench_get(c.up[0], &ready, 1);
     for (int i = 0; ok && i < total; i++) {
-        int64_t t0 = orb_now_ns();
+        int64_t t0 = bench_now_ns();
         ok = orbit_endpoint_write_all(a, msg, PP_BYTES, -1) == 0 &&
              orbit_endpoint_read_exact(a, msg, PP_BYTES, -1) == 0;
         if (i >= PP_WARMUP)
-            rt[i - PP_WARMUP] = orb_now_ns() - t0;
+            rt[i - PP_WARMUP] = bench_now_ns() - t0;
     }
     int st = 0;
     waitpid(pid, &st, 0);
@@ -429,10 +430,10 @@ static struct pp_result fd_pingpong(struct bench *b, bool sock)
     unsigned char msg[PP_BYTES] = { 1 };
     bool ok = true;
     for (int i = 0; ok && i < total; i++) {
-        int64_t t0 = orb_now_ns();
+        int64_t t0 = bench_now_ns();
         ok = fd_full(p_out, msg, PP_BYTES, false) && fd_full(p_in, msg, PP_BYTES, true);
         if (i >= PP_WARMUP)
-            rt[i - PP_WARMUP] = orb_now_ns() - t0;
+            rt[i - PP_WARMUP] = bench_now_ns() - t0;
     }
     int st = 0;
     waitpid(pid, &st, 0);
@@ -638,68 +639,41 @@ int bench_stream(int argc, char **argv)
                                           { "json", no_argument, 0, 'j' },
                                           { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
     static struct bench b;
-    long mib = 256;
+    int mib = 256, procs = 0;
     bool json = false, scale = false;
-    uint64_t procs = 0;
     b.rounds = 20000;
     b.repeat = 3;
     b.cpu[0] = b.cpu[1] = -1;
     g_bench = &b;
     b.modes[0] = b.modes[1] = true;
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, "b:r:R:m:c:p:jh", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, ":b:r:R:m:c:p:jh", opts, NULL)) != -1;) {
         switch (c) {
-        case 'p':
-            if (!bench_u64_arg("stream", "--procs", optarg, 1, 128, &procs))
-                return 2;
-            break;
+        case 'p': procs = cli_int(BENCH_TOOL, "--procs", optarg, 1, 128); break;
         case 'S': scale = true; break;
-        case 'b':
-        case 'r':
-        case 'R': {
-            const char *opt = c == 'b' ? "--bytes" : c == 'r' ? "--rounds" : "--repeat";
-            uint64_t v, max = c == 'b' ? 1u << 20 : c == 'r' ? 10000000 : 100;
-            if (!bench_u64_arg("stream", opt, optarg, 1, max, &v))
-                return 2;
-            if (c == 'b')
-                mib = (long)v;
-            else
-                *(c == 'r' ? &b.rounds : &b.repeat) = (int)v;
-            break;
-        }
+        case 'b': mib = cli_int(BENCH_TOOL, "--bytes", optarg, 1, 1 << 20); break;
+        case 'r': b.rounds = cli_int(BENCH_TOOL, "--rounds", optarg, 1, 10000000); break;
+        case 'R': b.repeat = cli_int(BENCH_TOOL, "--repeat", optarg, 1, 100); break;
         case 'm':
             b.modes[0] = strcmp(optarg, "uring") != 0;
             b.modes[1] = strcmp(optarg, "blocking") != 0;
-            if (strcmp(optarg, "uring") && strcmp(optarg, "blocking") && strcmp(optarg, "both")) {
-                fputs(help, stderr);
-                return 2;
-            }
+            if (strcmp(optarg, "uring") && strcmp(optarg, "blocking") && strcmp(optarg, "both"))
+                cli_bad(BENCH_TOOL, "--mode", optarg, "not blocking, uring or both");
             break;
-        case 'c':
-            if (sscanf(optarg, "%d,%d", &b.cpu[0], &b.cpu[1]) != 2 || b.cpu[0] < 0 || b.cpu[1] < 0 ||
-                b.cpu[0] >= CPU_SETSIZE || b.cpu[1] >= CPU_SETSIZE) {
-                fputs(help, stderr);
-                return 2;
-            }
-            break;
+        case 'c': bench_cpu_pair("--cpus", optarg, b.cpu); break;
         case 'j': json = true; break;
         case 'h': fputs(help, stdout); return 0;
-        default: fputs(help, stderr); return 2;
+        default: cli_getopt_error(BENCH_TOOL, c, optopt, argv[optind - 1]);
         }
     }
-    if (mib < 1 || mib > (1 << 20) || b.rounds < 1 || b.rounds > 10000000 || b.repeat < 1 || b.repeat > 100) {
-        fputs("orbit-bench stream: --bytes must be 1..1048576 MiB, --rounds 1..10000000, --repeat 1..100\n", stderr);
-        return 2;
-    }
+    bench_no_operands(argc, argv);
     b.bytes = (uint64_t)mib << 20;
     if (procs || scale) {
-        if (procs && scale) {
-            fputs("orbit-bench stream: --procs or --scale, not both\n", stderr);
-            return 2;
-        }
+        if (procs && scale)
+            cli_usage_error(BENCH_TOOL, "--procs or --scale, not both");
         snprintf(b.fleet, sizeof b.fleet, "bench-stream-%d", (int)getpid());
         bench_unlink_on_signal(b.fleet);
-        return bench_stream_scale(b.fleet, (int)procs, b.rounds, json);
+        return bench_stream_scale(b.fleet, procs, b.rounds, json);
     }
     if (b.modes[1] && !orbit_uring_futex_supported()) {
         fputs("orbit-bench stream: io_uring futex ops unavailable; blocking mode only\n", stderr);

@@ -14,11 +14,11 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <orbit/stream.h>
 #include "tool.h"
 #include "bench_stream_scale.h"
+#include "bench_clock.h"
 
 #define SCALE_MSG 64
 #define SCALE_PAIRS_MAX 128
@@ -27,13 +27,6 @@ struct scale_shared {
     _Atomic int ready, go, failed;
     int64_t elapsed_ns[SCALE_PAIRS_MAX];
 };
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static const struct orbit_stream_spec scale_spec = { .kind = 242, .lane_capacity = 4, .buffer_bytes = 65536 };
 
@@ -71,7 +64,7 @@ static int orbit_side(const char *fleet, int pair, int pairs, bool client, int f
         return 4;
     unsigned char msg[SCALE_MSG] = { 1 };
     start_line(sh);
-    int64_t t0 = now_ns();
+    int64_t t0 = bench_now_ns();
     for (int i = 0; i < rounds; i++) {
         bool ok = client ? orbit_endpoint_write_all(ep, msg, SCALE_MSG, -1) == 0 &&
                                orbit_endpoint_read_exact(ep, msg, SCALE_MSG, -1) == 0
@@ -81,7 +74,7 @@ static int orbit_side(const char *fleet, int pair, int pairs, bool client, int f
             return 5;
     }
     if (client)
-        sh->elapsed_ns[pair] = now_ns() - t0;
+        sh->elapsed_ns[pair] = bench_now_ns() - t0;
     else
         orbit_endpoint_finish(ep);
     orbit_endpoint_close(ep);
@@ -106,12 +99,12 @@ static int sock_side(int pair, bool client, int fd, int rounds, struct scale_sha
 {
     unsigned char msg[SCALE_MSG] = { 1 };
     start_line(sh);
-    int64_t t0 = now_ns();
+    int64_t t0 = bench_now_ns();
     for (int i = 0; i < rounds; i++)
         if (!fd_all(fd, msg, SCALE_MSG, !client) || !fd_all(fd, msg, SCALE_MSG, client))
             return 5;
     if (client)
-        sh->elapsed_ns[pair] = now_ns() - t0;
+        sh->elapsed_ns[pair] = bench_now_ns() - t0;
     return 0;
 }
 

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * orbit-bench wake: one-way wake latency and ping-pong round trips between two
- * processes, through orbit's futex word (spin then park, and park only), an
- * io_uring FUTEX_WAIT, an eventfd, a pipe and an AF_UNIX socketpair.
+ * processes, one byte a message: through an orbit stream (a blocking read that
+ * spins then parks, one that parks at once, and an io_uring loop waiting with
+ * orbit_endpoint_prep_wait_readable), an eventfd, a pipe and an AF_UNIX
+ * socketpair.
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,49 +19,143 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <liburing.h>
+#include <orbit/fleet.h>
+#ifdef ORBIT_WITH_STREAM
+#include <orbit/stream.h>
 #include <orbit/uring.h>
+#endif
+#include "cli.h"
 #include "tool.h"
-#include "core/wait.h"
-#include "uring_internal.h"
+#include "bench_clock.h"
 
 enum kind { K_SPIN, K_PARK, K_URING, K_EVENTFD, K_PIPE, K_SOCKET, K_COUNT };
-static const char *kind_name[K_COUNT] = { "orbit futex (spin+park)", "orbit futex (park only)",
-                                          "orbit io_uring FUTEX_WAIT", "eventfd", "pipe",
+static const char *kind_name[K_COUNT] = { "orbit stream (spin+park)", "orbit stream (park only)",
+                                          "orbit stream io_uring wait", "eventfd", "pipe",
                                           "AF_UNIX socketpair" };
 static const char *kind_key[K_COUNT] = { "orbit_spin", "orbit_park", "orbit_uring", "eventfd",
                                          "pipe", "socketpair" };
 
+static bool is_orbit(enum kind k)
+{
+    return k == K_SPIN || k == K_PARK || k == K_URING;
+}
+
 struct shared {                      /* MAP_SHARED between parent (A) and child (B) */
-    struct orb_waitword word[2];     /* [0] A->B, [1] B->A */
-    _Atomic uint64_t seq[2];
     _Atomic int64_t stamp;
     int64_t samples[];               /* one-way samples, written by B */
 };
 
+/*
+ * One process's end of the channel. The orbit kinds: a stream between the two
+ * processes' nodes of the bench's fleet; A writes side A, B side B, one byte a
+ * message. The kernel kinds: a descriptor pair per direction.
+ */
 struct channel {
     enum kind kind;
     struct shared *sh;
     int fd[2][2];                    /* per direction: [read end, write end] */
-    uint64_t seen[2];                /* receiver's count per direction */
+    const char *fleet;
+    int ctl;                         /* control socket to the other process */
+#ifdef ORBIT_WITH_STREAM
+    struct orbit_fleet *f;
+    struct orbit_streams *s;
+    struct orbit_endpoint *ep;
+#endif
     struct io_uring ring;
     bool ring_ready;
 };
 
-struct pred_ctx { _Atomic uint64_t *seq; uint64_t want; };
-static int seq_reached(void *p)
+#ifdef ORBIT_WITH_STREAM
+static const struct orbit_stream_spec wake_spec = { .kind = 241, .lane_capacity = 2, .buffer_bytes = 4096 };
+
+/* Join the fleet as node (0: A, 1: B) and open the stream table. */
+static int orbit_open(struct channel *c, int node)
 {
-    struct pred_ctx *c = p;
-    return atomic_load_explicit(c->seq, memory_order_acquire) >= c->want;
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    o.capacity = 2;
+    o.node = node;
+    if (orbit_fleet_join(c->fleet, &o, &c->f) != 0)
+        return -1;
+    return orbit_streams_open(c->f, &wake_spec, &c->s) == 0 ? 0 : -1;
 }
 
+static void orbit_close(struct channel *c)
+{
+    if (c->ep) {
+        orbit_endpoint_finish(c->ep);   /* FIN, not RESET: the last echo stays readable */
+        orbit_endpoint_close(c->ep);
+    }
+    if (c->s)
+        orbit_streams_close(c->s);
+    if (c->f)
+        orbit_fleet_leave(c->f);
+    c->ep = NULL, c->s = NULL, c->f = NULL;
+}
+
+/* A creates the stream and sends B its ticket; B opens it and answers ready. */
+static int orbit_connect(struct channel *c, bool side_a)
+{
+    struct orbit_ticket t;
+    char ready = 1;
+    if (orbit_open(c, side_a ? 0 : 1) != 0)
+        return -1;
+    if (side_a) {
+        if (orbit_streams_create(c->s, &c->ep, &t) != 0)
+            return -1;
+        bench_put(c->ctl, &t, sizeof t);
+        return bench_get(c->ctl, &ready, 1) ? 0 : -1;
+    }
+    if (!bench_get(c->ctl, &t, sizeof t) || orbit_streams_open_ticket(c->s, &t, &c->ep) != 0)
+        return -1;
+    bench_put(c->ctl, &ready, 1);
+    return 0;
+}
+
+/*
+ * An event loop's read: try, else prep a wait on the endpoint in the ring and
+ * sleep in io_uring_enter. A prep that finds the byte already there returns 1
+ * with the SQE a NOP: it goes out with the next submit, without a completion.
+ */
+static void orbit_recv_uring(struct channel *c, char *buf)
+{
+    for (;;) {
+        ssize_t n = orbit_endpoint_try_read(c->ep, buf, 1);
+        if (n == 1)
+            return;
+        if (n != -ORBIT_EAGAIN)
+            abort();
+        struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
+        if (!sqe) {                   /* SQ full of ready-now NOPs: flush them */
+            io_uring_submit(&c->ring);
+            continue;
+        }
+        int r = orbit_endpoint_prep_wait_readable(c->ep, sqe);
+        if (r < 0)
+            abort();
+        if (r == 1) {
+            io_uring_sqe_set_flags(sqe, IOSQE_CQE_SKIP_SUCCESS);
+            continue;
+        }
+        io_uring_sqe_set_data64(sqe, 1);
+        struct io_uring_cqe *cqe;
+        io_uring_submit_and_wait(&c->ring, 1);
+        while (io_uring_peek_cqe(&c->ring, &cqe) == 0)
+            io_uring_cqe_seen(&c->ring, cqe);
+    }
+}
+#endif
+
+/* dir 0: A -> B, 1: B -> A (the orbit kinds need no direction: each end writes its side). */
 static void ch_send(struct channel *c, int dir)
 {
     char byte = 1;
     eventfd_t one = 1;
     switch (c->kind) {
     case K_SPIN: case K_PARK: case K_URING:
-        atomic_fetch_add_explicit(&c->sh->seq[dir], 1, memory_order_release);
-        orb_wait_signal(&c->sh->word[dir], NULL);
+#ifdef ORBIT_WITH_STREAM
+        if (orbit_endpoint_write(c->ep, &byte, 1, -1) != 1) abort();
+#endif
         break;
     case K_EVENTFD:
         if (write(c->fd[dir][1], &one, sizeof one) != sizeof one) abort();
@@ -69,36 +166,19 @@ static void ch_send(struct channel *c, int dir)
     }
 }
 
-static void ch_recv_uring(struct channel *c, int dir, struct pred_ctx *p)
-{
-    for (;;) {
-        struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
-        int r = orb_uring_prep_wait(&c->sh->word[dir], seq_reached, p, sqe, NULL);
-        if (r == 1) {
-            io_uring_prep_nop(sqe);   /* hand the unused SQE back as a no-op */
-            io_uring_sqe_set_flags(sqe, IOSQE_CQE_SKIP_SUCCESS);
-            io_uring_submit(&c->ring);
-            return;
-        }
-        if (r < 0) abort();
-        struct io_uring_cqe *cqe;
-        io_uring_submit_and_wait(&c->ring, 1);
-        while (io_uring_peek_cqe(&c->ring, &cqe) == 0)
-            io_uring_cqe_seen(&c->ring, cqe);
-    }
-}
-
 static void ch_recv(struct channel *c, int dir)
 {
     char buf[8];
-    struct pred_ctx p = { &c->sh->seq[dir], ++c->seen[dir] };
-    struct orb_deadline forever = orb_deadline_in(-1);
     switch (c->kind) {
     case K_SPIN: case K_PARK:
-        orb_wait_until(&c->sh->word[dir], seq_reached, &p, &forever, NULL, NULL);
+#ifdef ORBIT_WITH_STREAM
+        if (orbit_endpoint_read(c->ep, buf, 1, -1) != 1) abort();
+#endif
         break;
     case K_URING:
-        ch_recv_uring(c, dir, &p);
+#ifdef ORBIT_WITH_STREAM
+        orbit_recv_uring(c, buf);
+#endif
         break;
     case K_EVENTFD:
         if (read(c->fd[dir][0], buf, 8) != 8) abort();
@@ -109,11 +189,22 @@ static void ch_recv(struct channel *c, int dir)
     }
 }
 
-static int ch_open(struct channel *c, enum kind kind, struct shared *sh)
+static bool kind_available(enum kind kind)
+{
+#ifdef ORBIT_WITH_STREAM
+    return kind != K_URING || orbit_uring_futex_supported();
+#else
+    return !is_orbit(kind);
+#endif
+}
+
+static int ch_open(struct channel *c, enum kind kind, struct shared *sh, const char *fleet, int ctl)
 {
     memset(c, 0, sizeof *c);
     c->kind = kind;
     c->sh = sh;
+    c->fleet = fleet;
+    c->ctl = ctl;
     for (int d = 0; d < 2; d++) {
         int rc = 0;
         if (kind == K_EVENTFD) {
@@ -130,8 +221,30 @@ static int ch_open(struct channel *c, enum kind kind, struct shared *sh)
     return 0;
 }
 
+/* After the fork: the orbit kinds connect through the fleet, io_uring gets its ring. */
+static int ch_connect(struct channel *c, bool side_a)
+{
+    if (!is_orbit(c->kind))
+        return 0;
+#ifdef ORBIT_WITH_STREAM
+    if (c->kind == K_URING && io_uring_queue_init(8, &c->ring, 0) != 0)
+        return -1;
+    c->ring_ready = c->kind == K_URING;
+    return orbit_connect(c, side_a);
+#else
+    (void)side_a;
+    return -1;
+#endif
+}
+
 static void ch_close(struct channel *c)
 {
+    if (c->ring_ready)
+        io_uring_queue_exit(&c->ring);
+#ifdef ORBIT_WITH_STREAM
+    if (is_orbit(c->kind))
+        orbit_close(c);
+#endif
     for (int d = 0; d < 2; d++) {
         if (c->kind == K_EVENTFD) close(c->fd[d][0]);
         else if (c->kind >= K_PIPE) { close(c->fd[d][0]); close(c->fd[d][1]); }
@@ -149,70 +262,87 @@ static void sleep_us(long us)
 /* B: echo every ping; for one-way rounds record now - stamp. */
 static void child_loop(struct channel *c, int oneway, int rtt)
 {
-    if (c->kind == K_URING && io_uring_queue_init(8, &c->ring, 0) != 0)
+    if (ch_connect(c, false) != 0)
         _exit(3);
     for (int i = 0; i < oneway; i++) {
         ch_recv(c, 0);
-        c->sh->samples[i] = orb_now_ns() - atomic_load(&c->sh->stamp);
+        c->sh->samples[i] = bench_now_ns() - atomic_load(&c->sh->stamp);
         ch_send(c, 1);
     }
     for (int i = 0; i < rtt; i++) {
         ch_recv(c, 0);
         ch_send(c, 1);
     }
+    ch_close(c);
     _exit(0);
 }
 
-static int run_one(enum kind kind, int oneway, int rtt, struct result *res)
+/* A: the pings, timed; then B's exit status. */
+static bool parent_loop(struct channel *c, pid_t pid, int oneway, int rtt, int64_t *rt)
 {
-    size_t bytes = sizeof(struct shared) + (size_t)(oneway > rtt ? oneway : rtt) * sizeof(int64_t);
-    struct shared *sh = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (sh == MAP_FAILED)
-        return -1;
-    struct channel c;
-    if (ch_open(&c, kind, sh) < 0 || (kind == K_URING && !orbit_uring_futex_supported())) {
-        munmap(sh, bytes);
-        return -1;
+    if (ch_connect(c, true) != 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return false;
     }
+    for (int i = 0; i < oneway; i++) {
+        sleep_us(200);                                /* let B go to sleep first */
+        atomic_store(&c->sh->stamp, bench_now_ns());
+        ch_send(c, 0);
+        ch_recv(c, 1);
+    }
+    for (int i = 0; i < rtt; i++) {
+        int64_t t0 = bench_now_ns();
+        ch_send(c, 0);
+        ch_recv(c, 1);
+        rt[i] = bench_now_ns() - t0;
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static int run_one(enum kind kind, const char *fleet, int oneway, int rtt, struct result *res)
+{
+    size_t bytes = sizeof(struct shared) + (size_t)oneway * sizeof(int64_t);
+    struct shared *sh = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int ctl[2] = { -1, -1 };
+    int64_t *rt = calloc((size_t)rtt, sizeof *rt);
+    struct channel c;
+    res->ok = false;
+    if (sh == MAP_FAILED || !rt || !kind_available(kind) || socketpair(AF_UNIX, SOCK_STREAM, 0, ctl) != 0 ||
+        ch_open(&c, kind, sh, fleet, -1) < 0)
+        goto out;
+    /* Process-wide, inherited by B: park only and io_uring rows never spin. */
     uint32_t saved_spin = orbit_spin_ns();
     if (kind != K_SPIN)
         orbit_set_spin_ns(0);
     pid_t pid = bench_fork();
-    if (pid == 0)
+    if (pid == 0) {
+        close(ctl[0]);
+        c.ctl = ctl[1];
         child_loop(&c, oneway, rtt);
-    if (kind == K_URING && io_uring_queue_init(8, &c.ring, 0) != 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        munmap(sh, bytes);
-        return -1;
     }
-    int64_t *rt = calloc((size_t)rtt, sizeof *rt);
-    for (int i = 0; i < oneway; i++) {
-        sleep_us(200);                                /* let B go to sleep first */
-        atomic_store(&sh->stamp, orb_now_ns());
-        ch_send(&c, 0);
-        ch_recv(&c, 1);
-    }
-    for (int i = 0; i < rtt; i++) {
-        int64_t t0 = orb_now_ns();
-        ch_send(&c, 0);
-        ch_recv(&c, 1);
-        rt[i] = orb_now_ns() - t0;
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
+    close(ctl[1]);                  /* so B's exit is EOF here: A never waits on a dead B */
+    ctl[1] = -1;
+    c.ctl = ctl[0];
+    res->ok = pid > 0 && parent_loop(&c, pid, oneway, rtt, rt);
     orbit_set_spin_ns(saved_spin);
-    res->ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    if (kind == K_URING)
-        io_uring_queue_exit(&c.ring);
+    ch_close(&c);
+    if (is_orbit(kind))
+        orbit_fleet_unlink(fleet);
     double ps[3] = { 0.50, 0.99, 0.999 };
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; res->ok && k < 3; k++) {
         res->oneway[k] = tool_percentile(sh->samples, (size_t)oneway, ps[k]);
         res->rtt[k] = tool_percentile(rt, (size_t)rtt, ps[k]);
     }
+out:
+    for (int i = 0; i < 2; i++)
+        if (ctl[i] >= 0)
+            close(ctl[i]);
     free(rt);
-    ch_close(&c);
-    munmap(sh, bytes);
+    if (sh != MAP_FAILED)
+        munmap(sh, bytes);
     return res->ok ? 0 : -1;
 }
 
@@ -266,29 +396,23 @@ int bench_wake(int argc, char **argv)
     int oneway = 2000, rtt = 20000, c;
     bool json = false;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:r:jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:r:jh", opts, NULL)) != -1) {
         switch (c) {
-        case 'o':
-        case 'r': {
-            uint64_t v;
-            if (!bench_u64_arg("wake", c == 'o' ? "--oneway" : "--rtt", optarg, 1, 10000000, &v))
-                return 2;
-            *(c == 'o' ? &oneway : &rtt) = (int)v;
-            break;
-        }
+        case 'o': oneway = cli_int(BENCH_TOOL, "--oneway", optarg, 1, 10000000); break;
+        case 'r': rtt = cli_int(BENCH_TOOL, "--rtt", optarg, 1, 10000000); break;
         case 'j': json = true; break;
         case 'h': fputs(help, stdout); return 0;
-        default: fputs(help, stderr); return 2;
+        default: cli_getopt_error(BENCH_TOOL, c, optopt, argv[optind - 1]);
         }
     }
-    if (oneway < 1 || rtt < 1 || oneway > 10000000 || rtt > 10000000) {
-        fputs("orbit-bench wake: --oneway and --rtt must be 1..10000000\n", stderr);
-        return 2;
-    }
+    bench_no_operands(argc, argv);
+    char fleet[64];
+    snprintf(fleet, sizeof fleet, "bench-wake-%d", (int)getpid());
+    bench_unlink_on_signal(fleet);
     struct result r[K_COUNT];
     bool ran[K_COUNT];
     for (int k = 0; k < K_COUNT; k++)
-        ran[k] = run_one((enum kind)k, oneway, rtt, &r[k]) == 0;
+        ran[k] = run_one((enum kind)k, fleet, oneway, rtt, &r[k]) == 0;
     if (json)
         print_json(r, ran, oneway, rtt);
     else

@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /* orbit-bench — orbit measured side by side with the kernel alternatives, in one run. */
-#include <errno.h>
-#include <math.h>
+#include <getopt.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+#include "cli.h"
 #include "tool.h"
 
 static const char usage[] =
 "usage: orbit-bench SUBCOMMAND [OPTIONS]   (SUBCOMMAND --help for its options)\n"
 "\n"
-"  wake        one-way wake and ping-pong latency: orbit futex word (spin+park, park\n"
-"              only), io_uring FUTEX_WAIT, eventfd, pipe, AF_UNIX socketpair\n"
+"  wake        one-way wake and ping-pong latency, 1-byte messages: orbit stream\n"
+"              (spin+park, park only, io_uring wait), eventfd, pipe, AF_UNIX socketpair\n"
 #ifdef ORBIT_WITH_STREAM
 "  stream      stream throughput and ping-pong beside pipe, socketpair and memcpy\n"
 #endif
@@ -29,7 +31,9 @@ static const char usage[] =
 "  exchange    paired exchanges through the payload arena beside streams and a socketpair\n"
 #endif
 "\n"
-"Every subcommand takes --json for machine-readable output.\n";
+"Every subcommand takes --json for machine-readable output.\n"
+"  -h, --help     this text\n"
+"  -V, --version  print the version\n";
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -56,44 +60,64 @@ bool bench_get(int fd, void *p, size_t n)
     return true;
 }
 
-bool bench_u64_arg(const char *sub, const char *opt, const char *arg, uint64_t min, uint64_t max,
-                   uint64_t *out)
+void bench_cpu_pair(const char *opt, const char *arg, int cpu[2])
 {
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(arg, &end, 10);
-    /* strtoull takes "-5" as 2^64 - 5: only digits are numbers here. */
-    if (arg[0] < '0' || arg[0] > '9' || errno || !end || *end || v < min || v > max) {
-        fprintf(stderr, "orbit-bench %s: %s: '%s' is not a whole number in %llu..%llu\n", sub, opt, arg,
-                (unsigned long long)min, (unsigned long long)max);
-        return false;
+    char first[16];
+    const char *comma = strchr(arg, ',');
+    size_t n = comma ? (size_t)(comma - arg) : 0;
+    uint64_t v[2];
+    const char *why;
+    if (!comma || n >= sizeof first)
+        cli_bad(BENCH_TOOL, opt, arg, "not two CPU numbers C,S");
+    memcpy(first, arg, n);
+    first[n] = '\0';
+    if (cli_parse_u64(first, 0, CPU_SETSIZE - 1, &v[0], &why) != 0 ||
+        cli_parse_u64(comma + 1, 0, CPU_SETSIZE - 1, &v[1], &why) != 0) {
+        char reason[64];
+        snprintf(reason, sizeof reason, "not two CPU numbers C,S in 0..%d", CPU_SETSIZE - 1);
+        cli_bad(BENCH_TOOL, opt, arg, reason);
     }
-    *out = v;
-    return true;
+    cpu[0] = (int)v[0];
+    cpu[1] = (int)v[1];
 }
 
-bool bench_double_arg(const char *sub, const char *opt, const char *arg, double min, double max,
-                      double *out)
+void bench_no_operands(int argc, char **argv)
 {
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(arg, &end);
-    if (errno || !end || end == arg || *end || !isfinite(v) || v < min || v > max) {
-        fprintf(stderr, "orbit-bench %s: %s: '%s' is not a number in %g..%g\n", sub, opt, arg, min, max);
-        return false;
-    }
-    *out = v;
-    return true;
+    if (optind < argc)
+        cli_bad(BENCH_TOOL, "argument", argv[optind], "unexpected");
 }
 
 static char cleanup_fleet[80];
 static pid_t cleanup_owner;
 
-/* Only the process that registered unlinks; children just go (they die with it anyway). */
+/*
+ * A child still joining may create a segment after the owner's unlink. When the
+ * bench leads its process group (a shell job, a session of its own), it first
+ * stops its children: they run this handler too and _exit, and are reaped (for
+ * at most 2 s) before the unlink. Otherwise they die with it (PDEATHSIG).
+ */
+static void stop_children(int sig)
+{
+    if (getpgrp() != getpid())
+        return;
+    kill(0, sig);                     /* ours stays pending: the handler blocks it */
+    struct timespec ms = { 0, 1000000 };
+    for (int i = 0; i < 2000; i++) {
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        if (waitpid(-1, NULL, WNOHANG) < 0)   /* ECHILD: none left */
+            return;
+        nanosleep(&ms, NULL);
+    }
+}
+
+/* Only the process that registered unlinks; children just go. */
 static void on_signal(int sig)
 {
-    if (getpid() == cleanup_owner && cleanup_fleet[0])
+    if (getpid() == cleanup_owner && cleanup_fleet[0]) {
+        stop_children(sig);
         orbit_fleet_unlink(cleanup_fleet);
+    }
     _exit(128 + sig);
 }
 
@@ -141,11 +165,17 @@ int64_t tool_percentile(int64_t *v, size_t n, double p)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs(usage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
+    if (argc < 2)
+        cli_usage_error(BENCH_TOOL, "no subcommand");
     const char *sub = argv[1];
+    if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (strcmp(sub, "--version") == 0 || strcmp(sub, "-V") == 0) {
+        cli_version(BENCH_TOOL);
+        return 0;
+    }
     if (strcmp(sub, "wake") == 0) return bench_wake(argc - 1, argv + 1);
 #ifdef ORBIT_WITH_STREAM
     if (strcmp(sub, "stream") == 0) return bench_stream(argc - 1, argv + 1);
@@ -159,6 +189,7 @@ int main(int argc, char **argv)
 #ifdef ORBIT_WITH_EXCHANGE
     if (strcmp(sub, "exchange") == 0) return bench_exchange(argc - 1, argv + 1);
 #endif
-    fprintf(stderr, "orbit-bench: unknown subcommand '%s'\n\n%s", sub, usage);
-    return 2;
+    if (sub[0] == '-')
+        cli_getopt_error(BENCH_TOOL, '?', 0, sub);
+    cli_bad(BENCH_TOOL, "subcommand", sub, "unknown (see --help)");
 }

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Command-line helpers shared by the orbit tools. */
+#include <math.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,14 @@ static int digit_value(char c, unsigned base)
           : c >= 'a' && c <= 'f' ? c - 'a' + 10
           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 99;
     return v < (int)base ? v : -1;
+}
+
+static bool digits_only(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return true;
 }
 
 int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out, const char **why)
@@ -65,24 +75,69 @@ void cli_usage_error(const char *tool, const char *reason)
     exit(CLI_EXIT_USAGE);
 }
 
+static _Noreturn void bad_range_u64(const char *tool, const char *opt, const char *s, uint64_t min,
+                                    uint64_t max)
+{
+    char reason[96];
+    snprintf(reason, sizeof reason, "out of range %llu..%llu", (unsigned long long)min,
+             (unsigned long long)max);
+    cli_bad(tool, opt, s, reason);
+}
+
 uint64_t cli_u64(const char *tool, const char *opt, const char *s, uint64_t min, uint64_t max)
 {
     uint64_t v;
     const char *why;
     if (cli_parse_u64(s, min, max, &v, &why) == 0)
         return v;
-    char reason[96];
-    if (strcmp(why, "out of range") == 0) {
-        snprintf(reason, sizeof reason, "out of range %llu..%llu", (unsigned long long)min,
-                 (unsigned long long)max);
-        why = reason;
-    }
+    if (strcmp(why, "out of range") == 0)
+        bad_range_u64(tool, opt, s, min, max);
     cli_bad(tool, opt, s, why);
 }
 
 int cli_int(const char *tool, const char *opt, const char *s, int min, int max)
 {
     return (int)cli_u64(tool, opt, s, min < 0 ? 0 : (uint64_t)min, max < 0 ? 0 : (uint64_t)max);
+}
+
+uint64_t cli_size(const char *tool, const char *opt, const char *s, uint64_t min, uint64_t max)
+{
+    static const char suffixes[] = "KMG";
+    char digits[32];
+    size_t n = strlen(s);
+    unsigned shift = 0;
+    const char *suffix = n ? strchr(suffixes, s[n - 1] & ~0x20) : NULL;   /* k, m, g too */
+    if (suffix && *suffix) {
+        shift = 10u * (unsigned)(suffix - suffixes + 1);
+        n--;
+    }
+    if (n == 0 || n >= sizeof digits || digits_only(s, n) == false)
+        cli_bad(tool, opt, s, "not a size (N, NK, NM or NG)");
+    memcpy(digits, s, n);
+    digits[n] = '\0';
+    uint64_t v;
+    const char *why;
+    if (cli_parse_u64(digits, 0, UINT64_MAX >> shift, &v, &why) != 0 || (v << shift) < min ||
+        (v << shift) > max)
+        bad_range_u64(tool, opt, s, min, max);
+    return v << shift;
+}
+
+double cli_double(const char *tool, const char *opt, const char *s, double min, double max)
+{
+    char *end = NULL;
+    if (!*s || (*s != '.' && *s != '-' && *s != '+' && (*s < '0' || *s > '9')))
+        cli_bad(tool, opt, s, "not a number");
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno == ERANGE || !isfinite(v))
+        cli_bad(tool, opt, s, "not a number");
+    if (v < min || v > max) {
+        char reason[96];
+        snprintf(reason, sizeof reason, "out of range %g..%g", min, max);
+        cli_bad(tool, opt, s, reason);
+    }
+    return v;
 }
 
 const char *cli_fleet_name(const char *tool, const char *opt, const char *s)

@@ -32,6 +32,15 @@ _Noreturn void cli_usage_error(const char *tool, const char *reason);
 uint64_t cli_u64(const char *tool, const char *opt, const char *s, uint64_t min, uint64_t max);
 int cli_int(const char *tool, const char *opt, const char *s, int min, int max);   /* 0 <= min <= max */
 
+/*
+ * cli_size - a byte count: digits with an optional K, M or G suffix (binary: x1024,
+ * x1024^2, x1024^3), in [min, max] after scaling; else cli_bad naming the range.
+ */
+uint64_t cli_size(const char *tool, const char *opt, const char *s, uint64_t min, uint64_t max);
+
+/* A finite decimal number (strtod syntax, no leading space, no suffix) in [min, max], or cli_bad. */
+double cli_double(const char *tool, const char *opt, const char *s, double min, double max);
+
 /* A fleet name as liborbit takes it (1..64 bytes of [A-Za-z0-9_.-]), or cli_bad. */
 const char *cli_fleet_name(const char *tool, const char *opt, const char *s);
 

@@ -48,15 +48,12 @@ static inline void tool_json_str(FILE *out, const char *s)
 void bench_put(int fd, const void *p, size_t n);
 bool bench_get(int fd, void *p, size_t n);
 
-/*
- * Numbers on the command line: the whole argument must be a number in
- * [min, max], else "orbit-bench SUB: --OPT: 'ARG' is not ..." on stderr and
- * false (the caller exits 2).
- */
-bool bench_u64_arg(const char *sub, const char *opt, const char *arg, uint64_t min, uint64_t max,
-                   uint64_t *out);
-bool bench_double_arg(const char *sub, const char *opt, const char *arg, double min, double max,
-                      double *out);
+/* orbit-bench's name in its one-line errors (cli.h: "orbit-bench: bad --OPT 'ARG': REASON"). */
+#define BENCH_TOOL "orbit-bench"
+/* After a subcommand's options: a leftover argument is refused (exit 2). */
+void bench_no_operands(int argc, char **argv);
+/* "C,S": two CPU numbers (0..CPU_SETSIZE-1) into cpu[0], cpu[1], or a one-line error (exit 2). */
+void bench_cpu_pair(const char *opt, const char *arg, int cpu[2]);
 
 /*
  * SIGINT/SIGTERM: the fleet registered here is unlinked before the bench
