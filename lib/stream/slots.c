@@ -153,6 +153,7 @@ static int allocate(struct orbit_streams *s, size_t *index, uint32_t *gen)
                 continue;
             if (spent)
                 break;
+            stream_park_here(s, STREAM_PARK_INSTALLING);
             install(s, slot, g + 1);
             *index = base + i;
             *gen = g + 1;

@@ -105,6 +105,10 @@ struct stream_layout {
 };
 
 
+/* Test hook points (ORBIT_TEST_STREAM_PARK): the process stops itself there. */
+enum stream_park { STREAM_PARK_NONE, STREAM_PARK_INSTALLING };
+void stream_park_here(const struct orbit_streams *s, enum stream_park point);
+
 struct orbit_streams {
     struct orbit_fleet *fleet;
     struct orb_segment seg;
@@ -120,6 +124,7 @@ struct orbit_streams {
     pthread_mutex_t lock;             /* readiness_fd, lane_ready */
     int readiness_fd;
     _Atomic bool lane_ready;          /* our lane is pre-faulted */
+    enum stream_park park;            /* testing: ORBIT_TEST_STREAM_PARK at open */
     struct orb_spin offer_spin;
     _Alignas(64) struct orb_wait_stats stats;
     _Alignas(64) _Atomic uint64_t bytes_written;

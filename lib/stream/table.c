@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Streams: opening the table, geometry, epochs, death reports, inspection. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include "stream_layout.h"
@@ -55,6 +56,20 @@ static int table_init(struct orb_segment *seg, void *ctx)
     return 0;
 }
 
+static enum stream_park park_from_env(void)
+{
+    const char *v = getenv("ORBIT_TEST_STREAM_PARK");
+    if (v && strcmp(v, "installing") == 0)
+        return STREAM_PARK_INSTALLING;
+    return STREAM_PARK_NONE;
+}
+
+void stream_park_here(const struct orbit_streams *s, enum stream_park point)
+{
+    if (s->park == point)
+        raise(SIGSTOP);
+}
+
 static int handle_new(struct orbit_fleet *f, struct orbit_streams **out)
 {
     struct orbit_streams *s = aligned_alloc(64, align_up(sizeof *s, 64));
@@ -66,6 +81,7 @@ static int handle_new(struct orbit_fleet *f, struct orbit_streams **out)
     s->incarnation = f->incarnation;
     s->fleet_capacity = f->capacity;
     s->readiness_fd = -1;
+    s->park = park_from_env();
     pthread_mutex_init(&s->lock, NULL);
     *out = s;
     return 0;
@@ -268,6 +284,11 @@ static void end_matching(struct orbit_streams *s, uint16_t node, uint64_t incarn
     for (size_t i = 0; i < s->lay.total_slots; i++) {
         struct stream_slot *slot = &s->slots[i];
         uint32_t t = atomic_load_explicit(&slot->tenancy, memory_order_acquire);
+        if (!others && TENANCY_STATE(t) == SLOT_INSTALLING && i / s->lane_capacity == node) {
+            /* Only the lane's node installs there, and it is dead: its allocation was cut short. */
+            atomic_compare_exchange_strong(&slot->tenancy, &t, TENANCY(TENANCY_GEN(t), SLOT_EMPTY));
+            continue;
+        }
         if (TENANCY_STATE(t) != SLOT_LIVE)
             continue;
         for (unsigned side = 0; side < 2; side++) {

@@ -85,6 +85,11 @@ struct orbit_streams; struct orbit_endpoint;
  * wait_offer and readiness are -ORBIT_ENOTOWNER.
  * orbit_streams_open_existing - open the table of that kind with the geometry
  * its segment records (tools, death reports); -ENOENT if there is none.
+ *
+ * Testing only: with ORBIT_TEST_STREAM_PARK=installing in the environment at
+ * open, orbit_streams_create through this handle stops the process with
+ * SIGSTOP after taking a slot and before publishing it, so a test can kill -9
+ * it there (its death report gives the slot back).
  */
 int  orbit_streams_open(struct orbit_fleet *, const struct orbit_stream_spec *spec /* NULL = default */, struct orbit_streams **out);
 int  orbit_streams_open_existing(struct orbit_fleet *, uint8_t kind, struct orbit_streams **out);

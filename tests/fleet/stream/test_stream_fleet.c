@@ -645,6 +645,44 @@ START_TEST(a_contested_open_across_processes_goes_to_exactly_one)
 }
 END_TEST
 
+/* ---- a creator killed between taking a slot and publishing it ------------------ */
+
+static int installing_creator(void *p)
+{
+    const char *name = p;
+    setenv("ORBIT_TEST_STREAM_PARK", "installing", 1);
+    struct orbit_fleet *f = sf_join(name, 1, 0x4001);
+    struct orbit_stream_spec spec = KILL_SPEC;
+    struct orbit_streams *s = sf_streams(f, &spec);
+    struct orbit_endpoint *a;
+    struct orbit_ticket t;
+    orbit_streams_create(s, &a, &t);   /* stops itself after taking the slot */
+    return 3;                         /* only reached if resumed */
+}
+
+START_TEST(a_creator_killed_mid_install_gives_its_slot_back)
+{
+    const char *name = tu_fleet_name("sinstall");
+    struct orbit_fleet *f = tu_join(name, SF_CAPACITY, 0, 0x1001, tu_backing());
+    struct orbit_stream_spec spec = KILL_SPEC;
+    struct orbit_streams *s;
+    ck_assert_int_eq(orbit_streams_open(f, &spec, &s), 0);
+    pid_t kid = tp_spawn(installing_creator, (void *)name);
+    int st;
+    ck_assert_int_eq(waitpid(kid, &st, WUNTRACED), kid);
+    ck_assert(WIFSTOPPED(st));
+    size_t first = 1 * (size_t)s->lane_capacity;   /* node 1's lane, its lowest slot */
+    ck_assert_uint_eq(TENANCY_STATE(atomic_load(&s->slots[first].tenancy)), SLOT_INSTALLING);
+    kill(kid, SIGKILL);
+    ck_assert_int_eq(tu_wait_child(kid, 10000), 128 + SIGKILL);
+    ck_assert_int_eq(orbit_fleet_node_dead(f, 1, 0x4001), 0);
+    ck_assert_uint_eq(TENANCY_STATE(atomic_load(&s->slots[first].tenancy)), SLOT_EMPTY);
+    orbit_streams_close(s);
+    orbit_fleet_leave(f);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
 static Suite *fleet_suite(void)
 {
     Suite *s = suite_create("stream-fleet");
@@ -655,6 +693,7 @@ static Suite *fleet_suite(void)
     tcase_add_test(tc, offers_and_readiness_work_across_processes);
     tcase_add_test(tc, an_io_uring_reader_is_woken_by_another_process);
     tcase_add_test(tc, a_contested_open_across_processes_goes_to_exactly_one);
+    tcase_add_test(tc, a_creator_killed_mid_install_gives_its_slot_back);
     suite_add_tcase(s, tc);
     TCase *futex_ops = tu_optional_tcase("uring_futex_ops");
     tcase_set_timeout(futex_ops, 300);
