@@ -270,11 +270,11 @@ bool orbit_streams_is_live(struct orbit_streams *s, orbit_id id)
  */
 static void vacate_abandoned(struct orbit_streams *s, struct stream_slot *slot, uint32_t live)
 {
-    for (unsigned side = 0; side < 2; side++) {
-        uint32_t c = atomic_load(&slot->claimed[side]);
-        if (c != SIDE_RELEASED && c != SIDE_DEAD)
-            return;
-    }
+    /* No side held, and one let go (A is held from install): its last holder's vacate was
+     * cut short. A side never opened (FREE) counts as unheld, as a closer finds it. */
+    uint32_t a = atomic_load(&slot->claimed[0]), b = atomic_load(&slot->claimed[1]);
+    if (a == SIDE_CLAIMED || b == SIDE_CLAIMED || (a == SIDE_FREE && b == SIDE_FREE))
+        return;
     stream_vacate_if_unheld(s, slot, live, 0);
 }
 
