@@ -35,18 +35,32 @@ LONG = {"pool": ["--ops", "1000000000000"], "admission": ["--seconds", "60"],
 
 
 MEASURED = re.compile(r"gbps|per_s|^p50$")
+# 64-bit integers (byte and op counts, nanoseconds, sizes) are JSON strings of digits,
+# so readers that hold numbers as doubles do not round them.
+WIDE = re.compile(r"^(p50|p99|p999|p50_ns|p99_ns|bytes|bytes_per_run|bytes_per_pair|ops_per_process|chunk|body)$")
+
+
+def figure(value):
+    """A JSON number, or a 64-bit integer printed as a string; None for anything else."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value):
+        return int(value)
+    return None
 
 
 def positive_numbers(node, path, bad):
     """Collect every measured figure (GB/s, per second, a median) that is not positive,
-    and every "ok" that is not true."""
+    every 64-bit integer that is not a string, and every "ok" that is not true."""
     if isinstance(node, dict):
         for key, value in node.items():
             here = f"{path}.{key}"
             if key == "ok" and value is not True:
                 bad.append(f"{here} = {value}")
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                if MEASURED.search(key) and value <= 0:
+            elif figure(value) is not None:
+                if WIDE.search(key) and not isinstance(value, str):
+                    bad.append(f"{here} = {value}: a 64-bit integer, not a JSON string")
+                if MEASURED.search(key) and figure(value) <= 0:
                     bad.append(f"{here} = {value}")
             else:
                 positive_numbers(value, here, bad)

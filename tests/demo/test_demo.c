@@ -81,15 +81,23 @@ static void print_relay_stats(const char *bin, const char *fleet)
     fprintf(stderr, "relay stats: %s\n", stats);
 }
 
-/* An integer after "key": in a flat JSON text; fails the test if absent. */
-static long long jnum(const char *json, const char *key)
+/* An integer after "key": in a flat JSON text; fails the test if absent, or if a 64-bit
+ * value (wide) is not a JSON string of digits or a narrower one not a bare number. */
+static long long jint(const char *json, const char *key, bool wide)
 {
     char pat[64];
     snprintf(pat, sizeof pat, "\"%s\":", key);
     const char *p = strstr(json, pat);
-    ck_assert_msg(p, "summary has no %s: %s", key, json);
-    return strtoll(p + strlen(pat), NULL, 10);
+    ck_assert_msg(p, "no %s in %s", key, json);
+    p += strlen(pat);
+    char *end;
+    long long v = strtoll(p + wide, &end, 10);
+    ck_assert_msg(end > p + wide && (*p == '"') == wide && (!wide || *end == '"'),
+                  "%s is not a %s: %s", key, wide ? "JSON string of digits" : "JSON number", json);
+    return v;
 }
+#define jnum(json, key) jint(json, key, false)   /* 32-bit and narrower: a number */
+#define ju64(json, key) jint(json, key, true)    /* 64-bit: a string */
 
 static bool jtrue(const char *json, const char *key)
 {
@@ -118,26 +126,26 @@ static void check_summary(const char *fleet, const char *s, int status)
 {
     ck_assert_msg(status == 0, "demo exit %d: %s", status, s);
     ck_assert_msg(jtrue(s, "ok"), "demo verdict: %s", s);
-    ck_assert_int_gt(jnum(s, "requests"), 0);
-    ck_assert_int_eq(jnum(s, "failed"), 0);
-    ck_assert_int_le(jnum(s, "lost"), jnum(s, "lost_bound"));
+    ck_assert_int_gt(ju64(s, "requests"), 0);
+    ck_assert_int_eq(ju64(s, "failed"), 0);
+    ck_assert_int_le(ju64(s, "lost"), ju64(s, "lost_bound"));
     ck_assert_int_eq(jnum(s, "kills"), 1);
-    ck_assert_int_eq(jnum(s, "deaths_reclaimed"), 1);
-    ck_assert_int_gt(jnum(s, "requests_after_kill"), 0);
-    ck_assert_int_gt(jnum(s, "leases_local"), 0);
-    ck_assert_int_eq(jnum(s, "restarts"), 1);
+    ck_assert_int_eq(ju64(s, "deaths_reclaimed"), 1);
+    ck_assert_int_gt(ju64(s, "requests_after_kill"), 0);
+    ck_assert_int_gt(ju64(s, "leases_local"), 0);
+    ck_assert_int_eq(ju64(s, "restarts"), 1);
     /* no lost upstream units once quiet */
-    ck_assert_int_eq(jnum(s, "units_reserved"), 0);
-    ck_assert_int_eq(jnum(s, "units_active"), 0);
-    ck_assert_int_eq(jnum(s, "dead_owned"), 0);
+    ck_assert_int_eq(ju64(s, "units_reserved"), 0);
+    ck_assert_int_eq(ju64(s, "units_active"), 0);
+    ck_assert_int_eq(ju64(s, "dead_owned"), 0);
     ck_assert_int_eq(jnum(s, "budget_creating"), 0);
-    ck_assert_int_eq(jnum(s, "upstreams_live"), jnum(s, "worker_upstreams"));
-    ck_assert_int_eq(jnum(s, "budget_live"), jnum(s, "upstreams_live"));
-    ck_assert_int_le(jnum(s, "upstreams_live"), jnum(s, "upstream_budget"));
+    ck_assert_int_eq(ju64(s, "upstreams_live"), ju64(s, "worker_upstreams"));
+    ck_assert_int_eq(jnum(s, "budget_live"), ju64(s, "upstreams_live"));
+    ck_assert_int_le(ju64(s, "upstreams_live"), jnum(s, "upstream_budget"));
     ck_assert(jtrue(s, "victim_node_free"));
     /* no leaked streams: every stream used was closed */
-    ck_assert_int_eq(jnum(s, "streams_live"), 0);
-    ck_assert_int_eq(jnum(s, "streams_used"), jnum(s, "leases_remote"));
+    ck_assert_int_eq(ju64(s, "streams_live"), 0);
+    ck_assert_int_eq(ju64(s, "streams_used"), ju64(s, "leases_remote"));
     /* the demo removes what it made */
     ck_assert_int_eq(orbit_fleet_segments(fleet, NULL, 0), 0);
     char path[128];
@@ -155,9 +163,10 @@ START_TEST(test_demo_with_reaper)
     check_summary(fleet, out, status);
     /* The daemon reclaimed it, not the supervisor's fallback. */
     ck_assert_int_eq(jnum(out, "reaper_deaths"), 1);
-    ck_assert_int_eq(jnum(out, "supervisor_reaps"), 0);
+    ck_assert_int_eq(ju64(out, "supervisor_reaps"), 0);
     ck_assert_int_ge(jnum(out, "reclaimed_upstreams"), 0);
     ck_assert_int_ge(jnum(out, "reclaimed_stream_sides"), 0);
+    ck_assert_int_ge(ju64(out, "exit_to_reclaim_us"), 0);   /* read from the daemon's log: -1 if not */
     ck_assert(strstr(out, "\"reaper\":\"bpf\"") || strstr(out, "\"reaper\":\"pidfd\""));
 }
 END_TEST
@@ -169,7 +178,7 @@ START_TEST(test_demo_supervisor_reaps)
     int status = run_demo(fleet, "none", NULL, out, sizeof out);
     check_summary(fleet, out, status);
     ck_assert_int_eq(jnum(out, "reaper_deaths"), 0);
-    ck_assert_int_eq(jnum(out, "supervisor_reaps"), 1);
+    ck_assert_int_eq(ju64(out, "supervisor_reaps"), 1);
     ck_assert_ptr_nonnull(strstr(out, "\"reaper\":\"none\""));
 }
 END_TEST
@@ -304,13 +313,13 @@ START_TEST(test_fleet_kill_checked_outside)
     read_all(lfd, result, sizeof result);
     close(lfd);
     int lstatus = tu_wait_child(lpid, 30000);
-    bool load_clean = jnum(result, "ok") > 0 && jnum(result, "failed") == 0 && jnum(result, "bad_body") == 0;
+    bool load_clean = ju64(result, "ok") > 0 && ju64(result, "failed") == 0 && ju64(result, "bad_body") == 0;
     if (!load_clean)
         print_relay_stats(bin, fleet);   /* the per-worker gauges say where a request stuck */
     ck_assert_msg(load_clean, "the load saw failures: %s", result);
     /* lost: only requests in flight on the killed worker, one per connection at most */
-    ck_assert_int_le(jnum(result, "lost"), 24);
-    ck_assert_int_eq(lstatus, jnum(result, "lost") > 0 ? 1 : 0);
+    ck_assert_int_le(ju64(result, "lost"), 24);
+    ck_assert_int_eq(lstatus, ju64(result, "lost") > 0 ? 1 : 0);
 
     /* Once quiet: no unit held, nothing owned by the dead, no stream left. */
     struct quiet q;

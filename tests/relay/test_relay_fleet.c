@@ -19,15 +19,23 @@ static int run_out(char *const argv[], char *out, size_t cap, int timeout_ms)
     return tu_wait_child(pid, timeout_ms);
 }
 
-/* "key":N in a JSON line. */
-static long long jnum(const char *s, const char *key)
+/* An integer after "key": in a flat JSON text; fails the test if absent, or if a 64-bit
+ * value (wide) is not a JSON string of digits or a narrower one not a bare number. */
+static long long jint(const char *json, const char *key, bool wide)
 {
     char pat[64];
     snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(s, pat);
-    ck_assert_msg(p, "no %s in %s", key, s);
-    return strtoll(p + strlen(pat), NULL, 10);
+    const char *p = strstr(json, pat);
+    ck_assert_msg(p, "no %s in %s", key, json);
+    p += strlen(pat);
+    char *end;
+    long long v = strtoll(p + wide, &end, 10);
+    ck_assert_msg(end > p + wide && (*p == '"') == wide && (!wide || *end == '"'),
+                  "%s is not a %s: %s", key, wide ? "JSON string of digits" : "JSON number", json);
+    return v;
 }
+#define jnum(json, key) jint(json, key, false)   /* 32-bit and narrower: a number */
+#define ju64(json, key) jint(json, key, true)    /* 64-bit: a string */
 
 /* Upstreams of the backend's key still owned by that incarnation. */
 static long owned_by(struct orbit_pool *pool, uint64_t incarnation)
@@ -92,13 +100,13 @@ START_TEST(killed_worker_leaks_no_upstream)
     read_until(lfd, out, sizeof out, NULL, 20000);
     close(lfd);
     tu_wait_child(lpid, 20000);
-    ck_assert_int_gt(jnum(out, "ok"), 0);
-    ck_assert_int_eq(jnum(out, "timeouts"), 0);
+    ck_assert_int_gt(ju64(out, "ok"), 0);
+    ck_assert_int_eq(ju64(out, "timeouts"), 0);
     /* The next run: nothing starves. */
     run_out((char *[]){ (char *)bin, "--load", url, "--connections", "24", "--duration", "2", "--json", NULL },
             out, sizeof out, 20000);
-    ck_assert_int_gt(jnum(out, "ok"), 0);
-    ck_assert_msg(jnum(out, "timeouts") == 0 && jnum(out, "failed") == 0, "after the kill: %s", out);
+    ck_assert_int_gt(ju64(out, "ok"), 0);
+    ck_assert_msg(ju64(out, "timeouts") == 0 && ju64(out, "failed") == 0, "after the kill: %s", out);
     orbit_pool_close(pool);
     orbit_fleet_leave(f);
     relay_stop(rpid);

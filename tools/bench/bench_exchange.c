@@ -833,7 +833,7 @@ static void print_table(const struct opts *o, struct rt_result res[M_COUNT][NCFG
 static void print_json(const struct opts *o, struct rt_result res[M_COUNT][NCFG][T_COUNT],
                        const double relay[R_COUNT])
 {
-    printf("{\"bench\":\"exchange\",\"touch\":%s,\"bytes\":%" PRIu64
+    printf("{\"bench\":\"exchange\",\"touch\":%s,\"bytes\":" CLI_JSON_U64
            ",\"repeat\":%u,\"cpus\":[%d,%d],\"roundtrip\":[",
            o->touch ? "true" : "false", o->bytes, o->repeat, o->cpu[0], o->cpu[1]);
     for (int m = 0, n = 0; o->roundtrip && m < M_COUNT; m++) {
@@ -841,7 +841,8 @@ static void print_json(const struct opts *o, struct rt_result res[M_COUNT][NCFG]
             if (!wanted(o, i, -1))
                 continue;
             const struct rt_result *r = res[m][i];
-            printf("%s{\"model\":\"%s\",\"concurrency\":%u,\"body\":%zu,\"chunk\":%zu", n++ ? "," : "",
+            printf("%s{\"model\":\"%s\",\"concurrency\":%u,\"body\":" CLI_JSON_SIZE ",\"chunk\":" CLI_JSON_SIZE,
+                   n++ ? "," : "",
                    model_name[m], cfgs[i].conc, cfgs[i].body, cfgs[i].chunk);
             for (int t = 0; t < T_COUNT; t++) {
                 printf(",\"%s_gbps\":%.3f,\"%s_sleeps_per_rt\":", bx_transport_name[t], r[t].gbps,
@@ -856,7 +857,7 @@ static void print_json(const struct opts *o, struct rt_result res[M_COUNT][NCFG]
     }
     printf("]");
     if (o->relay) {
-        printf(",\"relay\":{\"bytes\":%" PRIu64, o->relay_bytes);
+        printf(",\"relay\":{\"bytes\":" CLI_JSON_U64, o->relay_bytes);
         for (int k = 0; k < R_COUNT; k++)
             printf(",\"%s_gbps\":%.3f", r_key[k], relay[k]);
         printf("}");
@@ -919,7 +920,8 @@ static int exchange_scale(struct opts *o)
     if (g == MAP_FAILED)
         return 1;
     if (o->json)
-        printf("{\"bench\":\"exchange_scale\",\"body\":65536,\"chunk\":65536,\"bytes_per_pair\":%" PRIu64
+        printf("{\"bench\":\"exchange_scale\",\"body\":\"65536\",\"chunk\":\"65536\""
+               ",\"bytes_per_pair\":" CLI_JSON_U64
                ",\"cpus\":%d,\"baseline\":\"socketpair\",\"results\":[", o->bytes, bench_cpus());
     else
         printf("exchange round trips, 64 KiB bodies in 64 KiB chunks, N client/server pairs at once\n\n"

@@ -286,7 +286,7 @@ static void report(const struct options *o, const struct scenario *sc, const dou
 {
     char name[64];
     if (o->json) {
-        printf("{\"bench\":\"pool\",\"ops_per_process\":%" PRIu64 ",\"capacity\":%" PRIu32
+        printf("{\"bench\":\"pool\",\"ops_per_process\":" CLI_JSON_U64 ",\"capacity\":%" PRIu32
                ",\"repeat\":%u,\"cpus\":%d,\"baseline\":\"mutex\",\"results\":[", o->ops, o->capacity,
                o->repeat, bench_cpus());
         for (size_t i = 0; i < n; i++) {

@@ -513,16 +513,16 @@ static void print_text(const struct bench *b)
 
 static void print_pp_json(const char *key, const struct pp_result *p, bool comma)
 {
-    printf("%s\"%s\":{\"ok\":%s,\"p50_ns\":%" PRId64 ",\"p99_ns\":%" PRId64 "}", comma ? "," : "", key,
+    printf("%s\"%s\":{\"ok\":%s,\"p50_ns\":" CLI_JSON_I64 ",\"p99_ns\":" CLI_JSON_I64 "}", comma ? "," : "", key,
            p->ok ? "true" : "false", p->p50, p->p99);
 }
 
 static void print_json(const struct bench *b)
 {
-    printf("{\"bench\":\"stream\",\"bytes_per_run\":%" PRIu64 ",\"repeat\":%d,\"spin_ns\":%u,"
+    printf("{\"bench\":\"stream\",\"bytes_per_run\":" CLI_JSON_U64 ",\"repeat\":%d,\"spin_ns\":%u,"
            "\"cpus\":[%d,%d],\"baselines\":[", b->bytes, b->repeat, orbit_spin_ns(), b->cpu[0], b->cpu[1]);
     for (int c = 0; c < NCHUNK; c++) {
-        printf("%s{\"chunk\":%zu", c ? "," : "", chunk_sizes[c]);
+        printf("%s{\"chunk\":" CLI_JSON_SIZE, c ? "," : "", chunk_sizes[c]);
         for (int k = 0; k < ALT_COUNT; k++)
             printf(",\"%s_gbps\":%.4f", alt_key[k], b->alt[c][k]);
         printf("}");
@@ -535,7 +535,7 @@ static void print_json(const struct bench *b)
                 if (!b->modes[m])
                     continue;
                 const struct orbit_result *o = &b->orbit[c][r][m];
-                printf("%s{\"mode\":\"%s\",\"chunk\":%zu,\"ring\":%u,\"ok\":%s,\"gbps\":%.4f,"
+                printf("%s{\"mode\":\"%s\",\"chunk\":" CLI_JSON_SIZE ",\"ring\":%u,\"ok\":%s,\"gbps\":%.4f,"
                        "\"parks_per_ringful\":%.4f,\"ratio\":{", first ? "" : ",", m ? "io_uring" : "blocking",
                        chunk_sizes[c], ring_sizes[r], o->ok ? "true" : "false", o->gbps, o->parks_per_ringful);
                 for (int k = 0; k < ALT_COUNT; k++)

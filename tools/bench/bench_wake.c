@@ -372,10 +372,10 @@ static void print_json(struct result *r, bool *ran, int oneway, int rtt)
     for (int k = 0; k < K_COUNT; k++) {
         if (!ran[k])
             continue;
-        printf("%s{\"transport\":\"%s\",\"oneway_ns\":{\"p50\":%" PRId64 ",\"p99\":%" PRId64
-               ",\"p999\":%" PRId64 "},\"rtt_ns\":{\"p50\":%" PRId64 ",\"p99\":%" PRId64 ",\"p999\":%" PRId64
-               "},\"rtt_p50_speedup_vs_pipe\":%.3f}", first ? "" : ",", kind_key[k], r[k].oneway[0],
-               r[k].oneway[1], r[k].oneway[2], r[k].rtt[0], r[k].rtt[1], r[k].rtt[2],
+        printf("%s{\"transport\":\"%s\",\"oneway_ns\":{\"p50\":" CLI_JSON_I64 ",\"p99\":" CLI_JSON_I64
+               ",\"p999\":" CLI_JSON_I64 "},\"rtt_ns\":{\"p50\":" CLI_JSON_I64 ",\"p99\":" CLI_JSON_I64
+               ",\"p999\":" CLI_JSON_I64 "},\"rtt_p50_speedup_vs_pipe\":%.3f}", first ? "" : ",", kind_key[k],
+               r[k].oneway[0], r[k].oneway[1], r[k].oneway[2], r[k].rtt[0], r[k].rtt[1], r[k].rtt[2],
                ran[K_PIPE] && r[k].rtt[0] ? (double)r[K_PIPE].rtt[0] / (double)r[k].rtt[0] : 0.0);
         first = 0;
     }

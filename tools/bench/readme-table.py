@@ -47,10 +47,11 @@ def stream_rows(d):
     rows = []
     pp = d.get("pingpong_64")
     if pp and pp["orbit"]["ok"]:
-        rows.append(("64-byte ping-pong p50 (`orbit-bench stream`)", f"{pp['orbit']['p50_ns'] / 1000:.1f} µs",
-                     f"pipe {pp['pipe']['p50_ns'] / 1000:.0f} µs, socketpair {pp['socketpair']['p50_ns'] / 1000:.0f} µs"))
-    runs = [r for r in d.get("orbit", []) if r.get("ok") and r["chunk"] == 65536]
-    base = {b["chunk"]: b for b in d.get("baselines", [])}.get(65536)
+        us = {k: int(pp[k]["p50_ns"]) / 1000 for k in ("orbit", "pipe", "socketpair")}   # 64-bit: strings
+        rows.append(("64-byte ping-pong p50 (`orbit-bench stream`)", f"{us['orbit']:.1f} µs",
+                     f"pipe {us['pipe']:.0f} µs, socketpair {us['socketpair']:.0f} µs"))
+    runs = [r for r in d.get("orbit", []) if r.get("ok") and int(r["chunk"]) == 65536]
+    base = {int(b["chunk"]): b for b in d.get("baselines", [])}.get(65536)
     if runs and base:
         best = max(runs, key=lambda r: r["gbps"])
         rows.append((f"one-way stream, 64 KiB chunks, {best['ring'] >> 10} KiB ring", f"{best['gbps']:.1f} GB/s",
@@ -65,7 +66,7 @@ def exchange_rows(d):
     rows = []
     # The event loop first: the thread row says "the same with a thread per exchange".
     for r in sorted(d.get("roundtrip", []), key=lambda r: r["model"] != "loop"):
-        if r["concurrency"] != 8 or r["body"] != 65536 or r["chunk"] != 65536:
+        if r["concurrency"] != 8 or int(r["body"]) != 65536 or int(r["chunk"]) != 65536:
             continue
         what = ("exchange round trips, 64 KiB bodies in 64 KiB chunks, 8 in flight, one event loop per process "
                 "(`orbit-bench exchange`)" if r["model"] == "loop" else

@@ -10,6 +10,7 @@
 #ifndef ORBIT_TOOL_CLI_H
 #define ORBIT_TOOL_CLI_H
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -50,6 +51,17 @@ const char *cli_fleet_name(const char *tool, const char *opt, const char *s);
  * is getopt's optopt, elem the argv element it stopped at (argv[optind - 1]).
  */
 _Noreturn void cli_getopt_error(const char *tool, int c, int optopt_char, const char *elem);
+
+/*
+ * A 64-bit integer in a tool's JSON output is a string ("bytes":"4194304"): jq and
+ * JavaScript keep only 53 bits of a number. Pieces of a printf format, e.g.
+ *     printf("{\"bytes\":" CLI_JSON_U64 "}", bytes);
+ * 32-bit integers, booleans and floating-point figures stay JSON numbers.
+ */
+#define CLI_JSON_U64 "\"%" PRIu64 "\""
+#define CLI_JSON_I64 "\"%" PRId64 "\""
+#define CLI_JSON_SIZE "\"%zu\""   /* size_t */
+#define CLI_JSON_SSIZE "\"%zd\""  /* ssize_t */
 
 /* "TOOL VERSION" on stdout (the project version, as pkg-config reports it). */
 void cli_version(const char *tool);

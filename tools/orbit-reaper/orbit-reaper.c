@@ -95,13 +95,13 @@ static void json_status(int status)
 
 static void json_reclaimed(const struct orbit_reaper_reclaim *c)
 {
-    printf(",\"reclaimed\":{\"tables\":%u,\"pool\":{\"resources\":%u,\"units\":%llu,\"leases\":%llu,"
-           "\"creating\":%llu},\"streams\":{\"sides\":%u,\"unread_bytes\":%llu},"
-           "\"admission\":{\"claims\":%u,\"units\":%llu},\"arena\":{\"chunks\":%u,\"bytes\":%llu}}",
-           c->tables, c->pool_resources, (unsigned long long)c->pool_units,
-           (unsigned long long)c->pool_leases, (unsigned long long)c->pool_creating,
-           c->stream_sides, (unsigned long long)c->stream_unread, c->admission_claims,
-           (unsigned long long)c->admission_units, c->arena_chunks, (unsigned long long)c->arena_bytes);
+    printf(",\"reclaimed\":{\"tables\":%u,\"pool\":{\"resources\":%u,\"units\":" CLI_JSON_U64
+           ",\"leases\":" CLI_JSON_U64 ",\"creating\":" CLI_JSON_U64 "},\"streams\":{\"sides\":%u"
+           ",\"unread_bytes\":" CLI_JSON_U64 "},\"admission\":{\"claims\":%u,\"units\":" CLI_JSON_U64 "}"
+           ",\"arena\":{\"chunks\":%u,\"bytes\":" CLI_JSON_U64 "}}",
+           c->tables, c->pool_resources, c->pool_units, c->pool_leases, c->pool_creating,
+           c->stream_sides, c->stream_unread, c->admission_claims, c->admission_units, c->arena_chunks,
+           c->arena_bytes);
 }
 
 static void log_death(void *ctx, const struct orbit_reaper_death *d)
@@ -111,18 +111,16 @@ static void log_death(void *ctx, const struct orbit_reaper_death *d)
     json_time();
     printf(",\"event\":\"death\",\"fleet\":");
     json_str(d->fleet);
-    /* Identities are strings: JSON readers that hold numbers as doubles would round them. */
-    printf(",\"node\":%u,\"pid\":%d,\"start_time\":\"%llu\",\"incarnation\":\"%llu\"", d->node, d->pid,
-           (unsigned long long)d->start_time, (unsigned long long)d->incarnation);
+    printf(",\"node\":%u,\"pid\":%d,\"start_time\":" CLI_JSON_U64 ",\"incarnation\":" CLI_JSON_U64,
+           d->node, d->pid, d->start_time, d->incarnation);
     json_status(d->status);
     printf(",\"backend\":\"%s\",\"source\":\"%s\"", orbit_reaper_backend_name(d->backend),
            d->source == ORBIT_REAPER_EXIT_EVENT ? "exit" : "found-dead");
     if (d->exit_ns && d->reclaimed_ns >= d->exit_ns)
-        printf(",\"exit_to_reclaim_us\":%llu", (unsigned long long)((d->reclaimed_ns - d->exit_ns) / 1000));
+        printf(",\"exit_to_reclaim_us\":" CLI_JSON_U64, (d->reclaimed_ns - d->exit_ns) / 1000);
     else
         printf(",\"exit_to_reclaim_us\":null");
-    printf(",\"detect_to_reclaim_us\":%llu",
-           (unsigned long long)((d->reclaimed_ns - d->detected_ns) / 1000));
+    printf(",\"detect_to_reclaim_us\":" CLI_JSON_U64, (d->reclaimed_ns - d->detected_ns) / 1000);
     if (d->accounted)
         json_reclaimed(&d->reclaimed);
     printf("}\n");
@@ -152,9 +150,9 @@ static void log_stop(struct orbit_reaper *r, const char *why)
     orbit_reaper_stats(r, &s);
     putchar('{');
     json_time();
-    printf(",\"event\":\"stop\",\"reason\":\"%s\",\"deaths\":%llu,\"events\":%llu,\"ignored\":%llu,"
-           "\"drops\":%llu,\"fleets\":%u,\"watched\":%u}\n", why, (unsigned long long)s.deaths,
-           (unsigned long long)s.events, (unsigned long long)s.ignored, (unsigned long long)s.drops,
+    printf(",\"event\":\"stop\",\"reason\":\"%s\",\"deaths\":" CLI_JSON_U64 ",\"events\":" CLI_JSON_U64
+           ",\"ignored\":" CLI_JSON_U64 ",\"drops\":" CLI_JSON_U64 ",\"fleets\":%u,\"watched\":%u}\n",
+           why, s.deaths, s.events, s.ignored, s.drops,
            s.fleets, s.watched);
     fflush(stdout);
 }

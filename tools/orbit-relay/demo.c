@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <orbit/uring.h>
+#include "cli.h"
 #include "relay.h"
 
 struct demo_opts {
@@ -62,10 +63,14 @@ struct demo {
 
 /* ---- the reaper's JSON lines -------------------------------------------- */
 
+/* The integer after key: a JSON number, or a 64-bit value written as a string. */
 static long long json_num(const char *line, const char *key)
 {
     const char *p = strstr(line, key);
-    return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+    if (!p)
+        return -1;
+    p += strlen(key);
+    return strtoll(p + (*p == '"'), NULL, 10);
 }
 
 static void parse_reaper_line(struct demo *d, const char *line)
@@ -498,30 +503,35 @@ static void summary_json(struct demo *d, const struct table_check *tc, const str
     const struct load_result *r = &d->lr;
     const struct death_report *dr = d->n_deaths ? &d->deaths[0] : NULL;
     fprintf(out, "{\"ok\":%s,\"workers\":%d,\"connections\":%d,\"upstream_budget\":%d,\"elapsed_s\":%.3f,"
-                 "\"requests\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"lost_bound\":%" PRIu64
-                 ",\"failed_status\":%" PRIu64 ",\"failed_body\":%" PRIu64 ",\"failed_timeout\":%" PRIu64
-                 ",\"connect_errors\":%" PRIu64 ",\"p50_us\":%.1f,\"p99_us\":%.1f,\"rps\":%.1f,",
+                 "\"requests\":" CLI_JSON_U64 ",\"failed\":" CLI_JSON_U64 ",\"lost\":" CLI_JSON_U64
+                 ",\"lost_bound\":" CLI_JSON_U64 ",\"failed_status\":" CLI_JSON_U64 ",\"failed_body\":" CLI_JSON_U64
+                 ",\"failed_timeout\":" CLI_JSON_U64 ",\"connect_errors\":" CLI_JSON_U64
+                 ",\"p50_us\":%.1f,\"p99_us\":%.1f,\"rps\":%.1f,",
             v->ok ? "true" : "false", d->o.workers, d->o.connections, d->o.upstreams, r->elapsed_s, r->ok, v->failed,
             v->lost, v->lost_bound, r->bad_status, r->bad_body, r->timeouts, r->connect_errors,
             (double)hist_percentile(&r->hist, 0.50) / 1e3, (double)hist_percentile(&r->hist, 0.99) / 1e3,
             r->elapsed_s > 0 ? (double)r->ok / r->elapsed_s : 0.0);
-    fprintf(out, "\"leases_local\":%" PRIu64 ",\"leases_remote\":%" PRIu64 ",\"served_remote\":%" PRIu64
-                 ",\"retries\":%" PRIu64 ",\"aborted\":%" PRIu64 ",\"worker_errors\":%" PRIu64
-                 ",\"upstream_failures\":%" PRIu64 ",\"streams_used\":%" PRIu64
-                 ",\"upstreams_dialled\":%" PRIu64 ",",
+    fprintf(out, "\"leases_local\":" CLI_JSON_U64 ",\"leases_remote\":" CLI_JSON_U64
+                 ",\"served_remote\":" CLI_JSON_U64 ",\"retries\":" CLI_JSON_U64 ",\"aborted\":" CLI_JSON_U64
+                 ",\"worker_errors\":" CLI_JSON_U64 ",\"upstream_failures\":" CLI_JSON_U64
+                 ",\"streams_used\":" CLI_JSON_U64 ",\"upstreams_dialled\":" CLI_JSON_U64 ",",
             (uint64_t)STAT_GET(&t, local_leases), (uint64_t)STAT_GET(&t, remote_leases),
             (uint64_t)STAT_GET(&t, served_remote), (uint64_t)STAT_GET(&t, retries), (uint64_t)STAT_GET(&t, aborted),
             (uint64_t)STAT_GET(&t, errors), (uint64_t)STAT_GET(&t, upstream_failures),
             (uint64_t)STAT_GET(&t, streams), (uint64_t)STAT_GET(&t, upstreams_created));
-    fprintf(out, "\"kills\":%d,\"deaths_reclaimed\":%" PRIu64 ",\"reaper\":\"%s\",\"reaper_deaths\":%d,"
-                 "\"supervisor_reaps\":%" PRIu64 ",\"restarts\":%" PRIu64 ",\"requests_after_kill\":%" PRIu64 ","
-                 "\"reclaimed_upstreams\":%lld,\"reclaimed_stream_sides\":%lld,\"exit_to_reclaim_us\":%lld,",
+    /* exit_to_reclaim_us: the reaper's 64-bit figure, "-1" when no death was reported. */
+    fprintf(out, "\"kills\":%d,\"deaths_reclaimed\":" CLI_JSON_U64 ",\"reaper\":\"%s\",\"reaper_deaths\":%d,"
+                 "\"supervisor_reaps\":" CLI_JSON_U64 ",\"restarts\":" CLI_JSON_U64
+                 ",\"requests_after_kill\":" CLI_JSON_U64 ",\"reclaimed_upstreams\":%lld"
+                 ",\"reclaimed_stream_sides\":%lld,\"exit_to_reclaim_us\":" CLI_JSON_I64 ",",
             d->victim_pid ? 1 : 0, v->reclaimed, d->reaper_backend[0] ? d->reaper_backend : "none", d->n_deaths,
             (uint64_t)atomic_load(&d->rf.st->supervisor_reaps), (uint64_t)atomic_load(&d->rf.st->restarts),
-            v->after_kill, dr ? dr->pool_resources : -1, dr ? dr->stream_sides : -1, dr ? dr->exit_to_reclaim_us : -1);
-    fprintf(out, "\"end\":{\"upstreams_live\":%zd,\"worker_upstreams\":%" PRIu64 ",\"budget_live\":%u,"
-                 "\"budget_creating\":%u,\"units_reserved\":%" PRIu64 ",\"units_active\":%" PRIu64
-                 ",\"dead_owned\":%" PRIu64 ",\"streams_live\":%zd,\"victim_node_free\":%s},\"why\":[",
+            v->after_kill, dr ? dr->pool_resources : -1, dr ? dr->stream_sides : -1,
+            (int64_t)(dr ? dr->exit_to_reclaim_us : -1));
+    fprintf(out, "\"end\":{\"upstreams_live\":" CLI_JSON_SSIZE ",\"worker_upstreams\":" CLI_JSON_U64
+                 ",\"budget_live\":%u,\"budget_creating\":%u,\"units_reserved\":" CLI_JSON_U64
+                 ",\"units_active\":" CLI_JSON_U64 ",\"dead_owned\":" CLI_JSON_U64 ",\"streams_live\":" CLI_JSON_SSIZE
+                 ",\"victim_node_free\":%s},\"why\":[",
             tc->candidates, tc->worker_upstreams, tc->live, tc->creating, tc->reserved, tc->active, tc->dead_owned,
             tc->streams, tc->victim_node_free ? "true" : "false");
     for (int i = 0; i < v->n_why; i++)

@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include "cli.h"
 #include "relay.h"
 
 #define LD_BUF 16384
@@ -372,10 +373,11 @@ void load_print(const struct load_opts *o, const struct load_result *r, FILE *ou
     uint64_t failed = r->bad_status + r->bad_body + r->timeouts;
     double rps = r->elapsed_s > 0 ? (double)r->ok / r->elapsed_s : 0;
     if (o->json) {
-        fprintf(out, "{\"connections\":%d,\"elapsed_s\":%.3f,\"sent\":%" PRIu64 ",\"ok\":%" PRIu64
-                     ",\"failed\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"bad_status\":%" PRIu64 ",\"bad_body\":%" PRIu64
-                     ",\"timeouts\":%" PRIu64 ",\"connect_errors\":%" PRIu64 ",\"reconnects\":%" PRIu64
-                     ",\"bytes\":%" PRIu64 ",\"rps\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f}\n",
+        fprintf(out, "{\"connections\":%d,\"elapsed_s\":%.3f,\"sent\":" CLI_JSON_U64 ",\"ok\":" CLI_JSON_U64
+                     ",\"failed\":" CLI_JSON_U64 ",\"lost\":" CLI_JSON_U64 ",\"bad_status\":" CLI_JSON_U64
+                     ",\"bad_body\":" CLI_JSON_U64 ",\"timeouts\":" CLI_JSON_U64 ",\"connect_errors\":" CLI_JSON_U64
+                     ",\"reconnects\":" CLI_JSON_U64 ",\"bytes\":" CLI_JSON_U64 ",\"rps\":%.1f,\"p50_us\":%.1f"
+                     ",\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f}\n",
                 o->connections, r->elapsed_s, r->sent, r->ok, failed, r->lost, r->bad_status, r->bad_body,
                 r->timeouts, r->connect_errors, r->reconnects, r->bytes, rps,
                 (double)hist_percentile(&r->hist, 0.50) / 1e3, (double)hist_percentile(&r->hist, 0.99) / 1e3,

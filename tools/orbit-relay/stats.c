@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include "relay.h"
+#include "cli.h"
 #include "tool.h"
 
 static void stats_path(const char *fleet, char *buf, size_t len)
@@ -115,9 +116,10 @@ static const char *slot_state_name(uint32_t s)
 
 static void print_worker_json(const struct relay_worker_stats *w, int slot, bool first, FILE *out)
 {
-    fprintf(out, "%s{\"slot\":%d,\"pid\":%d,\"state\":\"%s\",\"node\":%u,\"incarnation\":%" PRIu64, first ? "" : ",",
+    fprintf(out, "%s{\"slot\":%d,\"pid\":%d,\"state\":\"%s\",\"node\":%u,\"incarnation\":" CLI_JSON_U64,
+            first ? "" : ",",
             slot, STAT_GET(w, pid), slot_state_name(STAT_GET(w, state)), STAT_GET(w, node), STAT_GET(w, incarnation));
-#define JS(f) fprintf(out, ",\"" #f "\":%" PRIu64, (uint64_t)STAT_GET(w, f));
+#define JS(f) fprintf(out, ",\"" #f "\":" CLI_JSON_U64, (uint64_t)STAT_GET(w, f));
     COUNTERS(JS)
     GAUGES(JS)
 #undef JS
@@ -161,8 +163,9 @@ int stats_main(const char *fleet, bool json)
         if (s) {
             fprintf(stdout, ",\"backend\":");
             tool_json_str(stdout, s->backend);
-            fprintf(stdout, ",\"listen_port\":%u,\"upstream_budget\":%u,\"deaths\":%" PRIu64 ",\"restarts\":%" PRIu64
-                            ",\"supervisor_reaps\":%" PRIu64 ",\"death_reports\":%" PRIu64 ",\"workers\":[",
+            fprintf(stdout, ",\"listen_port\":%u,\"upstream_budget\":%u,\"deaths\":" CLI_JSON_U64
+                            ",\"restarts\":" CLI_JSON_U64 ",\"supervisor_reaps\":" CLI_JSON_U64
+                            ",\"death_reports\":" CLI_JSON_U64 ",\"workers\":[",
                     s->listen_port, s->upstreams, (uint64_t)atomic_load(&s->deaths),
                     (uint64_t)atomic_load(&s->restarts), (uint64_t)atomic_load(&s->supervisor_reaps),
                     (uint64_t)atomic_load(&s->death_reports));
