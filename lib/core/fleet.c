@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The fleet: its segment of node records, joining, leaving, liveness and reaping. */
 #include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -548,16 +550,24 @@ void orb_fleet_table_close(struct orbit_fleet *f, struct orb_segment *seg)
 
 /* ---- listing and unlinking --------------------------------------------- */
 
+/* The backing directories: hugetlbfs (NULL when there is none) and /dev/shm. */
+static void segment_dirs(const char *dirs[2], char hdir[256])
+{
+    dirs[0] = orb_hugetlb_dir();
+    dirs[1] = "/dev/shm";
+    if (dirs[0]) {
+        snprintf(hdir, 256, "%s", dirs[0]);
+        dirs[0] = hdir;
+    }
+}
+
 /* Calls fn for each "orbit.<fleet>.<kind>" file in the backing directories. */
 static void scan_segments(void (*fn)(void *ctx, const char *dir, const char *fleet, unsigned kind,
                                      enum orbit_backing b), void *ctx)
 {
-    const char *dirs[2] = { orb_hugetlb_dir(), "/dev/shm" };
+    const char *dirs[2];
     char hdir[256];
-    if (dirs[0]) {
-        snprintf(hdir, sizeof hdir, "%s", dirs[0]);
-        dirs[0] = hdir;
-    }
+    segment_dirs(dirs, hdir);
     for (int d = 0; d < 2; d++) {
         if (!dirs[d])
             continue;
@@ -654,12 +664,47 @@ static void unlink_one(void *ctx, const char *dir, const char *fleet, unsigned k
         u->error = -errno;
 }
 
+/*
+ * A creator builds a segment as "orbit.<fleet>.<kind>.tmp.<pid>.<ns>" and links it into
+ * place; one killed before that leaves the file. Removes those whose creator is gone,
+ * or is this process (a bench's signal handler unlinking its fleet mid-creation); another
+ * live creator's file is its own: it links or removes it. Returns how many.
+ */
+static int unlink_dead_creations(const char *name)
+{
+    const char *dirs[2];
+    char hdir[256], prefix[ORBIT_FLEET_NAME_MAX + 8];
+    int removed = 0;
+    segment_dirs(dirs, hdir);
+    snprintf(prefix, sizeof prefix, "orbit.%s.", name);
+    for (int d = 0; d < 2; d++) {
+        DIR *dir = dirs[d] ? opendir(dirs[d]) : NULL;
+        struct dirent *e;
+        while (dir && (e = readdir(dir)) != NULL) {
+            const char *tmp = strstr(e->d_name, ".tmp.");
+            if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || !tmp)
+                continue;
+            long pid = strtol(tmp + 5, NULL, 10);
+            if (pid <= 0 || pid > INT32_MAX ||
+                (pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
+                continue;
+            char path[600];
+            snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
+            removed += unlink(path) == 0;
+        }
+        if (dir)
+            closedir(dir);
+    }
+    return removed;
+}
+
 int orbit_fleet_unlink(const char *name)
 {
     if (!orb_fleet_name_valid(name))
         return -ORBIT_EMALFORMED;
     struct unlink_ctx u = { name, 0, 0 };
     scan_segments(unlink_one, &u);
+    u.removed += unlink_dead_creations(name);
     /* Creation locks are not segments; one a killed creator left behind counts as removed. */
     for (unsigned kind = 0; kind < 256; kind++) {
         char path[300];

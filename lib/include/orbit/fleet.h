@@ -137,8 +137,9 @@ int  orbit_fleet_reap(struct orbit_fleet *);
  * orbit_fleet_unlink - removes every segment of that fleet (both backings)
  * and the small files in /dev/shm (orbit.<name>.<kind>.lock) whose flock
  * makes creating a segment name race-free (a creator removes its own when
- * done; one killed while creating leaves it). Returns 0 when it removed
- * anything, -ENOENT if there was neither a segment nor a lock file.
+ * done; one killed while creating leaves it), and half-built segments
+ * (orbit.<name>.<kind>.tmp.<pid>.*) whose creator is gone or is the caller.
+ * Returns 0 when it removed anything, -ENOENT if there was nothing.
  * Creation never waits on a lock file of another user (one planted to block
  * it is ignored), nor on any holder for longer than 10 s.
  */

@@ -579,6 +579,33 @@ START_TEST(unlink_removes_a_left_lock_file_and_says_so)
 }
 END_TEST
 
+/* A creator killed before linking its segment into place leaves a .tmp file: unlink removes it. */
+START_TEST(unlink_removes_a_dead_creators_half_built_segment)
+{
+    const char *name = tu_fleet_name("tmpleft");
+    pid_t kid = fork();
+    if (kid == 0)
+        _exit(0);
+    ck_assert_int_eq(tu_wait_child(kid, 10000), 0);   /* a pid that is gone */
+    char dead[400], own[400], live[400];
+    snprintf(dead, sizeof dead, "/dev/shm/orbit.%s.255.tmp.%d.12345", name, (int)kid);
+    snprintf(own, sizeof own, "/dev/shm/orbit.%s.2.tmp.%d.12345", name, (int)getpid());
+    snprintf(live, sizeof live, "/dev/shm/orbit.%s.3.tmp.%d.12345", name, (int)getppid());
+    const char *paths[] = { dead, own, live };
+    for (int i = 0; i < 3; i++) {
+        int fd = open(paths[i], O_RDWR | O_CREAT | O_EXCL, 0600);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+    }
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+    ck_assert_int_eq(access(dead, F_OK), -1);
+    ck_assert_int_eq(access(own, F_OK), -1);    /* the caller's own, cut short */
+    ck_assert_int_eq(access(live, F_OK), 0);    /* another live creator's file is its own */
+    ck_assert_int_eq(unlink(live), 0);
+    ck_assert_int_eq(orbit_fleet_unlink(name), -ENOENT);
+}
+END_TEST
+
 /*
  * Another user plants the fleet's creation lock first: 0 a file it holds
  * flocked, 1 a FIFO. Creation neither waits on it nor fails; the join
@@ -736,6 +763,7 @@ int main(void)
     tcase_add_test(tc, private_fleets_share_tables_within_the_process);
     tcase_add_test(tc, a_garbled_node_state_is_corrupt_not_a_hang);
     tcase_add_test(tc, unlink_removes_a_left_lock_file_and_says_so);
+    tcase_add_test(tc, unlink_removes_a_dead_creators_half_built_segment);
     tcase_add_test(tc, a_creator_that_died_before_ready_is_corrupt_not_a_hang);
     suite_add_tcase(s, tc);
     TCase *root = tu_optional_tcase("root");
