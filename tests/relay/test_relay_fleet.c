@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <orbit/pool.h>
 #include "relay_harness.h"
+#include "jsonflat.h"
 
 /* Runs argv to its end; its stdout into out. Returns its exit status. */
 static int run_out(char *const argv[], char *out, size_t cap, int timeout_ms)
@@ -18,24 +19,6 @@ static int run_out(char *const argv[], char *out, size_t cap, int timeout_ms)
     close(fd);
     return tu_wait_child(pid, timeout_ms);
 }
-
-/* An integer after "key": in a flat JSON text; fails the test if absent, or if a 64-bit
- * value (wide) is not a JSON string of digits or a narrower one not a bare number. */
-static long long jint(const char *json, const char *key, bool wide)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(json, pat);
-    ck_assert_msg(p, "no %s in %s", key, json);
-    p += strlen(pat);
-    char *end;
-    long long v = strtoll(p + wide, &end, 10);
-    ck_assert_msg(end > p + wide && (*p == '"') == wide && (!wide || *end == '"'),
-                  "%s is not a %s: %s", key, wide ? "JSON string of digits" : "JSON number", json);
-    return v;
-}
-#define jnum(json, key) jint(json, key, false)   /* 32-bit and narrower: a number */
-#define ju64(json, key) jint(json, key, true)    /* 64-bit: a string */
 
 /* Upstreams of the backend's key still owned by that incarnation. */
 static long owned_by(struct orbit_pool *pool, uint64_t incarnation)

@@ -730,6 +730,32 @@ static int mutex_parker_child(const char *name)
     return 0;
 }
 
+/* Node 1 (life 1001) claims {1:5} and is killed -9 holding it. */
+static void kill_a_claim_holder(const char *name)
+{
+    struct tu_gate ready;
+    tu_gate_init(&ready);
+    pid_t victim = fork();
+    if (victim == 0)
+        _exit(victim_child(name, &ready));
+    tu_gate_pass(&ready);
+    tu_gate_close(&ready);
+    kill(victim, SIGKILL);
+    ck_assert_int_eq(tu_wait_child(victim, 10000), 128 + SIGKILL);
+}
+
+/* A member (node 6) stopped inside the ledger mutex; SIGCONT lets it finish and exit 0. */
+static pid_t park_in_mutex(const char *name)
+{
+    pid_t parker = fork();
+    if (parker == 0)
+        _exit(mutex_parker_child(name));
+    int st;
+    ck_assert_int_eq(waitpid(parker, &st, WUNTRACED), parker);
+    ck_assert(WIFSTOPPED(st));
+    return parker;
+}
+
 /* Reports node 1 dead: blocks on the parked holder's mutex until killed. */
 static int reporter_child(const char *name)
 {
@@ -761,23 +787,9 @@ START_TEST(test_reporter_killed_mid_report)
     struct orbit_fleet *f;
     struct orbit_admission *a = parent_open(name, &f, 1000);
     ck_assert_int_eq(orbit_admission_set_capacity(a, 1, 100), 0);
-    struct tu_gate ready;
-    tu_gate_init(&ready);
-    pid_t victim = fork();
-    if (victim == 0)
-        _exit(victim_child(name, &ready));
-    tu_gate_pass(&ready);
-    tu_gate_close(&ready);
+    kill_a_claim_holder(name);
     ck_assert_uint_eq(used_of(a, 1), 5);
-    kill(victim, SIGKILL);
-    ck_assert_int_eq(tu_wait_child(victim, 10000), 128 + SIGKILL);
-
-    pid_t parker = fork();
-    if (parker == 0)
-        _exit(mutex_parker_child(name));
-    int st;
-    ck_assert_int_eq(waitpid(parker, &st, WUNTRACED), parker);
-    ck_assert(WIFSTOPPED(st));
+    pid_t parker = park_in_mutex(name);
     pid_t reporter = fork();
     if (reporter == 0)
         _exit(reporter_child(name));
@@ -836,22 +848,8 @@ START_TEST(test_node_dead_on_a_stuck_ledger_is_finished_later)
     struct orbit_fleet *f;
     struct orbit_admission *a = parent_open(name, &f, 1000);
     ck_assert_int_eq(orbit_admission_set_capacity(a, 1, 100), 0);
-    struct tu_gate ready;
-    tu_gate_init(&ready);
-    pid_t victim = fork();
-    if (victim == 0)
-        _exit(victim_child(name, &ready));
-    tu_gate_pass(&ready);
-    tu_gate_close(&ready);
-    kill(victim, SIGKILL);
-    ck_assert_int_eq(tu_wait_child(victim, 10000), 128 + SIGKILL);
-
-    pid_t parker = fork();
-    if (parker == 0)
-        _exit(mutex_parker_child(name));
-    int st;
-    ck_assert_int_eq(waitpid(parker, &st, WUNTRACED), parker);
-    ck_assert(WIFSTOPPED(st));
+    kill_a_claim_holder(name);
+    pid_t parker = park_in_mutex(name);
     int rc = orbit_fleet_node_dead(f, 1, 1001);
     ck_assert_msg(rc < 0, "node_dead on a held ledger returned %d", rc);
     ck_assert_uint_ne(atomic_load(&f->nodes[1].state), ORBIT_NODE_FREE);
