@@ -625,6 +625,27 @@ ssize_t orbit_fleet_segments(const char *name, struct orbit_segment_info *out, s
     return (ssize_t)c.n;
 }
 
+struct kind_collect { const char *fleet; uint64_t *present; };
+
+static void collect_kind(void *ctx, const char *dir, const char *fleet, unsigned kind,
+                         enum orbit_backing b)
+{
+    (void)dir; (void)b;
+    struct kind_collect *c = ctx;
+    if (strcmp(fleet, c->fleet) == 0)
+        c->present[kind / 64] |= 1ull << (kind % 64);
+}
+
+int orb_fleet_segment_kinds(const char *name, uint64_t present[4])
+{
+    if (!orb_fleet_name_valid(name) || !present)
+        return -ORBIT_EMALFORMED;
+    memset(present, 0, 4 * sizeof *present);
+    struct kind_collect c = { name, present };
+    scan_segments(collect_kind, &c);
+    return 0;
+}
+
 struct name_collect { char (*names)[ORBIT_FLEET_NAME_MAX + 1]; size_t max, n; };
 
 static void collect_name(void *ctx, const char *dir, const char *fleet, unsigned kind,

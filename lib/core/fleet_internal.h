@@ -59,6 +59,8 @@ struct orbit_fleet {
 int  orb_fleet_table_open(struct orbit_fleet *f, struct orb_seg_request *req, struct orb_segment *out);
 int  orb_fleet_table_open_existing(struct orbit_fleet *f, uint8_t kind, struct orb_segment *out);
 void orb_fleet_table_close(struct orbit_fleet *f, struct orb_segment *seg);
+/* Sets bit k of present[4] for each segment file orbit.<name>.<k> in the backing directories. */
+int  orb_fleet_segment_kinds(const char *name, uint64_t present[4]);
 
 /* The node's record, or NULL if node >= capacity. */
 static inline struct orb_node_record *orb_fleet_record(struct orbit_fleet *f, uint32_t node)

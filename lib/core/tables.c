@@ -66,21 +66,23 @@ static int list_private(struct orbit_fleet *f, struct table_ref *v)
     return n;
 }
 
-/* The fleet's table segments (headers validated, fleet segment left out). */
+/* The fleet's table segments by kind (headers validated, fleet segment left out). */
 static int list_tables(struct orbit_fleet *f, struct table_ref *v)
 {
     if (f->is_private)
         return refs_sorted(v, list_private(f, v));
-    struct orbit_segment_info info[TABLES_MAX];   /* no allocation: a death report must not fail */
-    ssize_t total = orbit_fleet_segments(f->name, info, TABLES_MAX);
-    int n = 0;
-    for (ssize_t i = 0; i < total && i < TABLES_MAX; i++) {
+    uint64_t present[4];   /* a bit per kind: no allocation, a death report must not fail */
+    int rc = orb_fleet_segment_kinds(f->name, present), n = 0;
+    if (rc < 0)
+        return rc;
+    for (unsigned k = 0; k < TABLES_MAX; k++) {
         struct orb_seg_header h;
-        if (info[i].kind == ORB_FLEET_KIND || orb_segment_peek(f->name, info[i].kind, &h, NULL, NULL) != 0)
+        if (!(present[k / 64] >> (k % 64) & 1) || k == ORB_FLEET_KIND ||
+            orb_segment_peek(f->name, (uint8_t)k, &h, NULL, NULL) != 0)
             continue;
         v[n++] = (struct table_ref){ h.kind, h.table_type, h.epoch };
     }
-    return total < 0 ? (int)total : refs_sorted(v, n);
+    return n;   /* ascending kinds, one each (a name in both backing directories counts once) */
 }
 
 int orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
