@@ -8,7 +8,7 @@
  */
 #include "relay_harness.h"
 
-static uint16_t relay_port;
+static uint16_t relay_port, backend_port;
 static struct backend_seen *seen;
 
 static size_t ask(const char *req, char *buf, size_t cap)
@@ -235,6 +235,112 @@ START_TEST(stalled_streamed_body_is_cut)
 }
 END_TEST
 
+/* Sends a chunked body of total payload bytes (every byte value) in chunks of
+ * many sizes, with extensions and a trailer; returns the payload's hash. */
+static uint64_t send_chunked(int fd, size_t total)
+{
+    static char data[200000];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (char)(i * 131 + 7);
+    uint64_t hash = FNV_BASIS;
+    size_t sent = 0;
+    for (unsigned i = 0; sent < total; i++) {
+        size_t n = (i * 7919u) % (i % 3 ? 70000u : 300u) + 1;   /* 1 byte .. 68 KiB */
+        if (n > total - sent)
+            n = total - sent;
+        char line[64];
+        snprintf(line, sizeof line, i % 5 ? "%zx\r\n" : "%zX;ext=%u\r\n", n, i);
+        put_str(fd, line);
+        const char *p = data + (sent % 1000);
+        send_all(fd, p, n);
+        put_str(fd, "\r\n");
+        hash = fnv1a(hash, p, n);
+        sent += n;
+    }
+    put_str(fd, "0\r\nX-Trailer: 1\r\n\r\n");
+    return hash;
+}
+
+/* A relay of its own on the test's backend: defaults but for two workers. */
+static pid_t plain_relay(uint16_t *port)
+{
+    pid_t pid;
+    char fleet[64];
+    snprintf(fleet, sizeof fleet, "%s", tu_fleet_name("relay-plain"));
+    *port = relay_start(fleet, backend_port, (char *[]){ "--workers", "2", NULL }, &pid);
+    return pid;
+}
+
+START_TEST(chunked_body_streams_through)
+{
+    /* 8 MiB in many chunks (the relay once held chunked bodies whole, up to 1 MiB), then
+     * a pipelined request on the same connection. */
+    uint16_t port;
+    pid_t pid = plain_relay(&port);
+    int before = atomic_load(&seen->posts);
+    int fd = connect_to(port);
+    put_str(fd, "POST /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    uint64_t hash = send_chunked(fd, 8u << 20);
+    put_str(fd, "GET /after HTTP/1.1\r\nHost: t\r\n\r\n");
+    char buf[4096], want[128];
+    read_response(fd, buf, sizeof buf, 20000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got '%.60s'", buf);
+    snprintf(want, sizeof want, "bytes=%u fnv=%016llx framing=chunked", 8u << 20, (unsigned long long)hash);
+    ck_assert_msg(strncmp(body_of(buf), want, strlen(want)) == 0, "the backend saw '%s', not '%s'", body_of(buf), want);
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_str_eq(body_of(buf), "/after");
+    close(fd);
+    ck_assert_int_eq(atomic_load(&seen->posts) - before, 1);
+    /* Small and large bodies alike, one connection: each arrives whole. */
+    fd = connect_to(port);
+    size_t sizes[] = { 0, 1, 65535, 65537, 300000, 10 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        put_str(fd, "PUT /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+        hash = send_chunked(fd, sizes[i]);
+        read_response(fd, buf, sizeof buf, 10000);
+        snprintf(want, sizeof want, "bytes=%zu fnv=%016llx ", sizes[i], (unsigned long long)hash);
+        ck_assert_msg(strncmp(body_of(buf), want, strlen(want)) == 0, "size %zu: the backend saw '%s'", sizes[i],
+                      body_of(buf));
+    }
+    close(fd);
+    relay_stop(pid);
+}
+END_TEST
+
+START_TEST(streamed_chunked_body_is_never_sent_twice)
+{
+    /* An idempotent PUT whose body streamed: the upstream drops it after reading it all;
+     * the body is gone, so the relay answers 502 rather than sending it again. */
+    uint16_t port;
+    pid_t pid = plain_relay(&port);
+    int before = atomic_load(&seen->requests);
+    int fd = connect_to(port);
+    put_str(fd, "PUT /drop HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    send_chunked(fd, 300000);
+    char buf[1024];
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 502", 12) == 0, "got '%.60s'", buf);
+    close(fd);
+    tu_sleep_ms(300);
+    ck_assert_int_eq(atomic_load(&seen->requests) - before, 1);
+    relay_stop(pid);
+}
+END_TEST
+
+START_TEST(chunked_body_over_max_body)
+{
+    /* --max-body 200000: a chunked body past it is answered 413 and the connection closed. */
+    int fd = connect_to(relay_port);
+    put_str(fd, "POST /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    send_chunked(fd, 250000);
+    char buf[1024];
+    read_until(fd, buf, sizeof buf, "\r\n\r\n", 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 413", 12) == 0, "got '%.60s'", buf);
+    ck_assert(closed_within(fd, 3000));
+    close(fd);
+}
+END_TEST
+
 START_TEST(expect_100_continue)
 {
     char buf[4096];
@@ -294,6 +400,7 @@ int main(void)
 {
     pid_t bpid, rpid;
     uint16_t bport = backend_start(&bpid, &seen);
+    backend_port = bport;
     char fleet[64];
     snprintf(fleet, sizeof fleet, "%s", tu_fleet_name("relay-http"));
     char *extra[] = { "--workers", "2", "--header-timeout", "1000", "--idle-timeout", "2000",
@@ -312,6 +419,9 @@ int main(void)
     tcase_add_test(tc, header_idle_and_response_timeouts);
     tcase_add_test(tc, large_and_chunked_request_bodies);
     tcase_add_test(tc, stalled_streamed_body_is_cut);
+    tcase_add_test(tc, chunked_body_streams_through);
+    tcase_add_test(tc, streamed_chunked_body_is_never_sent_twice);
+    tcase_add_test(tc, chunked_body_over_max_body);
     tcase_add_test(tc, expect_100_continue);
     tcase_add_test(tc, command_line);
     suite_add_tcase(s, tc);

@@ -12,6 +12,8 @@
 #define W_RETRIES 8                /* attempts of one request before 502 */
 #define W_GRACE_MS 1000            /* reservations nobody brought age out after this */
 #define W_TICK_MS  200             /* housekeeping: reconcile, lease checks, gauges */
+#define W_CHUNK_HEAD 16            /* a streamed chunked piece: room for its size line before it */
+#define W_CHUNK_TAIL 8             /* ... and for CRLF and the last chunk after it */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
 enum w_op {
