@@ -357,6 +357,60 @@ START_TEST(expect_100_continue)
 }
 END_TEST
 
+/* The sum of a counter over the relay's workers (orbit-relay --stats FLEET --json). */
+static long long stat_sum(const char *fleet, const char *key)
+{
+    char out[16384], pat[64];
+    pid_t pid;
+    int fd = spawn_out((char *[]){ (char *)relay_bin(), "--stats", (char *)fleet, "--json", NULL }, &pid);
+    read_until(fd, out, sizeof out, NULL, 5000);
+    close(fd);
+    ck_assert_int_eq(tu_wait_child(pid, 5000), 0);
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    long long sum = 0;
+    int seen_any = 0;
+    for (const char *p = strstr(out, pat); p; p = strstr(p + 1, pat), seen_any++)
+        sum += strtoll(p + strlen(pat), NULL, 10);
+    ck_assert_msg(seen_any > 0, "no %s in %s", key, out);
+    return sum;
+}
+
+START_TEST(response_timeout_is_504_on_any_worker)
+{
+    /* One upstream, two workers: a request accepted by the worker that does not own the
+     * idle upstream is relayed through the owner. A backend that never answers is a 504
+     * either way (it was a 502 through the owner). */
+    char fleet[64], buf[1024];
+    snprintf(fleet, sizeof fleet, "%s", tu_fleet_name("relay-504"));
+    pid_t pid;
+    uint16_t port = relay_start(fleet, backend_port, (char *[]){ "--workers", "2", "--upstreams", "1",
+                                                                 "--response-timeout", "400", NULL }, &pid);
+    int remote_rounds = 0;
+    for (int round = 0; round < 24 && remote_rounds < 2; round++) {
+        int warm = connect_to(port), slow = connect_to(port);
+        put_str(warm, "GET /warm HTTP/1.1\r\nHost: t\r\n\r\n");   /* the upstream: dialled by warm's worker */
+        read_response(warm, buf, sizeof buf, 5000);
+        ck_assert_str_eq(body_of(buf), "/warm");
+        long long remote = stat_sum(fleet, "remote_leases");
+        int before = atomic_load(&seen->requests);
+        put_str(slow, round % 2 ? "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n"
+                                : "POST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi");
+        read_until(slow, buf, sizeof buf, "\r\n\r\n", 5000);
+        bool via_owner = stat_sum(fleet, "remote_leases") > remote;
+        remote_rounds += via_owner;
+        ck_assert_msg(strncmp(buf, "HTTP/1.1 504", 12) == 0, "round %d (%s): got '%.40s'", round,
+                      via_owner ? "through the owner" : "local", buf);
+        /* A request that timed out is not sent again, GET or POST. */
+        ck_assert_msg(atomic_load(&seen->requests) - before == 1, "round %d (%s): the backend saw it %d times",
+                      round, via_owner ? "through the owner" : "local", atomic_load(&seen->requests) - before);
+        close(warm);
+        close(slow);
+    }
+    ck_assert_msg(remote_rounds > 0, "no request went through the upstream's owner in 24 rounds");
+    relay_stop(pid);
+}
+END_TEST
+
 /* Runs the relay with args; its exit status and stderr. */
 static int run_cli(char *const args[], char *err, size_t cap)
 {
@@ -423,6 +477,7 @@ int main(void)
     tcase_add_test(tc, streamed_chunked_body_is_never_sent_twice);
     tcase_add_test(tc, chunked_body_over_max_body);
     tcase_add_test(tc, expect_100_continue);
+    tcase_add_test(tc, response_timeout_is_504_on_any_worker);
     tcase_add_test(tc, command_line);
     suite_add_tcase(s, tc);
     int rc = tu_run(s);

@@ -77,6 +77,13 @@ static void up_fail(struct worker *w, struct upstream *up)
     bool retryable = up->delivered == 0 && (!up->sent_any || up->job.idempotent) && !up->timed_out;
     enum sink_kind sink = up->sink;
     void *obj = up->sink_obj;
+    if (sink == SINK_OSTREAM) {
+        /* Its answer is in the stream before the lease ends: a requester that sees the
+         * lease gone reads it there first. */
+        ((struct ostream *)obj)->timed_out = up->timed_out;
+        os_job_failed(w, obj, retryable);
+        sink = SINK_NONE;
+    }
     STAT_ADD(w->st, upstream_failures, 1);
     up->broken = true;
     if (up->busy) {
@@ -89,8 +96,6 @@ static void up_fail(struct worker *w, struct upstream *up)
         if (up->timed_out)
             ((struct client *)obj)->fail_status = 504;
         client_job_failed(w, obj, retryable);
-    } else if (sink == SINK_OSTREAM) {
-        os_job_failed(w, obj, retryable);
     }
     sweep(w);   /* the budget has room again */
 }

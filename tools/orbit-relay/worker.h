@@ -127,6 +127,7 @@ struct ostream {
     struct orbit_lease lease;
     enum { OS_HEAD, OS_REQ, OS_RUN, OS_CLOSING } phase;
     bool wait_armed, status_sent, peer_gone, writing;
+    bool timed_out;                 /* the upstream's response timed out */
     struct upstream *up;
     size_t req_len, req_got;
     const char *wbuf; size_t wlen, woff;
@@ -147,9 +148,10 @@ struct ostream {
 #define RELAY_F_HTTP10     4u
 #define RELAY_F_KEEPALIVE  8u
 /* The status frame: 0 and flags (RELAY_S_CLOSE: the client's connection closes after this
- * response), a negative code (refused before sending: try again), or RELAY_STATUS_SENT. */
+ * response), a negative code (refused before sending: try again), or RELAY_STATUS_SENT/TIMEOUT. */
 #define RELAY_S_CLOSE      1u
 #define RELAY_STATUS_SENT  1   /* failed after the request reached the backend */
+#define RELAY_STATUS_TIMEOUT 2 /* ... by the response timeout: 504 */
 void relay_frame_encode(char out[48], const struct orbit_lease *l, uint32_t req_len, uint16_t flags);
 int  relay_frame_decode(const char in[48], struct orbit_lease *l, uint32_t *req_len, uint16_t *flags);
 
