@@ -31,7 +31,10 @@
     do { if (!(cond)) { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
 
 /* What the backend saw, shared with the test. */
-struct backend_seen { _Atomic int requests, posts; };
+struct backend_seen {
+    _Atomic int requests, posts;
+    _Atomic int release;   /* /early sends its final response once the test sets this */
+};
 
 static inline const char *relay_bin(void)
 {
@@ -155,7 +158,17 @@ static inline bool backend_answer(int fd, const char *req, size_t head_len, size
         sleep(30);
         return false;
     }
-    if (strncmp(path, "/100/", 5) == 0) {
+    if (strcmp(path, "/early") == 0) {       /* interim responses; the final one once released */
+        put_str(fd, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\nKeep-Alive: timeout=1\r\n\r\n");
+        for (int i = 0; i < 5000 && !atomic_load(&seen->release); i++)
+            usleep(1000);
+        put_str(fd, "HTTP/1.1 102 Processing\r\n\r\n");
+        put_body(fd, path, strlen(path));
+    } else if (strcmp(path, "/early-slow") == 0) {   /* an interim response, then nothing */
+        put_str(fd, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n");
+        sleep(30);
+        return false;
+    } else if (strncmp(path, "/100/", 5) == 0) {
         put_str(fd, "HTTP/1.1 100 Continue\r\n\r\n");
         put_body(fd, path, strlen(path));
     } else if (strcmp(path, "/chunked") == 0) {

@@ -47,6 +47,46 @@ START_TEST(interim_1xx_is_never_the_response)
 }
 END_TEST
 
+START_TEST(interim_1xx_forwarded_to_http11_clients)
+{
+    /* 103 and 102 go on to an HTTP/1.1 client as they come (the backend holds its final
+     * response until the 103 arrived here), without hop-by-hop fields; then the final
+     * response, and the connection carries on. */
+    char buf[4096];
+    atomic_store(&seen->release, 0);
+    int fd = connect_to(relay_port);
+    put_str(fd, "GET /early HTTP/1.1\r\nHost: t\r\n\r\n");
+    read_until(fd, buf, sizeof buf, "\r\n\r\n", 3000);
+    atomic_store(&seen->release, 1);
+    ck_assert_str_eq(buf, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n");
+    read_until(fd, buf, sizeof buf, "\r\n\r\n/early", 5000);
+    static const char rest[] = "HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 200 OK\r\n";
+    ck_assert_msg(strncmp(buf, rest, sizeof rest - 1) == 0, "got '%s'", buf);
+    ck_assert_str_eq(body_of(strstr(buf, "HTTP/1.1 200")), "/early");
+    put_str(fd, "GET /next HTTP/1.1\r\nHost: t\r\n\r\n");
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_str_eq(body_of(buf), "/next");
+    close(fd);
+    /* HTTP/1.0 clients never see a 1xx (RFC 9110 15.2). */
+    fd = connect_to(relay_port);
+    put_str(fd, "GET /early HTTP/1.0\r\n\r\n");
+    read_until(fd, buf, sizeof buf, NULL, 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got '%.40s'", buf);
+    ck_assert_ptr_null(strstr(buf, " 103 "));
+    ck_assert_ptr_null(strstr(buf, " 102 "));
+    ck_assert_str_eq(body_of(buf), "/early");
+    close(fd);
+    /* An interim response is not the response: a backend silent after it is still a 504. */
+    fd = connect_to(relay_port);
+    put_str(fd, "GET /early-slow HTTP/1.1\r\nHost: t\r\n\r\n");
+    read_until(fd, buf, sizeof buf, "\r\n\r\n", 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 103", 12) == 0, "got '%.40s'", buf);
+    read_until(fd, buf, sizeof buf, "\r\n\r\n", 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 504", 12) == 0, "got '%.40s'", buf);
+    close(fd);
+}
+END_TEST
+
 START_TEST(chunked_and_close_delimited_responses)
 {
     char buf[4096];
@@ -465,6 +505,7 @@ int main(void)
     TCase *tc = tcase_create("proxy");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, interim_1xx_is_never_the_response);
+    tcase_add_test(tc, interim_1xx_forwarded_to_http11_clients);
     tcase_add_test(tc, chunked_and_close_delimited_responses);
     tcase_add_test(tc, post_reaches_the_backend_once);
     tcase_add_test(tc, smuggling_vectors_get_400_and_close);

@@ -400,6 +400,15 @@ void client_send(struct worker *w, struct client *c, const char *p, size_t n)
     c->send_armed = true;
 }
 
+/* An interim (1xx) response: it goes out, yet the response has not started (a
+ * failure can still be answered, or the request tried again). */
+void client_send_interim(struct worker *w, struct client *c, const char *p, size_t n)
+{
+    bool started = c->resp_started;
+    client_send(w, c, p, n);
+    c->resp_started = started;
+}
+
 void client_error(struct worker *w, struct client *c, int status, const char *reason, bool close)
 {
     if (c->send_armed && c->state == C_READ) {   /* our 100 Continue is going out: after it */

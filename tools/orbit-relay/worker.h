@@ -93,6 +93,7 @@ struct upstream {
     size_t req_off;
     bool sent_any;                  /* a byte of the request went to the backend */
     bool timed_out;
+    bool handing;                   /* a piece is with the sink until it says drained */
     enum sink_kind sink; void *sink_obj;
     size_t len;                     /* bytes in buf */
     struct hm_msg msg;              /* the response */
@@ -207,6 +208,7 @@ void queue_remove(struct worker *w, struct client *c);
 void queue_push(struct worker *w, struct client *c);
 void client_close(struct worker *w, struct client *c);
 void client_send(struct worker *w, struct client *c, const char *p, size_t n);
+void client_send_interim(struct worker *w, struct client *c, const char *p, size_t n);
 void client_error(struct worker *w, struct client *c, int status, const char *reason, bool close);
 void client_resp_done(struct worker *w, struct client *c);
 void client_job_failed(struct worker *w, struct client *c, bool retryable);
