@@ -25,6 +25,8 @@ static const char usage[] =
 "      gets 431, a body over --max-body (default: none) 413: from its Content-Length before it\n"
 "      is read, or once a chunked body passes it. Timeouts in ms: header 10000 (408; also a\n"
 "      stalled body), idle keep-alive 60000, upstream connect 5000 and response 60000 (504).\n"
+"      Interim responses: 100-continue is answered by the relay; 102, 103... go on to HTTP/1.1\n"
+"      clients as they come (never to HTTP/1.0 ones).\n"
 "  orbit-relay --backend [HOST:]PORT\n"
 "      a keep-alive HTTP/1.1 origin whose bodies are a function of the path\n"
 "      (/size/N: N bytes; any other path 32..2048 bytes).\n"
