@@ -44,6 +44,11 @@ code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -H 'Transfer-Encoding
 head -c 5242880 /dev/zero >"$tmp/big"
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 20 -H 'Expect:' --data-binary @"$tmp/big" "$url/size/5")
 [ "$code" = 200 ] || fail "5 MiB upload: $code"
+# 8 MiB chunked: streams through re-chunked (no whole-request buffer, no 413).
+head -c 8388608 /dev/urandom >"$tmp/big"
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 20 -H 'Expect:' -H 'Transfer-Encoding: chunked' \
+    --data-binary @"$tmp/big" "$url/size/5")
+[ "$code" = 200 ] || fail "8 MiB chunked upload: $code"
 
 # ab -k and wrk, where installed: keep-alive load that must finish cleanly.
 if command -v ab >/dev/null; then

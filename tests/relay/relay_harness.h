@@ -31,7 +31,10 @@
     do { if (!(cond)) { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
 
 /* What the backend saw, shared with the test. */
-struct backend_seen { _Atomic int requests, posts; };
+struct backend_seen {
+    _Atomic int requests, posts;
+    _Atomic int release;   /* /early sends its final response once the test sets this */
+};
 
 static inline const char *relay_bin(void)
 {
@@ -155,7 +158,17 @@ static inline bool backend_answer(int fd, const char *req, size_t head_len, size
         sleep(30);
         return false;
     }
-    if (strncmp(path, "/100/", 5) == 0) {
+    if (strcmp(path, "/early") == 0) {       /* interim responses; the final one once released */
+        put_str(fd, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\nKeep-Alive: timeout=1\r\n\r\n");
+        for (int i = 0; i < 5000 && !atomic_load(&seen->release); i++)
+            usleep(1000);
+        put_str(fd, "HTTP/1.1 102 Processing\r\n\r\n");
+        put_body(fd, path, strlen(path));
+    } else if (strcmp(path, "/early-slow") == 0) {   /* an interim response, then nothing */
+        put_str(fd, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n");
+        sleep(30);
+        return false;
+    } else if (strncmp(path, "/100/", 5) == 0) {
         put_str(fd, "HTTP/1.1 100 Continue\r\n\r\n");
         put_body(fd, path, strlen(path));
     } else if (strcmp(path, "/chunked") == 0) {
@@ -178,32 +191,122 @@ static inline bool backend_answer(int fd, const char *req, size_t head_len, size
     return true;
 }
 
-/* One connection: requests with Content-Length bodies, answered in order. */
+static inline uint64_t fnv1a(uint64_t h, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
+    return h;
+}
+#define FNV_BASIS 0xcbf29ce484222325ull
+
+/* The backend's input: bytes [off, len) of buf are unread; more come from fd. */
+struct bin { int fd; char *buf; size_t cap, off, len; };
+
+/* At least want unread bytes (want < cap/2), or the connection ended. */
+static inline void bin_need(struct bin *b, size_t want)
+{
+    while (b->len - b->off < want) {
+        if (b->off > b->cap / 2) {
+            memmove(b->buf, b->buf + b->off, b->len - b->off);
+            b->len -= b->off;
+            b->off = 0;
+        }
+        ssize_t k = recv(b->fd, b->buf + b->len, b->cap - 1 - b->len, 0);
+        if (k <= 0)
+            _exit(0);
+        b->len += (size_t)k;
+    }
+}
+
+/* One CRLF-ended line (without it), NUL-terminated in place. */
+static inline char *bin_line(struct bin *b)
+{
+    char *eol;
+    while (!(eol = memmem(b->buf + b->off, b->len - b->off, "\r\n", 2))) {
+        if (b->len - b->off > 4096)
+            _exit(0);
+        bin_need(b, b->len - b->off + 1);
+    }
+    char *line = b->buf + b->off;
+    *eol = 0;
+    b->off = (size_t)(eol - b->buf) + 2;
+    return line;
+}
+
+/* Reads a chunked body as it comes (any length): its payload's length and hash, its trailer count. */
+static inline void backend_chunked(struct bin *b, uint64_t *n, uint64_t *hash, int *trailers)
+{
+    *n = 0;
+    *hash = FNV_BASIS;
+    *trailers = 0;
+    for (;;) {
+        char *line = bin_line(b), *end;
+        unsigned long long size = strtoull(line, &end, 16);
+        if (end == line)
+            _exit(0);
+        if (size == 0)
+            break;
+        while (size > 0) {
+            bin_need(b, 1);
+            size_t take = b->len - b->off < size ? b->len - b->off : (size_t)size;
+            *hash = fnv1a(*hash, b->buf + b->off, take);
+            b->off += take;
+            *n += take;
+            size -= take;
+        }
+        if (*bin_line(b) != 0)
+            _exit(0);   /* chunk data not followed by CRLF */
+    }
+    while (*bin_line(b) != 0)
+        (*trailers)++;
+}
+
+/* One connection: requests with Content-Length or chunked bodies, answered in order.
+ * /sum answers the body's length, hash and framing. */
 static inline void backend_conn(int fd, struct backend_seen *seen)
 {
-    size_t cap = 4 << 20, len = 0;
-    char *buf = malloc(cap);
+    struct bin b = { .fd = fd, .cap = 4 << 20 };
+    b.buf = malloc(b.cap);
     for (;;) {
         char *e;
-        while (!(buf[len] = 0, e = strstr(buf, "\r\n\r\n"))) {
-            ssize_t k = recv(fd, buf + len, cap - 1 - len, 0);
-            if (k <= 0)
-                _exit(0);
-            len += (size_t)k;
+        while (!(b.buf[b.len] = 0, e = strstr(b.buf + b.off, "\r\n\r\n")))
+            bin_need(&b, b.len - b.off + 1);
+        size_t head = (size_t)(e - b.buf) + 4 - b.off;
+        char *req = malloc(head + 1);
+        memcpy(req, b.buf + b.off, head);
+        req[head] = 0;
+        b.off += head;
+        bool chunked = strcasestr(req, "\r\ntransfer-encoding: chunked\r\n") != NULL;
+        long cl = head_length(req);
+        uint64_t body = cl > 0 ? (uint64_t)cl : 0, hash = FNV_BASIS;
+        int trailers = 0;
+        if (chunked) {
+            backend_chunked(&b, &body, &hash, &trailers);
+        } else {
+            for (uint64_t left = body; left > 0;) {
+                bin_need(&b, 1);
+                size_t take = b.len - b.off < left ? b.len - b.off : (size_t)left;
+                hash = fnv1a(hash, b.buf + b.off, take);
+                b.off += take;
+                left -= take;
+            }
         }
-        size_t head = (size_t)(e - buf) + 4;
-        long cl = head_length(buf);
-        size_t body = cl > 0 ? (size_t)cl : 0;
-        while (len < head + body) {
-            ssize_t k = recv(fd, buf + len, cap - 1 - len, 0);
-            if (k <= 0)
-                _exit(0);
-            len += (size_t)k;
+        bool more;
+        if (strncmp(req, "POST /sum ", 10) == 0 || strncmp(req, "PUT /sum ", 9) == 0) {
+            char out[160];
+            atomic_fetch_add(&seen->requests, 1);
+            atomic_fetch_add(&seen->posts, req[1] == 'O');
+            int k = snprintf(out, sizeof out, "bytes=%llu fnv=%016llx framing=%s trailers=%d",
+                             (unsigned long long)body, (unsigned long long)hash,
+                             chunked ? "chunked" : "length", trailers);
+            put_body(fd, out, (size_t)k);
+            more = true;
+        } else {
+            more = backend_answer(fd, req, head, (size_t)body, seen);
         }
-        if (!backend_answer(fd, buf, head, body, seen))
+        free(req);
+        if (!more)
             _exit(0);
-        memmove(buf, buf + head + body, len - head - body);
-        len -= head + body;
     }
 }
 

@@ -159,6 +159,12 @@ START_TEST(rewrite_drops_hop_by_hop)
     out[k] = 0;
     ck_assert_str_eq(out, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\n");
     ck_assert_int_eq(hm_head_rewrite(c, (size_t)n, &len, out, 20), -1);
+    /* Re-chunked: the framing fields and Trailer go, one Transfer-Encoding: chunked comes. */
+    struct hm_rewrite rechunk = { .drop_te = true, .add_chunked = true };
+    k = hm_head_rewrite(c, (size_t)n, &rechunk, out, sizeof out);
+    ck_assert_int_gt(k, 0);
+    out[k] = 0;
+    ck_assert_str_eq(out, "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n");
 }
 END_TEST
 

@@ -8,7 +8,7 @@
  */
 #include "relay_harness.h"
 
-static uint16_t relay_port;
+static uint16_t relay_port, backend_port;
 static struct backend_seen *seen;
 
 static size_t ask(const char *req, char *buf, size_t cap)
@@ -43,6 +43,46 @@ START_TEST(interim_1xx_is_never_the_response)
         if (c != fd)
             close(c);
     }
+    close(fd);
+}
+END_TEST
+
+START_TEST(interim_1xx_forwarded_to_http11_clients)
+{
+    /* 103 and 102 go on to an HTTP/1.1 client as they come (the backend holds its final
+     * response until the 103 arrived here), without hop-by-hop fields; then the final
+     * response, and the connection carries on. */
+    char buf[4096];
+    atomic_store(&seen->release, 0);
+    int fd = connect_to(relay_port);
+    put_str(fd, "GET /early HTTP/1.1\r\nHost: t\r\n\r\n");
+    read_until(fd, buf, sizeof buf, "\r\n\r\n", 3000);
+    atomic_store(&seen->release, 1);
+    ck_assert_str_eq(buf, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n");
+    read_until(fd, buf, sizeof buf, "\r\n\r\n/early", 5000);
+    static const char rest[] = "HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 200 OK\r\n";
+    ck_assert_msg(strncmp(buf, rest, sizeof rest - 1) == 0, "got '%s'", buf);
+    ck_assert_str_eq(body_of(strstr(buf, "HTTP/1.1 200")), "/early");
+    put_str(fd, "GET /next HTTP/1.1\r\nHost: t\r\n\r\n");
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_str_eq(body_of(buf), "/next");
+    close(fd);
+    /* HTTP/1.0 clients never see a 1xx (RFC 9110 15.2). */
+    fd = connect_to(relay_port);
+    put_str(fd, "GET /early HTTP/1.0\r\n\r\n");
+    read_until(fd, buf, sizeof buf, NULL, 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got '%.40s'", buf);
+    ck_assert_ptr_null(strstr(buf, " 103 "));
+    ck_assert_ptr_null(strstr(buf, " 102 "));
+    ck_assert_str_eq(body_of(buf), "/early");
+    close(fd);
+    /* An interim response is not the response: a backend silent after it is still a 504. */
+    fd = connect_to(relay_port);
+    put_str(fd, "GET /early-slow HTTP/1.1\r\nHost: t\r\n\r\n");
+    read_until(fd, buf, sizeof buf, "\r\n\r\n", 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 103", 12) == 0, "got '%.40s'", buf);
+    read_until(fd, buf, sizeof buf, "\r\n\r\n", 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 504", 12) == 0, "got '%.40s'", buf);
     close(fd);
 }
 END_TEST
@@ -235,6 +275,112 @@ START_TEST(stalled_streamed_body_is_cut)
 }
 END_TEST
 
+/* Sends a chunked body of total payload bytes (every byte value) in chunks of
+ * many sizes, with extensions and a trailer; returns the payload's hash. */
+static uint64_t send_chunked(int fd, size_t total)
+{
+    static char data[200000];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (char)(i * 131 + 7);
+    uint64_t hash = FNV_BASIS;
+    size_t sent = 0;
+    for (unsigned i = 0; sent < total; i++) {
+        size_t n = (i * 7919u) % (i % 3 ? 70000u : 300u) + 1;   /* 1 byte .. 68 KiB */
+        if (n > total - sent)
+            n = total - sent;
+        char line[64];
+        snprintf(line, sizeof line, i % 5 ? "%zx\r\n" : "%zX;ext=%u\r\n", n, i);
+        put_str(fd, line);
+        const char *p = data + (sent % 1000);
+        send_all(fd, p, n);
+        put_str(fd, "\r\n");
+        hash = fnv1a(hash, p, n);
+        sent += n;
+    }
+    put_str(fd, "0\r\nX-Trailer: 1\r\n\r\n");
+    return hash;
+}
+
+/* A relay of its own on the test's backend: defaults but for two workers. */
+static pid_t plain_relay(uint16_t *port)
+{
+    pid_t pid;
+    char fleet[64];
+    snprintf(fleet, sizeof fleet, "%s", tu_fleet_name("relay-plain"));
+    *port = relay_start(fleet, backend_port, (char *[]){ "--workers", "2", NULL }, &pid);
+    return pid;
+}
+
+START_TEST(chunked_body_streams_through)
+{
+    /* 8 MiB in many chunks (the relay once held chunked bodies whole, up to 1 MiB), then
+     * a pipelined request on the same connection. */
+    uint16_t port;
+    pid_t pid = plain_relay(&port);
+    int before = atomic_load(&seen->posts);
+    int fd = connect_to(port);
+    put_str(fd, "POST /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    uint64_t hash = send_chunked(fd, 8u << 20);
+    put_str(fd, "GET /after HTTP/1.1\r\nHost: t\r\n\r\n");
+    char buf[4096], want[128];
+    read_response(fd, buf, sizeof buf, 20000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got '%.60s'", buf);
+    snprintf(want, sizeof want, "bytes=%u fnv=%016llx framing=chunked", 8u << 20, (unsigned long long)hash);
+    ck_assert_msg(strncmp(body_of(buf), want, strlen(want)) == 0, "the backend saw '%s', not '%s'", body_of(buf), want);
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_str_eq(body_of(buf), "/after");
+    close(fd);
+    ck_assert_int_eq(atomic_load(&seen->posts) - before, 1);
+    /* Small and large bodies alike, one connection: each arrives whole. */
+    fd = connect_to(port);
+    size_t sizes[] = { 0, 1, 65535, 65537, 300000, 10 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        put_str(fd, "PUT /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+        hash = send_chunked(fd, sizes[i]);
+        read_response(fd, buf, sizeof buf, 10000);
+        snprintf(want, sizeof want, "bytes=%zu fnv=%016llx ", sizes[i], (unsigned long long)hash);
+        ck_assert_msg(strncmp(body_of(buf), want, strlen(want)) == 0, "size %zu: the backend saw '%s'", sizes[i],
+                      body_of(buf));
+    }
+    close(fd);
+    relay_stop(pid);
+}
+END_TEST
+
+START_TEST(streamed_chunked_body_is_never_sent_twice)
+{
+    /* An idempotent PUT whose body streamed: the upstream drops it after reading it all;
+     * the body is gone, so the relay answers 502 rather than sending it again. */
+    uint16_t port;
+    pid_t pid = plain_relay(&port);
+    int before = atomic_load(&seen->requests);
+    int fd = connect_to(port);
+    put_str(fd, "PUT /drop HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    send_chunked(fd, 300000);
+    char buf[1024];
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 502", 12) == 0, "got '%.60s'", buf);
+    close(fd);
+    tu_sleep_ms(300);
+    ck_assert_int_eq(atomic_load(&seen->requests) - before, 1);
+    relay_stop(pid);
+}
+END_TEST
+
+START_TEST(chunked_body_over_max_body)
+{
+    /* --max-body 200000: a chunked body past it is answered 413 and the connection closed. */
+    int fd = connect_to(relay_port);
+    put_str(fd, "POST /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    send_chunked(fd, 250000);
+    char buf[1024];
+    read_until(fd, buf, sizeof buf, "\r\n\r\n", 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 413", 12) == 0, "got '%.60s'", buf);
+    ck_assert(closed_within(fd, 3000));
+    close(fd);
+}
+END_TEST
+
 START_TEST(expect_100_continue)
 {
     char buf[4096];
@@ -248,6 +394,60 @@ START_TEST(expect_100_continue)
     ck_assert_ptr_nonnull(strstr(buf, "body=5"));
     ck_assert_ptr_null(strcasestr(body_of(buf), "Expect:"));
     close(fd);
+}
+END_TEST
+
+/* The sum of a counter over the relay's workers (orbit-relay --stats FLEET --json). */
+static long long stat_sum(const char *fleet, const char *key)
+{
+    char out[16384], pat[64];
+    pid_t pid;
+    int fd = spawn_out((char *[]){ (char *)relay_bin(), "--stats", (char *)fleet, "--json", NULL }, &pid);
+    read_until(fd, out, sizeof out, NULL, 5000);
+    close(fd);
+    ck_assert_int_eq(tu_wait_child(pid, 5000), 0);
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    long long sum = 0;
+    int seen_any = 0;
+    for (const char *p = strstr(out, pat); p; p = strstr(p + 1, pat), seen_any++)
+        sum += strtoll(p + strlen(pat), NULL, 10);
+    ck_assert_msg(seen_any > 0, "no %s in %s", key, out);
+    return sum;
+}
+
+START_TEST(response_timeout_is_504_on_any_worker)
+{
+    /* One upstream, two workers: a request accepted by the worker that does not own the
+     * idle upstream is relayed through the owner. A backend that never answers is a 504
+     * either way (it was a 502 through the owner). */
+    char fleet[64], buf[1024];
+    snprintf(fleet, sizeof fleet, "%s", tu_fleet_name("relay-504"));
+    pid_t pid;
+    uint16_t port = relay_start(fleet, backend_port, (char *[]){ "--workers", "2", "--upstreams", "1",
+                                                                 "--response-timeout", "400", NULL }, &pid);
+    int remote_rounds = 0;
+    for (int round = 0; round < 24 && remote_rounds < 2; round++) {
+        int warm = connect_to(port), slow = connect_to(port);
+        put_str(warm, "GET /warm HTTP/1.1\r\nHost: t\r\n\r\n");   /* the upstream: dialled by warm's worker */
+        read_response(warm, buf, sizeof buf, 5000);
+        ck_assert_str_eq(body_of(buf), "/warm");
+        long long remote = stat_sum(fleet, "remote_leases");
+        int before = atomic_load(&seen->requests);
+        put_str(slow, round % 2 ? "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n"
+                                : "POST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi");
+        read_until(slow, buf, sizeof buf, "\r\n\r\n", 5000);
+        bool via_owner = stat_sum(fleet, "remote_leases") > remote;
+        remote_rounds += via_owner;
+        ck_assert_msg(strncmp(buf, "HTTP/1.1 504", 12) == 0, "round %d (%s): got '%.40s'", round,
+                      via_owner ? "through the owner" : "local", buf);
+        /* A request that timed out is not sent again, GET or POST. */
+        ck_assert_msg(atomic_load(&seen->requests) - before == 1, "round %d (%s): the backend saw it %d times",
+                      round, via_owner ? "through the owner" : "local", atomic_load(&seen->requests) - before);
+        close(warm);
+        close(slow);
+    }
+    ck_assert_msg(remote_rounds > 0, "no request went through the upstream's owner in 24 rounds");
+    relay_stop(pid);
 }
 END_TEST
 
@@ -294,6 +494,7 @@ int main(void)
 {
     pid_t bpid, rpid;
     uint16_t bport = backend_start(&bpid, &seen);
+    backend_port = bport;
     char fleet[64];
     snprintf(fleet, sizeof fleet, "%s", tu_fleet_name("relay-http"));
     char *extra[] = { "--workers", "2", "--header-timeout", "1000", "--idle-timeout", "2000",
@@ -304,6 +505,7 @@ int main(void)
     TCase *tc = tcase_create("proxy");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, interim_1xx_is_never_the_response);
+    tcase_add_test(tc, interim_1xx_forwarded_to_http11_clients);
     tcase_add_test(tc, chunked_and_close_delimited_responses);
     tcase_add_test(tc, post_reaches_the_backend_once);
     tcase_add_test(tc, smuggling_vectors_get_400_and_close);
@@ -312,7 +514,11 @@ int main(void)
     tcase_add_test(tc, header_idle_and_response_timeouts);
     tcase_add_test(tc, large_and_chunked_request_bodies);
     tcase_add_test(tc, stalled_streamed_body_is_cut);
+    tcase_add_test(tc, chunked_body_streams_through);
+    tcase_add_test(tc, streamed_chunked_body_is_never_sent_twice);
+    tcase_add_test(tc, chunked_body_over_max_body);
     tcase_add_test(tc, expect_100_continue);
+    tcase_add_test(tc, response_timeout_is_504_on_any_worker);
     tcase_add_test(tc, command_line);
     suite_add_tcase(s, tc);
     int rc = tu_run(s);

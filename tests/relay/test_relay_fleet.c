@@ -185,6 +185,110 @@ START_TEST(out_of_descriptors_does_not_spin)
 }
 END_TEST
 
+/* The key's upstreams once the fleet is quiet: none reserved or active, none owned by the
+ * dead incarnation, none being created, and the budget's live count equal to what is listed. */
+static void check_pool_quiet(struct orbit_pool *pool, uint64_t victim)
+{
+    struct orbit_pool_key_info k[4];
+    ck_assert_int_eq(orbit_pool_keys(pool, k, 4), 1);
+    struct orbit_candidate c[256];
+    ssize_t n = 0;
+    uint64_t reserved = 0, active = 0, dead = 0;
+    uint32_t live = 0, creating = 0;
+    for (int tries = 0; tries < 50; tries++) {   /* the last responses drain for a moment */
+        n = orbit_pool_candidates(pool, k[0].key, c, 256);
+        reserved = active = dead = 0;
+        for (ssize_t i = 0; i < n && i < 256; i++) {
+            reserved += c[i].reserved;
+            active += c[i].active;
+            dead += c[i].owner_incarnation == victim;
+        }
+        orbit_pool_budget(pool, k[0].key, &live, &creating);
+        if (reserved == 0 && active == 0 && dead == 0 && creating == 0 && live == (uint32_t)n)
+            break;
+        tu_sleep_ms(100);
+    }
+    ck_assert_msg(reserved == 0 && active == 0 && dead == 0 && creating == 0 && live == (uint32_t)n,
+                  "reserved %llu active %llu owned by the dead %llu creating %u live %u listed %zd",
+                  (unsigned long long)reserved, (unsigned long long)active, (unsigned long long)dead,
+                  creating, live, n);
+}
+
+START_TEST(relay_and_reaper_both_report)
+{
+    /* The relay as --help shows (its supervisor reports its dead workers) beside an
+     * orbit-reaper watching the same fleet: both see the kill -9; the fleet comes out
+     * whole either way round. */
+    const char *bin = relay_bin(), *reaper = getenv("ORBIT_REAPER_BIN");
+    ck_assert_msg(reaper && access(reaper, X_OK) == 0, "ORBIT_REAPER_BIN names no program");
+    char fleet[64], line[512], backend[64], url[96], out[4096], stats[16384];
+    snprintf(fleet, sizeof fleet, "%s", tu_fleet_name("relay-reaper"));
+    pid_t bpid, rpid, dpid, lpid;
+    int bfd = spawn_out((char *[]){ (char *)bin, "--backend", "127.0.0.1:0", NULL }, &bpid);
+    read_until(bfd, line, sizeof line, "\n", 10000);
+    char *p = strstr(line, "listening on ");
+    ck_assert_ptr_nonnull(p);
+    snprintf(backend, sizeof backend, "%.*s", (int)strcspn(p + 13, " ,\n"), p + 13);
+    uint16_t port = relay_start(fleet, (uint16_t)atoi(strchr(backend, ':') + 1), NULL, &rpid);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/", port);
+    int dfd = spawn_out((char *[]){ (char *)reaper, "--fleet", fleet, "--interval", "50", NULL }, &dpid);
+    read_until(dfd, line, sizeof line, "\n", 10000);
+    if (!strstr(line, "\"event\":\"start\"")) {
+        tu_skip("orbit-reaper does not run here (no BPF and no pidfd backend?)");
+        kill(dpid, SIGKILL);
+        tu_wait_child(dpid, 5000);
+        relay_stop(rpid);
+        kill(bpid, SIGTERM);
+        tu_wait_child(bpid, 5000);
+        return;
+    }
+    int lfd = spawn_out((char *[]){ (char *)bin, "--load", url, "--connections", "24", "--duration", "3",
+                                    "--json", NULL }, &lpid);
+    struct orbit_fleet *f;
+    struct orbit_pool *pool;
+    ck_assert_int_eq(orbit_fleet_observe(fleet, &f), 0);
+    ck_assert_int_eq(orbit_pool_open_existing(f, ORBIT_POOL_KIND, &pool), 0);
+    tu_sleep_ms(1000);
+    uint64_t victim = kill_an_owner(f, pool);
+    tu_sleep_ms(2000);
+    ck_assert_msg(owned_by(pool, victim) == 0, "%ld upstreams still owned by the dead worker 2 s later",
+                  owned_by(pool, victim));
+    read_until(lfd, out, sizeof out, NULL, 20000);
+    close(lfd);
+    tu_wait_child(lpid, 20000);
+    ck_assert_int_gt(ju64(out, "ok"), 0);
+    ck_assert_int_eq(ju64(out, "timeouts"), 0);
+    check_pool_quiet(pool, victim);
+    /* The supervisor reported its child and replaced it, once. */
+    ck_assert_int_eq(run_out((char *[]){ (char *)bin, "--stats", fleet, "--json", NULL }, stats, sizeof stats,
+                             10000), 0);
+    ck_assert_int_eq(ju64(stats, "deaths"), 1);
+    ck_assert_int_eq(ju64(stats, "restarts"), 1);
+    ck_assert_int_eq(ju64(stats, "death_reports"), 1);
+    /* The next run: nothing starves, nothing fails. */
+    run_out((char *[]){ (char *)bin, "--load", url, "--connections", "24", "--duration", "2", "--json", NULL },
+            out, sizeof out, 20000);
+    ck_assert_int_gt(ju64(out, "ok"), 0);
+    ck_assert_msg(ju64(out, "timeouts") == 0 && ju64(out, "failed") == 0, "after the kill: %s", out);
+    check_pool_quiet(pool, victim);
+    /* The reaper is still up, saw at most that one death, and stops cleanly. */
+    ck_assert_int_eq(kill(dpid, SIGTERM), 0);
+    read_until(dfd, out, sizeof out, "\"event\":\"stop\"", 10000);
+    read_until(dfd, line, sizeof line, "\n", 2000);
+    ck_assert_int_eq(tu_wait_child(dpid, 10000), 0);
+    close(dfd);
+    const char *stop = strstr(out, "\"event\":\"stop\"");
+    ck_assert_msg(stop, "no stop line from orbit-reaper: %s", out);
+    ck_assert_int_le(ju64(stop, "deaths"), 1);
+    orbit_pool_close(pool);
+    orbit_fleet_leave(f);
+    relay_stop(rpid);
+    kill(bpid, SIGTERM);
+    tu_wait_child(bpid, 5000);
+    close(bfd);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("relay_fleet");
@@ -193,5 +297,9 @@ int main(void)
     tcase_add_test(tc, killed_worker_leaks_no_upstream);
     tcase_add_test(tc, out_of_descriptors_does_not_spin);
     suite_add_tcase(s, tc);
+    TCase *opt = tu_optional_tcase("with_reaper");   /* skips where orbit-reaper cannot run */
+    tcase_set_timeout(opt, 60);
+    tcase_add_test(opt, relay_and_reaper_both_report);
+    suite_add_tcase(s, opt);
     return tu_run(s);
 }

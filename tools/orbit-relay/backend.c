@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include "httpmsg.h"
 #include "relay.h"
 
 #define BE_IN   16384
@@ -29,6 +30,8 @@ struct bconn {
     uint64_t body_hash;
     bool close_after;
     size_t discard;               /* body bytes still to read and drop before answering */
+    bool chunked;                 /* a chunked body is being read and dropped (msg frames it) */
+    struct hm_msg msg;
     char in[BE_IN];
     char out[BE_OUT];
 };
@@ -68,6 +71,19 @@ static void be_discard(struct bconn *c)
     c->discard -= n;
 }
 
+/* Drops the chunked body's bytes in the input: 1 at its end, 0 for more, -1 malformed. */
+static int be_discard_chunked(struct bconn *c)
+{
+    size_t out;
+    ssize_t used = hm_body(&c->msg, c->in, c->in_len, &out);
+    if (used < 0)
+        return -1;
+    memmove(c->in, c->in + used, c->in_len - (size_t)used);
+    c->in_len -= (size_t)used;
+    c->chunked = !c->msg.complete;
+    return c->chunked ? 0 : 1;
+}
+
 /* 1: a response is queued in out; 0: need more input; -1: close. */
 static int be_take_request(struct bconn *c)
 {
@@ -75,6 +91,8 @@ static int be_take_request(struct bconn *c)
         be_discard(c);
         return c->discard ? 0 : 1;
     }
+    if (c->chunked)
+        return be_discard_chunked(c);
     struct http_req rq;
     int r = http_parse_request(c->in, c->in_len, &rq);
     if (r <= 0)
@@ -89,6 +107,14 @@ static int be_take_request(struct bconn *c)
     c->out_len = (size_t)n;
     c->out_off = 0;
     be_fill_body(c);
+    if (rq.chunked) {   /* the parser frames the body; the head goes first */
+        if (hm_head_parse(&c->msg, HM_REQUEST, c->in, rq.head_len, BE_IN, false) <= 0)
+            return -1;
+        c->discard = rq.head_len;
+        be_discard(c);
+        c->chunked = true;
+        return be_discard_chunked(c);
+    }
     c->discard = rq.head_len + rq.content_length;   /* any body size: read and dropped */
     be_discard(c);
     return c->discard ? 0 : 1;
@@ -155,6 +181,7 @@ static void be_on_accept(struct io_uring *ring, int lfd, int res)
             c->fd = res;
             c->in_len = 0;
             c->discard = 0;
+            c->chunked = false;
             c->prev = NULL;
             c->next = be_conns;
             if (be_conns)

@@ -92,15 +92,37 @@ static const char *reason_of(int status)
     }
 }
 
+/* A chunk's size line for n payload bytes; its length. */
+static size_t chunk_line(char line[20], size_t n)
+{
+    return (size_t)snprintf(line, 20, "%zx\r\n", n);
+}
+
+/* After a chunk's n payload bytes at e: their CRLF, and the last chunk if last. Returns the new end. */
+static char *chunk_tail(char *e, size_t n, bool last)
+{
+    if (n) {
+        memcpy(e, "\r\n", 2);
+        e += 2;
+    }
+    if (last) {
+        memcpy(e, "0\r\n\r\n", 5);   /* trailers are not passed on */
+        e += 5;
+    }
+    return e;
+}
+
 /* The request for the upstream: its head without hop-by-hop fields, then the
- * payload (a chunked body goes as its payload with a Content-Length). */
-static int build_upstream_request(struct client *c)
+ * payload. A chunked body held whole goes as its payload with a Content-Length;
+ * one that streams (rechunk) is re-chunked: the payload so far is its first chunk. */
+static int build_upstream_request(struct client *c, bool rechunk)
 {
     const struct hm_head *h = &c->msg.h;
     size_t body = c->body_out - h->head_len;
-    struct hm_rewrite rw = { .drop_expect = h->expect_continue, .drop_te = h->chunked, .add_length = h->chunked,
+    struct hm_rewrite rw = { .drop_expect = h->expect_continue, .drop_te = h->chunked,
+                             .add_length = h->chunked && !rechunk, .add_chunked = rechunk,
                              .length = body, .connection = h->minor == 0 ? "keep-alive" : NULL };
-    size_t need = h->head_len + 128 + body;
+    size_t need = h->head_len + 128 + body + 32;
     if (c->req_cap < need) {
         char *r = realloc(c->req, need);
         if (!r)
@@ -108,11 +130,21 @@ static int build_upstream_request(struct client *c)
         c->req = r;
         c->req_cap = need;
     }
-    ssize_t n = hm_head_rewrite(c->in, h->head_len, &rw, c->req, c->req_cap - body);
+    ssize_t n = hm_head_rewrite(c->in, h->head_len, &rw, c->req, c->req_cap - body - 32);
     if (n < 0)
         return -1;
-    memcpy(c->req + n, c->in + h->head_len, body);
-    c->req_len = (size_t)n + body;
+    char *e = c->req + n;
+    if (rechunk && body) {
+        char line[20];
+        size_t k = chunk_line(line, body);
+        memcpy(e, line, k);
+        e += k;
+    }
+    memcpy(e, c->in + h->head_len, body);
+    e += body;
+    if (rechunk)
+        e = chunk_tail(e, body, c->msg.complete);
+    c->req_len = (size_t)(e - c->req);
     return 0;
 }
 
@@ -161,12 +193,17 @@ static int client_body(struct worker *w, struct client *c)
             client_error(w, c, 400, "Bad Request", true);
             return -1;
         }
-        if (c->in + c->body_out != c->in + c->body_scan)
+        if (c->body_out != c->body_scan)
             memmove(c->in + c->body_out, c->in + c->body_scan, out);   /* the payload, de-chunked */
         c->body_out += out;
         c->body_scan += (size_t)used;
-        if (c->body_out - c->msg.h.head_len > relay_buffered_max(w->o) - w->o->max_head - 256) {
-            client_error(w, c, 413, "Content Too Large", true);
+        if (c->body_out != c->body_scan) {   /* close the gap the chunk framing left */
+            memmove(c->in + c->body_out, c->in + c->body_scan, c->in_len - c->body_scan);
+            c->in_len -= c->body_scan - c->body_out;
+            c->body_scan = c->body_out;
+        }
+        if (w->o->max_body && c->msg.payload > w->o->max_body) {
+            client_error(w, c, 413, "Content Too Large", true);   /* chunked: no length to check before */
             return -1;
         }
     }
@@ -177,6 +214,12 @@ static int client_body(struct worker *w, struct client *c)
 static bool stream_candidate(const struct client *c)
 {
     return !c->msg.complete && c->msg.h.has_length && c->msg.h.content_length > RELAY_STREAM_MIN;
+}
+
+/* A chunked body grown past what is held: it streams through, re-chunked. */
+static bool chunked_stream_candidate(const struct client *c)
+{
+    return c->msg.h.chunked && c->body_out - c->msg.h.head_len > RELAY_STREAM_MIN;
 }
 
 static void client_start(struct worker *w, struct client *c)
@@ -203,7 +246,7 @@ static void client_stream_start(struct worker *w, struct client *c)
 {
     size_t head = c->msg.h.head_len, have = c->in_len - head;
     c->body_out = head + have;   /* have < Content-Length: else it was complete */
-    if (build_upstream_request(c) < 0) {
+    if (build_upstream_request(c, false) < 0) {
         client_error(w, c, 503, "Service Unavailable", true);
         return;
     }
@@ -220,15 +263,80 @@ static void client_stream_start(struct worker *w, struct client *c)
     client_start(w, c);
 }
 
-/* The upstream sent what it had: read more of the body (never past it). */
+/* A chunked body past RELAY_STREAM_MIN: the head and the payload so far go
+ * first (re-chunked), the rest as it comes. Bytes after a complete body stay
+ * for the next request. */
+static void client_chunked_stream_start(struct worker *w, struct client *c)
+{
+    if (build_upstream_request(c, true) < 0) {
+        client_error(w, c, 503, "Service Unavailable", true);
+        return;
+    }
+    c->used = c->body_scan;
+    c->streaming = !c->msg.complete;
+    client_start(w, c);
+}
+
+/* The upstream sent what it had: read more of the body (never past a Content-Length;
+ * a chunked piece lands after room for its size line). */
 void client_stream_more(struct worker *w, struct client *c)
 {
     c->in_len = c->used = 0;
+    char *at = c->in;
     size_t n = c->in_cap < c->stream_left ? c->in_cap : (size_t)c->stream_left;
+    if (c->msg.h.chunked) {
+        at = c->in + W_CHUNK_HEAD;
+        n = c->in_cap - W_CHUNK_HEAD - W_CHUNK_TAIL;
+    }
     struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_RECV);
-    io_uring_prep_recv(sqe, c->fd, c->in, n, 0);
+    io_uring_prep_recv(sqe, c->fd, at, n, 0);
     c->recv_armed = true;
     c->t_read = relay_now_ns();
+}
+
+/* A streamed body that cannot go on: the upstream goes; status answered (0: just closed). */
+static void client_stream_cut(struct worker *w, struct client *c, int status)
+{
+    struct upstream *up = c->up;
+    c->up = NULL;
+    c->streaming = false;
+    up_abort(w, up);
+    if (status && !c->send_armed) {
+        client_error(w, c, status, reason_of(status), true);
+        return;
+    }
+    STAT_ADD(w->st, aborted, 1);
+    STAT_SUB(w->st, inflight, 1);
+    client_close(w, c);
+}
+
+/* n bytes of a chunked body at in + W_CHUNK_HEAD: their payload goes on as one chunk. */
+static void client_chunk_in(struct worker *w, struct client *c, size_t n)
+{
+    char *p = c->in + W_CHUNK_HEAD;
+    size_t out;
+    ssize_t used = hm_body(&c->msg, p, n, &out);
+    c->t_read = relay_now_ns();
+    if (used < 0 || (w->o->max_body && c->msg.payload > w->o->max_body)) {
+        client_stream_cut(w, c, used < 0 ? 400 : 413);
+        return;
+    }
+    bool last = c->msg.complete;
+    if (last) {
+        /* What follows the body is the next request: it moves past the room chunk_tail needs. */
+        memmove(p + used + W_CHUNK_TAIL, p + used, n - (size_t)used);
+        c->used = W_CHUNK_HEAD + (size_t)used + W_CHUNK_TAIL;
+        c->in_len = W_CHUNK_HEAD + n + W_CHUNK_TAIL;
+        c->streaming = false;
+    } else if (out == 0) {
+        client_stream_more(w, c);   /* only framing: nothing to send yet */
+        return;
+    }
+    char line[20];
+    size_t k = out ? chunk_line(line, out) : 0;
+    memcpy(p - k, line, k);
+    char *e = chunk_tail(p + out, out, last);
+    up_stream(w, c->up, p - k, (size_t)(e - (p - k)), !last);
 }
 
 static void client_stream_in(struct worker *w, struct client *c, size_t n)
@@ -263,12 +371,16 @@ static void client_try_request(struct worker *w, struct client *c)
     int r = client_body(w, c);
     if (r < 0)
         return;
+    if (chunked_stream_candidate(c)) {
+        client_chunked_stream_start(w, c);
+        return;
+    }
     if (r == 0 || c->send_armed) {   /* more body, or our 100 Continue is still going out */
         if (r == 0)
             client_recv(w, c);
         return;
     }
-    if (build_upstream_request(c) < 0) {
+    if (build_upstream_request(c, false) < 0) {
         client_error(w, c, 503, "Service Unavailable", true);
         return;
     }
@@ -286,6 +398,15 @@ void client_send(struct worker *w, struct client *c, const char *p, size_t n)
     struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
     io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
     c->send_armed = true;
+}
+
+/* An interim (1xx) response: it goes out, yet the response has not started (a
+ * failure can still be answered, or the request tried again). */
+void client_send_interim(struct worker *w, struct client *c, const char *p, size_t n)
+{
+    bool started = c->resp_started;
+    client_send(w, c, p, n);
+    c->resp_started = started;
 }
 
 void client_error(struct worker *w, struct client *c, int status, const char *reason, bool close)
@@ -428,7 +549,10 @@ void client_on_recv(struct worker *w, struct client *c, int res)
         return;
     }
     if (c->streaming && c->state == C_LOCAL) {
-        client_stream_in(w, c, (size_t)res);
+        if (c->msg.h.chunked)
+            client_chunk_in(w, c, (size_t)res);
+        else
+            client_stream_in(w, c, (size_t)res);
         return;
     }
     c->in_len += (size_t)res;
@@ -505,13 +629,7 @@ void client_check_timeouts(struct worker *w, struct client *c, int64_t now)
 {
     if (c->streaming && c->state == C_LOCAL && c->recv_armed && c->up &&
         now - c->t_read > (int64_t)w->o->header_timeout_ms * 1000000) {
-        struct upstream *up = c->up;   /* the body stalled mid-stream: the request cannot complete */
-        c->up = NULL;
-        c->streaming = false;
-        up_abort(w, up);
-        STAT_ADD(w->st, aborted, 1);
-        STAT_SUB(w->st, inflight, 1);
-        client_close(w, c);
+        client_stream_cut(w, c, 0);   /* the body stalled mid-stream: the request cannot complete */
         return;
     }
     if (c->closing || c->state != C_READ || c->recv_armed == false)

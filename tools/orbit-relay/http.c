@@ -151,8 +151,9 @@ int http_parse_request(const char *buf, size_t len, struct http_req *out)
     out->head_method = sp1 - buf == 4 && memcmp(buf, "HEAD", 4) == 0;
     int conn;
     bool chunked;
-    if (parse_headers(eol + 2, end, &out->content_length, &conn, &chunked) < 0 || chunked)
+    if (parse_headers(eol + 2, end, &out->content_length, &conn, &chunked) < 0 || (chunked && out->content_length))
         return -1;
+    out->chunked = chunked;
     out->keepalive = out->http10 ? conn > 0 : conn >= 0;
     return 1;
 }

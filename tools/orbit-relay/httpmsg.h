@@ -78,6 +78,7 @@ struct hm_rewrite {
     bool drop_te;               /* the body is re-framed: Transfer-Encoding and Content-Length go */
     bool add_length;            /* ... and Content-Length: length is added */
     uint64_t length;
+    bool add_chunked;           /* ... or Transfer-Encoding: chunked (the body is re-chunked) */
     const char *connection;     /* "close", "keep-alive" or NULL: the Connection field to add */
 };
 

@@ -330,10 +330,12 @@ ssize_t hm_head_rewrite(const char *in, size_t head_len, const struct hm_rewrite
             return -1;
         p = eol + 2;
     }
-    char extra[96];
+    char extra[128];
     int n = 0;
     if (rw->add_length)
         n += snprintf(extra, sizeof extra, "Content-Length: %llu\r\n", (unsigned long long)rw->length);
+    if (rw->add_chunked)
+        n += snprintf(extra + n, sizeof extra - (size_t)n, "Transfer-Encoding: chunked\r\n");
     if (rw->connection)
         n += snprintf(extra + n, sizeof extra - (size_t)n, "Connection: %s\r\n", rw->connection);
     if (!put(out, cap, &at, extra, (size_t)n) || !put(out, cap, &at, "\r\n", 2))

@@ -76,10 +76,10 @@ static int try_dispatch(struct worker *w, struct client *c, uint32_t *version)
 {
     for (int attempt = 0; attempt < 4; attempt++) {
         struct orbit_plan plan;
-        /* No stream slot left for a remote lease: only our own upstreams then. */
-        /* No stream slot left for a remote lease, or a body that streams: only our own upstreams. */
-        const struct orbit_policy *pol = c->streaming || w->n_rs >= W_LANE - 4 ? &orbit_policy_local_only
-                                                                               : &w->policy;
+        /* No stream slot left for a remote lease, or a body that streams (or is longer
+         * than a remote owner takes): only our own upstreams. */
+        bool local = c->streaming || c->req_len > relay_buffered_max(w->o) || w->n_rs >= W_LANE - 4;
+        const struct orbit_policy *pol = local ? &orbit_policy_local_only : &w->policy;
         int rc = orbit_pool_acquire(w->pool, w->key, &w->limits, pol, &plan);
         if (rc < 0) {
             client_error(w, c, 503, "Service Unavailable", false);

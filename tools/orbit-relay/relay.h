@@ -43,10 +43,9 @@ int relay_parse_addr(const char *text, struct sockaddr_in *out);   /* "host:port
 void relay_format_addr(const struct sockaddr_in *a, char *buf, size_t len);
 int relay_listen_socket(const struct sockaddr_in *a, bool reuseport);
 int relay_cpu_count(void);
-/* A request the relay holds whole (its head and a chunked body): at most this long. */
+/* A request the relay holds whole (its head and a body of at most RELAY_STREAM_MIN): at most this long. */
 size_t relay_buffered_max(const struct relay_opts *o);
-#define RELAY_BUFFERED_BODY_MAX (1u << 20)   /* chunked bodies are de-chunked in memory */
-#define RELAY_STREAM_MIN (64u << 10)         /* Content-Length bodies beyond this stream through */
+#define RELAY_STREAM_MIN (64u << 10)         /* bodies beyond this stream through */
 /* Gets an SQE, submitting once if the SQ is full; never NULL for a ring of sane size. */
 struct io_uring_sqe *relay_sqe(struct io_uring *ring);
 
@@ -73,6 +72,7 @@ struct http_req {
     bool keepalive;
     bool http10;
     bool head_method;       /* HEAD: no body in the response */
+    bool chunked;           /* a chunked body follows the head */
 };
 /* 1: a complete head parsed; 0: need more bytes; -1: malformed or unsupported. */
 int http_parse_request(const char *buf, size_t len, struct http_req *out);

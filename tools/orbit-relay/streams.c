@@ -145,6 +145,34 @@ void rs_start(struct worker *w, struct client *c, const struct orbit_lease *leas
     rs_step(w, rs);
 }
 
+/* The owner's status frame: 1 read (the body follows), 0 not there yet, -1 the request
+ * failed (handled: tried again, or answered). */
+static int rs_read_status(struct worker *w, struct rstream *rs)
+{
+    char st[16];
+    int r = orbit_endpoint_try_read_exact(rs->ep, st, sizeof st);
+    if (r == -ORBIT_EAGAIN)
+        return 0;
+    uint32_t magic, flags;
+    int32_t status;
+    memcpy(&magic, st, 4);
+    memcpy(&status, st + 4, 4);
+    memcpy(&flags, st + 8, 4);
+    if (r < 0 || magic != RELAY_STATUS_MAGIC || status != 0) {
+        /* Refused before sending: try again; failed after sending or gone: maybe. */
+        bool answered = r == 0 && magic == RELAY_STATUS_MAGIC;
+        rs->refused = answered && status < 0;
+        if (answered && status == RELAY_STATUS_TIMEOUT && rs->c)
+            rs->c->fail_status = 504;
+        rs_fail(w, rs, !answered || status < 0);
+        return -1;
+    }
+    if (rs->c && (flags & RELAY_S_CLOSE))
+        rs->c->keepalive = false;
+    rs->phase = RS_BODY;
+    return 1;
+}
+
 /* Writes the frame and the request, then the status, then relays the body. */
 void rs_step(struct worker *w, struct rstream *rs)
 {
@@ -181,34 +209,18 @@ void rs_step(struct worker *w, struct rstream *rs)
                 rs->phase = RS_STATUS;
             }
             break;
-        case RS_STATUS: {
-            char st[16];
-            r = orbit_endpoint_try_read_exact(rs->ep, st, sizeof st);
-            if (r == -ORBIT_EAGAIN) {
-                r = ep_wait(w, &rs->o, rs->ep, false, sizeof st, &rs->wait_armed);
+        case RS_STATUS:
+            r = rs_read_status(w, rs);
+            if (r < 0)
+                return;
+            if (r == 0) {
+                r = ep_wait(w, &rs->o, rs->ep, false, 16, &rs->wait_armed);
                 if (r != 0) {
                     if (r < 0) rs_fail(w, rs, true);
                     return;
                 }
-                continue;
             }
-            uint32_t magic, flags;
-            int32_t status;
-            memcpy(&magic, st, 4);
-            memcpy(&status, st + 4, 4);
-            memcpy(&flags, st + 8, 4);
-            if (r < 0 || magic != RELAY_STATUS_MAGIC || status != 0) {
-                /* Refused before sending: try again; failed after sending or gone: maybe. */
-                bool answered = r == 0 && magic == RELAY_STATUS_MAGIC;
-                rs->refused = answered && status < 0;
-                rs_fail(w, rs, !answered || status != RELAY_STATUS_SENT);
-                return;
-            }
-            if (rs->c && (flags & RELAY_S_CLOSE))
-                rs->c->keepalive = false;
-            rs->phase = RS_BODY;
             break;
-        }
         case RS_BODY:
             if (!rs->c) {
                 rs_end(w, rs, true);
@@ -245,7 +257,8 @@ void rs_step(struct worker *w, struct rstream *rs)
     rs_fail(w, rs, true);
 }
 
-/* Requests whose owner vanished before answering: their lease is no longer current. */
+/* Requests whose owner vanished before answering (their lease is no longer current),
+ * or that the owner never answered (its response timeout and 5 s more: 504). */
 void rs_check_leases(struct worker *w)
 {
     int64_t now = relay_now_ns();
@@ -254,8 +267,18 @@ void rs_check_leases(struct worker *w)
         next = rs->next;
         if (rs->phase == RS_BODY)
             continue;
-        if (!orbit_pool_is_current(w->pool, &rs->lease) || now - rs->started > ((int64_t)w->o->response_timeout_ms + 5000) * 1000000)
-            rs_fail(w, rs, true);
+        if (now - rs->started > ((int64_t)w->o->response_timeout_ms + 5000) * 1000000) {
+            if (rs->c && rs->phase == RS_STATUS)
+                rs->c->fail_status = 504;
+            rs_fail(w, rs, rs->phase == RS_WRITE);
+        } else if (!orbit_pool_is_current(w->pool, &rs->lease)) {
+            /* An owner that let the upstream go wrote its answer first: it decides. */
+            int r = rs->phase == RS_STATUS ? rs_read_status(w, rs) : 0;
+            if (r == 0)
+                rs_fail(w, rs, true);
+            else if (r > 0)
+                rs_step(w, rs);
+        }
     }
 }
 
@@ -365,7 +388,7 @@ void os_job_failed(struct worker *w, struct ostream *os, bool retryable)
     STAT_SUB(w->st, serving_remote, 1);
     os->up = NULL;
     if (!os->status_sent)
-        os_refuse(w, os, retryable ? -ORBIT_ERESET : RELAY_STATUS_SENT);
+        os_refuse(w, os, retryable ? -ORBIT_ERESET : os->timed_out ? RELAY_STATUS_TIMEOUT : RELAY_STATUS_SENT);
     else
         os_end(w, os, true);
 }

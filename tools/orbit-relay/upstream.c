@@ -35,7 +35,7 @@ static void up_start(struct worker *w, struct upstream *up, enum sink_kind sink,
     up->sink_obj = sink_obj;
     up->job = *job;
     up->req_off = 0;
-    up->sent_any = up->head_done = up->close_client = up->timed_out = false;
+    up->sent_any = up->head_done = up->close_client = up->timed_out = up->handing = false;
     up->len = up->hout_len = up->body_len = 0;
     up->delivered = 0;
     up->t_start = relay_now_ns();
@@ -77,6 +77,13 @@ static void up_fail(struct worker *w, struct upstream *up)
     bool retryable = up->delivered == 0 && (!up->sent_any || up->job.idempotent) && !up->timed_out;
     enum sink_kind sink = up->sink;
     void *obj = up->sink_obj;
+    if (sink == SINK_OSTREAM) {
+        /* Its answer is in the stream before the lease ends: a requester that sees the
+         * lease gone reads it there first. */
+        ((struct ostream *)obj)->timed_out = up->timed_out;
+        os_job_failed(w, obj, retryable);
+        sink = SINK_NONE;
+    }
     STAT_ADD(w->st, upstream_failures, 1);
     up->broken = true;
     if (up->busy) {
@@ -89,8 +96,6 @@ static void up_fail(struct worker *w, struct upstream *up)
         if (up->timed_out)
             ((struct client *)obj)->fail_status = 504;
         client_job_failed(w, obj, retryable);
-    } else if (sink == SINK_OSTREAM) {
-        os_job_failed(w, obj, retryable);
     }
     sweep(w);   /* the budget has room again */
 }
@@ -132,9 +137,16 @@ static void up_deliver(struct worker *w, struct upstream *up)
         up_drained(w, up);
         return;
     }
-    up->delivered += n;
+    if (up->head_done)
+        up->delivered += n;   /* interim heads alone are not the response */
+    up->handing = true;
     switch (up->sink) {
-    case SINK_CLIENT: client_send(w, up->sink_obj, p, n); break;
+    case SINK_CLIENT:
+        if (up->head_done)
+            client_send(w, up->sink_obj, p, n);
+        else
+            client_send_interim(w, up->sink_obj, p, n);
+        break;
     case SINK_OSTREAM: os_deliver(w, up->sink_obj, p, n); break;
     default: up_drained(w, up); break;
     }
@@ -143,8 +155,13 @@ static void up_deliver(struct worker *w, struct upstream *up)
 /* The sink took the piece handed to it: the next one, more bytes, or the end. */
 void up_drained(struct worker *w, struct upstream *up)
 {
+    up->handing = false;
     if (up->hout_len || up->body_len) {
         up_deliver(w, up);
+        return;
+    }
+    if (!up->head_done) {   /* interim heads went on: the final one (begun in buf, maybe) is to come */
+        up_recv(w, up);
         return;
     }
     up->len = 0;
@@ -155,10 +172,31 @@ void up_drained(struct worker *w, struct upstream *up)
 }
 
 /*
- * The final response's head: 1xx heads are dropped (the relay answered any
- * 100-continue itself; 101 is never asked for), the rest is rewritten for the
- * client: hop-by-hop fields out, its Connection in, a chunked body de-chunked
- * for an HTTP/1.0 client. Returns the head's length, 0 for more, -1 on error.
+ * An interim (1xx) head of r bytes at buf: 102, 103 and the like go on to an
+ * HTTP/1.1 client without hop-by-hop fields (never to HTTP/1.0, RFC 9110 15.2);
+ * 100 is dropped (the relay answered any 100-continue itself). The response
+ * timeout starts again: the backend is at work. -1 on error.
+ */
+static int up_interim(struct upstream *up, size_t r)
+{
+    if (up->msg.h.status != 100 && !up->job.http10) {
+        struct hm_rewrite rw = { 0 };
+        ssize_t n = hm_head_rewrite(up->buf, r, &rw, up->hout + up->hout_len, sizeof up->hout - up->hout_len);
+        if (n < 0)
+            return -1;
+        up->hout_len += (size_t)n;
+    }
+    memmove(up->buf, up->buf + r, up->len - r);
+    up->len -= r;
+    up->t_start = relay_now_ns();
+    return 0;
+}
+
+/*
+ * The response's heads: interim ones (up_interim) then the final one,
+ * rewritten for the client after them in hout: hop-by-hop fields out, its
+ * Connection in, a chunked body de-chunked for an HTTP/1.0 client. 101 is
+ * never asked for. Returns the final head's length, 0 for more, -1 on error.
  */
 static int up_head(struct upstream *up)
 {
@@ -170,8 +208,8 @@ static int up_head(struct upstream *up)
             return -1;
         if (up->msg.h.status >= 200)
             break;
-        memmove(up->buf, up->buf + r, up->len - (size_t)r);
-        up->len -= (size_t)r;
+        if (up_interim(up, (size_t)r) < 0)
+            return -1;
         if (up->len == 0)
             return 0;
     }
@@ -182,10 +220,10 @@ static int up_head(struct upstream *up)
     up->close_client = !up->job.keepalive || h->close_delimited || dechunk;
     struct hm_rewrite rw = { .drop_te = dechunk,
                              .connection = up->close_client ? "close" : up->job.http10 ? "keep-alive" : NULL };
-    ssize_t n = hm_head_rewrite(up->buf, h->head_len, &rw, up->hout, sizeof up->hout);
+    ssize_t n = hm_head_rewrite(up->buf, h->head_len, &rw, up->hout + up->hout_len, sizeof up->hout - up->hout_len);
     if (n < 0)
         return -1;
-    up->hout_len = (size_t)n;
+    up->hout_len += (size_t)n;
     up->head_done = true;
     return (int)h->head_len;
 }
@@ -234,7 +272,10 @@ void up_on_recv(struct worker *w, struct upstream *up, int res)
     if (!up->head_done) {
         int r = up_head(up);
         if (r == 0) {
-            up_recv(w, up);
+            if (up->hout_len)
+                up_deliver(w, up);   /* interim heads go on now, not with the final one */
+            else
+                up_recv(w, up);
             return;
         }
         if (r < 0) {
@@ -420,7 +461,9 @@ void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now)
     if (!up->registered && up->fd >= 0 && now - up->t_start > (int64_t)w->o->connect_timeout_ms * 1000000) {
         up->timed_out = true;
         cancel_op(w, &up->o, OP_U_CONNECT);
-    } else if (up->busy && !up->head_done && now - up->t_start > (int64_t)w->o->response_timeout_ms * 1000000) {
+    } else if (up->busy && !up->head_done && !up->handing &&
+               now - up->t_start > (int64_t)w->o->response_timeout_ms * 1000000) {
+        /* (not while an interim head goes out: the sink is busy with it) */
         up->timed_out = true;
         up_fail(w, up);
     }

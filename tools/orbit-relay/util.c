@@ -174,6 +174,6 @@ void relay_opts_defaults(struct relay_opts *o)
 
 size_t relay_buffered_max(const struct relay_opts *o)
 {
-    size_t body = o->max_body && o->max_body < RELAY_BUFFERED_BODY_MAX ? o->max_body : RELAY_BUFFERED_BODY_MAX;
+    size_t body = o->max_body && o->max_body < RELAY_STREAM_MIN ? o->max_body : RELAY_STREAM_MIN;
     return o->max_head + body + 256;
 }

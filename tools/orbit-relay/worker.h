@@ -12,6 +12,8 @@
 #define W_RETRIES 8                /* attempts of one request before 502 */
 #define W_GRACE_MS 1000            /* reservations nobody brought age out after this */
 #define W_TICK_MS  200             /* housekeeping: reconcile, lease checks, gauges */
+#define W_CHUNK_HEAD 16            /* a streamed chunked piece: room for its size line before it */
+#define W_CHUNK_TAIL 8             /* ... and for CRLF and the last chunk after it */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
 enum w_op {
@@ -91,6 +93,7 @@ struct upstream {
     size_t req_off;
     bool sent_any;                  /* a byte of the request went to the backend */
     bool timed_out;
+    bool handing;                   /* a piece is with the sink until it says drained */
     enum sink_kind sink; void *sink_obj;
     size_t len;                     /* bytes in buf */
     struct hm_msg msg;              /* the response */
@@ -125,6 +128,7 @@ struct ostream {
     struct orbit_lease lease;
     enum { OS_HEAD, OS_REQ, OS_RUN, OS_CLOSING } phase;
     bool wait_armed, status_sent, peer_gone, writing;
+    bool timed_out;                 /* the upstream's response timed out */
     struct upstream *up;
     size_t req_len, req_got;
     const char *wbuf; size_t wlen, woff;
@@ -145,9 +149,10 @@ struct ostream {
 #define RELAY_F_HTTP10     4u
 #define RELAY_F_KEEPALIVE  8u
 /* The status frame: 0 and flags (RELAY_S_CLOSE: the client's connection closes after this
- * response), a negative code (refused before sending: try again), or RELAY_STATUS_SENT. */
+ * response), a negative code (refused before sending: try again), or RELAY_STATUS_SENT/TIMEOUT. */
 #define RELAY_S_CLOSE      1u
 #define RELAY_STATUS_SENT  1   /* failed after the request reached the backend */
+#define RELAY_STATUS_TIMEOUT 2 /* ... by the response timeout: 504 */
 void relay_frame_encode(char out[48], const struct orbit_lease *l, uint32_t req_len, uint16_t flags);
 int  relay_frame_decode(const char in[48], struct orbit_lease *l, uint32_t *req_len, uint16_t *flags);
 
@@ -203,6 +208,7 @@ void queue_remove(struct worker *w, struct client *c);
 void queue_push(struct worker *w, struct client *c);
 void client_close(struct worker *w, struct client *c);
 void client_send(struct worker *w, struct client *c, const char *p, size_t n);
+void client_send_interim(struct worker *w, struct client *c, const char *p, size_t n);
 void client_error(struct worker *w, struct client *c, int status, const char *reason, bool close);
 void client_resp_done(struct worker *w, struct client *c);
 void client_job_failed(struct worker *w, struct client *c, bool retryable);
