@@ -3,11 +3,13 @@
  * The key table: lock-free lookup and references, locked insert and sweep,
  * reclamation of keys nothing refers to, change signalling and watches.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pool_layout.h"
 
 #define NO_SLOT UINT32_MAX
+#define HOLD_TRIES 1000   /* a key reclaimed and reinserted under us this often: give up */
 
 static uint32_t key_home(const struct orbit_pool *p, orbit_key key)
 {
@@ -68,11 +70,12 @@ void pool_key_unref(struct orbit_pool *p, uint32_t i, uint64_t n)
     uint64_t r = atomic_load(&k->refs), next;
     do {
         /* Closed or short: a reset cleared what we held; never go below zero. */
-        if ((r & REFS_CLOSED) || REFS_COUNT(r) == 0)
+        if ((r & REFS_CLOSED) || REFS_PLAIN(r) == 0)
             return;
-        uint64_t left = REFS_COUNT(r) > n ? REFS_COUNT(r) - n : 0;
+        next = r - (REFS_PLAIN(r) > n ? n : REFS_PLAIN(r));
         /* Dropping the last reference closes the slot in the same CAS: nobody can pin it after. */
-        next = left ? left : REFS_CLOSED;
+        if (REFS_COUNT(next) == 0)
+            next = REFS_CLOSED;
     } while (!atomic_compare_exchange_weak(&k->refs, &r, next));
     if (next == REFS_CLOSED)
         key_reclaim(p, i, tag);
@@ -90,7 +93,7 @@ static bool key_ref_if(struct orbit_pool *p, uint32_t i, uint64_t tag)
     struct pool_key *k = pool_key_at(p, i);
     uint64_t r = atomic_load(&k->refs);
     do {
-        if ((r & REFS_CLOSED) || REFS_COUNT(r) >= REFS_CLOSED - 1)
+        if ((r & REFS_CLOSED) || REFS_PLAIN(r) == 0xffffffffull)
             return false;
     } while (!atomic_compare_exchange_weak(&k->refs, &r, r + 1));
     /* The reference is in; if the tenancy moved meanwhile it is not ours to keep. */
@@ -102,7 +105,7 @@ static bool key_ref_if(struct orbit_pool *p, uint32_t i, uint64_t tag)
 }
 
 /* Probe from the key's home to the first EMPTY slot for a LIVE tenancy of key. */
-static int key_probe(struct orbit_pool *p, orbit_key key, bool take_ref, uint32_t *index)
+static int key_probe(struct orbit_pool *p, orbit_key key, bool take_ref, uint32_t *index, uint64_t *tag_out)
 {
     uint32_t home = key_home(p, key);
     for (uint32_t n = 0; n <= p->key_mask; n++) {
@@ -119,6 +122,7 @@ static int key_probe(struct orbit_pool *p, orbit_key key, bool take_ref, uint32_
             if (atomic_load(&k->refs) & REFS_CLOSED)
                 continue;   /* dying: a snapshot of it would read as empty */
             *index = i;
+            *tag_out = tag;
             return 0;
         }
         if (key_ref_if(p, i, tag)) {
@@ -132,24 +136,30 @@ static int key_probe(struct orbit_pool *p, orbit_key key, bool take_ref, uint32_
 
 int pool_key_find(struct orbit_pool *p, orbit_key key, uint32_t *index)
 {
-    return key_probe(p, key, true, index);
+    uint64_t tag;
+    return key_probe(p, key, true, index, &tag);
 }
 
 int pool_key_peek(struct orbit_pool *p, orbit_key key, uint32_t *index)
 {
-    return key_probe(p, key, false, index);
+    uint64_t tag;
+    return key_probe(p, key, false, index, &tag);
 }
 
 /* ---- the lock: inserts and sweeps ---- */
 
 /*
  * Lock held: LIVE with REFS_CLOSED is a reclaim between its two steps (or a
- * reclaimer that died there); finish it so the slot can be used again.
+ * reclaimer that died there); LIVE with nothing at all, an inserter that died
+ * before its pin (a live one holds this lock until pinned). Finish either so
+ * the slot can be used again; a pinner racing the close loses it by CAS.
  * Returns the slot's state afterwards.
  */
 static unsigned key_settle_locked(struct orbit_pool *p, struct pool_key *k)
 {
-    uint64_t tag = atomic_load(&k->tag);
+    uint64_t tag = atomic_load(&k->tag), none = 0;
+    if (KEY_TAG_STATE(tag) == KEY_LIVE && atomic_load(&k->refs) == 0)
+        atomic_compare_exchange_strong(&k->refs, &none, REFS_CLOSED);
     if (KEY_TAG_STATE(tag) == KEY_LIVE && atomic_load(&k->refs) == REFS_CLOSED &&
         atomic_compare_exchange_strong(&k->tag, &tag, KEY_TAG(KEY_TAG_SEQ(tag), KEY_TOMB))) {
         atomic_fetch_add_explicit(&p->hdr->tombstones, 1, memory_order_relaxed);
@@ -255,8 +265,8 @@ static void bitmap_clear(_Atomic uint64_t *w, uint32_t words)
             atomic_store_explicit(&w[i], 0, memory_order_relaxed);
 }
 
-/* Make slot i the key's new tenancy, with one reference for the caller. Lock held. */
-static void key_install_locked(struct orbit_pool *p, uint32_t i, orbit_key key)
+/* Make slot i the key's new tenancy holding refs (1 plain, or 0: the caller pins next). Both locks held. */
+static uint64_t key_install_locked(struct orbit_pool *p, uint32_t i, orbit_key key, uint64_t refs)
 {
     struct pool_key *k = pool_key_at(p, i);
     uint64_t tag = atomic_load(&k->tag);
@@ -270,21 +280,298 @@ static void key_install_locked(struct orbit_pool *p, uint32_t i, orbit_key key)
     bitmap_clear(pool_key_watchers(p, i), p->watch_words);
     bitmap_clear(pool_key_members(p, i), p->member_words);
     /* The slot is closed (nobody can pin it): the first reference is stored, not added. */
-    atomic_store(&k->refs, 1);
+    atomic_store(&k->refs, refs);
     /* Release: digest, counts and bitmaps are visible before a prober sees LIVE. */
     atomic_store_explicit(&k->tag, KEY_TAG(KEY_TAG_SEQ(tag) + 1, KEY_LIVE), memory_order_release);
     atomic_fetch_add_explicit(&p->key_inserts, 1, memory_order_relaxed);
+    return KEY_TAG(KEY_TAG_SEQ(tag) + 1, KEY_LIVE);
 }
 
+/* ---- the op lock and the node's intents ---- */
+
+static void intents_settle_key(struct orbit_pool *p, uint32_t i);
+
+/* 0 held, or -ORBIT_ECORRUPT. Taken over from a dead holder: its op is settled first. */
+static int key_op_lock(struct orbit_pool *p, uint32_t i)
+{
+    int rc = orb_lock_take(&pool_key_at(p, i)->op_lock, ORB_LOCK_BOUND_MS);
+    if (rc == ORB_LOCK_RECOVERED) {
+        intents_settle_key(p, i);
+        return 0;
+    }
+    return rc == ORB_LOCK_TAKEN ? 0 : -ORBIT_ECORRUPT;
+}
+
+/* A free entry of node's; NULL when none frees up within the bound (forged busy words). */
+static struct pool_intent *intent_take(struct orbit_pool *p, uint16_t node)
+{
+    struct pool_intent *e = pool_intents_of(p, node);
+    int64_t end = orb_now_ns() + (int64_t)ORB_LOCK_BOUND_MS * 1000000;
+    for (;;) {
+        for (unsigned n = 0; n < POOL_INTENTS; n++) {
+            uint32_t free_entry = 0;
+            if (atomic_compare_exchange_strong(&e[n].busy, &free_entry, 1))
+                return &e[n];
+        }
+        if (orb_now_ns() > end)
+            return NULL;
+        sched_yield();   /* more of the node's threads mid-op than entries: they take microseconds */
+    }
+}
+
+int pool_keyop_begin(struct orbit_pool *p, uint16_t node, uint32_t i, uint32_t op, uint64_t res,
+                     struct pool_keyop *out)
+{
+    if (node >= p->geo.fleet_capacity || i > p->key_mask)
+        return -ORBIT_ECORRUPT;
+    struct pool_intent *e = intent_take(p, node);
+    if (!e)
+        return -ORBIT_ECORRUPT;
+    int rc = key_op_lock(p, i);
+    if (rc < 0) {
+        atomic_store(&e->busy, 0);
+        return rc;
+    }
+    struct pool_key *k = pool_key_at(p, i);
+    atomic_store_explicit(&e->key, i, memory_order_relaxed);
+    atomic_store_explicit(&e->holds, atomic_load(pool_holds(p, node, i)), memory_order_relaxed);
+    atomic_store_explicit(&e->claims, atomic_load(pool_claims(p, node, i)), memory_order_relaxed);
+    atomic_store_explicit(&e->pins, REFS_PINS(atomic_load(&k->refs)), memory_order_relaxed);
+    atomic_store_explicit(&e->counts, atomic_load(&k->counts), memory_order_relaxed);
+    atomic_store_explicit(&e->res, res, memory_order_relaxed);
+    /* seq_cst, after the values: a settler that reads the op name reads what it names. */
+    atomic_store(&e->op, op);
+    *out = (struct pool_keyop){ e, i };
+    return 0;
+}
+
+void pool_keyop_end(struct orbit_pool *p, struct pool_keyop *op)
+{
+    /* Done before the lock goes: whoever takes it next finds nothing to settle. */
+    atomic_store(&op->e->op, INTENT_NONE);
+    orb_lock_give(&pool_key_at(p, op->key)->op_lock);
+    atomic_store(&op->e->busy, 0);
+}
+
+/* One pin on the tenancy tag of slot i, or false (it ended). Op lock held. */
+static bool key_pin_locked(struct orbit_pool *p, uint32_t i, uint64_t tag)
+{
+    struct pool_key *k = pool_key_at(p, i);
+    /* Installs take the op lock: tag LIVE here and refs open at the CAS name one tenancy. */
+    if (atomic_load(&k->tag) != tag)
+        return false;
+    uint64_t r = atomic_load(&k->refs);
+    do {
+        if ((r & REFS_CLOSED) || REFS_PINS(r) >= REFS_PINS_MAX)
+            return false;
+    } while (!atomic_compare_exchange_weak(&k->refs, &r, r + REFS_PIN));
+    return true;
+}
+
+void pool_key_pin_held(struct orbit_pool *p, uint32_t i)
+{
+    /* A hold keeps the tenancy, so the current tag is ours. */
+    key_pin_locked(p, i, atomic_load(&pool_key_at(p, i)->tag));
+}
+
+void pool_key_unpin_locked(struct orbit_pool *p, uint32_t i)
+{
+    struct pool_key *k = pool_key_at(p, i);
+    uint64_t tag = atomic_load(&k->tag);   /* read while pinned: the tenancy cannot change first */
+    uint64_t r = atomic_load(&k->refs), next;
+    do {
+        if ((r & REFS_CLOSED) || REFS_PINS(r) == 0)
+            return;
+        next = r - REFS_PIN;
+        /* The last reference closes the slot in the same CAS, as a plain unref does. */
+        if (REFS_COUNT(next) == 0)
+            next = REFS_CLOSED;
+    } while (!atomic_compare_exchange_weak(&k->refs, &r, next));
+    if (next == REFS_CLOSED)
+        key_reclaim(p, i, tag);
+}
+
+static bool member_bit_set(struct orbit_pool *p, uint32_t i, uint64_t res)
+{
+    return res < p->total_resources &&
+           (atomic_load(&pool_key_members(p, i)[res / 64]) & (1ull << (res % 64)));
+}
+
+/*
+ * Finish or undo what node's op on key i did before its process (or reporter)
+ * died, so that each count moved exactly once. Op lock held, taken over from
+ * the dead: nobody moved pins or counts since, so "moved" is exact. Settling
+ * is idempotent: a settle cut short is settled again by the next taker.
+ */
+static void intent_settle(struct orbit_pool *p, uint16_t node, struct pool_intent *e)
+{
+    uint32_t op = atomic_load(&e->op), i = atomic_load(&e->key);
+    if (op == INTENT_NONE || op > INTENT_LAST || i > p->key_mask) {
+        atomic_store(&e->op, INTENT_NONE);   /* nothing named, or a forged entry */
+        return;
+    }
+    struct pool_key *k = pool_key_at(p, i);
+    _Atomic uint32_t *holds = pool_holds(p, node, i), *claims = pool_claims(p, node, i);
+    uint64_t counts_then = atomic_load(&e->counts), res = atomic_load(&e->res);
+    bool pins_moved = REFS_PINS(atomic_load(&k->refs)) != atomic_load(&e->pins);
+    bool counts_moved = atomic_load(&k->counts) != counts_then;
+    if (op == INTENT_HOLD || op == INTENT_RELEASE) {
+        /* The node holds a pin iff its row says so: the report returns it with the row. */
+        bool pinned = (op == INTENT_HOLD) == pins_moved;
+        if (pinned != (atomic_load(holds) != 0))
+            atomic_store(holds, pinned ? 1 : 0);
+    } else if (op == INTENT_CLAIM || op == INTENT_FINISH) {
+        /* creating moves with the claims row: make up the difference. */
+        int64_t rows = (int64_t)atomic_load(claims) - (int64_t)atomic_load(&e->claims);
+        int64_t counted = (int64_t)pool_lo(atomic_load(&k->counts)) - (int64_t)pool_lo(counts_then);
+        pool_counts_add(&k->counts, 0, rows - counted);
+    } else if (op == INTENT_REGISTER && !member_bit_set(p, i, res)) {
+        /* The bit comes last: without it the resource is not in; undo what is. */
+        if (counts_moved)
+            pool_counts_add(&k->counts, -1, 0);
+        if (pins_moved)
+            pool_key_unpin_locked(p, i);
+    } else if (op == INTENT_UNCOUNT && !member_bit_set(p, i, res)) {
+        /* The bit goes first: without it the resource is out; finish taking it out. */
+        if (!counts_moved)
+            pool_counts_add(&k->counts, -1, 0);
+        if (!pins_moved)
+            pool_key_unpin_locked(p, i);
+    } else if (op == INTENT_RETURN) {
+        uint32_t c = atomic_load(&e->claims);
+        if (c && !counts_moved)
+            pool_counts_add(&k->counts, 0, -(int64_t)c);
+        if (atomic_load(&e->holds) && !pins_moved)
+            pool_key_unpin_locked(p, i);
+        atomic_store(holds, 0);
+        atomic_store(claims, 0);
+    }
+    atomic_store(&e->op, INTENT_NONE);
+}
+
+/* Op lock of i taken over from a dead holder: settle whatever op names it (at most one). */
+static void intents_settle_key(struct orbit_pool *p, uint32_t i)
+{
+    for (uint32_t node = 0; node < p->geo.fleet_capacity; node++) {
+        struct pool_intent *e = pool_intents_of(p, node);
+        for (unsigned n = 0; n < POOL_INTENTS; n++)
+            if (atomic_load(&e[n].op) != INTENT_NONE && atomic_load(&e[n].key) == i)
+                intent_settle(p, (uint16_t)node, &e[n]);
+    }
+}
+
+int pool_intents_settle_node(struct orbit_pool *p, uint16_t node)
+{
+    struct pool_intent *e = pool_intents_of(p, node);
+    int rc = 0;
+    for (unsigned n = 0; n < POOL_INTENTS; n++) {
+        uint32_t i = atomic_load(&e[n].key);
+        if (atomic_load(&e[n].op) == INTENT_NONE || i > p->key_mask) {
+            atomic_store(&e[n].op, INTENT_NONE);
+            continue;
+        }
+        if (key_op_lock(p, i) < 0) {
+            rc = -ORBIT_ECORRUPT;   /* the next report tries again */
+            continue;
+        }
+        /* Under the lock: settled already if the take-over was ours or someone's before. */
+        if (atomic_load(&e[n].key) == i)
+            intent_settle(p, node, &e[n]);
+        orb_lock_give(&pool_key_at(p, i)->op_lock);
+    }
+    /* The node's threads are gone: every entry is free again (the report takes some). */
+    for (unsigned n = 0; n < POOL_INTENTS && rc == 0; n++)
+        atomic_store(&e[n].busy, 0);
+    return rc;
+}
+
+void pool_intents_reset(struct orbit_pool *p)
+{
+    memset(p->intents, 0, (size_t)p->geo.fleet_capacity * POOL_INTENTS * sizeof *p->intents);
+}
+
+/* ---- holds: a node's pin, counted in its holds row ---- */
+
+static void node_release(struct orbit_pool *p, uint16_t node, uint32_t i);
+
+/* node's hold on tenancy tag of slot i: 0, 1 when it ended (look again), or an error. */
+static int node_hold(struct orbit_pool *p, uint16_t node, uint32_t i, uint64_t tag)
+{
+    _Atomic uint32_t *row = pool_holds(p, node, i);
+    uint32_t v = atomic_load(row);
+    /* A non-zero row is the node's pin: the tenancy cannot end under it. */
+    while (v > 0 && v < UINT32_MAX) {
+        if (!atomic_compare_exchange_weak(row, &v, v + 1))
+            continue;
+        if (atomic_load(&pool_key_at(p, i)->tag) == tag)
+            return 0;
+        node_release(p, node, i);   /* pinned on a later tenancy than the one we looked up */
+        return 1;
+    }
+    struct pool_keyop op;
+    int rc = pool_keyop_begin(p, node, i, INTENT_HOLD, 0, &op);
+    if (rc < 0)
+        return rc;
+    v = atomic_load(row);
+    if (atomic_load(&pool_key_at(p, i)->tag) != tag)
+        rc = 1;
+    else if (v == UINT32_MAX)
+        rc = -ORBIT_ECORRUPT;
+    else if (v > 0)
+        atomic_fetch_add(row, 1);   /* another thread of ours pinned it meanwhile */
+    else if (!key_pin_locked(p, i, tag))
+        rc = 1;
+    else {
+        pool_park_here(p, POOL_PARK_HOLD);
+        atomic_store(row, 1);   /* only under the lock does a row leave zero */
+    }
+    pool_keyop_end(p, &op);
+    return rc;
+}
+
+static void node_release(struct orbit_pool *p, uint16_t node, uint32_t i)
+{
+    _Atomic uint32_t *row = pool_holds(p, node, i);
+    uint32_t v = atomic_load(row);
+    for (;;) {
+        if (v == 0)
+            return;   /* node_dead or a reset returned it already */
+        if (v == 1)
+            break;
+        if (atomic_compare_exchange_weak(row, &v, v - 1))
+            return;   /* not the last: the pin stays */
+    }
+    struct pool_keyop op;
+    if (pool_keyop_begin(p, node, i, INTENT_RELEASE, 0, &op) < 0)
+        return;   /* a forged lock word: the hold stays until reset_all */
+    /* Under the lock a row moves only up from non-zero (another thread's fast hold). */
+    v = atomic_load(row);
+    while (v > 0 && !atomic_compare_exchange_weak(row, &v, v - 1))
+        ;
+    if (v == 1) {
+        pool_park_here(p, POOL_PARK_RELEASE);
+        pool_key_unpin_locked(p, i);
+    }
+    pool_keyop_end(p, &op);
+}
+
+/* ---- inserts ---- */
+
+/*
+ * Insert the key if absent (both locks held while it is installed). A member
+ * pins it before the key lock goes: 0 held, 1 present already (look again).
+ * An observer gets a plain reference.
+ */
 static int key_insert(struct orbit_pool *p, orbit_key key, uint32_t *index)
 {
     int rc = pool_key_lock(p);
     if (rc < 0)
         return rc;
+    uint64_t tag;
     /* Under the lock no other insert runs: a second look decides present or absent. */
-    if (pool_key_find(p, key, index) == 0) {
+    if (key_probe(p, key, p->observer, index, &tag) == 0) {
         pool_key_unlock(p);
-        return 0;
+        return p->observer ? 0 : 1;
     }
     uint32_t i = key_free_slot(p, key);
     /* Tombstones lengthen every miss: past a quarter of the table, sweep them. */
@@ -293,14 +580,17 @@ static int key_insert(struct orbit_pool *p, orbit_key key, uint32_t *index)
         key_sweep_locked(p);
         i = key_free_slot(p, key);
     }
-    if (i == NO_SLOT) {
-        pool_key_unlock(p);
-        return -ORBIT_EKEYFULL;
+    if (i == NO_SLOT)
+        rc = -ORBIT_EKEYFULL;
+    else if ((rc = key_op_lock(p, i)) == 0) {
+        tag = key_install_locked(p, i, key, p->observer ? 1 : 0);
+        orb_lock_give(&pool_key_at(p, i)->op_lock);
+        /* Nothing can close it before our pin: settles run under the key lock we hold. */
+        rc = p->observer ? 0 : node_hold(p, p->node, i, tag);
     }
-    key_install_locked(p, i, key);
     pool_key_unlock(p);
     *index = i;
-    return 0;
+    return rc;
 }
 
 /*
@@ -309,29 +599,28 @@ static int key_insert(struct orbit_pool *p, orbit_key key, uint32_t *index)
  */
 int pool_key_hold(struct orbit_pool *p, orbit_key key, uint32_t *index)
 {
-    int rc = pool_key_find(p, key, index);
-    if (rc < 0 && (rc = key_insert(p, key, index)) < 0)
-        return rc;
-    if (!p->observer)
-        atomic_fetch_add(pool_holds(p, p->node, *index), 1);
-    return 0;
+    if (p->observer) {
+        int rc = pool_key_find(p, key, index);
+        return rc < 0 ? key_insert(p, key, index) : 0;
+    }
+    for (unsigned n = 0; n < HOLD_TRIES; n++) {
+        uint64_t tag;
+        int rc = key_probe(p, key, false, index, &tag);
+        rc = rc < 0 ? key_insert(p, key, index) : node_hold(p, p->node, *index, tag);
+        if (rc <= 0)
+            return rc;
+    }
+    return -ORBIT_EAGAIN;
 }
 
 void pool_key_release(struct orbit_pool *p, uint32_t i)
 {
     if (i > p->key_mask)
         return;
-    if (p->observer) {
+    if (p->observer)
         pool_key_unref(p, i, 1);
-        return;
-    }
-    _Atomic uint32_t *h = pool_holds(p, p->node, i);
-    uint32_t v = atomic_load(h);
-    do {
-        if (v == 0)
-            return;   /* node_dead or a reset returned it already */
-    } while (!atomic_compare_exchange_weak(h, &v, v - 1));
-    pool_key_unref(p, i, 1);
+    else
+        node_release(p, p->node, i);
 }
 
 /* ---- changes and watches ---- */
@@ -440,22 +729,43 @@ int orbit_pool_watch_since(struct orbit_pool *p, orbit_key key, uint32_t since)
 }
 
 /* node_dead: return the node's holds and claims on every key, deliver its watches. */
-void pool_key_return_node(struct orbit_pool *p, uint16_t node)
+/* The dead node's rows on key i back to the key, under the op lock with a RETURN intent. */
+static int return_rows(struct orbit_pool *p, uint16_t node, uint32_t i)
+{
+    struct pool_keyop op;
+    int rc = pool_keyop_begin(p, node, i, INTENT_RETURN, 0, &op);
+    if (rc < 0)
+        return rc;
+    /* The rows as the intent recorded them (a settle on taking the lock may have moved them). */
+    uint32_t claims = atomic_load(&op.e->claims), holds = atomic_load(&op.e->holds);
+    if (claims)
+        pool_counts_add(&pool_key_at(p, i)->counts, 0, -(int64_t)claims);
+    if (holds)
+        pool_key_unpin_locked(p, i);
+    pool_park_here(p, POOL_PARK_RETURN);
+    /* Zeroed last: a reporter killed before this is settled from the intent. */
+    atomic_store(pool_holds(p, node, i), 0);
+    atomic_store(pool_claims(p, node, i), 0);
+    pool_keyop_end(p, &op);
+    if (claims || holds)
+        pool_key_changed(p, i);
+    return 0;
+}
+
+int pool_key_return_node(struct orbit_pool *p, uint16_t node)
 {
     if (node >= p->geo.fleet_capacity)
-        return;
+        return -ORBIT_EMALFORMED;
+    int rc = 0;
     for (uint32_t i = 0; i <= p->key_mask; i++) {
-        struct pool_key *k = pool_key_at(p, i);
-        uint32_t claims = atomic_exchange(pool_claims(p, node, i), 0);
-        uint32_t holds = atomic_exchange(pool_holds(p, node, i), 0);
-        if (claims)
-            pool_counts_add(&k->counts, 0, -(int64_t)claims);
+        if (atomic_load(pool_claims(p, node, i)) || atomic_load(pool_holds(p, node, i))) {
+            int r = return_rows(p, node, i);
+            rc = rc < 0 ? rc : r;
+        }
         /* Ringing, not clearing: a later life of the node re-checks instead of missing it. */
         deliver_word(p, i, node / 64, 1ull << (node % 64));
-        if (claims || holds)
-            pool_key_changed(p, i);
-        pool_key_unref(p, i, holds);
     }
+    return rc;
 }
 
 /* reset_all's key part, lock held: every slot EMPTY under a new sequence, waiters woken. */
@@ -470,6 +780,7 @@ void pool_key_reset_locked(struct orbit_pool *p)
         atomic_store(&k->watch_count, 0);
         bitmap_clear(pool_key_watchers(p, i), p->watch_words);
         bitmap_clear(pool_key_members(p, i), p->member_words);
+        orb_lock_init(&k->op_lock);   /* quiescent: a forged or stuck word starts over free */
         atomic_store(&k->tag, KEY_TAG(KEY_TAG_SEQ(tag) + 1, KEY_EMPTY));
         orb_wait_signal(&k->wait, &p->stats);
     }
