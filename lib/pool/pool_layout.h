@@ -115,7 +115,6 @@ struct pool_key {
     _Atomic uint32_t watch_count; /* >= watcher bits set: skip the bitmap when 0 */
     _Atomic uint32_t watched;     /* the last version handed out: a change past it must bump */
     struct orb_lock op_lock;      /* pins and counts move under it, with an intent */
-    uint32_t pad1;
 };
 _Static_assert(sizeof(struct pool_key) == 64, "key slot head is one cache line");
 
