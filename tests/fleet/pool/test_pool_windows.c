@@ -21,6 +21,7 @@
 #define VICTIM_INC 0x7001ull
 
 static const orbit_key KEY = { 7, 77 };
+static const orbit_key NEW_KEY = { 8, 88 };   /* inserted by the victim: both key locks held */
 
 struct victim {
     const char *name;
@@ -28,7 +29,7 @@ struct victim {
     int op;
 };
 
-enum { OP_VERSION, OP_CLAIM, OP_FINISH, OP_REGISTER, OP_UNREGISTER, OP_CLAIM_AND_STOP };
+enum { OP_VERSION, OP_VERSION_NEW_KEY, OP_CLAIM, OP_FINISH, OP_REGISTER, OP_UNREGISTER, OP_CLAIM_AND_STOP };
 
 /* The victim: does the operation; the hook stops it inside (or it stops itself after). */
 static int victim(void *arg)
@@ -45,6 +46,9 @@ static int victim(void *arg)
     switch (v->op) {
     case OP_VERSION:
         orbit_pool_version(p, KEY, &version);
+        break;
+    case OP_VERSION_NEW_KEY:
+        orbit_pool_version(p, NEW_KEY, &version);
         break;
     case OP_CLAIM:
         orbit_pool_claim_create(p, KEY, 4, &pm);
@@ -130,7 +134,8 @@ static void assert_key_works(struct orbit_pool *p)
 }
 
 static const struct { const char *park; int op; } WINDOWS[] = {
-    { "hold", OP_VERSION }, { "release", OP_VERSION }, { "claim", OP_CLAIM },
+    { "hold", OP_VERSION }, { "hold", OP_VERSION_NEW_KEY }, { "release", OP_VERSION },
+    { "release", OP_VERSION_NEW_KEY }, { "claim", OP_CLAIM },
     { "finish", OP_FINISH }, { "register", OP_REGISTER }, { "uncount", OP_UNREGISTER },
 };
 
@@ -152,6 +157,9 @@ START_TEST(a_member_killed_mid_key_update_leaves_nothing_counted)
     ck_assert_int_eq(orbit_pool_unregister(p, ours), 0);
     assert_nothing_counted(p);
     assert_key_works(p);
+    uint32_t version;   /* an insert after a victim killed holding the key-table lock */
+    ck_assert_int_eq(orbit_pool_version(p, NEW_KEY, &version), 0);
+    assert_nothing_counted(p);
     orbit_pool_close(p);
     orbit_fleet_leave(f);
     ck_assert_int_eq(orbit_fleet_unlink(name), 0);
