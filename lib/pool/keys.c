@@ -700,12 +700,15 @@ static int watch_key(struct orbit_pool *p, orbit_key key, uint32_t *index)
         return rc;
     struct pool_key *k = pool_key_at(p, *index);
     uint64_t bit = 1ull << (p->node % 64);
-    /* Count first, then the bit: a changer that sees the bit also sees a non-zero count. */
+    /* Count and the bit's reference first, then the bit: a changer that sees the bit also
+     * sees a non-zero count, and a delivery (or our death report) drops only a reference that
+     * is in (killed before the bit, the reference stays behind: never one taken twice). */
     atomic_fetch_add(&k->watch_count, 1);
-    if (atomic_fetch_or(&pool_key_watchers(p, *index)[p->node / 64], bit) & bit)
+    pool_key_ref_held(p, *index);
+    if (atomic_fetch_or(&pool_key_watchers(p, *index)[p->node / 64], bit) & bit) {
         atomic_fetch_sub(&k->watch_count, 1);   /* already watched: one bit, one reference */
-    else
-        pool_key_ref_held(p, *index);           /* the bit keeps the key until delivered */
+        pool_key_unref(p, *index, 1);           /* our hold keeps the key: this never closes it */
+    }
     pool_key_release(p, *index);
     return 0;
 }

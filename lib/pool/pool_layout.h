@@ -43,8 +43,8 @@
  * short is finished from the slot's state). A reserver killed between its
  * unit CAS and its stamp leaves an unstamped entry, which the owner's
  * reconcile stamps and then ages like any other. A watcher killed between
- * its watch bit and that bit's plain reference is not settled (it only ever
- * leaves a reference behind, never takes one away).
+ * its watch bit's plain reference and the bit leaves that reference behind
+ * until reset_all (the order never lets a delivery drop one not taken).
  */
 #ifndef ORB_POOL_LAYOUT_H
 #define ORB_POOL_LAYOUT_H
