@@ -286,6 +286,10 @@ int  pool_key_return_node(struct orbit_pool *p, uint16_t node);             /* n
 int  pool_intents_settle_node(struct orbit_pool *p, uint16_t node);         /* node_dead's first step */
 void pool_intents_reset(struct orbit_pool *p);
 
+/* ---- intents.c: op locks, pins, intents ---- */
+int  pool_key_op_lock(struct orbit_pool *p, uint32_t index);                /* a dead holder's op settled */
+bool pool_key_pin_locked(struct orbit_pool *p, uint32_t index, uint64_t tag); /* op lock held */
+void pool_key_reclaim(struct orbit_pool *p, uint32_t index, uint64_t tag);  /* keys.c: last ref gone */
 /* An op under key i's op lock with node's intent entry (see "Pins and counts" above). */
 struct pool_keyop { struct pool_intent *e; uint32_t key; };
 int  pool_keyop_begin(struct orbit_pool *p, uint16_t node, uint32_t key, uint32_t op, uint64_t res,
