@@ -26,7 +26,7 @@
 #include "core/wait.h"
 
 #define ORB_TABLE_ADMISSION 4u   /* the segment header's table_type */
-#define ADM_LAYOUT_VERSION 2u
+#define ADM_LAYOUT_VERSION 3u
 #define ADM_DOMAINS_MAX    1024u        /* spec.max_domains upper bound */
 #define ADM_CLAIMS_MAX     (1u << 20)   /* spec.max_claims upper bound */
 #define ADM_TABLE_MAX      (1ull << 30) /* table bytes upper bound */
@@ -54,8 +54,7 @@ enum adm_poison {
 };
 
 struct adm_ledger {
-    struct orb_lock lock;               /* the ledger's lock */
-    uint32_t pad0;
+    struct orb_lock lock;               /* the ledger's lock (8 bytes) */
     uint32_t n_domains;                 /* domains [0, n_domains) are set up */
     uint32_t live_claims;               /* records in state LIVE */
     uint32_t free_top;                  /* free stack holds [0, free_top) */

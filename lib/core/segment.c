@@ -260,14 +260,46 @@ static int wait_ready(struct orb_seg_header *h)
     }
 }
 
+/*
+ * A segment we may share memory through: a regular file under its own name
+ * (opened O_NOFOLLOW), no access for others (no creation mode gives any),
+ * owned by us or root, or by another user who shared it with the group: the
+ * group the caller joins with (any group for tools: req NULL). -EACCES
+ * otherwise: another local user planted it.
+ */
+static int segment_trusted(const struct stat *st, const struct orb_seg_request *req)
+{
+    if (!S_ISREG(st->st_mode) || (st->st_mode & 0007))
+        return -EACCES;
+    if (st->st_uid == geteuid() || st->st_uid == 0)
+        return 0;
+    if ((st->st_mode & 0060) != 0060)
+        return -EACCES;
+    return !req || (req->gid >= 0 && st->st_gid == (gid_t)req->gid) ? 0 : -EACCES;
+}
+
+/* Open a segment's name without following a symlink or blocking on a FIFO planted there. */
+static int open_segment_fd(const char *path, int flags, const struct orb_seg_request *req, struct stat *st)
+{
+    int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ELOOP ? -EACCES : -errno;
+    int rc = fstat(fd, st) != 0 ? -errno : segment_trusted(st, req);
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
 static int open_path(const char *path, enum orbit_backing backing, const struct orb_seg_request *req,
                      struct orb_segment *out)
 {
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
     struct stat st;
-    if (fstat(fd, &st) != 0 || (size_t)st.st_size < ORB_SEG_HEADER_BYTES) {
+    int fd = open_segment_fd(path, O_RDWR, req, &st);
+    if (fd < 0)
+        return fd;
+    if ((size_t)st.st_size < ORB_SEG_HEADER_BYTES) {
         close(fd);
         return -ORBIT_ECORRUPT;
     }
@@ -326,14 +358,13 @@ int orb_segment_peek(const char *fleet, uint8_t kind, struct orb_seg_header *out
         char path[256];
         if (orb_segment_path(order[i], fleet, kind, path, sizeof path) != 0)
             continue;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            if (errno == ENOENT)
-                continue;
-            return -errno;
-        }
         struct stat st;
-        ssize_t n = fstat(fd, &st) == 0 ? pread(fd, out, sizeof *out, 0) : -1;
+        int fd = open_segment_fd(path, O_RDONLY, NULL, &st);
+        if (fd == -ENOENT)
+            continue;
+        if (fd < 0)
+            return fd;
+        ssize_t n = pread(fd, out, sizeof *out, 0);
         close(fd);
         if (n != (ssize_t)sizeof *out)
             return -ORBIT_ECORRUPT;

@@ -18,17 +18,24 @@ int orbit_pool_claim_create(struct orbit_pool *p, orbit_key key, uint32_t max_li
     if (rc < 0)
         return rc;
     struct pool_key *k = pool_key_at(p, ki);
-    uint64_t c = atomic_load(&k->counts), next;
-    do {
-        /* live + creating under max_live, checked and counted by one CAS. */
-        if ((uint64_t)pool_hi(c) + pool_lo(c) >= max_live) {
-            pool_key_release(p, ki);
-            return -ORBIT_EBUDGET;
-        }
-        next = pool_pack(pool_hi(c), pool_lo(c) + 1);
-    } while (!atomic_compare_exchange_weak(&k->counts, &c, next));
+    struct pool_keyop op;
+    if ((rc = pool_keyop_begin(p, p->node, ki, INTENT_CLAIM, 0, &op)) < 0) {
+        pool_key_release(p, ki);
+        return rc;
+    }
+    /* live + creating under max_live, checked and counted under the op lock; the intent
+     * lets a settle match creating to the claim row if we die between the two. */
+    uint64_t c = atomic_load(&k->counts);
+    if ((uint64_t)pool_hi(c) + pool_lo(c) >= max_live) {
+        pool_keyop_end(p, &op);
+        pool_key_release(p, ki);
+        return -ORBIT_EBUDGET;
+    }
+    pool_counts_add(&k->counts, 0, 1);
+    pool_park_here(p, POOL_PARK_CLAIM);
     /* The hold stays with the permit; the claim row lets node_dead return both. */
     atomic_fetch_add(pool_claims(p, p->node, ki), 1);
+    pool_keyop_end(p, &op);
     *out = (struct orbit_permit){ .pool = p, .key_index = ki, .done = false };
     return 0;
 }
@@ -42,13 +49,20 @@ void orbit_permit_finish(struct orbit_permit *pm)
     uint32_t ki = pm->key_index;
     if (ki > p->key_mask || p->observer)
         return;
+    struct pool_keyop op;
+    if (pool_keyop_begin(p, p->node, ki, INTENT_FINISH, 0, &op) < 0)
+        return;   /* a forged lock word: the claim stays until reset_all */
+    /* Row, then count, under the op lock: a settle matches them if we die between. */
     _Atomic uint32_t *claims = pool_claims(p, p->node, ki);
     uint32_t v = atomic_load(claims);
-    do {
-        if (v == 0)
-            return;   /* node_dead or a reset returned this claim already */
-    } while (!atomic_compare_exchange_weak(claims, &v, v - 1));
+    if (v == 0) {
+        pool_keyop_end(p, &op);
+        return;   /* node_dead or a reset returned this claim already */
+    }
+    atomic_store(claims, v - 1);
+    pool_park_here(p, POOL_PARK_FINISH);
     pool_counts_add(&pool_key_at(p, ki)->counts, 0, -1);
+    pool_keyop_end(p, &op);
     pool_key_changed(p, ki);
     pool_key_release(p, ki);
 }

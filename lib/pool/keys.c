@@ -8,6 +8,7 @@
 #include "pool_layout.h"
 
 #define NO_SLOT UINT32_MAX
+#define HOLD_TRIES 1000   /* a key reclaimed and reinserted under us this often: give up */
 
 static uint32_t key_home(const struct orbit_pool *p, orbit_key key)
 {
@@ -45,7 +46,7 @@ bool pool_counts_add(_Atomic uint64_t *counts, int64_t live, int64_t creating)
  * slot becomes a tombstone. A CAS, not a store: under the key lock an insert
  * may have finished this reclaim already and put a new tenancy here.
  */
-static void key_reclaim(struct orbit_pool *p, uint32_t i, uint64_t tag)
+void pool_key_reclaim(struct orbit_pool *p, uint32_t i, uint64_t tag)
 {
     struct pool_key *k = pool_key_at(p, i);
     if (KEY_TAG_STATE(tag) == KEY_LIVE &&
@@ -68,14 +69,15 @@ void pool_key_unref(struct orbit_pool *p, uint32_t i, uint64_t n)
     uint64_t r = atomic_load(&k->refs), next;
     do {
         /* Closed or short: a reset cleared what we held; never go below zero. */
-        if ((r & REFS_CLOSED) || REFS_COUNT(r) == 0)
+        if ((r & REFS_CLOSED) || REFS_PLAIN(r) == 0)
             return;
-        uint64_t left = REFS_COUNT(r) > n ? REFS_COUNT(r) - n : 0;
+        next = r - (REFS_PLAIN(r) > n ? n : REFS_PLAIN(r));
         /* Dropping the last reference closes the slot in the same CAS: nobody can pin it after. */
-        next = left ? left : REFS_CLOSED;
+        if (REFS_COUNT(next) == 0)
+            next = REFS_CLOSED;
     } while (!atomic_compare_exchange_weak(&k->refs, &r, next));
     if (next == REFS_CLOSED)
-        key_reclaim(p, i, tag);
+        pool_key_reclaim(p, i, tag);
 }
 
 void pool_key_ref_held(struct orbit_pool *p, uint32_t i)
@@ -90,7 +92,7 @@ static bool key_ref_if(struct orbit_pool *p, uint32_t i, uint64_t tag)
     struct pool_key *k = pool_key_at(p, i);
     uint64_t r = atomic_load(&k->refs);
     do {
-        if ((r & REFS_CLOSED) || REFS_COUNT(r) >= REFS_CLOSED - 1)
+        if ((r & REFS_CLOSED) || REFS_PLAIN(r) == 0xffffffffull)
             return false;
     } while (!atomic_compare_exchange_weak(&k->refs, &r, r + 1));
     /* The reference is in; if the tenancy moved meanwhile it is not ours to keep. */
@@ -102,7 +104,7 @@ static bool key_ref_if(struct orbit_pool *p, uint32_t i, uint64_t tag)
 }
 
 /* Probe from the key's home to the first EMPTY slot for a LIVE tenancy of key. */
-static int key_probe(struct orbit_pool *p, orbit_key key, bool take_ref, uint32_t *index)
+static int key_probe(struct orbit_pool *p, orbit_key key, bool take_ref, uint32_t *index, uint64_t *tag_out)
 {
     uint32_t home = key_home(p, key);
     for (uint32_t n = 0; n <= p->key_mask; n++) {
@@ -119,6 +121,7 @@ static int key_probe(struct orbit_pool *p, orbit_key key, bool take_ref, uint32_
             if (atomic_load(&k->refs) & REFS_CLOSED)
                 continue;   /* dying: a snapshot of it would read as empty */
             *index = i;
+            *tag_out = tag;
             return 0;
         }
         if (key_ref_if(p, i, tag)) {
@@ -132,24 +135,30 @@ static int key_probe(struct orbit_pool *p, orbit_key key, bool take_ref, uint32_
 
 int pool_key_find(struct orbit_pool *p, orbit_key key, uint32_t *index)
 {
-    return key_probe(p, key, true, index);
+    uint64_t tag;
+    return key_probe(p, key, true, index, &tag);
 }
 
 int pool_key_peek(struct orbit_pool *p, orbit_key key, uint32_t *index)
 {
-    return key_probe(p, key, false, index);
+    uint64_t tag;
+    return key_probe(p, key, false, index, &tag);
 }
 
 /* ---- the lock: inserts and sweeps ---- */
 
 /*
  * Lock held: LIVE with REFS_CLOSED is a reclaim between its two steps (or a
- * reclaimer that died there); finish it so the slot can be used again.
+ * reclaimer that died there); LIVE with nothing at all, an inserter that died
+ * before its pin (a live one holds this lock until pinned). Finish either so
+ * the slot can be used again; a pinner racing the close loses it by CAS.
  * Returns the slot's state afterwards.
  */
 static unsigned key_settle_locked(struct orbit_pool *p, struct pool_key *k)
 {
-    uint64_t tag = atomic_load(&k->tag);
+    uint64_t tag = atomic_load(&k->tag), none = 0;
+    if (KEY_TAG_STATE(tag) == KEY_LIVE && atomic_load(&k->refs) == 0)
+        atomic_compare_exchange_strong(&k->refs, &none, REFS_CLOSED);
     if (KEY_TAG_STATE(tag) == KEY_LIVE && atomic_load(&k->refs) == REFS_CLOSED &&
         atomic_compare_exchange_strong(&k->tag, &tag, KEY_TAG(KEY_TAG_SEQ(tag), KEY_TOMB))) {
         atomic_fetch_add_explicit(&p->hdr->tombstones, 1, memory_order_relaxed);
@@ -255,8 +264,8 @@ static void bitmap_clear(_Atomic uint64_t *w, uint32_t words)
             atomic_store_explicit(&w[i], 0, memory_order_relaxed);
 }
 
-/* Make slot i the key's new tenancy, with one reference for the caller. Lock held. */
-static void key_install_locked(struct orbit_pool *p, uint32_t i, orbit_key key)
+/* Make slot i the key's new tenancy holding refs (1 plain, or 0: the caller pins next). Both locks held. */
+static uint64_t key_install_locked(struct orbit_pool *p, uint32_t i, orbit_key key, uint64_t refs)
 {
     struct pool_key *k = pool_key_at(p, i);
     uint64_t tag = atomic_load(&k->tag);
@@ -270,21 +279,95 @@ static void key_install_locked(struct orbit_pool *p, uint32_t i, orbit_key key)
     bitmap_clear(pool_key_watchers(p, i), p->watch_words);
     bitmap_clear(pool_key_members(p, i), p->member_words);
     /* The slot is closed (nobody can pin it): the first reference is stored, not added. */
-    atomic_store(&k->refs, 1);
+    atomic_store(&k->refs, refs);
     /* Release: digest, counts and bitmaps are visible before a prober sees LIVE. */
     atomic_store_explicit(&k->tag, KEY_TAG(KEY_TAG_SEQ(tag) + 1, KEY_LIVE), memory_order_release);
     atomic_fetch_add_explicit(&p->key_inserts, 1, memory_order_relaxed);
+    return KEY_TAG(KEY_TAG_SEQ(tag) + 1, KEY_LIVE);
 }
 
+/* ---- holds: a node's pin, counted in its holds row ---- */
+
+static void node_release(struct orbit_pool *p, uint16_t node, uint32_t i);
+
+/* node's hold on tenancy tag of slot i: 0, 1 when it ended (look again), or an error. */
+static int node_hold(struct orbit_pool *p, uint16_t node, uint32_t i, uint64_t tag)
+{
+    _Atomic uint32_t *row = pool_holds(p, node, i);
+    uint32_t v = atomic_load(row);
+    /* A non-zero row is the node's pin: the tenancy cannot end under it. */
+    while (v > 0 && v < UINT32_MAX) {
+        if (!atomic_compare_exchange_weak(row, &v, v + 1))
+            continue;
+        if (atomic_load(&pool_key_at(p, i)->tag) == tag)
+            return 0;
+        node_release(p, node, i);   /* pinned on a later tenancy than the one we looked up */
+        return 1;
+    }
+    struct pool_keyop op;
+    int rc = pool_keyop_begin(p, node, i, INTENT_HOLD, 0, &op);
+    if (rc < 0)
+        return rc;
+    v = atomic_load(row);
+    if (atomic_load(&pool_key_at(p, i)->tag) != tag)
+        rc = 1;
+    else if (v == UINT32_MAX)
+        rc = -ORBIT_ECORRUPT;
+    else if (v > 0)
+        atomic_fetch_add(row, 1);   /* another thread of ours pinned it meanwhile */
+    else if (!pool_key_pin_locked(p, i, tag))
+        rc = 1;
+    else {
+        pool_park_here(p, POOL_PARK_HOLD);
+        atomic_store(row, 1);   /* only under the lock does a row leave zero */
+    }
+    pool_keyop_end(p, &op);
+    return rc;
+}
+
+static void node_release(struct orbit_pool *p, uint16_t node, uint32_t i)
+{
+    _Atomic uint32_t *row = pool_holds(p, node, i);
+    uint32_t v = atomic_load(row);
+    for (;;) {
+        if (v == 0)
+            return;   /* node_dead or a reset returned it already */
+        if (v == 1)
+            break;
+        if (atomic_compare_exchange_weak(row, &v, v - 1))
+            return;   /* not the last: the pin stays */
+    }
+    struct pool_keyop op;
+    if (pool_keyop_begin(p, node, i, INTENT_RELEASE, 0, &op) < 0)
+        return;   /* a forged lock word: the hold stays until reset_all */
+    /* Under the lock a row moves only up from non-zero (another thread's fast hold). */
+    v = atomic_load(row);
+    while (v > 0 && !atomic_compare_exchange_weak(row, &v, v - 1))
+        ;
+    if (v == 1) {
+        pool_park_here(p, POOL_PARK_RELEASE);
+        pool_key_unpin_locked(p, i);
+    }
+    pool_keyop_end(p, &op);
+}
+
+/* ---- inserts ---- */
+
+/*
+ * Insert the key if absent (both locks held while it is installed). A member
+ * pins it before the key lock goes: 0 held, 1 present already (look again).
+ * An observer gets a plain reference.
+ */
 static int key_insert(struct orbit_pool *p, orbit_key key, uint32_t *index)
 {
     int rc = pool_key_lock(p);
     if (rc < 0)
         return rc;
+    uint64_t tag;
     /* Under the lock no other insert runs: a second look decides present or absent. */
-    if (pool_key_find(p, key, index) == 0) {
+    if (key_probe(p, key, p->observer, index, &tag) == 0) {
         pool_key_unlock(p);
-        return 0;
+        return p->observer ? 0 : 1;
     }
     uint32_t i = key_free_slot(p, key);
     /* Tombstones lengthen every miss: past a quarter of the table, sweep them. */
@@ -293,14 +376,17 @@ static int key_insert(struct orbit_pool *p, orbit_key key, uint32_t *index)
         key_sweep_locked(p);
         i = key_free_slot(p, key);
     }
-    if (i == NO_SLOT) {
-        pool_key_unlock(p);
-        return -ORBIT_EKEYFULL;
+    if (i == NO_SLOT)
+        rc = -ORBIT_EKEYFULL;
+    else if ((rc = pool_key_op_lock(p, i)) == 0) {
+        tag = key_install_locked(p, i, key, p->observer ? 1 : 0);
+        orb_lock_give(&pool_key_at(p, i)->op_lock);
+        /* Nothing can close it before our pin: settles run under the key lock we hold. */
+        rc = p->observer ? 0 : node_hold(p, p->node, i, tag);
     }
-    key_install_locked(p, i, key);
     pool_key_unlock(p);
     *index = i;
-    return 0;
+    return rc;
 }
 
 /*
@@ -309,29 +395,28 @@ static int key_insert(struct orbit_pool *p, orbit_key key, uint32_t *index)
  */
 int pool_key_hold(struct orbit_pool *p, orbit_key key, uint32_t *index)
 {
-    int rc = pool_key_find(p, key, index);
-    if (rc < 0 && (rc = key_insert(p, key, index)) < 0)
-        return rc;
-    if (!p->observer)
-        atomic_fetch_add(pool_holds(p, p->node, *index), 1);
-    return 0;
+    if (p->observer) {
+        int rc = pool_key_find(p, key, index);
+        return rc < 0 ? key_insert(p, key, index) : 0;
+    }
+    for (unsigned n = 0; n < HOLD_TRIES; n++) {
+        uint64_t tag;
+        int rc = key_probe(p, key, false, index, &tag);
+        rc = rc < 0 ? key_insert(p, key, index) : node_hold(p, p->node, *index, tag);
+        if (rc <= 0)
+            return rc;
+    }
+    return -ORBIT_EAGAIN;
 }
 
 void pool_key_release(struct orbit_pool *p, uint32_t i)
 {
     if (i > p->key_mask)
         return;
-    if (p->observer) {
+    if (p->observer)
         pool_key_unref(p, i, 1);
-        return;
-    }
-    _Atomic uint32_t *h = pool_holds(p, p->node, i);
-    uint32_t v = atomic_load(h);
-    do {
-        if (v == 0)
-            return;   /* node_dead or a reset returned it already */
-    } while (!atomic_compare_exchange_weak(h, &v, v - 1));
-    pool_key_unref(p, i, 1);
+    else
+        node_release(p, p->node, i);
 }
 
 /* ---- changes and watches ---- */
@@ -411,12 +496,15 @@ static int watch_key(struct orbit_pool *p, orbit_key key, uint32_t *index)
         return rc;
     struct pool_key *k = pool_key_at(p, *index);
     uint64_t bit = 1ull << (p->node % 64);
-    /* Count first, then the bit: a changer that sees the bit also sees a non-zero count. */
+    /* Count and the bit's reference first, then the bit: a changer that sees the bit also
+     * sees a non-zero count, and a delivery (or our death report) drops only a reference that
+     * is in (killed before the bit, the reference stays behind: never one taken twice). */
     atomic_fetch_add(&k->watch_count, 1);
-    if (atomic_fetch_or(&pool_key_watchers(p, *index)[p->node / 64], bit) & bit)
+    pool_key_ref_held(p, *index);
+    if (atomic_fetch_or(&pool_key_watchers(p, *index)[p->node / 64], bit) & bit) {
         atomic_fetch_sub(&k->watch_count, 1);   /* already watched: one bit, one reference */
-    else
-        pool_key_ref_held(p, *index);           /* the bit keeps the key until delivered */
+        pool_key_unref(p, *index, 1);           /* our hold keeps the key: this never closes it */
+    }
     pool_key_release(p, *index);
     return 0;
 }
@@ -440,22 +528,43 @@ int orbit_pool_watch_since(struct orbit_pool *p, orbit_key key, uint32_t since)
 }
 
 /* node_dead: return the node's holds and claims on every key, deliver its watches. */
-void pool_key_return_node(struct orbit_pool *p, uint16_t node)
+/* The dead node's rows on key i back to the key, under the op lock with a RETURN intent. */
+static int return_rows(struct orbit_pool *p, uint16_t node, uint32_t i)
+{
+    struct pool_keyop op;
+    int rc = pool_keyop_begin(p, node, i, INTENT_RETURN, 0, &op);
+    if (rc < 0)
+        return rc;
+    /* The rows as the intent recorded them (a settle on taking the lock may have moved them). */
+    uint32_t claims = atomic_load(&op.e->claims), holds = atomic_load(&op.e->holds);
+    if (claims)
+        pool_counts_add(&pool_key_at(p, i)->counts, 0, -(int64_t)claims);
+    if (holds)
+        pool_key_unpin_locked(p, i);
+    pool_park_here(p, POOL_PARK_RETURN);
+    /* Zeroed last: a reporter killed before this is settled from the intent. */
+    atomic_store(pool_holds(p, node, i), 0);
+    atomic_store(pool_claims(p, node, i), 0);
+    pool_keyop_end(p, &op);
+    if (claims || holds)
+        pool_key_changed(p, i);
+    return 0;
+}
+
+int pool_key_return_node(struct orbit_pool *p, uint16_t node)
 {
     if (node >= p->geo.fleet_capacity)
-        return;
+        return -ORBIT_EMALFORMED;
+    int rc = 0;
     for (uint32_t i = 0; i <= p->key_mask; i++) {
-        struct pool_key *k = pool_key_at(p, i);
-        uint32_t claims = atomic_exchange(pool_claims(p, node, i), 0);
-        uint32_t holds = atomic_exchange(pool_holds(p, node, i), 0);
-        if (claims)
-            pool_counts_add(&k->counts, 0, -(int64_t)claims);
+        if (atomic_load(pool_claims(p, node, i)) || atomic_load(pool_holds(p, node, i))) {
+            int r = return_rows(p, node, i);
+            rc = rc < 0 ? rc : r;
+        }
         /* Ringing, not clearing: a later life of the node re-checks instead of missing it. */
         deliver_word(p, i, node / 64, 1ull << (node % 64));
-        if (claims || holds)
-            pool_key_changed(p, i);
-        pool_key_unref(p, i, holds);
     }
+    return rc;
 }
 
 /* reset_all's key part, lock held: every slot EMPTY under a new sequence, waiters woken. */
@@ -470,6 +579,7 @@ void pool_key_reset_locked(struct orbit_pool *p)
         atomic_store(&k->watch_count, 0);
         bitmap_clear(pool_key_watchers(p, i), p->watch_words);
         bitmap_clear(pool_key_members(p, i), p->member_words);
+        orb_lock_init(&k->op_lock);   /* quiescent: a forged or stuck word starts over free */
         atomic_store(&k->tag, KEY_TAG(KEY_TAG_SEQ(tag) + 1, KEY_EMPTY));
         orb_wait_signal(&k->wait, &p->stats);
     }

@@ -7,17 +7,25 @@
  *   pool_lane[fleet]                   per node: allocation cursor, lane pre-faulted flag
  *   holds[fleet][key_capacity]  u32    key references a node holds (waits, permits, ops)
  *   claims[fleet][key_capacity] u32    creation claims a node holds
+ *   intents[fleet][POOL_INTENTS] x 64 B  what a node is doing under a key's op lock
  *   keys[key_capacity] x 64 B          pool_key: dense, so a probe chain is contiguous
  *   bitmaps[key_capacity] x key_stride watcher bitmap (fleet bits) + member bitmap (fleet x lane)
  *   resources[fleet][lane] x 384 B     pool_resource
  *
  * Keys: open addressing (linear probing) on the 128-bit digest. A key slot is
  * EMPTY, CLAIMING (being inserted, under the lock), LIVE or TOMB (reclaimed).
- * Its refs word counts everything that keeps it: live resources, held
- * references, watch bits; dropping the last one sets REFS_CLOSED in the same
- * CAS, after which nobody can take a reference and the slot becomes TOMB.
- * Inserts and tombstone sweeps take the key lock; lookups and references
- * are lock-free.
+ * Its refs word counts everything that keeps it, in two fields: pins (a
+ * member's holds, one per node whose holds row is non-zero; live resources)
+ * and plain references (observers, watch bits); dropping the last one sets
+ * REFS_CLOSED in the same CAS, after which nobody can take a reference and
+ * the slot becomes TOMB. Inserts and tombstone sweeps take the key lock;
+ * lookups and plain references are lock-free.
+ *
+ * Pins and counts move only under the key's op lock, with an intent: the
+ * node's entry names the key and holds the pins, counts and rows from before
+ * the op. A process killed mid-op leaves the lock to a dead pid: whoever takes
+ * it over (a member, or the node's death report) compares and settles the
+ * op, so each count moves exactly once. A settle cut short is settled again.
  *
  * Versions: the change word moves only when someone may look: a version
  * handed out (watched == changes), a parked waiter or a watch. A change
@@ -30,14 +38,13 @@
  * together. A slot goes EMPTY/CLOSED -> ALLOCATING -> LIVE <-> DRAINING ->
  * CLOSING -> CLOSED (or EXHAUSTED at the generation limit).
  *
- * Death: node_dead closes the incarnation's slots and returns the node's
- * holds, claims and watches. A process killed between two steps of a
- * multi-word update can leave one count behind until reset_all: register
- * between counting the resource in its key and publishing LIVE (live + ref),
- * claim_create / permit_finish between the budget CAS and the claim row (one
- * creating), a close mid-way (the slot stays CLOSING). A reserver killed
- * between its unit CAS and its stamp leaves an unstamped entry, which the
- * owner's reconcile stamps and then ages like any other.
+ * Death: node_dead settles the node's intents, closes the incarnation's slots
+ * and returns the node's holds, claims and watches (a close or register cut
+ * short is finished from the slot's state). A reserver killed between its
+ * unit CAS and its stamp leaves an unstamped entry, which the owner's
+ * reconcile stamps and then ages like any other. A watcher killed between
+ * its watch bit's plain reference and the bit leaves that reference behind
+ * until reset_all (the order never lets a delivery drop one not taken).
  */
 #ifndef ORB_POOL_LAYOUT_H
 #define ORB_POOL_LAYOUT_H
@@ -50,8 +57,9 @@
 
 #define ORB_TABLE_POOL       2                    /* the segment header's table_type */
 #define POOL_MAGIC           0x4c4f4f50u          /* "POOL" */
-#define POOL_LAYOUT_VERSION  2u
+#define POOL_LAYOUT_VERSION  3u
 #define POOL_PENDING         16u
+#define POOL_INTENTS         8u                   /* per node: threads mid-way under op locks */
 #define POOL_GEN_MAX         ORBIT_ID_GENERATION_MAX
 #define POOL_KEY_CAP_MAX     (1u << 20)
 #define POOL_LANE_CAP_MAX    (ORBIT_ID_SLOT_MAX + 1u)
@@ -92,7 +100,11 @@ enum { KEY_EMPTY = 0, KEY_CLAIMING = 1, KEY_LIVE = 2, KEY_TOMB = 3 };
 #define KEY_TAG_STATE(t)      ((unsigned)((t) & 0xff))
 #define KEY_TAG_SEQ(t)        ((t) >> 8)
 #define REFS_CLOSED           (1ull << 63)
-#define REFS_COUNT(r)         ((r) & ~REFS_CLOSED)
+#define REFS_COUNT(r)         ((r) & ~REFS_CLOSED)          /* zero: nothing keeps the key */
+#define REFS_PIN              (1ull << 32)                  /* pins: bits 32..62, under the op lock */
+#define REFS_PINS(r)          (REFS_COUNT(r) >> 32)
+#define REFS_PINS_MAX         ((1ull << 31) - 1)
+#define REFS_PLAIN(r)         ((r) & 0xffffffffull)         /* plain: bits 0..31, lock-free */
 
 struct pool_key {
     _Atomic uint64_t tag;         /* seq << 8 | state; seq moves on every new tenancy */
@@ -102,13 +114,32 @@ struct pool_key {
     struct orb_waitword wait;     /* the key's change word */
     _Atomic uint32_t watch_count; /* >= watcher bits set: skip the bitmap when 0 */
     _Atomic uint32_t watched;     /* the last version handed out: a change past it must bump */
-    uint8_t pad1[8];
+    struct orb_lock op_lock;      /* pins and counts move under it, with an intent */
 };
 _Static_assert(sizeof(struct pool_key) == 64, "key slot head is one cache line");
 
 static inline uint64_t pool_pack(uint32_t hi, uint32_t lo) { return ((uint64_t)hi << 32) | lo; }
 static inline uint32_t pool_hi(uint64_t v) { return (uint32_t)(v >> 32); }
 static inline uint32_t pool_lo(uint64_t v) { return (uint32_t)v; }
+
+/* ---- intents ---- */
+enum { INTENT_NONE = 0, INTENT_HOLD, INTENT_RELEASE, INTENT_CLAIM, INTENT_FINISH, INTENT_REGISTER,
+       INTENT_UNCOUNT, INTENT_RETURN, INTENT_LAST = INTENT_RETURN };
+
+/* One op under a key's op lock, on behalf of a node (by one of its threads, or its reporter). */
+struct pool_intent {
+    _Atomic uint32_t busy;        /* taken by one thread for one op */
+    _Atomic uint32_t op;          /* INTENT_*: named once the values below are in, cleared before unlock */
+    _Atomic uint32_t key;         /* the key slot whose op lock is held */
+    _Atomic uint32_t holds;       /* the node's holds row on the key before the op */
+    _Atomic uint32_t claims;      /* its claims row before */
+    uint32_t pad0;
+    _Atomic uint64_t pins;        /* REFS_PINS of the key before */
+    _Atomic uint64_t counts;      /* the key's counts before */
+    _Atomic uint64_t res;         /* the resource index (register, uncount) */
+    uint8_t pad1[16];
+};
+_Static_assert(sizeof(struct pool_intent) == 64, "an intent is one line");
 
 /* ---- resources ---- */
 enum { RES_EMPTY = 0, RES_LIVE = 1, RES_DRAINING = 2, RES_CLOSED = 3, RES_EXHAUSTED = 4,
@@ -167,6 +198,10 @@ struct pool_resource {
 };
 _Static_assert(sizeof(struct pool_resource) == 384, "resource slot is 128 + 16 x 16 bytes");
 
+/* Test hook points (ORBIT_TEST_POOL_PARK): the process stops itself there. */
+enum pool_park { POOL_PARK_NONE, POOL_PARK_HOLD, POOL_PARK_RELEASE, POOL_PARK_CLAIM, POOL_PARK_FINISH,
+                 POOL_PARK_REGISTER, POOL_PARK_UNCOUNT, POOL_PARK_RETURN };
+
 /* ---- the handle ---- */
 struct orbit_pool {
     struct orbit_fleet *fleet;
@@ -182,6 +217,7 @@ struct orbit_pool {
     struct pool_header *hdr;
     struct pool_lane *lanes;
     _Atomic uint32_t *holds, *claims;
+    struct pool_intent *intents;
     struct pool_key *keys;
     unsigned char *bitmaps;
     struct pool_resource *res;
@@ -189,11 +225,13 @@ struct orbit_pool {
     struct orb_wait_stats stats;
     struct orb_spin spin;
     _Atomic uint64_t key_inserts, key_reclaims, key_sweeps;
+    enum pool_park park;          /* testing: ORBIT_TEST_POOL_PARK at open */
 };
+void pool_park_here(const struct orbit_pool *p, enum pool_park point);
 
 /* Byte offsets of the sections inside the table (after the segment header). */
 struct pool_sections {
-    size_t lanes, holds, claims, keys, bitmaps, res, end;
+    size_t lanes, holds, claims, intents, keys, bitmaps, res, end;
 };
 int  pool_sections_of(const struct pool_geometry *g, struct pool_sections *out);
 
@@ -221,6 +259,10 @@ static inline _Atomic uint32_t *pool_claims(const struct orbit_pool *p, uint32_t
 {
     return &p->claims[(size_t)node * p->geo.key_capacity + key];
 }
+static inline struct pool_intent *pool_intents_of(const struct orbit_pool *p, uint32_t node)
+{
+    return &p->intents[(size_t)node * POOL_INTENTS];
+}
 static inline uint64_t pool_epoch_now(const struct orbit_pool *p)
 {
     return atomic_load_explicit(&orb_seg_hdr(&p->seg)->epoch, memory_order_acquire);
@@ -240,7 +282,21 @@ void pool_key_unref(struct orbit_pool *p, uint32_t index, uint64_t n);
 void pool_key_changed(struct orbit_pool *p, uint32_t index);
 void pool_key_changed_after_rmw(struct orbit_pool *p, uint32_t index);
 uint32_t pool_key_version(struct pool_key *k);                              /* registered */
-void pool_key_return_node(struct orbit_pool *p, uint16_t node);             /* node_dead's key part */
+int  pool_key_return_node(struct orbit_pool *p, uint16_t node);             /* node_dead's key part */
+int  pool_intents_settle_node(struct orbit_pool *p, uint16_t node);         /* node_dead's first step */
+void pool_intents_reset(struct orbit_pool *p);
+
+/* ---- intents.c: op locks, pins, intents ---- */
+int  pool_key_op_lock(struct orbit_pool *p, uint32_t index);                /* a dead holder's op settled */
+bool pool_key_pin_locked(struct orbit_pool *p, uint32_t index, uint64_t tag); /* op lock held */
+void pool_key_reclaim(struct orbit_pool *p, uint32_t index, uint64_t tag);  /* keys.c: last ref gone */
+/* An op under key i's op lock with node's intent entry (see "Pins and counts" above). */
+struct pool_keyop { struct pool_intent *e; uint32_t key; };
+int  pool_keyop_begin(struct orbit_pool *p, uint16_t node, uint32_t key, uint32_t op, uint64_t res,
+                      struct pool_keyop *out);
+void pool_keyop_end(struct orbit_pool *p, struct pool_keyop *op);
+void pool_key_pin_held(struct orbit_pool *p, uint32_t index);               /* op lock and a hold held */
+void pool_key_unpin_locked(struct orbit_pool *p, uint32_t index);           /* op lock held */
 void pool_key_reset_locked(struct orbit_pool *p);
 int  pool_key_lock(struct orbit_pool *p);
 void pool_key_unlock(struct orbit_pool *p);
@@ -248,6 +304,9 @@ bool pool_counts_add(_Atomic uint64_t *counts, int64_t live, int64_t creating);
 
 /* ---- resource.c ---- */
 void pool_resources_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
+/* orbit_pool_node_dead with its outcome: -ORBIT_ECORRUPT when an op lock could not be taken
+ * (a live member kept it past the bound, or a forged word): the report is to be run again. */
+int  pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
 void pool_resources_reset(struct orbit_pool *p);
 
 #endif

@@ -109,14 +109,22 @@ int orbit_pool_register(struct orbit_pool *p, orbit_key key, uint32_t capacity, 
     }
     uint64_t index = (uint64_t)p->node * p->geo.lane_capacity + slot;
     struct pool_resource *r = pool_res_at(p, index);
+    struct pool_keyop op;
+    if ((rc = pool_keyop_begin(p, p->node, ki, INTENT_REGISTER, index, &op)) < 0) {
+        atomic_store(&r->state, w);   /* ours since lane_take's CAS: back as it was */
+        pool_key_release(p, ki);
+        return rc;
+    }
     uint32_t gen = next_gen(RES_GEN(w));
     resource_fill(p, r, gen, key, ki, capacity);
-    struct pool_key *k = pool_key_at(p, ki);
-    /* The resource's own reference and its count come before anyone sees it LIVE; the member
-     * bit last: a set bit proves both are in (resource_uncount takes them out once). */
-    pool_key_ref_held(p, ki);
-    pool_counts_add(&k->counts, 1, 0);
+    /* The resource's own pin and its count come before anyone sees it LIVE; the member bit
+     * last: a set bit proves both are in (resource_uncount takes them out once). Under the
+     * op lock with an intent: a register cut short is settled by whoever takes the lock. */
+    pool_key_pin_held(p, ki);
+    pool_counts_add(&pool_key_at(p, ki)->counts, 1, 0);
+    pool_park_here(p, POOL_PARK_REGISTER);
     atomic_fetch_or(&pool_key_members(p, ki)[index / 64], 1ull << (index % 64));
+    pool_keyop_end(p, &op);
     /* Release: every field above is visible to a reader that sees LIVE in this generation. */
     atomic_store_explicit(&r->state, RES_WORD(gen, RES_LIVE), memory_order_release);
     pool_key_changed(p, ki);
@@ -135,13 +143,25 @@ static int resource_uncount(struct orbit_pool *p, uint64_t index)
     uint32_t ki = atomic_load(&pool_res_at(p, index)->key_index);   /* still this tenancy's */
     if (ki > p->key_mask)
         return -ORBIT_ECORRUPT;
+    _Atomic uint64_t *word = &pool_key_members(p, ki)[index / 64];
     uint64_t bit = 1ull << (index % 64);
-    if (!(atomic_fetch_and(&pool_key_members(p, ki)[index / 64], ~bit) & bit))
+    if (!(atomic_load(word) & bit))
         return 0;   /* taken out already, or never put in */
-    pool_counts_add(&pool_key_at(p, ki)->counts, -1, 0);
-    /* The reference goes before the signal: a close cut short between them leaks no key. */
-    pool_key_unref(p, ki, 1);
-    pool_key_changed(p, ki);   /* a slot reclaimed meanwhile only sees a spurious change */
+    /* The lane's node, or its reporter: either acts for that node, with its intent entries. */
+    struct pool_keyop op;
+    int rc = pool_keyop_begin(p, (uint16_t)(index / p->geo.lane_capacity), ki, INTENT_UNCOUNT, index, &op);
+    if (rc < 0)
+        return rc;
+    /* The bit first: whoever clears it takes the count and the pin out (a settle finishes). */
+    bool ours = atomic_fetch_and(word, ~bit) & bit;
+    if (ours) {
+        pool_park_here(p, POOL_PARK_UNCOUNT);
+        pool_counts_add(&pool_key_at(p, ki)->counts, -1, 0);
+        pool_key_unpin_locked(p, ki);
+    }
+    pool_keyop_end(p, &op);
+    if (ours)
+        pool_key_changed(p, ki);   /* a slot reclaimed meanwhile only sees a spurious change */
     return 0;
 }
 
@@ -537,15 +557,23 @@ void pool_resources_node_dead(struct orbit_pool *p, uint16_t node, uint64_t inca
     }
 }
 
-void orbit_pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation)
+int pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation)
 {
     if (!p || node >= p->geo.fleet_capacity)
-        return;
+        return -ORBIT_EMALFORMED;
+    /* What the node (or a reporter before us) was doing under an op lock, first. */
+    int rc = pool_intents_settle_node(p, node);
     pool_resources_node_dead(p, node, incarnation);
-    pool_key_return_node(p, node);
+    int r = pool_key_return_node(p, node);
     /* Any node signals any key: the dead may have died mid-wake on any key's word. */
     for (uint32_t k = 0; k < p->geo.key_capacity; k++)
         orb_wait_kick(&pool_key_at(p, k)->wait);
+    return rc < 0 ? rc : r;
+}
+
+void orbit_pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation)
+{
+    pool_node_dead(p, node, incarnation);
 }
 
 void pool_resources_reset(struct orbit_pool *p)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The pool table: spec, geometry, segment, handle, epoch, reset and inspection. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,8 @@ int pool_sections_of(const struct pool_geometry *g, struct pool_sections *out)
     out->lanes = sizeof(struct pool_header);
     out->holds = out->lanes + (size_t)g->fleet_capacity * sizeof(struct pool_lane);
     out->claims = out->holds + row;
-    out->keys = align64(out->claims + row);
+    out->intents = align64(out->claims + row);
+    out->keys = out->intents + (size_t)g->fleet_capacity * POOL_INTENTS * sizeof(struct pool_intent);
     out->bitmaps = out->keys + (size_t)g->key_capacity * sizeof(struct pool_key);
     out->res = align64(out->bitmaps + (size_t)g->key_capacity * g->key_stride);
     out->end = out->res + (size_t)members * sizeof(struct pool_resource);
@@ -93,6 +95,7 @@ static int handle_bind(struct orbit_pool *p, const struct pool_geometry *g)
     p->lanes = (struct pool_lane *)(t + sec.lanes);
     p->holds = (_Atomic uint32_t *)(t + sec.holds);
     p->claims = (_Atomic uint32_t *)(t + sec.claims);
+    p->intents = (struct pool_intent *)(t + sec.intents);
     p->keys = (struct pool_key *)(t + sec.keys);
     p->bitmaps = (unsigned char *)(t + sec.bitmaps);
     p->res = (struct pool_resource *)(t + sec.res);
@@ -130,6 +133,24 @@ static int pool_init(struct orb_segment *seg, void *ctx)
     return 0;
 }
 
+static enum pool_park park_from_env(void)
+{
+    static const char *const names[] = { [POOL_PARK_HOLD] = "hold", [POOL_PARK_RELEASE] = "release",
+        [POOL_PARK_CLAIM] = "claim", [POOL_PARK_FINISH] = "finish", [POOL_PARK_REGISTER] = "register",
+        [POOL_PARK_UNCOUNT] = "uncount", [POOL_PARK_RETURN] = "return" };
+    const char *v = getenv("ORBIT_TEST_POOL_PARK");
+    for (unsigned i = 1; v && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(v, names[i]) == 0)
+            return (enum pool_park)i;
+    return POOL_PARK_NONE;
+}
+
+void pool_park_here(const struct orbit_pool *p, enum pool_park point)
+{
+    if (p->park == point)
+        raise(SIGSTOP);
+}
+
 static struct orbit_pool *handle_new(struct orbit_fleet *f)
 {
     struct orbit_pool *p = calloc(1, sizeof *p);
@@ -140,6 +161,7 @@ static struct orbit_pool *handle_new(struct orbit_fleet *f)
     p->node = p->observer ? ORBIT_NODE_NONE : f->node;
     p->incarnation = p->observer ? 0 : f->incarnation;
     atomic_init(&p->readiness, -1);
+    p->park = park_from_env();
     return p;
 }
 
@@ -304,6 +326,7 @@ void orbit_pool_reset_all(struct orbit_pool *p)
     }
     for (uint32_t n = 0; n < p->geo.fleet_capacity; n++)
         atomic_store_explicit(&p->lanes[n].cursor, 0, memory_order_relaxed);
+    pool_intents_reset(p);
     struct orb_seg_header *h = orb_seg_hdr(&p->seg);
     atomic_store(&h->epoch, orb_next_epoch(atomic_load(&h->epoch)));
     pool_key_reset_locked(p);   /* last: it wakes every key's waiters */
@@ -342,10 +365,11 @@ ssize_t orbit_pool_keys(struct orbit_pool *p, struct orbit_pool_key_info *out, s
             continue;
         if (n < max) {
             uint64_t counts = atomic_load(&k->counts), refs = atomic_load(&k->refs);
+            uint64_t held = REFS_PINS(refs) + REFS_PLAIN(refs);
             out[n] = (struct orbit_pool_key_info){
                 .key = { atomic_load(&k->key_lo), atomic_load(&k->key_hi) }, .index = i,
                 .live = pool_hi(counts), .creating = pool_lo(counts),
-                .refs = (uint32_t)REFS_COUNT(refs), .version = atomic_load(&k->wait.changes),
+                .refs = held > UINT32_MAX ? UINT32_MAX : (uint32_t)held, .version = atomic_load(&k->wait.changes),
                 .watchers = atomic_load(&k->watch_count) };
         }
         n++;
@@ -376,7 +400,7 @@ static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
     return rc;
 }
 static void ops_close(void *t) { orbit_pool_close(t); }
-static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_pool_node_dead(t, node, inc); return 0; }
+static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { return pool_node_dead(t, node, inc); }
 static int ops_reset_all(void *t) { orbit_pool_reset_all(t); return 0; }
 
 static const struct orb_table_ops pool_ops = {

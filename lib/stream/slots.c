@@ -189,6 +189,42 @@ int orbit_streams_create(struct orbit_streams *s, struct orbit_endpoint **a, str
     return 0;
 }
 
+/* Our node back off a side we stamped but did not claim (CAS: only our own stamp). */
+static void side_unstamp(struct orbit_streams *s, struct stream_slot *slot, unsigned side)
+{
+    uint32_t me = s->node;
+    atomic_compare_exchange_strong(&slot->node[side], &me, STREAM_NODE_NONE);
+}
+
+/*
+ * Take a side: the node CAS (NONE -> us) decides between openers, then the
+ * incarnation, then the claim. A death report ends a claimed side stamped
+ * with the dead node, and unstamps a free one: an opener killed at any step
+ * leaves the side to its report, never claimed by nobody.
+ */
+static int side_take(struct orbit_streams *s, struct stream_slot *slot, unsigned side, uint32_t live)
+{
+    uint32_t none = STREAM_NODE_NONE;
+    if (!atomic_compare_exchange_strong(&slot->node[side], &none, s->node))
+        return -ORBIT_ECLAIMED;
+    atomic_store(&slot->incarnation[side], s->incarnation);
+    stream_park_here(s, STREAM_PARK_OPENING);
+    /* seq_cst: node and incarnation are in before a report can see the side claimed. */
+    uint32_t expect = SIDE_FREE;
+    if (!atomic_compare_exchange_strong(&slot->claimed[side], &expect, SIDE_CLAIMED)) {
+        side_unstamp(s, slot, side);
+        return -ORBIT_ECLAIMED;
+    }
+    /* The slot may have ended between the look and the claim: give the claim back. */
+    if (atomic_load(&slot->tenancy) != live) {
+        expect = SIDE_CLAIMED;
+        atomic_compare_exchange_strong(&slot->claimed[side], &expect, SIDE_FREE);
+        side_unstamp(s, slot, side);
+        return -ORBIT_ESTALE;
+    }
+    return 0;
+}
+
 int orbit_streams_open_ticket(struct orbit_streams *s, const struct orbit_ticket *t,
                               struct orbit_endpoint **out)
 {
@@ -207,21 +243,11 @@ int orbit_streams_open_ticket(struct orbit_streams *s, const struct orbit_ticket
         return -ENOMEM;
     endpoint_bind(ep, s, index, gen, t->side, t->epoch);
     unsigned side = t->side == ORBIT_SIDE_A ? 0 : 1;
-    uint32_t expect = SIDE_FREE;
-    if (!atomic_compare_exchange_strong(&slot->claimed[side], &expect, SIDE_CLAIMED)) {
+    int rc = side_take(s, slot, side, live);
+    if (rc < 0) {
         free(ep);
-        return -ORBIT_ECLAIMED;
+        return rc;
     }
-    /* The slot may have ended between the look and the claim: give the claim back. */
-    if (atomic_load(&slot->tenancy) != live) {
-        expect = SIDE_CLAIMED;
-        atomic_compare_exchange_strong(&slot->claimed[side], &expect, SIDE_FREE);
-        free(ep);
-        return -ORBIT_ESTALE;
-    }
-    /* Incarnation before node: a death report that matches the node sees the right life. */
-    atomic_store(&slot->incarnation[side], s->incarnation);
-    atomic_store(&slot->node[side], s->node);
     *out = ep;
     return 0;
 }

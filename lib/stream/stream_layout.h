@@ -106,7 +106,7 @@ struct stream_layout {
 
 
 /* Test hook points (ORBIT_TEST_STREAM_PARK): the process stops itself there. */
-enum stream_park { STREAM_PARK_NONE, STREAM_PARK_INSTALLING };
+enum stream_park { STREAM_PARK_NONE, STREAM_PARK_INSTALLING, STREAM_PARK_OPENING };
 void stream_park_here(const struct orbit_streams *s, enum stream_park point);
 
 struct orbit_streams {

@@ -61,6 +61,8 @@ static enum stream_park park_from_env(void)
     const char *v = getenv("ORBIT_TEST_STREAM_PARK");
     if (v && strcmp(v, "installing") == 0)
         return STREAM_PARK_INSTALLING;
+    if (v && strcmp(v, "opening") == 0)
+        return STREAM_PARK_OPENING;
     return STREAM_PARK_NONE;
 }
 
@@ -292,9 +294,12 @@ static void end_matching(struct orbit_streams *s, uint16_t node, uint64_t incarn
         if (TENANCY_STATE(t) != SLOT_LIVE)
             continue;
         for (unsigned side = 0; side < 2; side++) {
-            /* Claim first, holder after: an opener stamps its holder after its claim CAS. */
-            if (atomic_load(&slot->claimed[side]) != SIDE_CLAIMED ||
-                atomic_load(&slot->node[side]) != node)
+            /* An opener stamps node and incarnation before its claim CAS: a claimed side names
+             * its holder. A free side stamped by the dead is an open it never finished. */
+            uint32_t claimed = atomic_load(&slot->claimed[side]), stamped = node;
+            if (!others && claimed == SIDE_FREE)
+                atomic_compare_exchange_strong(&slot->node[side], &stamped, STREAM_NODE_NONE);
+            if (claimed != SIDE_CLAIMED || atomic_load(&slot->node[side]) != node)
                 continue;
             uint64_t inc = atomic_load(&slot->incarnation[side]);
             if (others ? inc != incarnation : inc == incarnation)

@@ -103,7 +103,10 @@ struct orbit_fleet;
  * another capacity), -ORBIT_ECORRUPT (the fleet segment is truncated or not
  * an orbit segment, or the record of the node asked for is garbled), -ORBIT_EFULL (no free node), -ORBIT_ECLAIMED (the node
  * asked for is held by a live process), -ENOMEM (HUGETLB and no huge pages),
- * -EACCES (permissions), or another negated errno. AUTO takes /dev/shm when
+ * -EACCES (permissions; or a segment under the name that no member made: a
+ * symlink, a non-regular file, one others may open, or another user's not
+ * shared with opts->gid; table opens refuse such a segment the same way),
+ * or another negated errno. AUTO takes /dev/shm when
  * there are no huge pages or hugetlbfs is not writable by this user.
  */
 int  orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, struct orbit_fleet **out);

@@ -111,6 +111,14 @@ struct orbit_pool;
  * table (-ENOENT when there is none). Errors: -ORBIT_EMALFORMED (bad spec or argument),
  * -ORBIT_EGEOMETRY (the kind exists with another spec or table type),
  * -ORBIT_ECORRUPT, -ENOMEM (no huge pages for the lane), -EACCES.
+ *
+ * Testing only: with ORBIT_TEST_POOL_PARK set at open to "hold", "release",
+ * "claim", "finish", "register", "uncount" or "return", calls through this
+ * handle stop the process with SIGSTOP between two steps of that key update
+ * (a key pinned but not yet in the holds row, and the reverse; creating
+ * counted but no claim row, and the reverse; a resource counted but no member
+ * bit, and the reverse; a death report's rows given back but not yet zeroed),
+ * so a test can kill -9 it there.
  */
 int  orbit_pool_open(struct orbit_fleet *, const struct orbit_pool_spec *spec /* NULL = default */, struct orbit_pool **out);
 /*
@@ -210,7 +218,11 @@ ssize_t orbit_pool_owners(struct orbit_pool *, struct orbit_owner *out, size_t m
  * node owned is closed, and the creation claims and key holds the node had
  * are returned (claims are counted per node, so whichever incarnation is
  * named). Leases it held on others' resources are their owners' to reconcile.
- * Every key's waiters are woken once (see orbit_fleet_node_dead).
+ * Every key's waiters are woken once (see orbit_fleet_node_dead). A key
+ * update the node (or an earlier report) was killed in the middle of is
+ * finished or undone first, so each count moves exactly once; a key lock
+ * a live member keeps past the bound leaves that part to the next report
+ * (orbit_fleet_node_dead then fails with -ORBIT_ECORRUPT).
  * Works on observer handles.
  */
 void orbit_pool_node_dead(struct orbit_pool *, uint16_t node, uint64_t incarnation);

@@ -89,7 +89,9 @@ struct orbit_streams; struct orbit_endpoint;
  * Testing only: with ORBIT_TEST_STREAM_PARK=installing in the environment at
  * open, orbit_streams_create through this handle stops the process with
  * SIGSTOP after taking a slot and before publishing it, so a test can kill -9
- * it there (its death report gives the slot back).
+ * it there (its death report gives the slot back); with "opening",
+ * orbit_streams_open_ticket stops after stamping itself on the side and
+ * before claiming it (its death report frees the side for the next opener).
  */
 int  orbit_streams_open(struct orbit_fleet *, const struct orbit_stream_spec *spec /* NULL = default */, struct orbit_streams **out);
 int  orbit_streams_open_existing(struct orbit_fleet *, uint8_t kind, struct orbit_streams **out);

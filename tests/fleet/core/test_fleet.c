@@ -656,6 +656,57 @@ START_TEST(a_lock_file_planted_by_another_user_cannot_block_creation)
 }
 END_TEST
 
+/*
+ * Another user plants a table segment of the fleet before anyone creates it:
+ * a valid segment of its own, 0 left writable by everyone, 1 reached through
+ * a symlink under the name. A member refuses it (-EACCES) instead of sharing
+ * memory that user writes.
+ */
+START_TEST(a_segment_planted_by_another_user_is_refused)
+{
+    if (geteuid() != 0) {
+        tu_skip("a_segment_planted_by_another_user_is_refused: needs root");
+        return;
+    }
+    const char *name = tu_fleet_name("plantseg");
+    char path[300], real[320];
+    snprintf(path, sizeof path, "/dev/shm/orbit.%s.200", name);
+    snprintf(real, sizeof real, "/dev/shm/orbit.%s.planted", name);
+    uint32_t geom = 5;
+    struct orb_seg_request req = { .fleet = name, .kind = 200, .table_type = TEST_TABLE_TYPE,
+                                   .fleet_capacity = 2, .geometry = &geom, .geometry_len = sizeof geom,
+                                   .table_bytes = 8192, .backing = ORBIT_BACKING_SHM, .gid = -1 };
+    pid_t planter = fork();
+    if (planter == 0) {
+        struct orb_segment seg;
+        if (drop_to_nobody() != 0 || orb_segment_open(&req, &seg) != 0)
+            _exit(3);
+        if (chmod(path, 0666) != 0)
+            _exit(4);
+        if (_i == 1 && (rename(path, real) != 0 || symlink(real, path) != 0))
+            _exit(5);
+        _exit(0);
+    }
+    ck_assert_int_eq(tu_wait_child(planter, 5000), 0);
+    struct orb_segment seg;
+    int rc = orb_segment_open(&req, &seg);
+    if (rc == 0)
+        orb_segment_close(&seg);
+    ck_assert_msg(rc == -EACCES, "a planted segment was %s", rc == 0 ? "used" : orbit_strerror(rc));
+    ck_assert_int_eq(orb_segment_open_existing(name, 200, &seg), -EACCES);
+    ck_assert_int_eq(unlink(path), 0);
+    if (_i == 1)
+        ck_assert_int_eq(unlink(real), 0);
+    ck_assert_int_eq(orb_segment_open(&req, &seg), 0);   /* once it is gone, ours is made */
+    struct stat st;
+    ck_assert_int_eq(fstat(seg.fd, &st), 0);
+    ck_assert_uint_eq(st.st_uid, 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    orb_segment_close(&seg);
+    ck_assert_int_eq(unlink(path), 0);
+}
+END_TEST
+
 /* A node record whose state word another member scribbled over: refused, skipped, never spun on. */
 START_TEST(a_garbled_node_state_is_corrupt_not_a_hang)
 {
@@ -772,6 +823,7 @@ int main(void)
     tcase_add_test(root, another_uid_cannot_open_a_0600_fleet);
     tcase_add_test(root, auto_as_an_unprivileged_user_falls_back_to_shm);
     tcase_add_loop_test(root, a_lock_file_planted_by_another_user_cannot_block_creation, 0, 2);
+    tcase_add_loop_test(root, a_segment_planted_by_another_user_is_refused, 0, 2);
     suite_add_tcase(s, root);
     return tu_run(s);
 }

@@ -22,9 +22,12 @@ static void cut_short(struct orbit_pool *p, uint64_t index, int variant)
     }
     atomic_store(&r->state, RES_WORD(RES_GEN(w), RES_CLOSING));   /* close: the CAS done */
     if (variant == 1) {   /* ... and the key side too, then killed before CLOSED */
+        struct pool_keyop op;
+        ck_assert_int_eq(pool_keyop_begin(p, 1, ki, INTENT_UNCOUNT, index, &op), 0);
         atomic_fetch_and(&pool_key_members(p, ki)[index / 64], ~(1ull << (index % 64)));
         pool_counts_add(&pool_key_at(p, ki)->counts, -1, 0);
-        pool_key_unref(p, ki, 1);
+        pool_key_unpin_locked(p, ki);
+        pool_keyop_end(p, &op);
     }
 }
 

@@ -683,6 +683,51 @@ START_TEST(a_creator_killed_mid_install_gives_its_slot_back)
 }
 END_TEST
 
+/* ---- an opener killed between taking side B and stamping itself on it ------------ */
+
+struct opening { const char *name; struct orbit_ticket t; };
+
+static int opening_opener(void *p)
+{
+    struct opening *o = p;
+    setenv("ORBIT_TEST_STREAM_PARK", "opening", 1);
+    struct orbit_fleet *f = sf_join(o->name, 2, 0x4002);
+    struct orbit_stream_spec spec = KILL_SPEC;
+    struct orbit_streams *s = sf_streams(f, &spec);
+    struct orbit_endpoint *b;
+    orbit_streams_open_ticket(s, &o->t, &b);   /* stops itself half-way through the open */
+    return 3;                                  /* only reached if resumed */
+}
+
+START_TEST(an_opener_killed_mid_open_leaves_the_side_to_its_death_report)
+{
+    const char *name = tu_fleet_name("sopening");
+    struct orbit_fleet *f = tu_join(name, SF_CAPACITY, 0, 0x1001, tu_backing());
+    struct orbit_stream_spec spec = KILL_SPEC;
+    struct orbit_streams *s;
+    ck_assert_int_eq(orbit_streams_open(f, &spec, &s), 0);
+    struct orbit_endpoint *a, *b;
+    struct opening o = { name, { 0 } };
+    ck_assert_int_eq(orbit_streams_create(s, &a, &o.t), 0);
+    pid_t kid = tp_spawn(opening_opener, &o);
+    int st;
+    ck_assert_int_eq(waitpid(kid, &st, WUNTRACED), kid);
+    ck_assert(WIFSTOPPED(st));
+    kill(kid, SIGKILL);
+    ck_assert_int_eq(tu_wait_child(kid, 10000), 128 + SIGKILL);
+    ck_assert_int_eq(orbit_fleet_node_dead(f, 2, 0x4002), 0);
+    /* The side never reached its opener: the ticket opens for the next one. */
+    ck_assert_int_eq(orbit_streams_open_ticket(s, &o.t, &b), 0);
+    orbit_endpoint_close(b);
+    orbit_endpoint_close(a);
+    ck_assert(!orbit_streams_is_live(s, o.t.id));   /* both let go: the slot is free */
+    ck_assert_int_eq(orbit_streams_owners(s, NULL, 0), 0);
+    orbit_streams_close(s);
+    orbit_fleet_leave(f);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
 static Suite *fleet_suite(void)
 {
     Suite *s = suite_create("stream-fleet");
@@ -694,6 +739,7 @@ static Suite *fleet_suite(void)
     tcase_add_test(tc, an_io_uring_reader_is_woken_by_another_process);
     tcase_add_test(tc, a_contested_open_across_processes_goes_to_exactly_one);
     tcase_add_test(tc, a_creator_killed_mid_install_gives_its_slot_back);
+    tcase_add_test(tc, an_opener_killed_mid_open_leaves_the_side_to_its_death_report);
     suite_add_tcase(s, tc);
     TCase *futex_ops = tu_optional_tcase("uring_futex_ops");
     tcase_set_timeout(futex_ops, 300);

@@ -7,6 +7,7 @@
 #include "testutil.h"
 #include "core/wait.h"
 #include "core/lock.h"
+#include "core/segment.h"
 #include "uring_internal.h"
 
 struct flag { struct orb_waitword w; _Atomic int value; };
@@ -289,6 +290,42 @@ START_TEST(a_forged_word_is_refused_and_a_dead_holder_is_taken_over)
 }
 END_TEST
 
+/*
+ * The holder died and its pid now belongs to another live process (a child
+ * here, asleep): the word names that pid with the dead holder's start time.
+ * A waiter takes the lock over at once instead of timing out after the bound.
+ */
+START_TEST(a_dead_holders_pid_reused_by_a_live_process_is_taken_over)
+{
+    struct orb_lock *l = mmap(NULL, sizeof *l, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(l, MAP_FAILED);
+    pid_t kid = fork();
+    if (kid == 0) {
+        pause();   /* alive under its pid until killed */
+        _exit(0);
+    }
+    uint64_t start = 0;
+    for (int i = 0; i < 1000 && start == 0; i++) {
+        start = orb_proc_start_time(kid);
+        tu_sleep_ms(1);
+    }
+    ck_assert_uint_ne(start, 0);
+    /* The same pid with another start time: an earlier process under that pid held it. */
+    atomic_store(&l->word, (uint64_t)(uint32_t)(start - 1) << 32 | (uint32_t)kid);
+    int64_t t0 = tu_now_ns();
+    ck_assert_int_eq(orb_lock_take(l, ORB_LOCK_BOUND_MS), ORB_LOCK_RECOVERED);
+    ck_assert_int_lt(tu_now_ns() - t0, 1000000000);   /* well before the 2 s bound */
+    ck_assert_int_eq(orb_lock_holder(l), getpid());
+    orb_lock_give(l);
+    /* The live process's own start time: still a live holder, never taken over. */
+    atomic_store(&l->word, (uint64_t)(uint32_t)start << 32 | (uint32_t)kid);
+    ck_assert_int_eq(orb_lock_take(l, 50), -ORBIT_ETIMEDOUT);
+    kill(kid, SIGKILL);
+    ck_assert_int_eq(tu_wait_child(kid, 5000), 128 + SIGKILL);
+    munmap(l, sizeof *l);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("wait");
@@ -304,6 +341,7 @@ int main(void)
     tcase_add_test(tc, attach_refuses_null);
     tcase_add_test(tc, the_lock_excludes_and_leaves_no_waiters_bit_behind);
     tcase_add_test(tc, a_forged_word_is_refused_and_a_dead_holder_is_taken_over);
+    tcase_add_test(tc, a_dead_holders_pid_reused_by_a_live_process_is_taken_over);
     suite_add_tcase(s, tc);
     TCase *futex_ops = tu_optional_tcase("uring_futex_ops");
     tcase_set_timeout(futex_ops, 60);
