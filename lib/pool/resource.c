@@ -317,6 +317,9 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
         return -ORBIT_ESTALE;
     if (RES_STATE(w) == RES_DRAINING)
         return -ORBIT_EDRAINING;
+    /* Read before the CAS, which would hold the clock's loads back: stamps age in ms, and a
+     * tick's error (or a few ns early) is in the noise. */
+    uint64_t now = orb_wall_ms_coarse();
     int b = take_unit(r, gen, &fence);
     if (b < 0)
         return b;
@@ -326,7 +329,6 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
         give_back(r, gen, (uint32_t)b);
         return -ORBIT_ESTALE;
     }
-    uint64_t now = orb_wall_ms_coarse();   /* stamps age in ms: a tick's error is in the noise */
     /* Entry b is ours by its bit: stamp it, then publish the fence (release: the stamp first). */
     atomic_store_explicit(&r->pending[b].since_ms, now ? now : 1, memory_order_relaxed);
     atomic_store_explicit(&r->pending[b].fence, fence, memory_order_release);
