@@ -279,13 +279,18 @@ HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence)
     do {
         if (units_tag(h.units) != gen_tag(gen))
             return -ORBIT_ESTALE;
-        uint32_t bits = units_bits(h.units);
-        if ((uint64_t)units_reserved(h.units) + units_active(h.units) >= capacity || bits == 0xffff ||
-            h.fence >= FENCE_MAX)
+        if ((uint64_t)units_reserved(h.units) + units_active(h.units) >= capacity || h.fence >= FENCE_MAX)
             return -ORBIT_EBUSY;
-        uint32_t skip = ring_skip(h.fence, bits);
-        next.fence = h.fence + 1 + skip;
-        b = (uint32_t)(next.fence % POOL_PENDING);
+        for (uint32_t busy = units_bits(h.units);; busy |= 1u << b) {
+            if (busy == 0xffff)
+                return -ORBIT_EBUSY;
+            next.fence = h.fence + 1 + ring_skip(h.fence, busy);
+            b = (uint32_t)(next.fence % POOL_PENDING);
+            /* A free entry still showing a fence is being wiped by the accept that freed it:
+             * skipped until it is (acquire, after the pair: a 0 here is that wipe or later). */
+            if (atomic_load_explicit(&r->pending[b].fence, memory_order_acquire) == 0)
+                break;
+        }
         next.units = h.units | (1ull << (32 + b));
         /* Capacity, entry and fence checked on the pair the CAS replaces: never over-admits. */
     } while (!hot_cas(r, &h, next));
@@ -373,8 +378,9 @@ static int accept_lapped(struct pool_resource *r, uint32_t gen, uint64_t fence, 
  * Move the lease's unit to active. Fence f lives in entry f % 16, and no
  * other fence can land there before the pair's fence reaches f + 16: while it
  * is below, a set bit is f's own, and one pair CAS (bit off, active up) is the
- * exactly-once step. The entry is checked once (a fence that was skipped is
- * never reserved) and wiped before the CAS, so a later holder never shows f.
+ * exactly-once step. The entry is checked first (a fence that was skipped is
+ * never reserved) and wiped after: a reserver takes the entry only once it
+ * reads 0 there, so a later holder never shows f.
  */
 HOT int accept_unit(struct pool_resource *r, uint32_t gen, uint64_t fence)
 {
@@ -382,30 +388,26 @@ HOT int accept_unit(struct pool_resource *r, uint32_t gen, uint64_t fence)
         return -ORBIT_ENOTRESERVED;
     uint32_t b = (uint32_t)(fence % POOL_PENDING);
     uint64_t bit = 1ull << (32 + b);
+    struct pool_pending *e = &r->pending[b];
     struct hot h = hot_load(r);
-    bool wiped = false;
+    if (atomic_load_explicit(&e->fence, memory_order_relaxed) != fence)
+        return -ORBIT_ENOTRESERVED;   /* skipped, taken by an ager, or accepted already */
     for (;;) {
         if (units_tag(h.units) != gen_tag(gen))
             return -ORBIT_ESTALE;
         if (!(h.units & bit) || fence > h.fence)
             return -ORBIT_ENOTRESERVED;
         if (!POOL_PAIR_CAS || h.fence - fence >= POOL_PENDING)
-            /* Once wiped by us, a lapped entry is not told from a retaken one: refused, it ages. */
-            return wiped ? -ORBIT_ENOTRESERVED : accept_lapped(r, gen, fence, b);
+            return accept_lapped(r, gen, fence, b);
         if (units_active(h.units) == UINT32_MAX)
             return -ORBIT_EBUSY;
-        if (!wiped) {
-            struct pool_pending *e = &r->pending[b];
-            if (atomic_load_explicit(&e->fence, memory_order_relaxed) != fence)
-                return -ORBIT_ENOTRESERVED;   /* skipped, or an ager or another accept has it */
-            /* Plain stores: the pair CAS is a full barrier, so they land before the entry is free. */
-            atomic_store_explicit(&e->since_ms, 0, memory_order_relaxed);
-            atomic_store_explicit(&e->fence, 0, memory_order_relaxed);
-            wiped = true;
-        }
         if (hot_cas(r, &h, (struct hot){ (h.units & ~bit) + 1, h.fence }))
-            return 0;
+            break;
     }
+    /* The entry is free but not yet reusable: the stamp first, then the fence (release). */
+    atomic_store_explicit(&e->since_ms, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->fence, 0, memory_order_release);
+    return 0;
 }
 
 int orbit_pool_accept(struct orbit_pool *p, const struct orbit_lease *lease, struct orbit_execution *out)
@@ -479,10 +481,17 @@ static void age_entries(struct pool_resource *r, uint64_t grace_ms, struct aged 
     a->bits = 0;
     uint32_t bits = units_bits(atomic_load(&r->units));
     for (uint32_t b = 0; b < POOL_PENDING; b++) {
-        if (!(bits & (1u << b)))
-            continue;
         struct pool_pending *e = &r->pending[b];
         uint64_t f = atomic_load(&e->fence), since = atomic_load(&e->since_ms);
+        if (!(bits & (1u << b))) {
+            /* Free but showing a fence (a late stamp, a wipe cut short): reserves skip it until
+             * it reads 0. The CAS names the fence, so a holder that took it since keeps its own. */
+            if (f != 0 && f != FENCE_TAKEN) {
+                atomic_store(&e->since_ms, 0);   /* clobbering a new holder's stamp only delays its aging */
+                atomic_compare_exchange_strong(&e->fence, &f, 0);
+            }
+            continue;
+        }
         if (f == FENCE_TAKEN)
             continue;
         if (since == 0 && grace_ms != 0) {
@@ -496,9 +505,11 @@ static void age_entries(struct pool_resource *r, uint64_t grace_ms, struct aged 
         /* Taking the fence excludes an accept through the entry: one of the two frees it. */
         if (!atomic_compare_exchange_strong(&e->fence, &f, FENCE_TAKEN))
             continue;
-        /* Wiped while its bit is still set: no reserver can take the entry before the CAS below. */
+        /* Wiped while its bit is still set, by CAS: an accept by the pair may have freed it and
+         * wiped it meanwhile, and a reserver taken it since. */
         atomic_store(&e->since_ms, 0);
-        atomic_store(&e->fence, 0);
+        uint64_t taken = FENCE_TAKEN;
+        atomic_compare_exchange_strong(&e->fence, &taken, 0);
         a->bits |= 1u << b;
         a->fence[b] = f;
     }
