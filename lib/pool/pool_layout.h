@@ -138,6 +138,8 @@ static inline uint32_t units_active(uint64_t u) { return (uint32_t)u; }
 static inline uint32_t units_reserved(uint64_t u)
 {
     uint32_t v = units_bits(u);   /* 16-bit popcount without a libgcc call */
+    if (v == 0)
+        return 0;                 /* the common case: nothing pending */
     v = v - ((v >> 1) & 0x5555u);
     v = (v & 0x3333u) + ((v >> 2) & 0x3333u);
     v = (v + (v >> 4)) & 0x0f0fu;

@@ -410,11 +410,9 @@ HOT int accept_unit(struct pool_resource *r, uint32_t gen, uint64_t fence)
     return 0;
 }
 
-int orbit_pool_accept(struct orbit_pool *p, const struct orbit_lease *lease, struct orbit_execution *out)
+/* accept's checks in their documented order, then the unit. */
+HOT int accept_lease(struct orbit_pool *p, const struct orbit_lease *lease)
 {
-    if (!out)
-        return -ORBIT_EMALFORMED;
-    *out = (struct orbit_execution){ .done = true };   /* completing a refused one is a no-op */
     if (!p || !lease)
         return -ORBIT_EMALFORMED;
     struct pool_resource *r;
@@ -427,10 +425,19 @@ int orbit_pool_accept(struct orbit_pool *p, const struct orbit_lease *lease, str
         return rc;
     if (RES_STATE(w) != RES_LIVE)
         return -ORBIT_EDRAINING;
-    if ((rc = accept_unit(r, orbit_id_generation(lease->id), lease->fence)) < 0)
-        return rc;
-    *out = (struct orbit_execution){ .pool = p, .lease = *lease, .done = false };
-    return 0;
+    return accept_unit(r, orbit_id_generation(lease->id), lease->fence);
+}
+
+int orbit_pool_accept(struct orbit_pool *p, const struct orbit_lease *lease, struct orbit_execution *out)
+{
+    if (!out)
+        return -ORBIT_EMALFORMED;
+    int rc = accept_lease(p, lease);
+    if (rc == 0)
+        *out = (struct orbit_execution){ .pool = p, .lease = *lease, .done = false };
+    else
+        *out = (struct orbit_execution){ .done = true };   /* completing a refused one is a no-op */
+    return rc;
 }
 
 void orbit_execution_complete(struct orbit_execution *ex)
