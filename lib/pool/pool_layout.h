@@ -30,7 +30,9 @@
  * 16-byte CAS takes a unit, the entry and the fence together (fence f always
  * lands in entry f % 16; busy entries' fences are skipped, never given), and
  * one moves a young lease (fewer than 16 fences old) to active by the pair
- * alone. An older one goes through its entry's CAS. A slot goes EMPTY/CLOSED -> ALLOCATING -> LIVE <-> DRAINING ->
+ * alone. An older one goes through its entry's CAS. A freed entry is wiped
+ * (fence 0) before a reserver takes it again: one still showing a fence is
+ * skipped, and the owner's reconcile clears it if its wiper never came. A slot goes EMPTY/CLOSED -> ALLOCATING -> LIVE <-> DRAINING ->
  * CLOSING -> CLOSED (or EXHAUSTED at the generation limit).
  *
  * Death: node_dead closes the incarnation's slots and returns the node's
