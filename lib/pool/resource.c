@@ -239,15 +239,14 @@ HOT struct hot hot_load(struct pool_resource *r)
 
 #if defined(__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16) && defined(__SIZEOF_INT128__) && !defined(ORB_POOL_NO_PAIR_CAS)
 #define POOL_PAIR_CAS 1
-/* One 16-byte CAS (a full barrier); on failure *seen is the pair found. */
+/* One 16-byte CAS (a full barrier); on failure *seen is the pair read again. */
 HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
 {
     typedef unsigned __int128 u128;
-    u128 old = ((u128)seen->fence << 64) | seen->units, now;
-    now = __sync_val_compare_and_swap((u128 *)(void *)&r->units, old, ((u128)next.fence << 64) | next.units);
-    if (now == old)
+    if (__sync_bool_compare_and_swap((u128 *)(void *)&r->units, ((u128)seen->fence << 64) | seen->units,
+                                     ((u128)next.fence << 64) | next.units))
         return true;
-    *seen = (struct hot){ (uint64_t)now, (uint64_t)(now >> 64) };
+    *seen = hot_load(r);
     return false;
 }
 #else
@@ -275,6 +274,8 @@ static bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
 HOT uint32_t ring_skip(uint64_t fence, uint32_t bits)
 {
     uint32_t from = (uint32_t)((fence + 1) % POOL_PENDING);
+    if (!(bits & (1u << from)))
+        return 0;   /* the common case: the next entry is free */
     uint32_t rot = ((bits >> from) | (bits << (POOL_PENDING - from))) & 0xffffu;
     return (uint32_t)__builtin_ctz(~rot & 0xffffu);
 }
