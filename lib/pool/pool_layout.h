@@ -34,9 +34,15 @@
  *
  * Resources: a slot's state word carries its generation, so every CAS on it
  * names one tenancy; its units word carries the generation's low 16 bits and
- * a bit per pending-reservation entry, so one CAS takes a unit and an entry
- * together. A slot goes EMPTY/CLOSED -> ALLOCATING -> LIVE <-> DRAINING ->
- * CLOSING -> CLOSED (or EXHAUSTED at the generation limit).
+ * a bit per pending-reservation entry. Units and fence sit side by side: one
+ * 16-byte CAS takes a unit, the entry and the fence together (fence f always
+ * lands in entry f % 16; busy entries' fences are skipped, never given), and
+ * one moves a young lease (fewer than 16 fences old) to active by the pair
+ * alone. An older one goes through its entry's CAS. A freed entry is wiped
+ * (fence 0) before a reserver takes it again: one still showing a fence is
+ * skipped, and the owner's reconcile clears it if its wiper never came.
+ * A slot goes EMPTY/CLOSED -> ALLOCATING -> LIVE <-> DRAINING -> CLOSING ->
+ * CLOSED (or EXHAUSTED at the generation limit).
  *
  * Death: node_dead settles the node's intents, closes the incarnation's slots
  * and returns the node's holds, claims and watches (a close or register cut
@@ -50,6 +56,7 @@
 #define ORB_POOL_LAYOUT_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <orbit/pool.h>
 #include "core/fleet_internal.h"
@@ -57,7 +64,7 @@
 
 #define ORB_TABLE_POOL       2                    /* the segment header's table_type */
 #define POOL_MAGIC           0x4c4f4f50u          /* "POOL" */
-#define POOL_LAYOUT_VERSION  3u
+#define POOL_LAYOUT_VERSION  4u   /* 4: node intents; the entry of fence f is f % POOL_PENDING */
 #define POOL_PENDING         16u
 #define POOL_INTENTS         8u                   /* per node: threads mid-way under op locks */
 #define POOL_GEN_MAX         ORBIT_ID_GENERATION_MAX
@@ -165,6 +172,8 @@ static inline uint32_t units_active(uint64_t u) { return (uint32_t)u; }
 static inline uint32_t units_reserved(uint64_t u)
 {
     uint32_t v = units_bits(u);   /* 16-bit popcount without a libgcc call */
+    if (v == 0)
+        return 0;                 /* the common case: nothing pending */
     v = v - ((v >> 1) & 0x5555u);
     v = (v & 0x3333u) + ((v >> 2) & 0x3333u);
     v = (v + (v >> 4)) & 0x0f0fu;
@@ -190,13 +199,15 @@ struct pool_resource {
     uint32_t pad0;
     uint8_t pad1[16];
     /* second line: what every reserve/accept/complete touches */
-    _Atomic uint64_t units;
-    _Atomic uint64_t fence;       /* strictly increasing per slot, never reset */
+    _Alignas(16) _Atomic uint64_t units;
+    _Atomic uint64_t fence;       /* the last fence given: strictly increasing per slot, never reset */
     _Atomic uint64_t last_reserve_ms;
     uint8_t pad2[40];
     struct pool_pending pending[POOL_PENDING];
 };
 _Static_assert(sizeof(struct pool_resource) == 384, "resource slot is 128 + 16 x 16 bytes");
+_Static_assert(offsetof(struct pool_resource, units) == 64 &&
+               offsetof(struct pool_resource, fence) == 72, "units and fence: one 16-byte aligned pair");
 
 /* Test hook points (ORBIT_TEST_POOL_PARK): the process stops itself there. */
 enum pool_park { POOL_PARK_NONE, POOL_PARK_HOLD, POOL_PARK_RELEASE, POOL_PARK_CLAIM, POOL_PARK_FINISH,

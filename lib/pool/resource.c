@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "pool_layout.h"
 
 /* The hot path's helpers are inlined: one call each per reserve, accept and complete. */
@@ -236,26 +237,98 @@ int orbit_pool_drain(struct orbit_pool *p, orbit_id id)
 
 /* ---- reservations ---- */
 
-/* One CAS takes a unit and pending entry b together; returns b or an error. */
-static int take_unit(struct pool_resource *r, uint32_t gen)
+/* orb_wall_ms_coarse inlined: the clock reserve stamps with and aging reads. */
+HOT uint64_t wall_ms_coarse(void)
 {
-    uint64_t capacity = atomic_load(&r->capacity);
-    uint64_t u = atomic_load(&r->units), next;
-    int b;
-    do {
-        if (units_tag(u) != gen_tag(gen))
-            return -ORBIT_ESTALE;
-        uint32_t bits = units_bits(u);
-        if ((uint64_t)units_reserved(u) + units_active(u) >= capacity || bits == 0xffff)
-            return -ORBIT_EBUSY;
-        b = __builtin_ctz(~bits & 0xffffu);
-        next = u | (1ull << (32 + b));
-        /* Capacity and entry checked on the value the CAS replaces: never over-admits. */
-    } while (!atomic_compare_exchange_weak(&r->units, &u, next));
-    return b;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void give_back(struct pool_resource *r, uint32_t gen, int b)
+#define FENCE_MAX (FENCE_TAKEN - 2 * POOL_PENDING)   /* past it no fence is given */
+
+/* A resource's units and fence, read or swapped as one pair. */
+struct hot { uint64_t units, fence; };
+
+HOT struct hot hot_load(struct pool_resource *r)
+{
+    /* Two loads may tear: a torn pair only makes the CAS that names it fail. */
+    return (struct hot){ atomic_load_explicit(&r->units, memory_order_acquire),
+                         atomic_load_explicit(&r->fence, memory_order_acquire) };
+}
+
+#if defined(__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16) && defined(__SIZEOF_INT128__) && !defined(ORB_POOL_NO_PAIR_CAS)
+#define POOL_PAIR_CAS 1
+/* One 16-byte CAS (a full barrier); on failure *seen is the pair read again. */
+HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
+{
+    typedef unsigned __int128 u128;
+    if (__sync_bool_compare_and_swap((u128 *)(void *)&r->units, ((u128)seen->fence << 64) | seen->units,
+                                     ((u128)next.fence << 64) | next.units))
+        return true;
+    *seen = hot_load(r);
+    return false;
+}
+#else
+#define POOL_PAIR_CAS 0
+/*
+ * Without a 16-byte CAS, only take_unit swaps the pair: the fence first (a
+ * fence lost to a failed unit CAS is only skipped), then the unit; every
+ * accept then goes through its entry's CAS.
+ */
+static bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
+{
+    uint64_t f = seen->fence;
+    if (!atomic_compare_exchange_strong(&r->fence, &f, next.fence)) {
+        *seen = hot_load(r);
+        return false;
+    }
+    if (atomic_compare_exchange_strong(&r->units, &seen->units, next.units))
+        return true;
+    seen->fence = next.fence;
+    return false;
+}
+#endif
+
+/* Entry of the first free one at or after fence + 1 (mod 16): its fence is fence + 1 + skip. */
+HOT uint32_t ring_skip(uint64_t fence, uint32_t bits)
+{
+    uint32_t from = (uint32_t)((fence + 1) % POOL_PENDING);
+    if (!(bits & (1u << from)))
+        return 0;   /* the common case: the next entry is free */
+    uint32_t rot = ((bits >> from) | (bits << (POOL_PENDING - from))) & 0xffffu;
+    return (uint32_t)__builtin_ctz(~rot & 0xffffu);
+}
+
+/* One CAS takes a unit and pending entry *fence % 16 (and, with the pair, the fence); returns the entry. */
+HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence)
+{
+    uint64_t capacity = atomic_load_explicit(&r->capacity, memory_order_relaxed);
+    struct hot h = hot_load(r), next;
+    uint32_t b;
+    do {
+        if (units_tag(h.units) != gen_tag(gen))
+            return -ORBIT_ESTALE;
+        if ((uint64_t)units_reserved(h.units) + units_active(h.units) >= capacity || h.fence >= FENCE_MAX)
+            return -ORBIT_EBUSY;
+        for (uint32_t busy = units_bits(h.units);; busy |= 1u << b) {
+            if (busy == 0xffff)
+                return -ORBIT_EBUSY;
+            next.fence = h.fence + 1 + ring_skip(h.fence, busy);
+            b = (uint32_t)(next.fence % POOL_PENDING);
+            /* A free entry still showing a fence is being wiped by the accept that freed it:
+             * skipped until it is (acquire, after the pair: a 0 here is that wipe or later). */
+            if (atomic_load_explicit(&r->pending[b].fence, memory_order_acquire) == 0)
+                break;
+        }
+        next.units = h.units | (1ull << (32 + b));
+        /* Capacity, entry and fence checked on the pair the CAS replaces: never over-admits. */
+    } while (!hot_cas(r, &h, next));
+    *fence = next.fence;
+    return (int)b;
+}
+
+static void give_back(struct pool_resource *r, uint32_t gen, uint32_t b)
 {
     uint64_t u = atomic_load(&r->units), bit = 1ull << (32 + b);
     do {
@@ -269,7 +342,7 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
     if (!p || !out)
         return -ORBIT_EMALFORMED;
     struct pool_resource *r;
-    uint64_t index;
+    uint64_t index, fence;
     int rc = locate(p, id, &r, &index);
     if (rc < 0)
         return rc;
@@ -279,17 +352,18 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
         return -ORBIT_ESTALE;
     if (RES_STATE(w) == RES_DRAINING)
         return -ORBIT_EDRAINING;
-    int b = take_unit(r, gen);
+    /* Read before the CAS, which would hold the clock's loads back: stamps age in ms, and a
+     * tick's error (or a few ns early) is in the noise. */
+    uint64_t now = wall_ms_coarse();
+    int b = take_unit(r, gen, &fence);
     if (b < 0)
         return b;
     /* The slot may have ended between the state check and the CAS: then the unit is void. */
     w = atomic_load(&r->state);
     if (RES_GEN(w) != gen || !RES_IN_USE(w)) {
-        give_back(r, gen, b);
+        give_back(r, gen, (uint32_t)b);
         return -ORBIT_ESTALE;
     }
-    uint64_t fence = atomic_fetch_add(&r->fence, 1) + 1;
-    uint64_t now = orb_wall_ms_coarse();   /* stamps age in ms: a tick's error is in the noise */
     /* Entry b is ours by its bit: stamp it, then publish the fence (release: the stamp first). */
     atomic_store_explicit(&r->pending[b].since_ms, now ? now : 1, memory_order_relaxed);
     atomic_store_explicit(&r->pending[b].fence, fence, memory_order_release);
@@ -299,21 +373,8 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
     return 0;
 }
 
-/* Take the entry carrying fence out of the pending set: exactly one taker per fence. */
-static int take_entry(struct pool_resource *r, uint64_t fence)
-{
-    if (fence == 0 || fence == FENCE_TAKEN)
-        return -ORBIT_ENOTRESERVED;
-    for (int b = 0; b < (int)POOL_PENDING; b++) {
-        uint64_t f = fence;
-        if (atomic_compare_exchange_strong(&r->pending[b].fence, &f, FENCE_TAKEN))
-            return b;
-    }
-    return -ORBIT_ENOTRESERVED;
-}
-
 /* Entry b is taken: wipe it, then move its unit to active in one CAS (which frees the entry). */
-static int entry_to_active(struct pool_resource *r, uint32_t gen, int b)
+static int entry_to_active(struct pool_resource *r, uint32_t gen, uint32_t b)
 {
     /* Plain stores: the CAS below is a full barrier, so both land before the entry is free. */
     atomic_store_explicit(&r->pending[b].since_ms, 0, memory_order_relaxed);
@@ -330,11 +391,58 @@ static int entry_to_active(struct pool_resource *r, uint32_t gen, int b)
     return 0;
 }
 
-int orbit_pool_accept(struct orbit_pool *p, const struct orbit_lease *lease, struct orbit_execution *out)
+/*
+ * A lapped lease (16 or more fences old): entry b may have been freed and
+ * retaken since, so the entry's own CAS proves it still holds this fence, and
+ * excludes the agers and any other accept of it.
+ */
+static int accept_lapped(struct pool_resource *r, uint32_t gen, uint64_t fence, uint32_t b)
 {
-    if (!out)
-        return -ORBIT_EMALFORMED;
-    *out = (struct orbit_execution){ .done = true };   /* completing a refused one is a no-op */
+    uint64_t f = fence;
+    if (!atomic_compare_exchange_strong(&r->pending[b].fence, &f, FENCE_TAKEN))
+        return -ORBIT_ENOTRESERVED;
+    return entry_to_active(r, gen, b);
+}
+
+/*
+ * Move the lease's unit to active. Fence f lives in entry f % 16, and no
+ * other fence can land there before the pair's fence reaches f + 16: while it
+ * is below, a set bit is f's own, and one pair CAS (bit off, active up) is the
+ * exactly-once step. The entry is checked first (a fence that was skipped is
+ * never reserved) and wiped after: a reserver takes the entry only once it
+ * reads 0 there, so a later holder never shows f.
+ */
+HOT int accept_unit(struct pool_resource *r, uint32_t gen, uint64_t fence)
+{
+    if (fence == 0 || fence >= FENCE_MAX)
+        return -ORBIT_ENOTRESERVED;
+    uint32_t b = (uint32_t)(fence % POOL_PENDING);
+    uint64_t bit = 1ull << (32 + b);
+    struct pool_pending *e = &r->pending[b];
+    struct hot h = hot_load(r);
+    if (atomic_load_explicit(&e->fence, memory_order_relaxed) != fence)
+        return -ORBIT_ENOTRESERVED;   /* skipped, taken by an ager, or accepted already */
+    for (;;) {
+        if (units_tag(h.units) != gen_tag(gen))
+            return -ORBIT_ESTALE;
+        if (!(h.units & bit) || fence > h.fence)
+            return -ORBIT_ENOTRESERVED;
+        if (!POOL_PAIR_CAS || h.fence - fence >= POOL_PENDING)
+            return accept_lapped(r, gen, fence, b);
+        if (units_active(h.units) == UINT32_MAX)
+            return -ORBIT_EBUSY;
+        if (hot_cas(r, &h, (struct hot){ (h.units & ~bit) + 1, h.fence }))
+            break;
+    }
+    /* The entry is free but not yet reusable: the stamp first, then the fence (release). */
+    atomic_store_explicit(&e->since_ms, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->fence, 0, memory_order_release);
+    return 0;
+}
+
+/* accept's checks in their documented order, then the unit. */
+HOT int accept_lease(struct orbit_pool *p, const struct orbit_lease *lease)
+{
     if (!p || !lease)
         return -ORBIT_EMALFORMED;
     struct pool_resource *r;
@@ -347,13 +455,19 @@ int orbit_pool_accept(struct orbit_pool *p, const struct orbit_lease *lease, str
         return rc;
     if (RES_STATE(w) != RES_LIVE)
         return -ORBIT_EDRAINING;
-    int b = take_entry(r, lease->fence);
-    if (b < 0)
-        return b;
-    if ((rc = entry_to_active(r, orbit_id_generation(lease->id), b)) < 0)
-        return rc;
-    *out = (struct orbit_execution){ .pool = p, .lease = *lease, .done = false };
-    return 0;
+    return accept_unit(r, orbit_id_generation(lease->id), lease->fence);
+}
+
+int orbit_pool_accept(struct orbit_pool *p, const struct orbit_lease *lease, struct orbit_execution *out)
+{
+    if (!out)
+        return -ORBIT_EMALFORMED;
+    int rc = accept_lease(p, lease);
+    if (rc == 0)
+        *out = (struct orbit_execution){ .pool = p, .lease = *lease, .done = false };
+    else
+        *out = (struct orbit_execution){ .done = true };   /* completing a refused one is a no-op */
+    return rc;
 }
 
 void orbit_execution_complete(struct orbit_execution *ex)
@@ -388,20 +502,33 @@ bool orbit_pool_is_current(struct orbit_pool *p, const struct orbit_lease *lease
     return RES_GEN(w) == orbit_id_generation(lease->id) && RES_IN_USE(w);
 }
 
+/* The entries an aging pass took, with their fences and the pair's fence before it began. */
+struct aged { uint32_t bits; uint64_t pair_fence; uint64_t fence[POOL_PENDING]; };
+
 /*
  * Age the pending entries older than grace. An entry with its bit set but no
  * stamp belongs to a reserver mid-way (or one that died there): it is stamped
  * now and ages like the rest; grace 0 ages it at once.
  */
-static uint32_t age_entries(struct pool_resource *r, uint64_t grace_ms)
+static void age_entries(struct pool_resource *r, uint64_t grace_ms, struct aged *a)
 {
     uint64_t now = orb_wall_ms_coarse();   /* the clock the stamps were taken with */
-    uint32_t bits = units_bits(atomic_load(&r->units)), aged = 0;
+    /* The pair's fence first: a lease already lapped then can no longer be accepted by the pair. */
+    a->pair_fence = atomic_load(&r->fence);
+    a->bits = 0;
+    uint32_t bits = units_bits(atomic_load(&r->units));
     for (uint32_t b = 0; b < POOL_PENDING; b++) {
-        if (!(bits & (1u << b)))
-            continue;
         struct pool_pending *e = &r->pending[b];
         uint64_t f = atomic_load(&e->fence), since = atomic_load(&e->since_ms);
+        if (!(bits & (1u << b))) {
+            /* Free but showing a fence (a late stamp, a wipe cut short): reserves skip it until
+             * it reads 0. The CAS names the fence, so a holder that took it since keeps its own. */
+            if (f != 0 && f != FENCE_TAKEN) {
+                atomic_store(&e->since_ms, 0);   /* clobbering a new holder's stamp only delays its aging */
+                atomic_compare_exchange_strong(&e->fence, &f, 0);
+            }
+            continue;
+        }
         if (f == FENCE_TAKEN)
             continue;
         if (since == 0 && grace_ms != 0) {
@@ -412,15 +539,39 @@ static uint32_t age_entries(struct pool_resource *r, uint64_t grace_ms)
         /* Stamps are clock ticks (coarse): grace 0 ages at once, whatever the tick says. */
         if (grace_ms != 0 && since != 0 && (now <= since || now - since <= grace_ms))
             continue;
-        /* Taking the fence excludes an accept of the same lease: one of the two frees it. */
+        /* Taking the fence excludes an accept through the entry: one of the two frees it. */
         if (!atomic_compare_exchange_strong(&e->fence, &f, FENCE_TAKEN))
             continue;
-        /* Wiped while its bit is still set: no reserver can take the entry before the CAS below. */
+        /* Wiped while its bit is still set, by CAS: an accept by the pair may have freed it and
+         * wiped it meanwhile, and a reserver taken it since. */
         atomic_store(&e->since_ms, 0);
-        atomic_store(&e->fence, 0);
-        aged |= 1u << b;
+        uint64_t taken = FENCE_TAKEN;
+        atomic_compare_exchange_strong(&e->fence, &taken, 0);
+        a->bits |= 1u << b;
+        a->fence[b] = f;
     }
-    return aged;
+}
+
+/*
+ * The aged bits the reconcile CAS may clear at pair fence `now`. A young lease
+ * (fewer than 16 fences old when aging began) may have been accepted by the
+ * pair meanwhile and its entry retaken: its bit is cleared only while no
+ * fence can have landed there since (an unpublished one, fence 0: only while
+ * no fence was given at all). A bit left set is aged again later.
+ */
+static uint32_t aged_clearable(const struct aged *a, uint64_t now)
+{
+    if (!POOL_PAIR_CAS)
+        return a->bits;   /* every accept goes through the entry */
+    uint32_t out = 0;
+    for (uint32_t b = 0; b < POOL_PENDING; b++) {
+        uint64_t f = a->fence[b];
+        if (!(a->bits & (1u << b)))
+            continue;
+        if (f == 0 ? now == a->pair_fence : (a->pair_fence - f >= POOL_PENDING || now - f < POOL_PENDING))
+            out |= 1u << b;
+    }
+    return out;
 }
 
 int orbit_pool_reconcile(struct orbit_pool *p, orbit_id id, uint32_t active, uint64_t grace_ms)
@@ -435,17 +586,24 @@ int orbit_pool_reconcile(struct orbit_pool *p, orbit_id id, uint32_t active, uin
         rc = -ORBIT_EMALFORMED;   /* more active than it can hold: not the owner's truth */
     if (rc < 0)
         return rc;
-    uint32_t gen = RES_GEN(w), aged = age_entries(r, grace_ms);
-    uint64_t u = atomic_load(&r->units), next;
+    uint32_t gen = RES_GEN(w);
+    struct aged a;
+    age_entries(r, grace_ms, &a);
+    struct hot h = hot_load(r);
+    uint64_t next;
     bool freed;
-    do {
-        if (units_tag(u) != gen_tag(gen))
+    for (;;) {
+        if (units_tag(h.units) != gen_tag(gen))
             return -ORBIT_ESTALE;
-        uint32_t bits = units_bits(u) & ~aged;
+        uint32_t bits = units_bits(h.units) & ~aged_clearable(&a, h.fence);
         next = units_make(gen, bits, active);
-        freed = units_reserved(next) + (uint64_t)active < units_reserved(u) + (uint64_t)units_active(u);
-        /* One CAS frees the aged entries' bits and states the owner's active count. */
-    } while (!atomic_compare_exchange_weak(&r->units, &u, next));
+        freed = units_reserved(next) + (uint64_t)active < units_reserved(h.units) + (uint64_t)units_active(h.units);
+        /* One CAS frees the aged entries' bits and states the owner's active count; the pair
+         * CAS also proves the fence the bits were judged at. */
+        if (POOL_PAIR_CAS ? hot_cas(r, &h, (struct hot){ next, h.fence })
+                          : atomic_compare_exchange_weak(&r->units, &h.units, next))
+            break;
+    }
     if (freed)   /* units came back: waiters on the key re-check */
         pool_key_changed(p, atomic_load(&r->key_index));
     return 0;
