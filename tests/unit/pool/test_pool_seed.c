@@ -57,8 +57,9 @@ START_TEST(abandoned_reservation_is_aged_out_by_the_owner_not_by_time_alone)
     /* Within the grace the reservation is honoured. */
     ck_assert_int_eq(orbit_pool_reconcile(e.p, id, 0, 60000), 0);
     ck_assert_int_eq(orbit_pool_reserve(e.p, id, &other), -ORBIT_EBUSY);
-    /* Past it, the owner's reconcile frees the unit, and a late accept is refused. */
-    tu_sleep_ms(5);
+    /* Past it, the owner's reconcile frees the unit, and a late accept is refused
+     * (20 ms: well past the 1 ms grace plus a coarse clock tick). */
+    tu_sleep_ms(20);
     ck_assert_int_eq(orbit_pool_reconcile(e.p, id, 0, 1), 0);
     ck_assert_int_eq(orbit_pool_accept(e.p, &abandoned, &ex), -ORBIT_ENOTRESERVED);
     ck_assert_int_eq(orbit_pool_reserve(e.p, id, &other), 0);
@@ -93,11 +94,13 @@ START_TEST(lease_is_accepted_exactly_once_and_leases_are_told_apart)
     c = only_candidate(e.p, KEY);
     ck_assert_uint_eq(cand_free(&c), 2);
 
-    /* Aging is per reservation: an old one goes, a fresh one stays. */
+    /* Aging is per reservation: an old one goes, a fresh one stays. Stamps are
+     * coarse (a few ms a tick), so the gaps are wide: only a ~60 ms stall between
+     * the fresh reserve and the reconcile could age the fresh one. */
     ck_assert_int_eq(orbit_pool_reserve(e.p, id, &old), 0);
-    tu_sleep_ms(5);
+    tu_sleep_ms(120);
     ck_assert_int_eq(orbit_pool_reserve(e.p, id, &fresh), 0);
-    ck_assert_int_eq(orbit_pool_reconcile(e.p, id, 0, 2), 0);
+    ck_assert_int_eq(orbit_pool_reconcile(e.p, id, 0, 60), 0);
     ck_assert_int_eq(orbit_pool_accept(e.p, &old, &ex), -ORBIT_ENOTRESERVED);
     ck_assert_int_eq(orbit_pool_accept(e.p, &fresh, &ex), 0);
     /* A fence nobody was given is never reserved. */
