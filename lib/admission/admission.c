@@ -284,6 +284,7 @@ int orbit_admission_shutdown(struct orbit_admission *a)
 
 struct adm_wait_ctx { struct orbit_admission *a; uint64_t since; };
 
+/* The spinning check: reads only. */
 static int epoch_passed(void *p)
 {
     const struct adm_wait_ctx *c = p;
@@ -291,6 +292,37 @@ static int epoch_passed(void *p)
         return -ORBIT_EPOISONED;
     /* Acquire pairs with the epoch's release store: the change behind it is visible. */
     return atomic_load_explicit(&c->a->ledger->change_epoch, memory_order_acquire) > c->since;
+}
+
+/* Raises epoch_wanted to want; false when hostile writes keep it moving. */
+static bool want_epoch(struct adm_ledger *l, uint64_t want)
+{
+    uint64_t cur = atomic_load_explicit(&l->epoch_wanted, memory_order_relaxed);
+    for (int tries = 0; cur < want; tries++)
+        if (tries == 64 || atomic_compare_exchange_weak_explicit(&l->epoch_wanted, &cur, want,
+                                                                 memory_order_relaxed, memory_order_relaxed))
+            return tries < 64;
+    return true;
+}
+
+/*
+ * The check before a sleep. A release wakes only a waiter that wants its
+ * epoch (adm_wake_wanted), so: publish the wanted epoch, then make an RMW on
+ * the lock word (acq_rel: ordered with every give), then look again. A
+ * release whose give came before our RMW is visible to this look; one whose
+ * give came after sees epoch_wanted.
+ */
+static int epoch_passed_armed(void *p)
+{
+    const struct adm_wait_ctx *c = p;
+    struct adm_ledger *l = c->a->ledger;
+    int r = epoch_passed(p);
+    if (r != 0)
+        return r;
+    if (!want_epoch(l, c->since == UINT64_MAX ? UINT64_MAX : c->since + 1))
+        return 1;   /* cannot register: return as if woken, the caller looks again */
+    atomic_fetch_or_explicit(&l->lock.word, 0, memory_order_acq_rel);
+    return epoch_passed(p);
 }
 
 int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int timeout_ms, uint64_t *now)
@@ -304,7 +336,11 @@ int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int ti
     }
     struct adm_wait_ctx ctx = { a, since_epoch };
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    int rc = orb_wait_until(&a->ledger->change, epoch_passed, &ctx, &deadline, &a->spin, &a->stats);
+    int rc = epoch_passed(&ctx);
+    if (rc == 0)
+        rc = orb_deadline_passed(&deadline) ? -ETIMEDOUT : orb_wait_spin(epoch_passed, &ctx, &a->spin, &deadline);
+    if (rc == 0)
+        rc = orb_wait_park_until(&a->ledger->change, epoch_passed_armed, &ctx, &deadline, &a->spin, &a->stats);
     if (now)
         *now = atomic_load_explicit(&a->ledger->change_epoch, memory_order_acquire);
     return rc > 0 ? 0 : rc;
@@ -315,7 +351,7 @@ int orbit_admission_prep_wait(struct orbit_admission *a, uint64_t since_epoch, s
     if (!a || !sqe)
         return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     struct adm_wait_ctx ctx = { a, since_epoch };
-    return orb_uring_prep_wait(&a->ledger->change, epoch_passed, &ctx, sqe, &a->stats);
+    return orb_uring_prep_wait(&a->ledger->change, epoch_passed_armed, &ctx, sqe, &a->stats);
 }
 
 /* ---- inspection ---------------------------------------------------------- */

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* try_claim: the documented checks in order, then an all-or-nothing commit. */
-#include <string.h>
 #include "adm_layout.h"
 
 /* Argument checks that need no ledger: non-NULL, units > 0, no domain twice. */
@@ -37,16 +36,17 @@ static int check_demand(const struct orbit_admission *a, const struct orbit_dema
     return sum == d->retained_bytes ? 0 : -ORBIT_EMALFORMED;
 }
 
-static int resolve(const struct orbit_admission *a, const struct orbit_units *v, size_t n,
-                   struct adm_want *out)
+/* A domain's index: the handle's hint when it still names the id, else a scan. */
+static int64_t find_domain(struct orbit_admission *a, uint32_t id)
 {
-    for (size_t i = 0; i < n; i++) {
-        int64_t idx = adm_domain_find(a, v[i].domain);
-        if (idx < 0)
-            return -ORBIT_EMALFORMED;
-        out[i] = (struct adm_want){ (uint32_t)idx, v[i].units };
-    }
-    return 0;
+    uint32_t *hint = &a->hint[id & (ADM_HINTS - 1)];
+    /* Domains are never removed or moved: a hint that checks out is the index (n_domains bounded). */
+    if (*hint != 0 && *hint - 1 < a->ledger->n_domains && a->domains[*hint - 1].id == id)
+        return *hint - 1;
+    int64_t i = adm_domain_find(a, id);
+    if (i >= 0)
+        *hint = (uint32_t)i + 1;
+    return i;
 }
 
 static void set_blocker(const struct orbit_admission *a, const struct adm_want *w,
@@ -58,41 +58,43 @@ static void set_blocker(const struct orbit_admission *a, const struct adm_want *
     out->blocker_free = dom->used <= dom->capacity ? dom->capacity - dom->used : 0;
 }
 
-/* REJECTED: the first claim, then fit, entry above its domain's capacity. */
-static bool find_rejected(const struct orbit_admission *a, const struct adm_want *claim, size_t nc,
-                          const struct adm_want *fit, size_t nf, struct orbit_admit_result *out)
-{
-    for (size_t i = 0; i < nc + nf; i++) {
-        const struct adm_want *w = i < nc ? &claim[i] : &fit[i - nc];
-        if (w->units > a->domains[w->index].capacity) {
-            out->outcome = ORBIT_ADMIT_REJECTED;
-            set_blocker(a, w, out);
-            return true;
-        }
-    }
-    return false;
-}
+/* What one pass over the demand found; indexes into want, SIZE_MAX for none. */
+struct adm_plan {
+    size_t rejected;        /* first claim, then fit, entry above its domain's capacity */
+    size_t blocked;         /* first claim entry whose domain is over capacity or too full for it */
+    bool overused;          /* that domain's used is above its capacity (a broken invariant) */
+    bool epoch_spent;       /* a claimed domain's availability epoch cannot advance at release */
+};
 
-/* DEFERRED: the first claim entry above its domain's free units. -1: used > capacity (poison). */
-static int find_deferred(const struct orbit_admission *a, const struct adm_want *claim, size_t nc,
-                         struct orbit_admit_result *out)
+/* Resolves every entry into want and finds the first refusal of each kind. */
+static int plan(struct orbit_admission *a, const struct orbit_demand *d, struct adm_want *want,
+                struct adm_plan *p)
 {
-    for (size_t i = 0; i < nc; i++) {
-        const struct adm_domain *dom = &a->domains[claim[i].index];
-        if (dom->used > dom->capacity)
-            return -1;
-        if (claim[i].units > dom->capacity - dom->used) {
-            out->outcome = ORBIT_ADMIT_DEFERRED;
-            set_blocker(a, &claim[i], out);
-            return 1;
+    size_t nc = d->n_claim, n = nc + d->n_fit;
+    *p = (struct adm_plan){ SIZE_MAX, SIZE_MAX, false, false };
+    for (size_t i = 0; i < n; i++) {
+        const struct orbit_units *u = i < nc ? &d->claim[i] : &d->fit[i - nc];
+        int64_t idx = find_domain(a, u->domain);
+        if (idx < 0)
+            return -ORBIT_EMALFORMED;
+        want[i] = (struct adm_want){ (uint32_t)idx, u->units };
+        const struct adm_domain *dom = &a->domains[idx];
+        uint64_t cap = dom->capacity, used = dom->used;
+        if (u->units > cap && p->rejected == SIZE_MAX)
+            p->rejected = i;
+        if (i >= nc)
+            continue;
+        if (p->blocked == SIZE_MAX && (used > cap || u->units > cap - used)) {
+            p->blocked = i;
+            p->overused = used > cap;
         }
+        p->epoch_spent |= dom->availability_epoch == UINT64_MAX;
     }
     return 0;
 }
 
 /* Pre-commit checks: every one that fails is a broken invariant or an exhausted counter. */
-static enum adm_poison precheck(const struct orbit_admission *a, const struct adm_want *claim,
-                                size_t nc, uint64_t fee)
+static enum adm_poison precheck(const struct orbit_admission *a, const struct adm_plan *p, uint64_t fee)
 {
     const struct adm_ledger *l = a->ledger;
     if (l->next_serial == 0 || l->next_serial == UINT64_MAX)
@@ -104,13 +106,9 @@ static enum adm_poison precheck(const struct orbit_admission *a, const struct ad
     uint64_t sum;
     if (__builtin_add_overflow(l->retained_bytes, fee, &sum) || sum > a->geo.retained_max)
         return ADM_POISON_RETAINED;
-    for (size_t i = 0; i < nc; i++) {
-        const struct adm_domain *dom = &a->domains[claim[i].index];
-        if (__builtin_add_overflow(dom->used, claim[i].units, &sum) || sum > dom->capacity)
-            return ADM_POISON_USAGE;
-        if (dom->availability_epoch == UINT64_MAX)
-            return ADM_POISON_EPOCH;
-    }
+    /* used + units <= capacity was proven by plan; the release must advance the domains' epochs. */
+    if (p->epoch_spent)
+        return ADM_POISON_EPOCH;
     uint32_t slot = a->free_stack[l->free_top - 1];
     if (slot >= a->geo.max_claims ||
         atomic_load_explicit(&adm_record(a, slot)->state, memory_order_relaxed) != ADM_REC_FREE)
@@ -176,19 +174,31 @@ static int retained_skip(const struct orbit_admission *a, uint64_t fee, struct o
     return 1;
 }
 
-/* REJECTED, DEFERRED or SKIPPED for the cap: 1 decided, 0 go on, or -ORBIT_EPOISONED. */
-static int refuse(struct orbit_admission *a, const struct orbit_demand *d, const struct adm_want *want,
-                  struct orbit_admit_result *out)
+/* The ledger's own state is broken: poison it, naming the retained total when that is what broke. */
+static int poison_usage(struct orbit_admission *a)
 {
-    if (find_rejected(a, want, d->n_claim, want + d->n_claim, d->n_fit, out))
-        return 1;
-    int r = find_deferred(a, want, d->n_claim, out);
-    if (r == 0)
-        r = retained_skip(a, d->retained_bytes, out);
-    if (r >= 0)
-        return r;
     adm_poison(a, a->ledger->retained_bytes > a->geo.retained_max ? ADM_POISON_RETAINED : ADM_POISON_USAGE);
     return -ORBIT_EPOISONED;
+}
+
+/* REJECTED, DEFERRED or SKIPPED for the cap: 1 decided, 0 go on, or -ORBIT_EPOISONED. */
+static int refuse(struct orbit_admission *a, const struct orbit_demand *d, const struct adm_want *want,
+                  const struct adm_plan *p, struct orbit_admit_result *out)
+{
+    if (p->rejected != SIZE_MAX) {
+        out->outcome = ORBIT_ADMIT_REJECTED;
+        set_blocker(a, &want[p->rejected], out);
+        return 1;
+    }
+    if (p->blocked != SIZE_MAX) {
+        if (p->overused)
+            return poison_usage(a);
+        out->outcome = ORBIT_ADMIT_DEFERRED;
+        set_blocker(a, &want[p->blocked], out);
+        return 1;
+    }
+    int r = retained_skip(a, d->retained_bytes, out);
+    return r >= 0 ? r : poison_usage(a);
 }
 
 /* The checks after the lock, in the order admission.h documents. Returns 0 with out filled, or an error. */
@@ -212,14 +222,15 @@ static int decide(struct orbit_admission *a, const struct orbit_demand *d, struc
         adm_poison(a, ADM_POISON_LAYOUT);
         return -ORBIT_EPOISONED;
     }
-    if (resolve(a, d->claim, d->n_claim, want) < 0 || resolve(a, d->fit, d->n_fit, want + d->n_claim) < 0)
+    struct adm_plan p;
+    if (plan(a, d, want, &p) < 0)
         return -ORBIT_EMALFORMED;
-    int rc = refuse(a, d, want, out);
+    int rc = refuse(a, d, want, &p, out);
     if (rc != 0)
         return rc < 0 ? rc : 0;
     if ((rc = table_room(a)) == -ORBIT_EFULL)
         return rc;
-    enum adm_poison why = rc < 0 ? ADM_POISON_LAYOUT : precheck(a, want, d->n_claim, d->retained_bytes);
+    enum adm_poison why = rc < 0 ? ADM_POISON_LAYOUT : precheck(a, &p, d->retained_bytes);
     if (why != ADM_OK) {
         adm_poison(a, why);
         return -ORBIT_EPOISONED;
@@ -227,6 +238,18 @@ static int decide(struct orbit_admission *a, const struct orbit_demand *d, struc
     commit(a, want, d->n_claim, d->retained_bytes, &out->claim);
     out->outcome = ORBIT_ADMIT_CLAIMED;
     return 0;
+}
+
+/* Every field zero (field by field: cheaper than a memset call of the whole struct). */
+static void clear_result(struct orbit_admit_result *out)
+{
+    out->outcome = ORBIT_ADMIT_CLAIMED;
+    out->claim = (struct orbit_claim){ 0 };
+    out->release_epoch = 0;
+    out->blocker_domain = 0;
+    out->blocker_free = out->blocker_maximum = 0;
+    out->skip = ORBIT_SKIP_NONE;
+    out->retained_now = out->retained_max = 0;
 }
 
 int orbit_admission_try_claim(struct orbit_admission *a, const struct orbit_demand *d,
@@ -239,7 +262,7 @@ int orbit_admission_try_claim(struct orbit_admission *a, const struct orbit_dema
         return rc;
     if (a->fleet->observer)
         return -ORBIT_ENOTOWNER;
-    memset(out, 0, sizeof *out);
+    clear_result(out);
     if ((rc = adm_lock(a, false)) < 0)
         return rc;
     /* a->want holds 2 * max_domains entries: claim and fit are at most max_domains each. */

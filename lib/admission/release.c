@@ -78,10 +78,7 @@ static int release_locked(struct orbit_admission *a, const struct orbit_claim *c
         adm_poison(a, ADM_POISON_RECORD);
         return -ORBIT_EPOISONED;
     }
-    int rc = adm_release_record(a, c->slot);
-    if (rc == 0)
-        orb_wait_signal(&a->ledger->change, &a->stats);
-    return rc;
+    return adm_release_record(a, c->slot);
 }
 
 int orbit_admission_release(struct orbit_admission *a, struct orbit_claim *c)
@@ -94,9 +91,12 @@ int orbit_admission_release(struct orbit_admission *a, struct orbit_claim *c)
     if (rc < 0)
         return rc;
     rc = release_locked(a, c);
+    uint64_t epoch = atomic_load_explicit(&a->ledger->change_epoch, memory_order_relaxed);
     adm_unlock(a);
-    if (rc == 0)
+    if (rc == 0) {
         c->released = true;
+        adm_wake_wanted(a, epoch);   /* after the give: see adm_wake */
+    }
     return rc;
 }
 

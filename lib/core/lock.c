@@ -14,20 +14,20 @@
 #define SPINS_BEFORE_SLEEP 100
 #define SLEEP_SLICE_NS     (10 * 1000000LL)   /* re-check the holder's life this often */
 
-static _Atomic uint32_t self_pid;
+_Atomic uint32_t orb_lock_self_pid;
 static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 
-static void forget_pid(void) { atomic_store_explicit(&self_pid, 0, memory_order_relaxed); }
+static void forget_pid(void) { atomic_store_explicit(&orb_lock_self_pid, 0, memory_order_relaxed); }
 static void register_fork_hook(void) { pthread_atfork(NULL, NULL, forget_pid); }
 
 /* getpid() is a system call: cached, and forgotten in a forked child. */
 static uint32_t me(void)
 {
-    uint32_t p = atomic_load_explicit(&self_pid, memory_order_relaxed);
+    uint32_t p = atomic_load_explicit(&orb_lock_self_pid, memory_order_relaxed);
     if (p == 0) {
         pthread_once(&self_once, register_fork_hook);
         p = (uint32_t)getpid();
-        atomic_store_explicit(&self_pid, p, memory_order_relaxed);
+        atomic_store_explicit(&orb_lock_self_pid, p, memory_order_relaxed);
     }
     return p;
 }
@@ -76,7 +76,7 @@ static int take_over(struct orb_lock *l, uint32_t v)
 
 static int take_slow(struct orb_lock *l, int bound_ms)
 {
-    int64_t start = orb_now_ns(), end = start + (int64_t)bound_ms * 1000000, next_check = start;
+    int64_t start = 0, end = 0, next_check = 0;   /* the clock is read once the spin is over */
     uint32_t waiters = 0;   /* once we slept, others may sleep too: keep the bit for them */
     for (unsigned n = 0;; n++) {
         uint32_t v = atomic_load_explicit(&l->word, memory_order_relaxed);
@@ -93,6 +93,10 @@ static int take_slow(struct orb_lock *l, int bound_ms)
             continue;
         }
         int64_t now = orb_now_ns();
+        if (start == 0) {
+            start = next_check = now;
+            end = start + (int64_t)bound_ms * 1000000;
+        }
         if (now >= next_check) {
             if (holder_gone(v & ORB_LOCK_PID_MASK)) {
                 int r = take_over(l, v);
@@ -122,10 +126,12 @@ int orb_lock_take(struct orb_lock *l, int bound_ms)
     return take_slow(l, bound_ms);
 }
 
+void orb_lock_wake(struct orb_lock *l)
+{
+    syscall(SYS_futex, (uint32_t *)&l->word, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
 void orb_lock_give(struct orb_lock *l)
 {
-    /* Release: everything written under the lock is visible to the next taker. */
-    uint32_t v = atomic_exchange_explicit(&l->word, 0, memory_order_release);
-    if (v & ORB_LOCK_WAITERS)
-        syscall(SYS_futex, (uint32_t *)&l->word, FUTEX_WAKE, 1, NULL, NULL, 0);
+    orb_lock_give_inline(l);
 }

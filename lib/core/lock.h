@@ -32,6 +32,34 @@ int  orb_lock_take(struct orb_lock *l, int bound_ms);
 /* 0 taken, -EBUSY held by a live holder or invalid (never waits, never recovers). */
 int  orb_lock_try(struct orb_lock *l);
 void orb_lock_give(struct orb_lock *l);
+void orb_lock_wake(struct orb_lock *l);   /* FUTEX_WAKE one sleeper on the word */
+
+/* This process's pid once a take has run (0 before, and in a fresh fork child). */
+extern _Atomic uint32_t orb_lock_self_pid __attribute__((visibility("hidden")));
+
+/* orb_lock_take with the uncontended case inlined: one CAS. */
+static inline int orb_lock_take_inline(struct orb_lock *l, int bound_ms)
+{
+    uint32_t v = 0, me = atomic_load_explicit(&orb_lock_self_pid, memory_order_relaxed);
+    /* Acquire: what the last holder wrote under the lock is visible to us. */
+    if (me != 0 && atomic_compare_exchange_strong_explicit(&l->word, &v, me, memory_order_acquire,
+                                                           memory_order_relaxed))
+        return ORB_LOCK_TAKEN;
+    return orb_lock_take(l, bound_ms);
+}
+
+/*
+ * One exchange; a syscall only when someone sleeps. acq_rel: what we wrote
+ * under the lock is visible to the next taker (release), and an RMW another
+ * process made on the word before this one happens-before what we do next
+ * (acquire; admission's waiters rely on it to be seen after the give).
+ */
+static inline void orb_lock_give_inline(struct orb_lock *l)
+{
+    uint32_t v = atomic_exchange_explicit(&l->word, 0, memory_order_acq_rel);
+    if (v & ORB_LOCK_WAITERS)
+        orb_lock_wake(l);
+}
 /* A word some holder could have written: free, or a pid in range with only the waiters bit. */
 static inline int orb_lock_word_valid(uint32_t v)
 {

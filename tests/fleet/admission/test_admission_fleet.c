@@ -562,7 +562,7 @@ static int garbage_child(const char *name)
     struct orbit_admission *a;
     if (child_open(name, 3, 3003, &f, &a) != 0)
         return 2;
-    memset((void *)a->ledger, 0xde, 16);
+    memset((void *)&a->ledger->lock, 0xde, sizeof a->ledger->lock);
     struct orbit_units u = { 1, 1 };
     struct orbit_demand d = { .claim = &u, .n_claim = 1 };
     struct orbit_admit_result r;
