@@ -36,13 +36,15 @@ static int check_demand(const struct orbit_admission *a, const struct orbit_dema
     return sum == d->retained_bytes ? 0 : -ORBIT_EMALFORMED;
 }
 
-/* A domain's index: the handle's hint when it still names the id, else a scan. */
-static int64_t find_domain(struct orbit_admission *a, uint32_t id)
+/* A domain's index: the handle's hint when it still names the id, else a scan. n: n_domains, bounded. */
+static inline int64_t find_domain(struct orbit_admission *a, const struct adm_domain *doms, uint32_t n,
+                                  uint32_t id)
 {
     uint32_t *hint = &a->hint[id & (ADM_HINTS - 1)];
-    /* Domains are never removed or moved: a hint that checks out is the index (n_domains bounded). */
-    if (*hint != 0 && *hint - 1 < a->ledger->n_domains && a->domains[*hint - 1].id == id)
-        return *hint - 1;
+    uint32_t h = *hint - 1;   /* 0 (no hint) wraps to UINT32_MAX, never below n */
+    /* Domains are never removed or moved: a hint that checks out is the index. */
+    if (h < n && doms[h].id == id)
+        return h;
     int64_t i = adm_domain_find(a, id);
     if (i >= 0)
         *hint = (uint32_t)i + 1;
@@ -58,60 +60,112 @@ static void set_blocker(const struct orbit_admission *a, const struct adm_want *
     out->blocker_free = dom->used <= dom->capacity ? dom->capacity - dom->used : 0;
 }
 
-/* What one pass over the demand found; indexes into want, SIZE_MAX for none. */
-struct adm_plan {
-    size_t rejected;        /* first claim, then fit, entry above its domain's capacity */
-    size_t blocked;         /* first claim entry whose domain is over capacity or too full for it */
-    bool overused;          /* that domain's used is above its capacity (a broken invariant) */
-    bool epoch_spent;       /* a claimed domain's availability epoch cannot advance at release */
-};
-
-/* Resolves every entry into want and finds the first refusal of each kind. */
-static int plan(struct orbit_admission *a, const struct orbit_demand *d, struct adm_want *want,
-                struct adm_plan *p)
+/*
+ * Resolves the claim, then fit, entries into want. -ORBIT_EMALFORMED for an
+ * unknown domain; 1 when an entry may be refused or a claimed domain is
+ * broken (over capacity, availability epoch spent): the ordered checks below
+ * then decide; 0 when every claim entry fits its domain's free units and
+ * every fit entry its capacity.
+ */
+static int resolve_scan(struct orbit_admission *a, const struct orbit_demand *d, struct adm_want *want)
 {
-    size_t nc = d->n_claim, n = nc + d->n_fit;
-    *p = (struct adm_plan){ SIZE_MAX, SIZE_MAX, false, false };
-    for (size_t i = 0; i < n; i++) {
+    const struct adm_domain *doms = a->domains;
+    size_t nc = d->n_claim;
+    uint32_t n_domains = a->ledger->n_domains;   /* checked against max_domains by the caller */
+    bool trouble = false;
+    for (size_t i = 0; i < nc + d->n_fit; i++) {
         const struct orbit_units *u = i < nc ? &d->claim[i] : &d->fit[i - nc];
-        int64_t idx = find_domain(a, u->domain);
+        int64_t idx = find_domain(a, doms, n_domains, u->domain);
         if (idx < 0)
             return -ORBIT_EMALFORMED;
         want[i] = (struct adm_want){ (uint32_t)idx, u->units };
-        const struct adm_domain *dom = &a->domains[idx];
-        uint64_t cap = dom->capacity, used = dom->used;
-        if (u->units > cap && p->rejected == SIZE_MAX)
-            p->rejected = i;
+        const struct adm_domain *dom = &doms[idx];
         if (i >= nc)
-            continue;
-        if (p->blocked == SIZE_MAX && (used > cap || u->units > cap - used)) {
-            p->blocked = i;
-            p->overused = used > cap;
+            trouble |= u->units > dom->capacity;
+        else
+            trouble |= (dom->used > dom->capacity) | (u->units > dom->capacity - dom->used) |
+                       (dom->availability_epoch == UINT64_MAX);
+    }
+    return trouble;
+}
+
+/* resolve_scan for claims without fit entries whose domains the hints know (no call, no branch
+ * per entry); anything else goes to resolve_scan. */
+static int resolve(struct orbit_admission *a, const struct orbit_demand *d, struct adm_want *want)
+{
+    const struct adm_domain *doms = a->domains;
+    const struct orbit_units *claim = d->claim;
+    const uint32_t *hint = a->hint;
+    size_t nc = d->n_claim;
+    uint32_t n_domains = a->ledger->n_domains;
+    bool trouble = false, miss = d->n_fit != 0;
+    for (size_t i = 0; i < nc && !miss; i++) {
+        uint32_t id = claim[i].domain, h = hint[id & (ADM_HINTS - 1)] - 1;   /* 0 wraps: a miss */
+        uint64_t units = claim[i].units;
+        if (h >= n_domains || doms[h].id != id) {
+            miss = true;
+            break;
         }
-        p->epoch_spent |= dom->availability_epoch == UINT64_MAX;
+        want[i] = (struct adm_want){ h, units };
+        uint64_t cap = doms[h].capacity, used = doms[h].used;
+        trouble |= (used > cap) | (units > cap - used) | (doms[h].availability_epoch == UINT64_MAX);
+    }
+    return miss ? resolve_scan(a, d, want) : trouble;
+}
+
+/* REJECTED: the first claim, then fit, entry above its domain's capacity. */
+static bool find_rejected(const struct orbit_admission *a, const struct adm_want *want, size_t n,
+                          struct orbit_admit_result *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (want[i].units > a->domains[want[i].index].capacity) {
+            out->outcome = ORBIT_ADMIT_REJECTED;
+            set_blocker(a, &want[i], out);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* DEFERRED: the first claim entry above its domain's free units. -1: used > capacity (poison). */
+static int find_deferred(const struct orbit_admission *a, const struct adm_want *claim, size_t nc,
+                         struct orbit_admit_result *out)
+{
+    for (size_t i = 0; i < nc; i++) {
+        const struct adm_domain *dom = &a->domains[claim[i].index];
+        if (dom->used > dom->capacity)
+            return -1;
+        if (claim[i].units > dom->capacity - dom->used) {
+            out->outcome = ORBIT_ADMIT_DEFERRED;
+            set_blocker(a, &claim[i], out);
+            return 1;
+        }
     }
     return 0;
 }
 
-/* Pre-commit checks: every one that fails is a broken invariant or an exhausted counter. */
-static enum adm_poison precheck(const struct orbit_admission *a, const struct adm_plan *p, uint64_t fee)
+/* Pre-commit checks: every one that fails is a broken invariant or an exhausted counter. *slot: the free slot. */
+static enum adm_poison precheck(const struct orbit_admission *a, const struct adm_want *claim, size_t nc,
+                                bool trouble, uint64_t fee, uint32_t *slot)
 {
     const struct adm_ledger *l = a->ledger;
-    if (l->next_serial == 0 || l->next_serial == UINT64_MAX)
+    uint64_t serial = l->next_serial, sum;
+    if (serial == 0 || serial == UINT64_MAX)
         return ADM_POISON_SERIAL;
     uint64_t e = atomic_load_explicit(&l->change_epoch, memory_order_relaxed);
     /* The change epoch must be able to advance once for every release, this one included. */
     if (e > UINT64_MAX - (uint64_t)l->live_claims - 1)
         return ADM_POISON_EPOCH;
-    uint64_t sum;
     if (__builtin_add_overflow(l->retained_bytes, fee, &sum) || sum > a->geo.retained_max)
         return ADM_POISON_RETAINED;
-    /* used + units <= capacity was proven by plan; the release must advance the domains' epochs. */
-    if (p->epoch_spent)
-        return ADM_POISON_EPOCH;
-    uint32_t slot = a->free_stack[l->free_top - 1];
-    if (slot >= a->geo.max_claims ||
-        atomic_load_explicit(&adm_record(a, slot)->state, memory_order_relaxed) != ADM_REC_FREE)
+    /* used + units <= capacity was proven by resolve or find_deferred; the release must
+     * advance the domains' epochs (resolve found them all below the top unless trouble). */
+    for (size_t i = 0; trouble && i < nc; i++)
+        if (a->domains[claim[i].index].availability_epoch == UINT64_MAX)
+            return ADM_POISON_EPOCH;
+    *slot = a->free_stack[l->free_top - 1];   /* table_room proved 0 < free_top <= max_claims */
+    if (*slot >= a->geo.max_claims ||
+        atomic_load_explicit(&adm_record(a, *slot)->state, memory_order_relaxed) != ADM_REC_FREE)
         return ADM_POISON_LAYOUT;
     return ADM_OK;
 }
@@ -120,43 +174,50 @@ static enum adm_poison precheck(const struct orbit_admission *a, const struct ad
 static int table_room(const struct orbit_admission *a)
 {
     const struct adm_ledger *l = a->ledger;
-    if (l->free_top > a->geo.max_claims || l->live_claims != a->geo.max_claims - l->free_top)
+    uint32_t top = l->free_top, max = a->geo.max_claims;
+    if (top > max || l->live_claims != max - top)
         return -1;
-    return l->free_top == 0 ? -ORBIT_EFULL : 0;
+    return top == 0 ? -ORBIT_EFULL : 0;
 }
 
-/* Write the record, then charge the domains. Order matters for repair (see lock.c). */
+/* Write the record into slot (precheck's), then charge the domains. Order matters for repair (see lock.c). */
 static void commit(struct orbit_admission *a, const struct adm_want *claim, size_t nc, uint64_t fee,
-                   struct orbit_claim *out)
+                   uint32_t slot, struct orbit_claim *out)
 {
     struct adm_ledger *l = a->ledger;
-    uint64_t serial = l->next_serial;
+    struct adm_domain *doms = a->domains;
+    struct adm_record *r = adm_record(a, slot);
+    uint64_t serial = l->next_serial, inc = a->fleet->incarnation;
+    uint16_t node = a->fleet->node;
     /* The serial is spent before any record carries it: a crash never lets it be reused. */
     l->next_serial = serial + 1;
-    uint32_t slot = a->free_stack[--l->free_top];
-    struct adm_record *r = adm_record(a, slot);
+    l->free_top--;
     /* WRITING first: a holder that dies before LIVE leaves a record repair refuses to trust. */
     atomic_store_explicit(&r->state, ADM_REC_WRITING, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
-    r->node = a->fleet->node;
-    r->incarnation = a->fleet->incarnation;
+    r->node = node;
+    r->incarnation = inc;
     r->serial = serial;
     r->retained_bytes = fee;
     r->n_units = (uint32_t)nc;
     adm_park_here(a, ADM_PARK_CLAIM_WRITING);
-    for (size_t i = 0; i < nc; i++)
-        r->units[i] = (struct adm_unit){ .domain_index = claim[i].index, .units = claim[i].units };
+    struct adm_unit *ru = r->units;
+    for (size_t i = 0; i < nc; i++) {
+        struct adm_want w = claim[i];
+        ru[i] = (struct adm_unit){ .domain_index = w.index, .units = w.units };
+    }
     /* Release: the record's fields are complete before it counts as live. */
     atomic_store_explicit(&r->state, ADM_REC_LIVE, memory_order_release);
-    for (size_t i = 0; i < nc; i++) {
-        a->domains[claim[i].index].used += claim[i].units;
-        if (i == 0)
-            adm_park_here(a, ADM_PARK_CLAIM_COMMIT);
+    doms[claim[0].index].used += claim[0].units;   /* nc >= 1 (check_demand) */
+    adm_park_here(a, ADM_PARK_CLAIM_COMMIT);
+    for (size_t i = 1; i < nc; i++) {
+        struct adm_want w = claim[i];
+        doms[w.index].used += w.units;
     }
     l->retained_bytes += fee;
     l->live_claims++;
-    *out = (struct orbit_claim){ .serial = serial, .node = r->node, .retained_bytes = fee,
-                                 .released = false, .slot = slot, .incarnation = r->incarnation };
+    *out = (struct orbit_claim){ .serial = serial, .node = node, .retained_bytes = fee,
+                                 .released = false, .slot = slot, .incarnation = inc };
 }
 
 /* SKIPPED when the retained cap cannot take the fee: 1 skipped, 0 fits, -1 over the cap already. */
@@ -183,21 +244,16 @@ static int poison_usage(struct orbit_admission *a)
 
 /* REJECTED, DEFERRED or SKIPPED for the cap: 1 decided, 0 go on, or -ORBIT_EPOISONED. */
 static int refuse(struct orbit_admission *a, const struct orbit_demand *d, const struct adm_want *want,
-                  const struct adm_plan *p, struct orbit_admit_result *out)
+                  bool trouble, struct orbit_admit_result *out)
 {
-    if (p->rejected != SIZE_MAX) {
-        out->outcome = ORBIT_ADMIT_REJECTED;
-        set_blocker(a, &want[p->rejected], out);
-        return 1;
+    int r = 0;
+    if (trouble) {
+        if (find_rejected(a, want, d->n_claim + d->n_fit, out))
+            return 1;
+        r = find_deferred(a, want, d->n_claim, out);
     }
-    if (p->blocked != SIZE_MAX) {
-        if (p->overused)
-            return poison_usage(a);
-        out->outcome = ORBIT_ADMIT_DEFERRED;
-        set_blocker(a, &want[p->blocked], out);
-        return 1;
-    }
-    int r = retained_skip(a, d->retained_bytes, out);
+    if (r == 0)
+        r = retained_skip(a, d->retained_bytes, out);
     return r >= 0 ? r : poison_usage(a);
 }
 
@@ -222,20 +278,21 @@ static int decide(struct orbit_admission *a, const struct orbit_demand *d, struc
         adm_poison(a, ADM_POISON_LAYOUT);
         return -ORBIT_EPOISONED;
     }
-    struct adm_plan p;
-    if (plan(a, d, want, &p) < 0)
-        return -ORBIT_EMALFORMED;
-    int rc = refuse(a, d, want, &p, out);
+    int trouble = resolve(a, d, want);
+    if (trouble < 0)
+        return trouble;
+    int rc = refuse(a, d, want, trouble, out);
     if (rc != 0)
         return rc < 0 ? rc : 0;
     if ((rc = table_room(a)) == -ORBIT_EFULL)
         return rc;
-    enum adm_poison why = rc < 0 ? ADM_POISON_LAYOUT : precheck(a, &p, d->retained_bytes);
+    uint32_t slot = 0;
+    enum adm_poison why = rc < 0 ? ADM_POISON_LAYOUT : precheck(a, want, d->n_claim, trouble, d->retained_bytes, &slot);
     if (why != ADM_OK) {
         adm_poison(a, why);
         return -ORBIT_EPOISONED;
     }
-    commit(a, want, d->n_claim, d->retained_bytes, &out->claim);
+    commit(a, want, d->n_claim, d->retained_bytes, slot, &out->claim);
     out->outcome = ORBIT_ADMIT_CLAIMED;
     return 0;
 }
