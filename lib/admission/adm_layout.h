@@ -27,7 +27,7 @@
 #include "core/wait.h"
 
 #define ORB_TABLE_ADMISSION 4u   /* the segment header's table_type */
-#define ADM_LAYOUT_VERSION 3u
+#define ADM_LAYOUT_VERSION 4u
 #define ADM_DOMAINS_MAX    1024u        /* spec.max_domains upper bound */
 #define ADM_CLAIMS_MAX     (1u << 20)   /* spec.max_claims upper bound */
 #define ADM_TABLE_MAX      (1ull << 30) /* table bytes upper bound */
@@ -62,18 +62,19 @@ enum adm_poison {
  * line of its own.
  */
 struct adm_ledger {
-    struct orb_lock lock;               /* the ledger's lock */
+    struct orb_flock lock;              /* the ledger's lock: word and sleepers */
     _Atomic uint32_t poisoned;          /* enum adm_poison; set once, never cleared */
     _Atomic uint32_t closed;            /* shutdown: no new claims */
     uint32_t n_domains;                 /* domains [0, n_domains) are set up */
     uint32_t live_claims;               /* records in state LIVE */
     uint32_t free_top;                  /* free stack holds [0, free_top) */
+    uint32_t pad;
     uint64_t next_serial;               /* next serial to hand out; starts at random in [1, 2^62] */
     uint64_t retained_bytes;            /* sum of live records' retained bytes */
     _Atomic uint64_t change_epoch;      /* the "release epoch" of results; only grows */
     _Atomic uint64_t epoch_wanted;      /* highest epoch a sleeping waiter wants (see admission.c) */
-    uint64_t repairs;                   /* EOWNERDEAD repairs done */
     _Alignas(64) struct orb_waitword change;  /* moves when a waiter may sleep for a change, or on poison */
+    uint64_t repairs;                   /* EOWNERDEAD repairs done */
 };
 _Static_assert(offsetof(struct adm_ledger, change) == 64, "the hot fields fill one line");
 
@@ -178,13 +179,13 @@ void adm_wake(struct orbit_admission *a);
 
 static inline int adm_lock(struct orbit_admission *a, bool inspect)
 {
-    int rc = orb_lock_take_inline(&a->ledger->lock, ORB_LOCK_BOUND_MS);
+    int rc = orb_flock_take_inline(&a->ledger->lock, ORB_LOCK_BOUND_MS);
     return rc == ORB_LOCK_TAKEN ? 0 : adm_lock_slow(a, rc, inspect);
 }
 
 static inline void adm_unlock(struct orbit_admission *a)
 {
-    orb_lock_give_inline(&a->ledger->lock);
+    orb_flock_give(&a->ledger->lock);
 }
 
 /* After a give that advanced the change epoch to epoch: wake a waiter that wants it (lock.c). */

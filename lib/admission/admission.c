@@ -65,7 +65,7 @@ static int adm_init(struct orb_segment *seg, void *ctx)
     /* Slot 0 on top: the first claims take the lowest slots. */
     for (uint32_t i = 0; i < g->max_claims; i++)
         stack[i] = g->max_claims - 1 - i;
-    orb_lock_init(&l->lock);
+    orb_flock_init(&l->lock);
     return 0;
 }
 
@@ -307,10 +307,11 @@ static bool want_epoch(struct adm_ledger *l, uint64_t want)
 
 /*
  * The check before a sleep. A release wakes only a waiter that wants its
- * epoch (adm_wake_wanted), so: publish the wanted epoch, then make an RMW on
- * the lock word (acq_rel: ordered with every give), then look again. A
- * release whose give came before our RMW is visible to this look; one whose
- * give came after sees epoch_wanted.
+ * epoch (adm_wake_wanted, after its give), so: publish the wanted epoch,
+ * order it before every give to come, then look again. A give by exchange
+ * is ordered with our RMW on the lock word (acq_rel); a give by a plain
+ * store with the membarrier in orb_lock_fence_others. Either the release
+ * reads our epoch_wanted, or we read its epoch.
  */
 static int epoch_passed_armed(void *p)
 {
@@ -321,7 +322,8 @@ static int epoch_passed_armed(void *p)
         return r;
     if (!want_epoch(l, c->since == UINT64_MAX ? UINT64_MAX : c->since + 1))
         return 1;   /* cannot register: return as if woken, the caller looks again */
-    atomic_fetch_or_explicit(&l->lock.word, 0, memory_order_acq_rel);
+    atomic_fetch_or_explicit(&l->lock.l.word, 0, memory_order_acq_rel);
+    orb_lock_fence_others();
     return epoch_passed(p);
 }
 

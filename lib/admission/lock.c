@@ -59,13 +59,11 @@ void adm_inspect_done(struct orbit_admission *a, int locked)
 }
 
 /*
- * The release's wake (adm_wake_wanted decides). A waiter about to sleep raises epoch_wanted to the
- * epoch it wants, then makes an RMW on the lock word (admission.c). The give
- * before this load is an acq_rel exchange on that word, so either the
- * waiter's RMW came first (its epoch_wanted is visible here) or it came
- * after (it reads the new epoch and does not sleep). Kick, not signal: the
- * parked flag may have been taken by an earlier waker this sleeper's word
- * had already counted.
+ * The release's wake (adm_wake_wanted decides, after the give). A waiter
+ * about to sleep raises epoch_wanted to the epoch it wants and fences every
+ * giver (admission.c): either its epoch_wanted is visible here, or it reads
+ * the new epoch and does not sleep. Kick, not signal: the parked flag may
+ * have been taken by an earlier waker this sleeper's word had already counted.
  */
 void adm_wake(struct orbit_admission *a)
 {

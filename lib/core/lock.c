@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <orbit/error.h>
@@ -16,21 +17,43 @@
 #define SLEEP_SLICE_NS     (10 * 1000000LL)   /* re-check the holder's life this often */
 
 _Atomic uint32_t orb_lock_self_pid;
+_Atomic uint32_t orb_lock_store_give;
 static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 
-static void forget_pid(void) { atomic_store_explicit(&orb_lock_self_pid, 0, memory_order_relaxed); }
+/* A fork child is a new process: new pid, and not registered for membarrier until it asks. */
+static void forget_pid(void)
+{
+    atomic_store_explicit(&orb_lock_store_give, 0, memory_order_relaxed);
+    atomic_store_explicit(&orb_lock_self_pid, 0, memory_order_relaxed);
+}
 static void register_fork_hook(void) { pthread_atfork(NULL, NULL, forget_pid); }
 
-/* getpid() is a system call: cached, and forgotten in a forked child. */
+/* getpid() is a system call: cached, and forgotten in a forked child. The first call
+ * also registers for global membarriers: only then may this process give an orb_flock
+ * by a plain store (a sleeper's membarrier must reach it). */
 static uint32_t me(void)
 {
     uint32_t p = atomic_load_explicit(&orb_lock_self_pid, memory_order_relaxed);
     if (p == 0) {
         pthread_once(&self_once, register_fork_hook);
         p = (uint32_t)getpid();
+        bool reg = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+        atomic_store_explicit(&orb_lock_store_give, reg, memory_order_relaxed);
         atomic_store_explicit(&orb_lock_self_pid, p, memory_order_relaxed);
     }
     return p;
+}
+
+/*
+ * A full barrier in every running process registered above (they give by a
+ * plain store), and in this thread. Without the syscall (an old kernel, a
+ * seccomp filter) no process could register, so every give is an exchange,
+ * a full barrier of its own, and the local fence is enough.
+ */
+void orb_lock_fence_others(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
 }
 
 /* The holder's process has exited (a zombie counts: it can never release). */
@@ -67,15 +90,40 @@ int orb_lock_try(struct orb_lock *l)
 }
 
 /* Taken over from a dead holder, or -1 when someone else changed the word first. */
-static int take_over(struct orb_lock *l, uint32_t v)
+static int take_over(struct orb_lock *l, uint32_t v, uint32_t waiters)
 {
     /* The CAS names the dead holder's word: of several waiters that saw it dead, one wins. */
-    return atomic_compare_exchange_strong_explicit(&l->word, &v, me() | ORB_LOCK_WAITERS,
+    return atomic_compare_exchange_strong_explicit(&l->word, &v, me() | waiters,
                                                    memory_order_acquire, memory_order_relaxed)
                ? ORB_LOCK_RECOVERED : -1;
 }
 
-static int take_slow(struct orb_lock *l, int bound_ms)
+/* Saturating: a count a dead sleeper left (or a reset) never wraps below zero. */
+static void sleepers_leave(_Atomic uint32_t *sleepers)
+{
+    uint32_t n = atomic_load_explicit(sleepers, memory_order_relaxed);
+    while (n != 0 && !atomic_compare_exchange_weak_explicit(sleepers, &n, n - 1, memory_order_relaxed,
+                                                            memory_order_relaxed))
+        ;
+}
+
+/*
+ * An orb_flock sleeper: counted, then a fence in every process (a holder may
+ * give by a plain store and then read the count), then the word once more:
+ * either the giver reads our count, or we read its give and do not sleep.
+ */
+static void flock_sleep(struct orb_lock *l, _Atomic uint32_t *sleepers, uint32_t v, int64_t until_ns)
+{
+    atomic_fetch_add_explicit(sleepers, 1, memory_order_relaxed);
+    orb_lock_fence_others();
+    if (atomic_load_explicit(&l->word, memory_order_relaxed) == v)
+        futex_sleep(&l->word, v, until_ns);
+    sleepers_leave(sleepers);
+}
+
+/* sleepers NULL: the waiters bit in the word says someone sleeps (struct orb_lock);
+ * else the count does (struct orb_flock). */
+static int take_slow(struct orb_lock *l, _Atomic uint32_t *sleepers, int bound_ms)
 {
     int64_t start = 0, end = 0, next_check = 0;   /* the clock is read once the spin is over */
     uint32_t waiters = 0;   /* once we slept, others may sleep too: keep the bit for them */
@@ -103,7 +151,7 @@ static int take_slow(struct orb_lock *l, int bound_ms)
         }
         if (now >= next_check) {
             if (holder_gone(v & ORB_LOCK_PID_MASK)) {
-                int r = take_over(l, v);
+                int r = take_over(l, v, sleepers ? 0 : ORB_LOCK_WAITERS);
                 if (r >= 0)
                     return r;
                 continue;
@@ -112,6 +160,10 @@ static int take_slow(struct orb_lock *l, int bound_ms)
         }
         if (now >= end)
             return -ORBIT_ETIMEDOUT;
+        if (sleepers) {
+            flock_sleep(l, sleepers, v, now + SLEEP_SLICE_NS < end ? now + SLEEP_SLICE_NS : end);
+            continue;
+        }
         /* The bit before the sleep: a give that clears the word after this wakes us. */
         if (!(v & ORB_LOCK_WAITERS) &&
             !atomic_compare_exchange_weak(&l->word, &v, v | ORB_LOCK_WAITERS))
@@ -127,7 +179,35 @@ int orb_lock_take(struct orb_lock *l, int bound_ms)
     if (atomic_compare_exchange_strong_explicit(&l->word, &v, me(), memory_order_acquire,
                                                 memory_order_relaxed))
         return ORB_LOCK_TAKEN;
-    return take_slow(l, bound_ms);
+    return take_slow(l, NULL, bound_ms);
+}
+
+int orb_flock_take(struct orb_flock *f, int bound_ms)
+{
+    uint32_t v = 0;
+    if (atomic_compare_exchange_strong_explicit(&f->l.word, &v, me(), memory_order_acquire,
+                                                memory_order_relaxed))
+        return ORB_LOCK_TAKEN;
+    return take_slow(&f->l, &f->sleepers, bound_ms);
+}
+
+/* Gives that found the count up and woke nobody, in a row: a sleeper that died counted. */
+static _Thread_local unsigned idle_wakes;
+#define IDLE_WAKES_BEFORE_RESET 64
+
+void orb_flock_wake(struct orb_flock *f)
+{
+    long woken = syscall(SYS_futex, (uint32_t *)&f->l.word, FUTEX_WAKE, 1, NULL, NULL, 0);
+    if (woken != 0) {
+        idle_wakes = 0;
+        return;
+    }
+    /* A count nobody answers for is dropped; a sleeper caught between its count and its
+     * sleep then waits out one slice (bounded), instead of every give paying a syscall. */
+    if (++idle_wakes >= IDLE_WAKES_BEFORE_RESET) {
+        idle_wakes = 0;
+        atomic_store_explicit(&f->sleepers, 0, memory_order_relaxed);
+    }
 }
 
 void orb_lock_wake(struct orb_lock *l)

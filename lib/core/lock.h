@@ -14,6 +14,7 @@
 #define ORB_CORE_LOCK_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct orb_lock {
@@ -36,6 +37,8 @@ void orb_lock_wake(struct orb_lock *l);   /* FUTEX_WAKE one sleeper on the word 
 
 /* This process's pid once a take has run (0 before, and in a fresh fork child). */
 extern _Atomic uint32_t orb_lock_self_pid __attribute__((visibility("hidden")));
+/* 1 when this process is registered for global membarriers: its flock gives may be stores. */
+extern _Atomic uint32_t orb_lock_store_give __attribute__((visibility("hidden")));
 
 /* orb_lock_take with the uncontended case inlined: one CAS. */
 static inline int orb_lock_take_inline(struct orb_lock *l, int bound_ms)
@@ -60,6 +63,30 @@ static inline void orb_lock_give_inline(struct orb_lock *l)
     if (v & ORB_LOCK_WAITERS)
         orb_lock_wake(l);
 }
+/*
+ * orb_flock: the same lock, whose give is one plain store when nobody sleeps.
+ * Sleepers count themselves in a word of their own instead of setting the
+ * waiters bit, and make every process run a full barrier (membarrier) before
+ * they look at the lock word a last time; a process registered for that
+ * barrier gives by a store, then reads the count. Same errors and recovery as
+ * orb_lock_take; the word is an orb_lock's (orb_lock_holder works on it).
+ */
+struct orb_flock {
+    struct orb_lock l;
+    _Atomic uint32_t sleepers;   /* waiters that may be asleep on l.word */
+};
+
+static inline void orb_flock_init(struct orb_flock *f)
+{
+    orb_lock_init(&f->l);
+    atomic_store(&f->sleepers, 0);
+}
+int  orb_flock_take(struct orb_flock *f, int bound_ms);
+void orb_flock_wake(struct orb_flock *f);   /* wakes one sleeper; drops a count nobody answers */
+/* A full barrier here and in every process that gives by a store (a waiter's side of a
+ * store-then-load handshake with a giver). */
+void orb_lock_fence_others(void);
+
 /* A word some holder could have written: free, or a pid in range with only the waiters bit. */
 static inline int orb_lock_word_valid(uint32_t v)
 {
@@ -72,6 +99,32 @@ static inline long orb_lock_holder(struct orb_lock *l)
 {
     uint32_t v = atomic_load(&l->word);
     return orb_lock_word_valid(v) ? (long)(v & ORB_LOCK_PID_MASK) : -1;
+}
+
+static inline int orb_flock_take_inline(struct orb_flock *f, int bound_ms)
+{
+    uint32_t v = 0, me = atomic_load_explicit(&orb_lock_self_pid, memory_order_relaxed);
+    /* Acquire: what the last holder wrote under the lock is visible to us. */
+    if (me != 0 && atomic_compare_exchange_strong_explicit(&f->l.word, &v, me, memory_order_acquire,
+                                                           memory_order_relaxed))
+        return ORB_LOCK_TAKEN;
+    return orb_flock_take(f, bound_ms);
+}
+
+/*
+ * Release: what we wrote under the lock is visible to the next taker. A
+ * registered process gives by a store: a sleeper's membarrier orders it before
+ * our read of the count. Otherwise an exchange (a full barrier) does.
+ */
+static inline void orb_flock_give(struct orb_flock *f)
+{
+    if (atomic_load_explicit(&orb_lock_store_give, memory_order_relaxed))
+        atomic_store_explicit(&f->l.word, 0, memory_order_release);
+    else
+        atomic_exchange_explicit(&f->l.word, 0, memory_order_acq_rel);
+    atomic_signal_fence(memory_order_seq_cst);   /* the count is read after the give, in program order */
+    if (atomic_load_explicit(&f->sleepers, memory_order_relaxed) != 0)
+        orb_flock_wake(f);
 }
 
 #endif

@@ -383,7 +383,7 @@ static int parked_child(const char *name, int variant)
 static void assert_mid_update(struct orbit_admission *a, int variant, pid_t holder)
 {
     struct adm_domain *d = a->domains;   /* index 0: domain 1, index 1: domain 2 */
-    ck_assert_int_eq(orb_lock_holder(&a->ledger->lock), holder);
+    ck_assert_int_eq(orb_lock_holder(&a->ledger->lock.l), holder);
     if (variant == 0) {          /* record live, domain 1 charged, domain 2 not yet */
         ck_assert_uint_eq(d[0].used, 15);
         ck_assert_uint_eq(d[1].used, 0);
@@ -562,7 +562,7 @@ static int garbage_child(const char *name)
     struct orbit_admission *a;
     if (child_open(name, 3, 3003, &f, &a) != 0)
         return 2;
-    memset((void *)&a->ledger->lock, 0xde, sizeof a->ledger->lock);
+    memset((void *)&a->ledger->lock.l, 0xde, sizeof a->ledger->lock.l);
     struct orbit_units u = { 1, 1 };
     struct orbit_demand d = { .claim = &u, .n_claim = 1 };
     struct orbit_admit_result r;
