@@ -15,6 +15,7 @@
 /* Short: a waiter that spins longer only pulls the holder's lines away from it. */
 #define SPINS_BEFORE_SLEEP 16
 #define SLEEP_SLICE_NS     (10 * 1000000LL)   /* re-check the holder's life this often */
+#define FIRST_CHECK_NS     (1000000LL)        /* the first look, this long after the spin */
 
 _Atomic uint32_t orb_lock_self_pid;
 _Atomic uint32_t orb_lock_store_give;
@@ -143,10 +144,10 @@ static int take_slow(struct orb_lock *l, _Atomic uint32_t *sleepers, int bound_m
         }
         int64_t now = orb_now_ns();
         if (start == 0) {
-            /* A live holder is the common case: its life is looked at after a slice asleep
-             * (three syscalls), not before the first sleep. */
+            /* A live holder is the common case: its life (three syscalls) is looked at
+             * after a first short sleep, not before every first sleep. */
             start = now;
-            next_check = now + SLEEP_SLICE_NS;
+            next_check = now + FIRST_CHECK_NS;
             end = start + (int64_t)bound_ms * 1000000;
         }
         if (now >= next_check) {
@@ -161,14 +162,14 @@ static int take_slow(struct orb_lock *l, _Atomic uint32_t *sleepers, int bound_m
         if (now >= end)
             return -ORBIT_ETIMEDOUT;
         if (sleepers) {
-            flock_sleep(l, sleepers, v, now + SLEEP_SLICE_NS < end ? now + SLEEP_SLICE_NS : end);
+            flock_sleep(l, sleepers, v, next_check < end ? next_check : end);
             continue;
         }
         /* The bit before the sleep: a give that clears the word after this wakes us. */
         if (!(v & ORB_LOCK_WAITERS) &&
             !atomic_compare_exchange_weak(&l->word, &v, v | ORB_LOCK_WAITERS))
             continue;
-        futex_sleep(&l->word, v | ORB_LOCK_WAITERS, now + SLEEP_SLICE_NS < end ? now + SLEEP_SLICE_NS : end);
+        futex_sleep(&l->word, v | ORB_LOCK_WAITERS, next_check < end ? next_check : end);
         waiters = ORB_LOCK_WAITERS;
     }
 }
