@@ -211,12 +211,10 @@ void orb_flock_wake(struct orb_flock *f)
     }
 }
 
-void orb_lock_wake(struct orb_lock *l)
-{
-    syscall(SYS_futex, (uint32_t *)&l->word, FUTEX_WAKE, 1, NULL, NULL, 0);
-}
-
 void orb_lock_give(struct orb_lock *l)
 {
-    orb_lock_give_inline(l);
+    /* Release: everything written under the lock is visible to the next taker. */
+    uint32_t v = atomic_exchange_explicit(&l->word, 0, memory_order_release);
+    if (v & ORB_LOCK_WAITERS)
+        syscall(SYS_futex, (uint32_t *)&l->word, FUTEX_WAKE, 1, NULL, NULL, 0);
 }

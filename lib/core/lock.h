@@ -33,36 +33,12 @@ int  orb_lock_take(struct orb_lock *l, int bound_ms);
 /* 0 taken, -EBUSY held by a live holder or invalid (never waits, never recovers). */
 int  orb_lock_try(struct orb_lock *l);
 void orb_lock_give(struct orb_lock *l);
-void orb_lock_wake(struct orb_lock *l);   /* FUTEX_WAKE one sleeper on the word */
 
 /* This process's pid once a take has run (0 before, and in a fresh fork child). */
 extern _Atomic uint32_t orb_lock_self_pid __attribute__((visibility("hidden")));
 /* 1 when this process is registered for global membarriers: its flock gives may be stores. */
 extern _Atomic uint32_t orb_lock_store_give __attribute__((visibility("hidden")));
 
-/* orb_lock_take with the uncontended case inlined: one CAS. */
-static inline int orb_lock_take_inline(struct orb_lock *l, int bound_ms)
-{
-    uint32_t v = 0, me = atomic_load_explicit(&orb_lock_self_pid, memory_order_relaxed);
-    /* Acquire: what the last holder wrote under the lock is visible to us. */
-    if (me != 0 && atomic_compare_exchange_strong_explicit(&l->word, &v, me, memory_order_acquire,
-                                                           memory_order_relaxed))
-        return ORB_LOCK_TAKEN;
-    return orb_lock_take(l, bound_ms);
-}
-
-/*
- * One exchange; a syscall only when someone sleeps. acq_rel: what we wrote
- * under the lock is visible to the next taker (release), and an RMW another
- * process made on the word before this one happens-before what we do next
- * (acquire; admission's waiters rely on it to be seen after the give).
- */
-static inline void orb_lock_give_inline(struct orb_lock *l)
-{
-    uint32_t v = atomic_exchange_explicit(&l->word, 0, memory_order_acq_rel);
-    if (v & ORB_LOCK_WAITERS)
-        orb_lock_wake(l);
-}
 /*
  * orb_flock: the same lock, whose give is one plain store when nobody sleeps.
  * Sleepers count themselves in a word of their own instead of setting the
@@ -114,16 +90,17 @@ static inline int orb_flock_take_inline(struct orb_flock *f, int bound_ms)
 /*
  * Release: what we wrote under the lock is visible to the next taker. A
  * registered process gives by a store: a sleeper's membarrier orders it before
- * our read of the count. Otherwise an exchange (a full barrier) does.
+ * our read of the count. Otherwise a seq_cst exchange does (against the
+ * sleeper's seq_cst fence).
  */
 static inline void orb_flock_give(struct orb_flock *f)
 {
     if (atomic_load_explicit(&orb_lock_store_give, memory_order_relaxed))
         atomic_store_explicit(&f->l.word, 0, memory_order_release);
     else
-        atomic_exchange_explicit(&f->l.word, 0, memory_order_acq_rel);
+        atomic_exchange_explicit(&f->l.word, 0, memory_order_seq_cst);
     atomic_signal_fence(memory_order_seq_cst);   /* the count is read after the give, in program order */
-    if (atomic_load_explicit(&f->sleepers, memory_order_relaxed) != 0)
+    if (atomic_load_explicit(&f->sleepers, memory_order_seq_cst) != 0)
         orb_flock_wake(f);
 }
 
