@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
@@ -14,6 +15,7 @@
 
 /* Short: a waiter that spins longer only pulls the holder's lines away from it. */
 #define SPINS_BEFORE_SLEEP 16
+#define YIELDS_BEFORE_SLEEP 4
 #define SLEEP_SLICE_NS     (10 * 1000000LL)   /* re-check the holder's life this often */
 #define FIRST_CHECK_NS     (1000000LL)        /* the first look, this long after the spin */
 
@@ -140,6 +142,10 @@ static int take_slow(struct orb_lock *l, _Atomic uint32_t *sleepers, int bound_m
         }
         if (n < SPINS_BEFORE_SLEEP) {
             orb_cpu_relax();
+            continue;
+        }
+        if (n < SPINS_BEFORE_SLEEP + YIELDS_BEFORE_SLEEP) {
+            sched_yield();   /* a holder preempted on this CPU runs; an idle CPU returns at once */
             continue;
         }
         int64_t now = orb_now_ns();
