@@ -18,6 +18,7 @@
 #define ORB_ADMISSION_LAYOUT_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <orbit/admission.h>
 #include "core/fleet_internal.h"
@@ -26,7 +27,7 @@
 #include "core/wait.h"
 
 #define ORB_TABLE_ADMISSION 4u   /* the segment header's table_type */
-#define ADM_LAYOUT_VERSION 3u
+#define ADM_LAYOUT_VERSION 5u   /* 5: a 64-bit lock word (holder start time) and its sleepers */
 #define ADM_DOMAINS_MAX    1024u        /* spec.max_domains upper bound */
 #define ADM_CLAIMS_MAX     (1u << 20)   /* spec.max_claims upper bound */
 #define ADM_TABLE_MAX      (1ull << 30) /* table bytes upper bound */
@@ -53,21 +54,29 @@ enum adm_poison {
     ADM_POISON_MUTEX,           /* the lock word is one no holder writes */
 };
 
+/*
+ * Everything a claim or a release touches is on the first line, the lock's:
+ * a holder that owns the lock owns the line, and a process taking the lock
+ * over moves one line, not three. Waiters read the atomics there without the
+ * lock; only the wake word, which moves just when someone may sleep, has a
+ * line of its own.
+ */
 struct adm_ledger {
-    struct orb_lock lock;               /* the ledger's lock (8 bytes) */
+    struct orb_lock lock;               /* the ledger's lock (a flock: gives are stores) */
+    _Atomic uint32_t lock_sleepers;     /* the lock's sleepers count (orb_flock_take) */
+    _Atomic uint32_t poisoned;          /* enum adm_poison; set once, never cleared */
+    _Atomic uint32_t closed;            /* shutdown: no new claims */
     uint32_t n_domains;                 /* domains [0, n_domains) are set up */
     uint32_t live_claims;               /* records in state LIVE */
     uint32_t free_top;                  /* free stack holds [0, free_top) */
-    uint32_t pad;
     uint64_t next_serial;               /* next serial to hand out; starts at random in [1, 2^62] */
     uint64_t retained_bytes;            /* sum of live records' retained bytes */
-    uint64_t repairs;                   /* EOWNERDEAD repairs done */
-    /* Read without the mutex by waiters: a line of its own, so spinning waiters do not slow the holder. */
-    _Alignas(64) _Atomic uint32_t poisoned;   /* enum adm_poison; set once, never cleared */
-    _Atomic uint32_t closed;            /* shutdown: no new claims */
     _Atomic uint64_t change_epoch;      /* the "release epoch" of results; only grows */
-    struct orb_waitword change;         /* moves whenever change_epoch advances or on poison */
+    _Atomic uint64_t epoch_wanted;      /* highest epoch a sleeping waiter wants (see admission.c) */
+    _Alignas(64) struct orb_waitword change;  /* moves when a waiter may sleep for a change, or on poison */
+    uint64_t repairs;                   /* EOWNERDEAD repairs done */
 };
+_Static_assert(offsetof(struct adm_ledger, change) == 64, "the hot fields fill one line");
 
 struct adm_domain {
     uint32_t id;
@@ -121,6 +130,8 @@ enum adm_park {
     ADM_PARK_RELEASE,                   /* record releasing, used partly returned */
 };
 
+#define ADM_HINTS 64u                   /* domain id -> index cache entries (a power of two) */
+
 struct orbit_admission {
     struct orbit_fleet *fleet;
     struct orb_segment seg;
@@ -131,6 +142,7 @@ struct orbit_admission {
     struct adm_geometry geo;            /* trusted bounds: never re-read from shared memory */
     uint64_t *scratch;                  /* max_domains sums; used only under the mutex */
     struct adm_want *want;              /* 2 * max_domains resolved entries; only under the mutex */
+    uint32_t hint[ADM_HINTS];           /* id's last index + 1 (0: none); checked before use */
     enum adm_park park;
     struct orb_spin spin;
     struct orb_wait_stats stats;
@@ -156,15 +168,43 @@ int64_t adm_domain_find(const struct orbit_admission *a, uint32_t id);
  * adm_inspect_done(a, what adm_lock returned) ends an inspection.
  */
 #define ADM_INSPECT_UNLOCKED 1
-int  adm_lock(struct orbit_admission *a, bool inspect);
-void adm_unlock(struct orbit_admission *a);
+int  adm_lock_slow(struct orbit_admission *a, int taken, bool inspect);   /* orb_lock_take's result */
 void adm_inspect_done(struct orbit_admission *a, int locked);
 void adm_poison(struct orbit_admission *a, enum adm_poison why);   /* under the mutex */
-bool adm_is_poisoned(const struct orbit_admission *a);
-void adm_park_here(const struct orbit_admission *a, enum adm_park point);
+void adm_park_stop(void);
 /* Advance the change epoch by one (under the mutex): false when it cannot (then poisoned). */
 bool adm_advance_epoch(struct orbit_admission *a);
 void adm_repair(struct orbit_admission *a);
+void adm_wake(struct orbit_admission *a);
+
+static inline int adm_lock(struct orbit_admission *a, bool inspect)
+{
+    int rc = orb_flock_take_inline(&a->ledger->lock, &a->ledger->lock_sleepers, ORB_LOCK_BOUND_MS);
+    return rc == ORB_LOCK_TAKEN ? 0 : adm_lock_slow(a, rc, inspect);
+}
+
+static inline void adm_unlock(struct orbit_admission *a)
+{
+    orb_flock_give(&a->ledger->lock, &a->ledger->lock_sleepers);
+}
+
+/* After a give that advanced the change epoch to epoch: wake a waiter that wants it (lock.c). */
+static inline void adm_wake_wanted(struct orbit_admission *a, uint64_t epoch)
+{
+    if (atomic_load_explicit(&a->ledger->epoch_wanted, memory_order_relaxed) >= epoch)
+        adm_wake(a);
+}
+
+static inline bool adm_is_poisoned(const struct orbit_admission *a)
+{
+    return atomic_load_explicit(&a->ledger->poisoned, memory_order_acquire) != ADM_OK;
+}
+
+static inline void adm_park_here(const struct orbit_admission *a, enum adm_park point)
+{
+    if (__builtin_expect(a->park != ADM_PARK_NONE, 0) && a->park == point)
+        adm_park_stop();
+}
 
 /* Death accounting (account.c), for the table ops. */
 struct orbit_reclaim;

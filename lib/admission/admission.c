@@ -65,7 +65,7 @@ static int adm_init(struct orb_segment *seg, void *ctx)
     /* Slot 0 on top: the first claims take the lowest slots. */
     for (uint32_t i = 0; i < g->max_claims; i++)
         stack[i] = g->max_claims - 1 - i;
-    orb_lock_init(&l->lock);
+    orb_flock_init(&l->lock, &l->lock_sleepers);
     return 0;
 }
 
@@ -284,6 +284,7 @@ int orbit_admission_shutdown(struct orbit_admission *a)
 
 struct adm_wait_ctx { struct orbit_admission *a; uint64_t since; };
 
+/* The spinning check: reads only. */
 static int epoch_passed(void *p)
 {
     const struct adm_wait_ctx *c = p;
@@ -291,6 +292,39 @@ static int epoch_passed(void *p)
         return -ORBIT_EPOISONED;
     /* Acquire pairs with the epoch's release store: the change behind it is visible. */
     return atomic_load_explicit(&c->a->ledger->change_epoch, memory_order_acquire) > c->since;
+}
+
+/* Raises epoch_wanted to want; false when hostile writes keep it moving. */
+static bool want_epoch(struct adm_ledger *l, uint64_t want)
+{
+    uint64_t cur = atomic_load_explicit(&l->epoch_wanted, memory_order_relaxed);
+    for (int tries = 0; cur < want; tries++)
+        if (tries == 64 || atomic_compare_exchange_weak_explicit(&l->epoch_wanted, &cur, want,
+                                                                 memory_order_relaxed, memory_order_relaxed))
+            return tries < 64;
+    return true;
+}
+
+/*
+ * The check before a sleep. A release wakes only a waiter that wants its
+ * epoch (adm_wake_wanted, after its give), so: publish the wanted epoch,
+ * order it before every give to come, then look again. A give by exchange
+ * is ordered with our RMW on the lock word (acq_rel); a give by a plain
+ * store with the membarrier in orb_lock_fence_others. Either the release
+ * reads our epoch_wanted, or we read its epoch.
+ */
+static int epoch_passed_armed(void *p)
+{
+    const struct adm_wait_ctx *c = p;
+    struct adm_ledger *l = c->a->ledger;
+    int r = epoch_passed(p);
+    if (r != 0)
+        return r;
+    if (!want_epoch(l, c->since == UINT64_MAX ? UINT64_MAX : c->since + 1))
+        return 1;   /* cannot register: return as if woken, the caller looks again */
+    atomic_fetch_or_explicit(&l->lock.word, 0, memory_order_acq_rel);
+    orb_lock_fence_others();
+    return epoch_passed(p);
 }
 
 int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int timeout_ms, uint64_t *now)
@@ -304,7 +338,11 @@ int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int ti
     }
     struct adm_wait_ctx ctx = { a, since_epoch };
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    int rc = orb_wait_until(&a->ledger->change, epoch_passed, &ctx, &deadline, &a->spin, &a->stats);
+    int rc = epoch_passed(&ctx);
+    if (rc == 0)
+        rc = orb_deadline_passed(&deadline) ? -ETIMEDOUT : orb_wait_spin(epoch_passed, &ctx, &a->spin, &deadline);
+    if (rc == 0)
+        rc = orb_wait_park_until(&a->ledger->change, epoch_passed_armed, &ctx, &deadline, &a->spin, &a->stats);
     if (now)
         *now = atomic_load_explicit(&a->ledger->change_epoch, memory_order_acquire);
     return rc > 0 ? 0 : rc;
@@ -315,7 +353,7 @@ int orbit_admission_prep_wait(struct orbit_admission *a, uint64_t since_epoch, s
     if (!a || !sqe)
         return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     struct adm_wait_ctx ctx = { a, since_epoch };
-    return orb_uring_prep_wait(&a->ledger->change, epoch_passed, &ctx, sqe, &a->stats);
+    return orb_uring_prep_wait(&a->ledger->change, epoch_passed_armed, &ctx, sqe, &a->stats);
 }
 
 /* ---- inspection ---------------------------------------------------------- */

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* try_claim: the documented checks in order, then an all-or-nothing commit. */
-#include <string.h>
 #include "adm_layout.h"
 
 /* Argument checks that need no ledger: non-NULL, units > 0, no domain twice. */
@@ -37,16 +36,19 @@ static int check_demand(const struct orbit_admission *a, const struct orbit_dema
     return sum == d->retained_bytes ? 0 : -ORBIT_EMALFORMED;
 }
 
-static int resolve(const struct orbit_admission *a, const struct orbit_units *v, size_t n,
-                   struct adm_want *out)
+/* A domain's index: the handle's hint when it still names the id, else a scan. n: n_domains, bounded. */
+static inline int64_t find_domain(struct orbit_admission *a, const struct adm_domain *doms, uint32_t n,
+                                  uint32_t id)
 {
-    for (size_t i = 0; i < n; i++) {
-        int64_t idx = adm_domain_find(a, v[i].domain);
-        if (idx < 0)
-            return -ORBIT_EMALFORMED;
-        out[i] = (struct adm_want){ (uint32_t)idx, v[i].units };
-    }
-    return 0;
+    uint32_t *hint = &a->hint[id & (ADM_HINTS - 1)];
+    uint32_t h = *hint - 1;   /* 0 (no hint) wraps to UINT32_MAX, never below n */
+    /* Domains are never removed or moved: a hint that checks out is the index. */
+    if (h < n && doms[h].id == id)
+        return h;
+    int64_t i = adm_domain_find(a, id);
+    if (i >= 0)
+        *hint = (uint32_t)i + 1;
+    return i;
 }
 
 static void set_blocker(const struct orbit_admission *a, const struct adm_want *w,
@@ -58,15 +60,67 @@ static void set_blocker(const struct orbit_admission *a, const struct adm_want *
     out->blocker_free = dom->used <= dom->capacity ? dom->capacity - dom->used : 0;
 }
 
-/* REJECTED: the first claim, then fit, entry above its domain's capacity. */
-static bool find_rejected(const struct orbit_admission *a, const struct adm_want *claim, size_t nc,
-                          const struct adm_want *fit, size_t nf, struct orbit_admit_result *out)
+/*
+ * Resolves the claim, then fit, entries into want. -ORBIT_EMALFORMED for an
+ * unknown domain; 1 when an entry may be refused or a claimed domain is
+ * broken (over capacity, availability epoch spent): the ordered checks below
+ * then decide; 0 when every claim entry fits its domain's free units and
+ * every fit entry its capacity.
+ */
+static int resolve_scan(struct orbit_admission *a, const struct orbit_demand *d, struct adm_want *want)
 {
-    for (size_t i = 0; i < nc + nf; i++) {
-        const struct adm_want *w = i < nc ? &claim[i] : &fit[i - nc];
-        if (w->units > a->domains[w->index].capacity) {
+    const struct adm_domain *doms = a->domains;
+    size_t nc = d->n_claim;
+    uint32_t n_domains = a->ledger->n_domains;   /* checked against max_domains by the caller */
+    bool trouble = false;
+    for (size_t i = 0; i < nc + d->n_fit; i++) {
+        const struct orbit_units *u = i < nc ? &d->claim[i] : &d->fit[i - nc];
+        int64_t idx = find_domain(a, doms, n_domains, u->domain);
+        if (idx < 0)
+            return -ORBIT_EMALFORMED;
+        want[i] = (struct adm_want){ (uint32_t)idx, u->units };
+        const struct adm_domain *dom = &doms[idx];
+        if (i >= nc)
+            trouble |= u->units > dom->capacity;
+        else
+            trouble |= (dom->used > dom->capacity) | (u->units > dom->capacity - dom->used) |
+                       (dom->availability_epoch == UINT64_MAX);
+    }
+    return trouble;
+}
+
+/* resolve_scan for claims without fit entries whose domains the hints know (no call, no branch
+ * per entry); anything else goes to resolve_scan. */
+static int resolve(struct orbit_admission *a, const struct orbit_demand *d, struct adm_want *want)
+{
+    const struct adm_domain *doms = a->domains;
+    const struct orbit_units *claim = d->claim;
+    const uint32_t *hint = a->hint;
+    size_t nc = d->n_claim;
+    uint32_t n_domains = a->ledger->n_domains;
+    bool trouble = false, miss = d->n_fit != 0;
+    for (size_t i = 0; i < nc && !miss; i++) {
+        uint32_t id = claim[i].domain, h = hint[id & (ADM_HINTS - 1)] - 1;   /* 0 wraps: a miss */
+        uint64_t units = claim[i].units;
+        if (h >= n_domains || doms[h].id != id) {
+            miss = true;
+            break;
+        }
+        want[i] = (struct adm_want){ h, units };
+        uint64_t cap = doms[h].capacity, used = doms[h].used;
+        trouble |= (used > cap) | (units > cap - used) | (doms[h].availability_epoch == UINT64_MAX);
+    }
+    return miss ? resolve_scan(a, d, want) : trouble;
+}
+
+/* REJECTED: the first claim, then fit, entry above its domain's capacity. */
+static bool find_rejected(const struct orbit_admission *a, const struct adm_want *want, size_t n,
+                          struct orbit_admit_result *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (want[i].units > a->domains[want[i].index].capacity) {
             out->outcome = ORBIT_ADMIT_REJECTED;
-            set_blocker(a, w, out);
+            set_blocker(a, &want[i], out);
             return true;
         }
     }
@@ -90,30 +144,28 @@ static int find_deferred(const struct orbit_admission *a, const struct adm_want 
     return 0;
 }
 
-/* Pre-commit checks: every one that fails is a broken invariant or an exhausted counter. */
-static enum adm_poison precheck(const struct orbit_admission *a, const struct adm_want *claim,
-                                size_t nc, uint64_t fee)
+/* Pre-commit checks: every one that fails is a broken invariant or an exhausted counter. *slot: the free slot. */
+static enum adm_poison precheck(const struct orbit_admission *a, const struct adm_want *claim, size_t nc,
+                                bool trouble, uint64_t fee, uint32_t *slot)
 {
     const struct adm_ledger *l = a->ledger;
-    if (l->next_serial == 0 || l->next_serial == UINT64_MAX)
+    uint64_t serial = l->next_serial, sum;
+    if (serial == 0 || serial == UINT64_MAX)
         return ADM_POISON_SERIAL;
     uint64_t e = atomic_load_explicit(&l->change_epoch, memory_order_relaxed);
     /* The change epoch must be able to advance once for every release, this one included. */
     if (e > UINT64_MAX - (uint64_t)l->live_claims - 1)
         return ADM_POISON_EPOCH;
-    uint64_t sum;
     if (__builtin_add_overflow(l->retained_bytes, fee, &sum) || sum > a->geo.retained_max)
         return ADM_POISON_RETAINED;
-    for (size_t i = 0; i < nc; i++) {
-        const struct adm_domain *dom = &a->domains[claim[i].index];
-        if (__builtin_add_overflow(dom->used, claim[i].units, &sum) || sum > dom->capacity)
-            return ADM_POISON_USAGE;
-        if (dom->availability_epoch == UINT64_MAX)
+    /* used + units <= capacity was proven by resolve or find_deferred; the release must
+     * advance the domains' epochs (resolve found them all below the top unless trouble). */
+    for (size_t i = 0; trouble && i < nc; i++)
+        if (a->domains[claim[i].index].availability_epoch == UINT64_MAX)
             return ADM_POISON_EPOCH;
-    }
-    uint32_t slot = a->free_stack[l->free_top - 1];
-    if (slot >= a->geo.max_claims ||
-        atomic_load_explicit(&adm_record(a, slot)->state, memory_order_relaxed) != ADM_REC_FREE)
+    *slot = a->free_stack[l->free_top - 1];   /* table_room proved 0 < free_top <= max_claims */
+    if (*slot >= a->geo.max_claims ||
+        atomic_load_explicit(&adm_record(a, *slot)->state, memory_order_relaxed) != ADM_REC_FREE)
         return ADM_POISON_LAYOUT;
     return ADM_OK;
 }
@@ -122,43 +174,50 @@ static enum adm_poison precheck(const struct orbit_admission *a, const struct ad
 static int table_room(const struct orbit_admission *a)
 {
     const struct adm_ledger *l = a->ledger;
-    if (l->free_top > a->geo.max_claims || l->live_claims != a->geo.max_claims - l->free_top)
+    uint32_t top = l->free_top, max = a->geo.max_claims;
+    if (top > max || l->live_claims != max - top)
         return -1;
-    return l->free_top == 0 ? -ORBIT_EFULL : 0;
+    return top == 0 ? -ORBIT_EFULL : 0;
 }
 
-/* Write the record, then charge the domains. Order matters for repair (see lock.c). */
+/* Write the record into slot (precheck's), then charge the domains. Order matters for repair (see lock.c). */
 static void commit(struct orbit_admission *a, const struct adm_want *claim, size_t nc, uint64_t fee,
-                   struct orbit_claim *out)
+                   uint32_t slot, struct orbit_claim *out)
 {
     struct adm_ledger *l = a->ledger;
-    uint64_t serial = l->next_serial;
+    struct adm_domain *doms = a->domains;
+    struct adm_record *r = adm_record(a, slot);
+    uint64_t serial = l->next_serial, inc = a->fleet->incarnation;
+    uint16_t node = a->fleet->node;
     /* The serial is spent before any record carries it: a crash never lets it be reused. */
     l->next_serial = serial + 1;
-    uint32_t slot = a->free_stack[--l->free_top];
-    struct adm_record *r = adm_record(a, slot);
+    l->free_top--;
     /* WRITING first: a holder that dies before LIVE leaves a record repair refuses to trust. */
     atomic_store_explicit(&r->state, ADM_REC_WRITING, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
-    r->node = a->fleet->node;
-    r->incarnation = a->fleet->incarnation;
+    r->node = node;
+    r->incarnation = inc;
     r->serial = serial;
     r->retained_bytes = fee;
     r->n_units = (uint32_t)nc;
     adm_park_here(a, ADM_PARK_CLAIM_WRITING);
-    for (size_t i = 0; i < nc; i++)
-        r->units[i] = (struct adm_unit){ .domain_index = claim[i].index, .units = claim[i].units };
+    struct adm_unit *ru = r->units;
+    for (size_t i = 0; i < nc; i++) {
+        struct adm_want w = claim[i];
+        ru[i] = (struct adm_unit){ .domain_index = w.index, .units = w.units };
+    }
     /* Release: the record's fields are complete before it counts as live. */
     atomic_store_explicit(&r->state, ADM_REC_LIVE, memory_order_release);
-    for (size_t i = 0; i < nc; i++) {
-        a->domains[claim[i].index].used += claim[i].units;
-        if (i == 0)
-            adm_park_here(a, ADM_PARK_CLAIM_COMMIT);
+    doms[claim[0].index].used += claim[0].units;   /* nc >= 1 (check_demand) */
+    adm_park_here(a, ADM_PARK_CLAIM_COMMIT);
+    for (size_t i = 1; i < nc; i++) {
+        struct adm_want w = claim[i];
+        doms[w.index].used += w.units;
     }
     l->retained_bytes += fee;
     l->live_claims++;
-    *out = (struct orbit_claim){ .serial = serial, .node = r->node, .retained_bytes = fee,
-                                 .released = false, .slot = slot, .incarnation = r->incarnation };
+    *out = (struct orbit_claim){ .serial = serial, .node = node, .retained_bytes = fee,
+                                 .released = false, .slot = slot, .incarnation = inc };
 }
 
 /* SKIPPED when the retained cap cannot take the fee: 1 skipped, 0 fits, -1 over the cap already. */
@@ -176,19 +235,26 @@ static int retained_skip(const struct orbit_admission *a, uint64_t fee, struct o
     return 1;
 }
 
-/* REJECTED, DEFERRED or SKIPPED for the cap: 1 decided, 0 go on, or -ORBIT_EPOISONED. */
-static int refuse(struct orbit_admission *a, const struct orbit_demand *d, const struct adm_want *want,
-                  struct orbit_admit_result *out)
+/* The ledger's own state is broken: poison it, naming the retained total when that is what broke. */
+static int poison_usage(struct orbit_admission *a)
 {
-    if (find_rejected(a, want, d->n_claim, want + d->n_claim, d->n_fit, out))
-        return 1;
-    int r = find_deferred(a, want, d->n_claim, out);
-    if (r == 0)
-        r = retained_skip(a, d->retained_bytes, out);
-    if (r >= 0)
-        return r;
     adm_poison(a, a->ledger->retained_bytes > a->geo.retained_max ? ADM_POISON_RETAINED : ADM_POISON_USAGE);
     return -ORBIT_EPOISONED;
+}
+
+/* REJECTED, DEFERRED or SKIPPED for the cap: 1 decided, 0 go on, or -ORBIT_EPOISONED. */
+static int refuse(struct orbit_admission *a, const struct orbit_demand *d, const struct adm_want *want,
+                  bool trouble, struct orbit_admit_result *out)
+{
+    int r = 0;
+    if (trouble) {
+        if (find_rejected(a, want, d->n_claim + d->n_fit, out))
+            return 1;
+        r = find_deferred(a, want, d->n_claim, out);
+    }
+    if (r == 0)
+        r = retained_skip(a, d->retained_bytes, out);
+    return r >= 0 ? r : poison_usage(a);
 }
 
 /* The checks after the lock, in the order admission.h documents. Returns 0 with out filled, or an error. */
@@ -212,21 +278,35 @@ static int decide(struct orbit_admission *a, const struct orbit_demand *d, struc
         adm_poison(a, ADM_POISON_LAYOUT);
         return -ORBIT_EPOISONED;
     }
-    if (resolve(a, d->claim, d->n_claim, want) < 0 || resolve(a, d->fit, d->n_fit, want + d->n_claim) < 0)
-        return -ORBIT_EMALFORMED;
-    int rc = refuse(a, d, want, out);
+    int trouble = resolve(a, d, want);
+    if (trouble < 0)
+        return trouble;
+    int rc = refuse(a, d, want, trouble, out);
     if (rc != 0)
         return rc < 0 ? rc : 0;
     if ((rc = table_room(a)) == -ORBIT_EFULL)
         return rc;
-    enum adm_poison why = rc < 0 ? ADM_POISON_LAYOUT : precheck(a, want, d->n_claim, d->retained_bytes);
+    uint32_t slot = 0;
+    enum adm_poison why = rc < 0 ? ADM_POISON_LAYOUT : precheck(a, want, d->n_claim, trouble, d->retained_bytes, &slot);
     if (why != ADM_OK) {
         adm_poison(a, why);
         return -ORBIT_EPOISONED;
     }
-    commit(a, want, d->n_claim, d->retained_bytes, &out->claim);
+    commit(a, want, d->n_claim, d->retained_bytes, slot, &out->claim);
     out->outcome = ORBIT_ADMIT_CLAIMED;
     return 0;
+}
+
+/* Every field zero (field by field: cheaper than a memset call of the whole struct). */
+static void clear_result(struct orbit_admit_result *out)
+{
+    out->outcome = ORBIT_ADMIT_CLAIMED;
+    out->claim = (struct orbit_claim){ 0 };
+    out->release_epoch = 0;
+    out->blocker_domain = 0;
+    out->blocker_free = out->blocker_maximum = 0;
+    out->skip = ORBIT_SKIP_NONE;
+    out->retained_now = out->retained_max = 0;
 }
 
 int orbit_admission_try_claim(struct orbit_admission *a, const struct orbit_demand *d,
@@ -239,7 +319,7 @@ int orbit_admission_try_claim(struct orbit_admission *a, const struct orbit_dema
         return rc;
     if (a->fleet->observer)
         return -ORBIT_ENOTOWNER;
-    memset(out, 0, sizeof *out);
+    clear_result(out);
     if ((rc = adm_lock(a, false)) < 0)
         return rc;
     /* a->want holds 2 * max_domains entries: claim and fit are at most max_domains each. */

@@ -5,11 +5,6 @@
 #include <string.h>
 #include "adm_layout.h"
 
-bool adm_is_poisoned(const struct orbit_admission *a)
-{
-    return atomic_load_explicit(&a->ledger->poisoned, memory_order_acquire) != ADM_OK;
-}
-
 void adm_poison(struct orbit_admission *a, enum adm_poison why)
 {
     struct adm_ledger *l = a->ledger;
@@ -21,10 +16,9 @@ void adm_poison(struct orbit_admission *a, enum adm_poison why)
     orb_wait_signal(&l->change, &a->stats);
 }
 
-void adm_park_here(const struct orbit_admission *a, enum adm_park point)
+void adm_park_stop(void)
 {
-    if (a->park != ADM_PARK_NONE && a->park == point)
-        raise(SIGSTOP);
+    raise(SIGSTOP);
 }
 
 bool adm_advance_epoch(struct orbit_admission *a)
@@ -41,10 +35,8 @@ bool adm_advance_epoch(struct orbit_admission *a)
     return true;
 }
 
-int adm_lock(struct orbit_admission *a, bool inspect)
+int adm_lock_slow(struct orbit_admission *a, int rc, bool inspect)
 {
-    struct adm_ledger *l = a->ledger;
-    int rc = orb_lock_take(&l->lock, ORB_LOCK_BOUND_MS);
     if (rc == ORB_LOCK_TAKEN)
         return 0;
     if (rc == ORB_LOCK_RECOVERED) {
@@ -66,9 +58,17 @@ void adm_inspect_done(struct orbit_admission *a, int locked)
         adm_unlock(a);
 }
 
-void adm_unlock(struct orbit_admission *a)
+/*
+ * The release's wake (adm_wake_wanted decides, after the give). A waiter
+ * about to sleep raises epoch_wanted to the epoch it wants and fences every
+ * giver (admission.c): either its epoch_wanted is visible here, or it reads
+ * the new epoch and does not sleep. Kick, not signal: the parked flag may
+ * have been taken by an earlier waker this sleeper's word had already counted.
+ */
+void adm_wake(struct orbit_admission *a)
 {
-    orb_lock_give(&a->ledger->lock);
+    orb_wait_kick(&a->ledger->change);
+    atomic_fetch_add_explicit(&a->stats.wakes, 1, memory_order_relaxed);
 }
 
 /* ---- repair ------------------------------------------------------------- */

@@ -3,24 +3,27 @@
 #include "adm_layout.h"
 
 /* When a live record may be released for this claim (every field agrees). false: poison. */
-static bool record_releasable(const struct orbit_admission *a, const struct adm_record *r)
+static bool record_releasable(const struct orbit_admission *a, const struct adm_record *r, uint32_t n_units)
 {
     const struct adm_ledger *l = a->ledger;
-    if (r->n_units == 0 || r->n_units > a->geo.max_domains || l->n_domains > a->geo.max_domains)
+    const struct adm_domain *doms = a->domains;
+    uint32_t n_domains = l->n_domains;
+    if (n_units == 0 || n_units > a->geo.max_domains || n_domains > a->geo.max_domains)
         return false;
-    uint64_t sum = 0;
-    for (uint32_t i = 0; i < r->n_units; i++) {
-        const struct adm_unit *u = &r->units[i];
-        if (u->domain_index >= l->n_domains || u->units == 0 ||
-            __builtin_add_overflow(sum, u->units, &sum))
+    uint64_t sum = 0, fee = r->retained_bytes, retained = l->retained_bytes;
+    const struct adm_unit *ru = r->units;
+    bool bad = false;
+    for (uint32_t i = 0; i < n_units; i++) {
+        struct adm_unit u = ru[i];
+        if (u.domain_index >= n_domains)
             return false;
-        const struct adm_domain *dom = &a->domains[u->domain_index];
-        if (dom->used < u->units || dom->availability_epoch == UINT64_MAX)
-            return false;
+        const struct adm_domain *dom = &doms[u.domain_index];
+        bad |= (u.units == 0) | __builtin_add_overflow(sum, u.units, &sum) | (dom->used < u.units) |
+               (dom->availability_epoch == UINT64_MAX);
     }
-    if (r->retained_bytes != 0 && r->retained_bytes != sum)
+    if (bad)
         return false;
-    if (l->retained_bytes < r->retained_bytes || l->retained_bytes > a->geo.retained_max)
+    if ((fee != 0 && fee != sum) || retained < fee || retained > a->geo.retained_max)
         return false;
     return l->live_claims > 0 && l->free_top < a->geo.max_claims &&
            atomic_load_explicit(&l->change_epoch, memory_order_relaxed) != UINT64_MAX;
@@ -29,17 +32,21 @@ static bool record_releasable(const struct orbit_admission *a, const struct adm_
 int adm_release_record(struct orbit_admission *a, uint32_t slot)
 {
     struct adm_ledger *l = a->ledger;
+    struct adm_domain *doms = a->domains;
     struct adm_record *r = adm_record(a, slot);
-    if (!record_releasable(a, r)) {
+    uint32_t n_units = r->n_units;
+    if (!record_releasable(a, r, n_units)) {
         adm_poison(a, ADM_POISON_RECORD);
         return -ORBIT_EPOISONED;
     }
     /* RELEASING before any unit goes back: repair then counts the record as gone. */
     atomic_store_explicit(&r->state, ADM_REC_RELEASING, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
-    for (uint32_t i = 0; i < r->n_units; i++) {
-        struct adm_domain *dom = &a->domains[r->units[i].domain_index];
-        dom->used -= r->units[i].units;
+    const struct adm_unit *ru = r->units;
+    for (uint32_t i = 0; i < n_units; i++) {
+        struct adm_unit u = ru[i];
+        struct adm_domain *dom = &doms[u.domain_index];
+        dom->used -= u.units;
         dom->availability_epoch++;
         if (i == 0)
             adm_park_here(a, ADM_PARK_RELEASE);
@@ -78,10 +85,7 @@ static int release_locked(struct orbit_admission *a, const struct orbit_claim *c
         adm_poison(a, ADM_POISON_RECORD);
         return -ORBIT_EPOISONED;
     }
-    int rc = adm_release_record(a, c->slot);
-    if (rc == 0)
-        orb_wait_signal(&a->ledger->change, &a->stats);
-    return rc;
+    return adm_release_record(a, c->slot);
 }
 
 int orbit_admission_release(struct orbit_admission *a, struct orbit_claim *c)
@@ -94,9 +98,12 @@ int orbit_admission_release(struct orbit_admission *a, struct orbit_claim *c)
     if (rc < 0)
         return rc;
     rc = release_locked(a, c);
+    uint64_t epoch = atomic_load_explicit(&a->ledger->change_epoch, memory_order_relaxed);
     adm_unlock(a);
-    if (rc == 0)
+    if (rc == 0) {
         c->released = true;
+        adm_wake_wanted(a, epoch);   /* after the give: see adm_wake */
+    }
     return rc;
 }
 

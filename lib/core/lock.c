@@ -3,8 +3,10 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <orbit/error.h>
@@ -12,26 +14,51 @@
 #include "segment.h"
 #include "wait.h"
 
-#define SPINS_BEFORE_SLEEP 100
+/* Short: a waiter that spins longer only pulls the holder's lines away from it. */
+#define SPINS_BEFORE_SLEEP 16
+#define YIELDS_BEFORE_SLEEP 4
 #define SLEEP_SLICE_NS     (10 * 1000000LL)   /* re-check the holder's life this often */
+#define FIRST_CHECK_NS     (1000000LL)        /* the first look, this long after the spin */
 
-static _Atomic uint64_t self_word;
+_Atomic uint64_t orb_lock_self;
+_Atomic uint32_t orb_lock_store_give;
 static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 
-static void forget_self(void) { atomic_store_explicit(&self_word, 0, memory_order_relaxed); }
-static void register_fork_hook(void) { pthread_atfork(NULL, NULL, forget_self); }
+/* A fork child is a new process: new pid, and not registered for membarrier until it asks. */
+static void forget_pid(void)
+{
+    atomic_store_explicit(&orb_lock_store_give, 0, memory_order_relaxed);
+    atomic_store_explicit(&orb_lock_self, 0, memory_order_relaxed);
+}
+static void register_fork_hook(void) { pthread_atfork(NULL, NULL, forget_pid); }
 
-/* Our held word (start << 32 | pid): system calls, so cached, and forgotten in a forked child. */
+/* Our held word (start << 32 | pid): system calls, so cached, and forgotten in a forked
+ * child. The first call also registers for global membarriers: only then may this process
+ * give an orb_flock by a plain store (a sleeper's membarrier must reach it). */
 static uint64_t me(void)
 {
-    uint64_t w = atomic_load_explicit(&self_word, memory_order_relaxed);
+    uint64_t w = atomic_load_explicit(&orb_lock_self, memory_order_relaxed);
     if (w == 0) {
         pthread_once(&self_once, register_fork_hook);
         int pid = getpid();
         w = (uint64_t)(uint32_t)orb_proc_start_time(pid) << 32 | (uint32_t)pid;
-        atomic_store_explicit(&self_word, w, memory_order_relaxed);
+        bool reg = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+        atomic_store_explicit(&orb_lock_store_give, reg, memory_order_relaxed);
+        atomic_store_explicit(&orb_lock_self, w, memory_order_relaxed);
     }
     return w;
+}
+
+/*
+ * A full barrier in every running process registered above (they give by a
+ * plain store), and in this thread. Without the syscall (an old kernel, a
+ * seccomp filter) no process could register, so every give is an exchange,
+ * a full barrier of its own, and the local fence is enough.
+ */
+void orb_lock_fence_others(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
 }
 
 /* A live process under the pid, but not the holder: the pid was reused (start times differ). */
@@ -81,17 +108,42 @@ int orb_lock_try(struct orb_lock *l)
 }
 
 /* Taken over from a dead holder, or -1 when someone else changed the word first. */
-static int take_over(struct orb_lock *l, uint64_t v)
+static int take_over(struct orb_lock *l, uint64_t v, uint64_t waiters)
 {
     /* The CAS names the dead holder's word: of several waiters that saw it dead, one wins. */
-    return atomic_compare_exchange_strong_explicit(&l->word, &v, me() | ORB_LOCK_WAITERS,
+    return atomic_compare_exchange_strong_explicit(&l->word, &v, me() | waiters,
                                                    memory_order_acquire, memory_order_relaxed)
                ? ORB_LOCK_RECOVERED : -1;
 }
 
-static int take_slow(struct orb_lock *l, int bound_ms)
+/* Saturating: a count a dead sleeper left (or a reset) never wraps below zero. */
+static void sleepers_leave(_Atomic uint32_t *sleepers)
 {
-    int64_t start = orb_now_ns(), end = start + (int64_t)bound_ms * 1000000, next_check = start;
+    uint32_t n = atomic_load_explicit(sleepers, memory_order_relaxed);
+    while (n != 0 && !atomic_compare_exchange_weak_explicit(sleepers, &n, n - 1, memory_order_relaxed,
+                                                            memory_order_relaxed))
+        ;
+}
+
+/*
+ * An orb_flock sleeper: counted, then a fence in every process (a holder may
+ * give by a plain store and then read the count), then the word once more:
+ * either the giver reads our count, or we read its give and do not sleep.
+ */
+static void flock_sleep(struct orb_lock *l, _Atomic uint32_t *sleepers, uint64_t v, int64_t until_ns)
+{
+    atomic_fetch_add_explicit(sleepers, 1, memory_order_relaxed);
+    orb_lock_fence_others();
+    if (atomic_load_explicit(&l->word, memory_order_relaxed) == v)
+        futex_sleep(l, (uint32_t)v, until_ns);
+    sleepers_leave(sleepers);
+}
+
+/* sleepers NULL: the waiters bit in the word says someone sleeps (struct orb_lock);
+ * else the count does (struct orb_flock). */
+static int take_slow(struct orb_lock *l, _Atomic uint32_t *sleepers, int bound_ms)
+{
+    int64_t start = 0, end = 0, next_check = 0;   /* the clock is read once the spin is over */
     uint64_t waiters = 0;   /* once we slept, others may sleep too: keep the bit for them */
     for (unsigned n = 0;; n++) {
         uint64_t v = atomic_load_explicit(&l->word, memory_order_relaxed);
@@ -107,10 +159,21 @@ static int take_slow(struct orb_lock *l, int bound_ms)
             orb_cpu_relax();
             continue;
         }
+        if (n < SPINS_BEFORE_SLEEP + YIELDS_BEFORE_SLEEP) {
+            sched_yield();   /* a holder preempted on this CPU runs; an idle CPU returns at once */
+            continue;
+        }
         int64_t now = orb_now_ns();
+        if (start == 0) {
+            /* A live holder is the common case: its life (three syscalls) is looked at
+             * after a first short sleep, not before every first sleep. */
+            start = now;
+            next_check = now + FIRST_CHECK_NS;
+            end = start + (int64_t)bound_ms * 1000000;
+        }
         if (now >= next_check) {
             if (holder_gone(v)) {
-                int r = take_over(l, v);
+                int r = take_over(l, v, sleepers ? 0 : ORB_LOCK_WAITERS);
                 if (r >= 0)
                     return r;
                 continue;
@@ -119,11 +182,15 @@ static int take_slow(struct orb_lock *l, int bound_ms)
         }
         if (now >= end)
             return -ORBIT_ETIMEDOUT;
+        if (sleepers) {
+            flock_sleep(l, sleepers, v, next_check < end ? next_check : end);
+            continue;
+        }
         /* The bit before the sleep: a give that clears the word after this wakes us. */
         if (!(v & ORB_LOCK_WAITERS) &&
             !atomic_compare_exchange_weak(&l->word, &v, v | ORB_LOCK_WAITERS))
             continue;
-        futex_sleep(l, (uint32_t)v | ORB_LOCK_WAITERS, now + SLEEP_SLICE_NS < end ? now + SLEEP_SLICE_NS : end);
+        futex_sleep(l, (uint32_t)v | ORB_LOCK_WAITERS, next_check < end ? next_check : end);
         waiters = ORB_LOCK_WAITERS;
     }
 }
@@ -134,7 +201,35 @@ int orb_lock_take(struct orb_lock *l, int bound_ms)
     if (atomic_compare_exchange_strong_explicit(&l->word, &v, me(), memory_order_acquire,
                                                 memory_order_relaxed))
         return ORB_LOCK_TAKEN;
-    return take_slow(l, bound_ms);
+    return take_slow(l, NULL, bound_ms);
+}
+
+int orb_flock_take(struct orb_lock *l, _Atomic uint32_t *sleepers, int bound_ms)
+{
+    uint64_t v = 0;
+    if (atomic_compare_exchange_strong_explicit(&l->word, &v, me(), memory_order_acquire,
+                                                memory_order_relaxed))
+        return ORB_LOCK_TAKEN;
+    return take_slow(l, sleepers, bound_ms);
+}
+
+/* Gives that found the count up and woke nobody, in a row: a sleeper that died counted. */
+static _Thread_local unsigned idle_wakes;
+#define IDLE_WAKES_BEFORE_RESET 64
+
+void orb_flock_wake(struct orb_lock *l, _Atomic uint32_t *sleepers)
+{
+    long woken = syscall(SYS_futex, futex_of(l), FUTEX_WAKE, 1, NULL, NULL, 0);
+    if (woken != 0) {
+        idle_wakes = 0;
+        return;
+    }
+    /* A count nobody answers for is dropped; a sleeper caught between its count and its
+     * sleep then waits out one slice (bounded), instead of every give paying a syscall. */
+    if (++idle_wakes >= IDLE_WAKES_BEFORE_RESET) {
+        idle_wakes = 0;
+        atomic_store_explicit(sleepers, 0, memory_order_relaxed);
+    }
 }
 
 void orb_lock_give(struct orb_lock *l)

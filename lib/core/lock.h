@@ -17,6 +17,7 @@
 #define ORB_CORE_LOCK_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct orb_lock {
@@ -39,6 +40,29 @@ int  orb_lock_take(struct orb_lock *l, int bound_ms);
 /* 0 taken, -EBUSY held by a live holder or invalid (never waits, never recovers). */
 int  orb_lock_try(struct orb_lock *l);
 void orb_lock_give(struct orb_lock *l);
+
+/* This process's held word (start << 32 | pid) once a take has run (0 before, and in a
+ * fresh fork child). */
+extern _Atomic uint64_t orb_lock_self __attribute__((visibility("hidden")));
+/* 1 when this process is registered for global membarriers: its flock gives may be stores. */
+extern _Atomic uint32_t orb_lock_store_give __attribute__((visibility("hidden")));
+
+/*
+ * The flock: the same lock, whose give is one plain store when nobody sleeps.
+ * Sleepers count themselves in a word of the caller's (beside the lock word,
+ * so the caller packs its own line) instead of setting the waiters bit, and
+ * make every process run a full barrier (membarrier) before they look at the
+ * lock word a last time; a process registered for that barrier gives by a
+ * store, then reads the count. Same errors and recovery as orb_lock_take;
+ * the word is an orb_lock's (orb_lock_holder works on it).
+ */
+int  orb_flock_take(struct orb_lock *l, _Atomic uint32_t *sleepers, int bound_ms);
+/* Wakes one sleeper; drops a count nobody answers. */
+void orb_flock_wake(struct orb_lock *l, _Atomic uint32_t *sleepers);
+/* A full barrier here and in every process that gives by a store (a waiter's side of a
+ * store-then-load handshake with a giver). */
+void orb_lock_fence_others(void);
+
 /* A word some holder could have written: free, or a pid in range with only the waiters bit. */
 static inline int orb_lock_word_valid(uint64_t word)
 {
@@ -51,6 +75,39 @@ static inline long orb_lock_holder(struct orb_lock *l)
 {
     uint64_t v = atomic_load(&l->word);
     return orb_lock_word_valid(v) ? (long)(v & ORB_LOCK_PID_MASK) : -1;
+}
+
+static inline void orb_flock_init(struct orb_lock *l, _Atomic uint32_t *sleepers)
+{
+    orb_lock_init(l);
+    atomic_store(sleepers, 0);
+}
+
+static inline int orb_flock_take_inline(struct orb_lock *l, _Atomic uint32_t *sleepers, int bound_ms)
+{
+    uint64_t v = 0, me = atomic_load_explicit(&orb_lock_self, memory_order_relaxed);
+    /* Acquire: what the last holder wrote under the lock is visible to us. */
+    if (me != 0 && atomic_compare_exchange_strong_explicit(&l->word, &v, me, memory_order_acquire,
+                                                           memory_order_relaxed))
+        return ORB_LOCK_TAKEN;
+    return orb_flock_take(l, sleepers, bound_ms);
+}
+
+/*
+ * Release: what we wrote under the lock is visible to the next taker. A
+ * registered process gives by a store: a sleeper's membarrier orders it before
+ * our read of the count. Otherwise a seq_cst exchange does (against the
+ * sleeper's seq_cst fence).
+ */
+static inline void orb_flock_give(struct orb_lock *l, _Atomic uint32_t *sleepers)
+{
+    if (atomic_load_explicit(&orb_lock_store_give, memory_order_relaxed))
+        atomic_store_explicit(&l->word, 0, memory_order_release);
+    else
+        atomic_exchange_explicit(&l->word, 0, memory_order_seq_cst);
+    atomic_signal_fence(memory_order_seq_cst);   /* the count is read after the give, in program order */
+    if (atomic_load_explicit(sleepers, memory_order_seq_cst) != 0)
+        orb_flock_wake(l, sleepers);
 }
 
 #endif

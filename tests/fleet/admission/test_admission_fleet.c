@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Multi-process tests of the admission ledger: contested random claims from 4
- * processes, kill -9 of a holder, kill -9 inside the ledger mutex, and a
+ * processes, racing claims checked against the racers' own count, kill -9 of a holder, kill -9 inside the ledger mutex, and a
  * deferred claimer in another process woken by a release (futex and io_uring).
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <orbit/admission.h>
 #include <orbit/reaper.h>
 #include <orbit/uring.h>
@@ -263,6 +265,141 @@ START_TEST(test_stress_4proc)
     ck_assert_uint_eq(in.repairs, 0);
     close(fds[0]);
     close(fds[1]);
+    orbit_admission_close(a);
+    orbit_fleet_leave(f);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
+
+/* ---- racing claims: never over capacity, all or nothing, every wait woken ---- */
+
+#define RACE_PROCS  4
+#define RACE_ROUNDS 20000
+static const uint32_t race_dom[2] = { 7, 8 };
+static const uint64_t race_cap[2] = { 3, 2 };
+
+/* What the racers hold, counted by themselves outside the ledger (MAP_SHARED). */
+struct race_shadow { _Atomic uint64_t held[2]; _Atomic long claimed, deferred, waits; _Atomic int opened; };
+
+/* Adds (or takes back) a claim's units; 1 when a domain would be above its capacity. */
+static int race_account(struct race_shadow *sh, const uint64_t *units, bool add)
+{
+    int over = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!add) {
+            atomic_fetch_sub(&sh->held[i], units[i]);
+            continue;
+        }
+        over |= atomic_fetch_add(&sh->held[i], units[i]) + units[i] > race_cap[i];
+    }
+    return over;
+}
+
+/*
+ * The opening move contends for sure: everyone claims a unit of domain 7
+ * (capacity 3); holders keep it until all four have tried, so one is
+ * deferred and must be woken by a release from another process.
+ */
+static int race_open(struct orbit_admission *a, struct race_shadow *sh)
+{
+    const uint64_t units[2] = { 1, 0 };
+    struct orbit_units u = { race_dom[0], 1 };
+    struct orbit_demand d = { .claim = &u, .n_claim = 1 };
+    struct orbit_admit_result r;
+    if (orbit_admission_try_claim(a, &d, &r) != 0)
+        return 15;
+    atomic_fetch_add(&sh->opened, 1);
+    if (r.outcome == ORBIT_ADMIT_DEFERRED) {
+        atomic_fetch_add(&sh->deferred, 1);
+        atomic_fetch_add(&sh->waits, 1);
+        return orbit_admission_wait(a, r.release_epoch, 10000, NULL) == 0 ? 0 : 16;
+    }
+    if (r.outcome != ORBIT_ADMIT_CLAIMED || race_account(sh, units, true))
+        return 17;
+    for (int64_t t0 = tu_now_ns(); atomic_load(&sh->opened) < RACE_PROCS; sched_yield())
+        if (tu_now_ns() - t0 > 10000000000)
+            return 18;
+    race_account(sh, units, false);
+    return orbit_admission_release(a, &r.claim) == 0 ? 0 : 19;
+}
+
+/* Claims {7:1..2, 8:1} or {8:1..2} or {7:1}, holds it a moment, gives it back. */
+static int race_child(const char *name, int idx, struct race_shadow *sh, struct tu_gate *gate)
+{
+    struct orbit_fleet *f;
+    struct orbit_admission *a;
+    if (child_open(name, -1, 0, &f, &a) != 0)
+        return 2;
+    tu_gate_pass(gate);
+    unsigned seed = (unsigned)getpid() * 2654435761u + (unsigned)idx;
+    int rc = race_open(a, sh);
+    for (long i = 0; i < RACE_ROUNDS && rc == 0; i++) {
+        int kind = rand_r(&seed) % 3;
+        uint64_t units[2] = { kind == 1 ? 0 : 1 + (uint64_t)(kind == 0 && rand_r(&seed) % 2),
+                              kind == 2 ? 0 : 1 + (uint64_t)(kind == 1 && rand_r(&seed) % 2) };
+        struct orbit_units u[2];
+        size_t n = 0;
+        for (int k = 0; k < 2; k++)
+            if (units[k])
+                u[n++] = (struct orbit_units){ race_dom[k], units[k] };
+        struct orbit_demand d = { .claim = u, .n_claim = n };
+        struct orbit_admit_result r;
+        if (orbit_admission_try_claim(a, &d, &r) != 0)
+            rc = 10;
+        else if (r.outcome == ORBIT_ADMIT_DEFERRED) {
+            atomic_fetch_add(&sh->deferred, 1);
+            /* Others hold what blocks us and give it back without waiting: a release comes. */
+            if (rand_r(&seed) % 4 == 0) {
+                atomic_fetch_add(&sh->waits, 1);
+                rc = orbit_admission_wait(a, r.release_epoch, 10000, NULL) == 0 ? 0 : 11;
+            }
+        } else if (r.outcome != ORBIT_ADMIT_CLAIMED)
+            rc = 12;
+        else {
+            atomic_fetch_add(&sh->claimed, 1);
+            rc = race_account(sh, units, true) ? 13 : 0;
+            if (i % 64 == 0)
+                sched_yield();
+            race_account(sh, units, false);
+            if (orbit_admission_release(a, &r.claim) != 0)
+                rc = 14;
+        }
+    }
+    child_close(f, a);
+    return rc;
+}
+
+START_TEST(test_racing_claims_never_exceed_capacity)
+{
+    const char *name = tu_fleet_name("adm-race");
+    struct orbit_fleet *f;
+    struct orbit_admission *a = parent_open(name, &f, 0);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(orbit_admission_set_capacity(a, race_dom[i], race_cap[i]), 0);
+    struct race_shadow *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(sh, MAP_FAILED);
+    struct tu_gate gate;
+    tu_gate_init(&gate);
+    pid_t pid[RACE_PROCS];
+    for (int i = 0; i < RACE_PROCS; i++)
+        if ((pid[i] = fork()) == 0)
+            _exit(race_child(name, i, sh, &gate));
+    tu_gate_open(&gate, RACE_PROCS);
+    for (int i = 0; i < RACE_PROCS; i++)
+        ck_assert_int_eq(tu_wait_child(pid[i], 300000), 0);   /* 13: over capacity; 11: a wait not woken */
+    fprintf(stderr, "race: %ld claimed, %ld deferred, %ld waits\n", atomic_load(&sh->claimed),
+            atomic_load(&sh->deferred), atomic_load(&sh->waits));
+    ck_assert_int_gt(atomic_load(&sh->deferred), 0);   /* they did contend (the opening move, at least) */
+    ck_assert_int_gt(atomic_load(&sh->claimed), 0);
+    for (int i = 0; i < 2; i++)
+        ck_assert_uint_eq(used_of(a, race_dom[i]), 0);   /* all or nothing: no unit left behind */
+    struct orbit_admission_info in = info_of(a);
+    ck_assert_uint_eq(in.live_claims, 0);
+    ck_assert(!in.poisoned);
+    ck_assert_uint_eq(in.repairs, 0);
+    tu_gate_close(&gate);
+    munmap(sh, sizeof *sh);
     orbit_admission_close(a);
     orbit_fleet_leave(f);
     ck_assert_int_eq(orbit_fleet_unlink(name), 0);
@@ -562,7 +699,7 @@ static int garbage_child(const char *name)
     struct orbit_admission *a;
     if (child_open(name, 3, 3003, &f, &a) != 0)
         return 2;
-    memset((void *)a->ledger, 0xde, 16);
+    memset((void *)&a->ledger->lock, 0xde, sizeof a->ledger->lock);
     struct orbit_units u = { 1, 1 };
     struct orbit_demand d = { .claim = &u, .n_claim = 1 };
     struct orbit_admit_result r;
@@ -872,6 +1009,7 @@ static Suite *fleet_suite(void)
     TCase *t = tcase_create("processes");
     tcase_set_timeout(t, 300);
     tcase_add_test(t, test_stress_4proc);
+    tcase_add_test(t, test_racing_claims_never_exceed_capacity);
     tcase_add_loop_test(t, test_kill_holding, 0, 2);
     tcase_add_loop_test(t, test_kill_in_mutex, 0, 3);
     tcase_add_loop_test(t, test_deferred_woken_across_processes, 0, 2);

@@ -967,6 +967,48 @@ START_TEST(test_wait_woken)
 }
 END_TEST
 
+
+/*
+ * A claim and a release nobody waits for write nothing a waiter reads: the
+ * wake word keeps its value and its parked flag, while the release epoch
+ * moves. A waiter that registered for the next epoch (as one does before it
+ * sleeps) makes the release that reaches it move the word and count a wake.
+ */
+START_TEST(test_release_without_waiters_leaves_the_wake_word)
+{
+    struct fx x = fx_std(0);
+    struct adm_ledger *l = x.a->ledger;
+    uint32_t changes = atomic_load(&l->change.changes), parked = atomic_load(&l->change.parked);
+    uint64_t e0 = orbit_admission_epoch(x.a);
+    for (int i = 0; i < 10; i++) {
+        struct orbit_units u[] = { { 10, 3 }, { 20, 2 } };
+        struct orbit_admit_result r;
+        ck_assert_int_eq(claim(x.a, u, 2, NULL, 0, 0, &r), 0);
+        ck_assert_int_eq(r.outcome, ORBIT_ADMIT_CLAIMED);
+        ck_assert_int_eq(orbit_admission_release(x.a, &r.claim), 0);
+    }
+    ck_assert_uint_eq(orbit_admission_epoch(x.a), e0 + 10);
+    ck_assert_uint_eq(atomic_load(&l->change.changes), changes);
+    ck_assert_uint_eq(atomic_load(&l->change.parked), parked);
+    struct orbit_admission_stats st;
+    orbit_admission_stats(x.a, &st);
+    ck_assert_uint_eq(st.wakes, 0);
+    /* A waiter wants the next epoch: the release that makes it moves the word and wakes. */
+    atomic_store(&l->epoch_wanted, e0 + 11);
+    struct orbit_claim c = must_claim(x.a, 10, 1, 0);
+    ck_assert_int_eq(orbit_admission_release(x.a, &c), 0);
+    ck_assert_uint_ne(atomic_load(&l->change.changes), changes);
+    orbit_admission_stats(x.a, &st);
+    ck_assert_uint_eq(st.wakes, 1);
+    /* Past the wanted epoch, releases are quiet again. */
+    changes = atomic_load(&l->change.changes);
+    c = must_claim(x.a, 10, 1, 0);
+    ck_assert_int_eq(orbit_admission_release(x.a, &c), 0);
+    ck_assert_uint_eq(atomic_load(&l->change.changes), changes);
+    fx_close(&x);
+}
+END_TEST
+
 START_TEST(test_prep_wait)
 {
     struct fx x = fx_std(0);
@@ -1039,6 +1081,7 @@ static Suite *admission_suite(void)
     tcase_add_test(t, test_wait_timeouts);
     tcase_add_loop_test(t, test_wait_woken, 0, 4);
     tcase_add_test(t, test_prep_wait);
+    tcase_add_test(t, test_release_without_waiters_leaves_the_wake_word);
     suite_add_tcase(s, t);
     return s;
 }

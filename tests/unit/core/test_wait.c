@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <linux/membarrier.h>
 #include <orbit/uring.h>
 #include "testutil.h"
 #include "core/wait.h"
@@ -326,6 +328,122 @@ START_TEST(a_dead_holders_pid_reused_by_a_live_process_is_taken_over)
 }
 END_TEST
 
+/* ---- the lock whose give is a store (orb_flock) ---- */
+
+/* A lock word and its sleepers count, as a table keeps them. */
+struct flock_pair { struct orb_lock l; _Atomic uint32_t sleepers; };
+#define FL(f) &(f)->l, &(f)->sleepers
+
+struct flocked_count { struct flock_pair lock; uint64_t n; _Atomic int saw_sleeper; };
+
+/* Every 500th hold lasts 2 ms: the others spin out and sleep, so gives find sleepers. */
+static void count_under_flock(struct flocked_count *c, int rounds)
+{
+    for (int i = 0; i < rounds; i++) {
+        if (orb_flock_take(FL(&c->lock), ORB_LOCK_BOUND_MS) != ORB_LOCK_TAKEN)
+            ck_abort_msg("take %d", i);
+        c->n++;   /* plain: the lock is the only thing ordering it (TSan checks) */
+        if (i % 500 == 0)
+            usleep(2000);
+        if (atomic_load(&c->lock.sleepers) != 0)
+            atomic_store(&c->saw_sleeper, 1);
+        orb_flock_give(FL(&c->lock));
+    }
+}
+
+static void *flock_thread(void *arg)
+{
+    count_under_flock(arg, 20000);
+    return NULL;
+}
+
+START_TEST(the_flock_excludes_threads_and_wakes_its_sleepers)
+{
+    static struct flocked_count c;
+    orb_flock_init(FL(&c.lock));
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, flock_thread, &c), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_uint_eq(c.n, 80000);
+    ck_assert_int_eq(atomic_load(&c.saw_sleeper), 1);   /* the sleeping path ran, and every sleeper woke */
+    ck_assert_uint_eq(atomic_load(&c.lock.l.word), 0);
+    ck_assert_uint_eq(atomic_load(&c.lock.sleepers), 0);
+}
+END_TEST
+
+START_TEST(the_flock_excludes_processes)
+{
+    struct flocked_count *c = mmap(NULL, sizeof *c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(c, MAP_FAILED);
+    orb_flock_init(FL(&c->lock));
+    c->n = 0;
+    pid_t kid[3];
+    for (int i = 0; i < 3; i++)
+        if ((kid[i] = fork()) == 0) {
+            count_under_flock(c, 10000);
+            _exit(0);
+        }
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tu_wait_child(kid[i], 60000), 0);
+    ck_assert_uint_eq(c->n, 30000);
+    ck_assert_int_eq(atomic_load(&c->saw_sleeper), 1);
+    ck_assert_uint_eq(atomic_load(&c->lock.l.word), 0);
+    ck_assert_uint_eq(atomic_load(&c->lock.sleepers), 0);
+    munmap(c, sizeof *c);
+}
+END_TEST
+
+/* Gives by store only once registered for membarrier; a fork child registers on its own. */
+START_TEST(a_process_gives_by_store_only_once_registered)
+{
+    struct flock_pair *f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(f, MAP_FAILED);
+    orb_flock_init(FL(f));
+    long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    uint32_t can = q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) ? 1 : 0;
+    ck_assert_int_eq(orb_flock_take(FL(f), ORB_LOCK_BOUND_MS), ORB_LOCK_TAKEN);
+    orb_flock_give(FL(f));
+    ck_assert_uint_eq(atomic_load(&orb_lock_store_give), can);
+    pid_t kid = fork();
+    if (kid == 0) {
+        if (atomic_load(&orb_lock_store_give) != 0)
+            _exit(1);   /* the parent's registration is not the child's */
+        if (orb_flock_take(FL(f), ORB_LOCK_BOUND_MS) != ORB_LOCK_TAKEN)
+            _exit(2);
+        orb_flock_give(FL(f));
+        _exit(atomic_load(&orb_lock_store_give) == can ? 0 : 3);
+    }
+    ck_assert_int_eq(tu_wait_child(kid, 10000), 0);
+    munmap(f, sizeof *f);
+}
+END_TEST
+
+START_TEST(a_dead_flock_holder_is_taken_over_and_a_dead_sleepers_count_dropped)
+{
+    struct flock_pair *f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(f, MAP_FAILED);
+    orb_flock_init(FL(f));
+    pid_t kid = fork();
+    if (kid == 0)
+        _exit(orb_flock_take(FL(f), ORB_LOCK_BOUND_MS) == ORB_LOCK_TAKEN ? 0 : 1);   /* exits holding it */
+    ck_assert_int_eq(tu_wait_child(kid, 10000), 0);
+    ck_assert_int_eq(orb_lock_holder(&f->l), kid);
+    ck_assert_int_eq(orb_flock_take(FL(f), ORB_LOCK_BOUND_MS), ORB_LOCK_RECOVERED);
+    ck_assert_int_eq(orb_lock_holder(&f->l), getpid());
+    orb_flock_give(FL(f));
+    /* Two sleepers counted themselves and died: the gives stop paying for them. */
+    atomic_store(&f->sleepers, 2);
+    for (int i = 0; i < 64; i++) {
+        ck_assert_int_eq(orb_flock_take(FL(f), ORB_LOCK_BOUND_MS), ORB_LOCK_TAKEN);
+        orb_flock_give(FL(f));
+    }
+    ck_assert_uint_eq(atomic_load(&f->sleepers), 0);
+    munmap(f, sizeof *f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("wait");
@@ -342,6 +460,10 @@ int main(void)
     tcase_add_test(tc, the_lock_excludes_and_leaves_no_waiters_bit_behind);
     tcase_add_test(tc, a_forged_word_is_refused_and_a_dead_holder_is_taken_over);
     tcase_add_test(tc, a_dead_holders_pid_reused_by_a_live_process_is_taken_over);
+    tcase_add_test(tc, the_flock_excludes_threads_and_wakes_its_sleepers);
+    tcase_add_test(tc, the_flock_excludes_processes);
+    tcase_add_test(tc, a_process_gives_by_store_only_once_registered);
+    tcase_add_test(tc, a_dead_flock_holder_is_taken_over_and_a_dead_sleepers_count_dropped);
     suite_add_tcase(s, tc);
     TCase *futex_ops = tu_optional_tcase("uring_futex_ops");
     tcase_set_timeout(futex_ops, 60);
