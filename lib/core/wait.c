@@ -113,20 +113,28 @@ void orb_wait_set_wake_hook(orb_wake_hook_fn fn, void *ctx)
     wake_hook_ctx = ctx;
 }
 
-bool orb_wait_signal(struct orb_waitword *w, struct orb_wait_stats *stats)
+bool orb_wait_signal_bumped(struct orb_waitword *w, struct orb_wait_stats *stats)
 {
-    /* changes moves first: a waiter that armed after this sees its futex value differ. */
-    atomic_fetch_add_explicit(&w->changes, 1, memory_order_seq_cst);
-    /* seq_cst load after the RMW: either we see parked, or the waiter's later futex check
+    /* seq_cst load after the bump: either we see parked, or the waiter's later futex check
      * sees the new changes value and does not sleep. */
     if (atomic_load_explicit(&w->parked, memory_order_seq_cst) == 0)
         return false;
     if (atomic_exchange_explicit(&w->parked, 0, memory_order_seq_cst) == 0)
         return false;
+    /* The flag we took may be a waiter's that read since after our bump: move the word again
+     * (after the take), so that waiter's futex check fails and it arms anew. */
+    atomic_fetch_add_explicit(&w->changes, 1, memory_order_seq_cst);
     orb_futex_wake_all(&w->changes);
     if (stats)
         atomic_fetch_add_explicit(&stats->wakes, 1, memory_order_relaxed);
     return true;
+}
+
+bool orb_wait_signal(struct orb_waitword *w, struct orb_wait_stats *stats)
+{
+    /* changes moves first: a waiter that armed after this sees its futex value differ. */
+    atomic_fetch_add_explicit(&w->changes, 1, memory_order_seq_cst);
+    return orb_wait_signal_bumped(w, stats);
 }
 
 void orb_wait_kick(struct orb_waitword *w)

@@ -7,8 +7,9 @@
  *   parked  - u32 flag, "someone may be asleep on changes".
  * Waiter: since = changes; check; parked = 1 (seq_cst); check again; sleep
  * while changes == since. Waker: publish; changes++; fence; wake only when
- * exchange(parked, 0) was 1. The waker clears the flag, so an abandoned
- * waiter costs at most one spurious wake later.
+ * exchange(parked, 0) was 1, after moving changes once more (the flag taken
+ * may be a waiter's whose since already counted the first bump). The waker
+ * clears the flag, so an abandoned waiter costs at most one spurious wake.
  */
 #ifndef ORB_CORE_WAIT_H
 #define ORB_CORE_WAIT_H
@@ -103,6 +104,8 @@ int orb_wait_park(struct orb_waitword *w, uint32_t since, const struct orb_deadl
  * out (counted in stats).
  */
 bool orb_wait_signal(struct orb_waitword *w, struct orb_wait_stats *stats);
+/* Its second half, after the bump (tests drive the two halves apart). */
+bool orb_wait_signal_bumped(struct orb_waitword *w, struct orb_wait_stats *stats);
 
 /*
  * orb_wait_kick - for death reports: bump changes and wake every sleeper on w,

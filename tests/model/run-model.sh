@@ -15,5 +15,6 @@ check() {   # check NAME [spin -D flags]: prints the error count
 }
 ok=$(check correct)
 broken=$(check broken -DBROKEN)
-echo "wake protocol: errors=$ok; broken variant: errors=$broken"
-[ "$ok" = "0" ] && [ "$broken" != "0" ]
+one_bump=$(check one-bump -DONE_BUMP)
+echo "wake protocol: errors=$ok; broken variants: no bump errors=$broken, one bump errors=$one_bump"
+[ "$ok" = "0" ] && [ "$broken" != "0" ] && [ "$one_bump" != "0" ]

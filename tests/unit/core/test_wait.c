@@ -79,6 +79,25 @@ START_TEST(a_parked_waiter_is_woken_by_exactly_one_wake)
 }
 END_TEST
 
+/*
+ * A waker's bump lands before the waiter reads since, and its take of the
+ * parked flag after the waiter armed. The waiter must not then sleep with the
+ * flag gone (a later waker would read parked 0 and skip it): its park returns.
+ */
+START_TEST(a_waker_that_takes_a_later_arm_moves_the_word_again)
+{
+    struct flag f = { 0 };
+    struct orb_wait_stats wst = { 0 };
+    atomic_fetch_add(&f.w.changes, 1);               /* the waker's bump */
+    uint32_t since = orb_wait_since(&f.w);           /* the waiter counts it */
+    orb_wait_arm(&f.w);
+    ck_assert(orb_wait_signal_bumped(&f.w, &wst));   /* the waker takes that arm */
+    ck_assert_uint_eq(atomic_load(&f.w.parked), 0);
+    struct orb_deadline d = orb_deadline_in(2000);
+    ck_assert_int_eq(orb_wait_park(&f.w, since, &d, NULL), 0);   /* not asleep till the deadline */
+}
+END_TEST
+
 START_TEST(the_spin_budget_adapts_down_when_spins_fail)
 {
     orbit_set_spin_ns(4000);
@@ -453,6 +472,7 @@ int main(void)
     tcase_add_test(tc, a_ready_predicate_returns_at_once_even_with_timeout_zero);
     tcase_add_test(tc, nothing_changing_times_out);
     tcase_add_test(tc, a_parked_waiter_is_woken_by_exactly_one_wake);
+    tcase_add_test(tc, a_waker_that_takes_a_later_arm_moves_the_word_again);
     tcase_add_test(tc, the_spin_budget_adapts_down_when_spins_fail);
     tcase_add_test(tc, a_wait_crosses_processes);
     tcase_add_test(tc, a_spinner_on_a_shared_cpu_yields_to_its_peer);
