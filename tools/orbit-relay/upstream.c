@@ -201,7 +201,7 @@ static int up_interim(struct upstream *up, size_t r)
 static int up_head(struct upstream *up)
 {
     for (;;) {
-        int r = hm_head_parse(&up->msg, HM_RESPONSE, up->buf, up->len, W_UPBUF, up->job.head_req);
+        int r = hm_head_parse(&up->msg, HM_RESPONSE, up->buf, up->len, W_UPHEAD, up->job.head_req);
         if (r <= 0)
             return r == 0 && up->len < W_UPBUF ? 0 : -1;
         if (up->msg.h.status == 101)

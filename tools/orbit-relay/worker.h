@@ -7,7 +7,8 @@
 #include "relay.h"
 
 #define W_IN      16384            /* client input: the first buffer (it grows) */
-#define W_UPBUF   16384            /* upstream receive buffer */
+#define W_UPBUF   65536            /* upstream receive buffer: a 64 KiB body in one recv */
+#define W_UPHEAD  16384            /* a response head's limit */
 #define W_OUT     16384            /* relayed-response buffer (remote path) */
 #define W_RETRIES 8                /* attempts of one request before 502 */
 #define W_GRACE_MS 1000            /* reservations nobody brought age out after this */
@@ -101,7 +102,7 @@ struct upstream {
     size_t hout_len;                /* the rewritten head, not yet handed on */
     const char *body; size_t body_len;   /* body bytes in buf not yet handed on */
     size_t delivered;
-    char hout[2 * W_UPBUF + 128];   /* the head, and the body when it cannot go before it */
+    char hout[2 * W_UPHEAD + 128];  /* the heads, and the body when it cannot go before them */
     char buf[W_UPBUF];
 };
 
