@@ -26,10 +26,41 @@ static void up_recv(struct worker *w, struct upstream *up)
     io_uring_prep_recv(sqe, up->fd, up->buf + up->len, W_UPBUF - up->len, 0);
 }
 
+/* ---- the idle list: a request takes the most recently used idle upstream
+ * without a snapshot of the key's every candidate ------------------------- */
+
+static void idle_push(struct worker *w, struct upstream *up)
+{
+    if (up->idle_at >= 0 || w->n_idle >= W_LANE)
+        return;
+    up->idle_at = w->n_idle;
+    w->idle[w->n_idle++] = up;
+}
+
+static void idle_remove(struct worker *w, struct upstream *up)
+{
+    if (up->idle_at < 0)
+        return;
+    struct upstream *last = w->idle[--w->n_idle];
+    w->idle[up->idle_at] = last;
+    last->idle_at = up->idle_at;
+    up->idle_at = -1;
+}
+
+struct upstream *up_idle_pop(struct worker *w)
+{
+    if (w->n_idle == 0)
+        return NULL;
+    struct upstream *up = w->idle[w->n_idle - 1];
+    idle_remove(w, up);
+    return up;
+}
+
 /* Starts forwarding one request; the response goes to the sink. */
 static void up_start(struct worker *w, struct upstream *up, enum sink_kind sink, void *sink_obj,
                      const struct up_job *job)
 {
+    idle_remove(w, up);
     up->busy = true;
     up->sink = sink;
     up->sink_obj = sink_obj;
@@ -53,6 +84,7 @@ void up_unsink(struct worker *w, struct upstream *up)
 /* Ends an upstream: out of the pool and closed. */
 static void up_retire(struct worker *w, struct upstream *up)
 {
+    idle_remove(w, up);
     if (up->registered) {
         orbit_pool_unregister(w->pool, up->id);
         up->registered = false;
@@ -110,6 +142,8 @@ static void up_job_done(struct worker *w, struct upstream *up)
     up_unsink(w, up);
     if (!up->keepalive || (w->n_ups > fair_share(w) && others_starving(w)))
         up_retire(w, up);   /* closed by the backend, or more than our share while others wait */
+    else
+        idle_push(w, up);
     if (sink == SINK_CLIENT) {
         struct client *c = obj;
         c->keepalive = c->keepalive && !up->close_client;
@@ -375,6 +409,7 @@ void up_create(struct worker *w, struct client *c, struct orbit_permit *permit)
         return;
     }
     up->permit = *permit;
+    up->idle_at = -1;
     up->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     up->creator = c;
     up->addr = w->o->upstream;
@@ -418,6 +453,7 @@ void up_on_connect(struct worker *w, struct upstream *up, int res)
     w->n_ups++;
     STAT_ADD(w->st, upstreams_created, 1);
     STAT_ADD(w->st, upstreams_open, 1);
+    idle_push(w, up);   /* until a request takes it (up_start) */
     if (c) {
         /* Our own new upstream, unless another worker leased it in between. */
         struct orbit_lease lease;

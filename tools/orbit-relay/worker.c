@@ -214,6 +214,7 @@ static void check_timeouts(struct worker *w)
 
 static void on_tick(struct worker *w)
 {
+    count_running(w);
     check_timeouts(w);
     for (uint32_t s = 0; s < W_LANE; s++) {
         struct upstream *up = w->by_slot[s];
@@ -400,6 +401,7 @@ int worker_main(const struct relay_opts *o, struct relay_stats *stats, int slot,
     signal(SIGPIPE, SIG_IGN);
     if (worker_open(&w, stats, slot) < 0)
         return 1;
+    count_running(&w);
     accept_arm(&w);
     arm_offer_wait(&w);
     arm_readiness(&w);

@@ -95,6 +95,7 @@ struct upstream {
     bool sent_any;                  /* a byte of the request went to the backend */
     bool timed_out;
     bool handing;                   /* a piece is with the sink until it says drained */
+    int idle_at;                    /* its place in the worker's idle list, or -1 */
     enum sink_kind sink; void *sink_obj;
     size_t len;                     /* bytes in buf */
     struct hm_msg msg;              /* the response */
@@ -185,6 +186,9 @@ struct worker {
     struct client *qhead, *qtail;
     bool pool_armed, offer_armed;
     struct upstream *by_slot[W_LANE];
+    struct upstream *idle[W_LANE];  /* our idle upstreams, the most recently used last */
+    int n_idle;
+    int n_running;                  /* running workers, counted at each tick */
     int n_ups, n_creating, n_clients, n_rs, n_os;
     struct relay_stats *stats;      /* the whole fleet's counters: who waits, who owns */
     struct orbit_policy policy;
@@ -228,6 +232,7 @@ void up_drained(struct worker *w, struct upstream *up);
 void up_on_recv(struct worker *w, struct upstream *up, int res);
 void up_on_send(struct worker *w, struct upstream *up, int res);
 struct upstream *up_by_id(struct worker *w, orbit_id id);
+struct upstream *up_idle_pop(struct worker *w);
 int up_run_lease(struct worker *w, const struct orbit_lease *lease, enum sink_kind sink, void *obj,
                  const struct up_job *job);
 void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now);
@@ -250,6 +255,7 @@ void take_offers(struct worker *w);
 void arm_offer_wait(struct worker *w);
 
 /* the pool (pool.c) */
+void count_running(struct worker *w);
 int fair_share(struct worker *w);
 bool others_starving(struct worker *w);
 struct orbit_decision fair_decide(void *ctx, orbit_key key, const struct orbit_candidate *c, size_t n, uint32_t live, uint32_t creating, const struct orbit_limits *limits);
