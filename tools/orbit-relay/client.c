@@ -231,7 +231,6 @@ static void client_start(struct worker *w, struct client *c)
     c->retries = 0;
     c->fail_status = 502;
     c->resp_started = c->resp_done = false;
-    c->t0 = relay_now_ns();
     STAT_ADD(w->st, inflight, 1);
     if (w->qhead) {            /* others wait already: queue behind them */
         queue_push(w, c);
@@ -291,7 +290,7 @@ void client_stream_more(struct worker *w, struct client *c)
     struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_RECV);
     io_uring_prep_recv(sqe, c->fd, at, n, 0);
     c->recv_armed = true;
-    c->t_read = relay_now_ns();
+    c->t_read = w->now;
 }
 
 /* A streamed body that cannot go on: the upstream goes; status answered (0: just closed). */
@@ -316,7 +315,7 @@ static void client_chunk_in(struct worker *w, struct client *c, size_t n)
     char *p = c->in + W_CHUNK_HEAD;
     size_t out;
     ssize_t used = hm_body(&c->msg, p, n, &out);
-    c->t_read = relay_now_ns();
+    c->t_read = w->now;
     if (used < 0 || (w->o->max_body && c->msg.payload > w->o->max_body)) {
         client_stream_cut(w, c, used < 0 ? 400 : 413);
         return;
@@ -342,7 +341,7 @@ static void client_chunk_in(struct worker *w, struct client *c, size_t n)
 static void client_stream_in(struct worker *w, struct client *c, size_t n)
 {
     c->stream_left -= n;
-    c->t_read = relay_now_ns();
+    c->t_read = w->now;
     if (c->stream_left == 0)
         c->streaming = false;
     up_stream(w, c->up, c->in, n, c->stream_left > 0);
@@ -353,7 +352,7 @@ static void client_try_request(struct worker *w, struct client *c)
 {
     if (!c->head_done) {
         if (c->in_len > 0 && c->t_head == 0)
-            c->t_head = relay_now_ns();
+            c->t_head = w->now;
         if (client_head(w, c) < 0) {
             if (c->state == C_ERROR || c->closing)
                 return;
@@ -448,7 +447,7 @@ void client_resp_done(struct worker *w, struct client *c)
     c->used = 0;
     c->head_done = c->continue_sent = c->streaming = false;
     c->t_head = 0;
-    c->t_idle = relay_now_ns();
+    c->t_idle = w->now;
     client_try_request(w, c);
 }
 
@@ -556,7 +555,7 @@ void client_on_recv(struct worker *w, struct client *c, int res)
         return;
     }
     c->in_len += (size_t)res;
-    c->t_read = relay_now_ns();
+    c->t_read = w->now;
     client_try_request(w, c);
 }
 
@@ -602,7 +601,7 @@ void on_accept(struct worker *w, int res)
     } else {
         c->in = in;
         c->in_cap = W_IN;
-        c->t_idle = relay_now_ns();
+        c->t_idle = w->now;
         c->fd = res;
         int one = 1;
         setsockopt(res, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -69,7 +69,7 @@ static void up_start(struct worker *w, struct upstream *up, enum sink_kind sink,
     up->sent_any = up->head_done = up->close_client = up->timed_out = up->handing = false;
     up->len = up->hout_len = up->body_len = 0;
     up->delivered = 0;
-    up->t_start = relay_now_ns();
+    up->t_start = w->now;
     up_send(w, up);
 }
 
@@ -340,7 +340,7 @@ void up_on_send(struct worker *w, struct upstream *up, int res)
         return;
     }
     up->sent_any = true;
-    up->t_start = relay_now_ns();   /* the response timeout runs from the request's last byte */
+    up->t_start = w->now;   /* the response timeout runs from the request's last byte */
     up->req_off += (size_t)res;
     if (up->req_off < up->job.req_len)
         up_send(w, up);
@@ -413,7 +413,7 @@ void up_create(struct worker *w, struct client *c, struct orbit_permit *permit)
     up->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     up->creator = c;
     up->addr = w->o->upstream;
-    up->t_start = relay_now_ns();
+    up->t_start = w->now;
     c->state = C_CREATE;
     c->up = up;
     w->n_creating++;

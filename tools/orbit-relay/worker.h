@@ -50,7 +50,6 @@ struct client {
     int retries;
     int fail_status;                /* answered when the request fails before a byte went out */
     int deferred_status;            /* an error to answer once our 100 Continue is out */
-    int64_t t0;
     int64_t t_idle, t_head, t_read; /* idle since; first byte of the head; last body bytes */
     char *in; size_t in_cap;        /* client input: grows up to one request's limit */
     size_t in_len, used;            /* input bytes; bytes of the current request */
@@ -177,6 +176,7 @@ struct worker {
     bool stopping;
     bool accept_paused;             /* out of descriptors: the tick or a close re-arms it */
     int64_t stop_deadline;
+    int64_t now;                    /* CLOCK_MONOTONIC as the current batch of completions began */
     /* objects */
     struct obj **objs;
     uint32_t *gens, n_objs, cap_objs, *free_idx, n_free;
