@@ -213,6 +213,14 @@ START_TEST(header_idle_and_response_timeouts)
     ck_assert_int_lt(tu_now_ns() - t0, 8000000000ll);
     ask("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n", buf, sizeof buf);   /* no answer in time: 504 */
     ck_assert_msg(strncmp(buf, "HTTP/1.1 504", 12) == 0, "got '%.40s'", buf);
+    /* A body that stops coming once begun: the client's connection is cut (a 504 cannot
+     * follow bytes of the response), not held as long as the backend likes. */
+    fd = connect_to(relay_port);
+    put_str(fd, "GET /stall-body HTTP/1.1\r\nHost: t\r\n\r\n");
+    read_until(fd, buf, sizeof buf, "0123456789", 3000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got '%.40s'", buf);
+    ck_assert_msg(closed_within(fd, 6000), "a stalled response body held the client for 6 s");
+    close(fd);
 }
 END_TEST
 

@@ -208,8 +208,7 @@ void up_drained(struct worker *w, struct upstream *up)
 /*
  * An interim (1xx) head of r bytes at buf: 102, 103 and the like go on to an
  * HTTP/1.1 client without hop-by-hop fields (never to HTTP/1.0, RFC 9110 15.2);
- * 100 is dropped (the relay answered any 100-continue itself). The response
- * timeout starts again: the backend is at work. -1 on error.
+ * 100 is dropped (the relay answered any 100-continue itself). -1 on error.
  */
 static int up_interim(struct upstream *up, size_t r)
 {
@@ -222,7 +221,6 @@ static int up_interim(struct upstream *up, size_t r)
     }
     memmove(up->buf, up->buf + r, up->len - r);
     up->len -= r;
-    up->t_start = relay_now_ns();
     return 0;
 }
 
@@ -302,6 +300,7 @@ void up_on_recv(struct worker *w, struct upstream *up, int res)
         return;
     }
     up->len += (size_t)res;
+    up->t_start = w->now;   /* the response timeout also bounds each wait for more of it */
     size_t start = 0;
     if (!up->head_done) {
         int r = up_head(up);
@@ -489,7 +488,15 @@ void up_abort(struct worker *w, struct upstream *up)
     up_fail(w, up);
 }
 
-/* Housekeeping: a connect or a response that takes longer than configured. */
+/* Busy, and what it waits for is the backend: not the sink taking a piece, nor the
+ * client sending the next piece of a streamed body. */
+static bool up_waits_on_backend(const struct upstream *up)
+{
+    return up->busy && !up->handing && !(up->job.more && up->req_off == up->job.req_len);
+}
+
+/* Housekeeping: a connect, or a response (its head, or the next bytes of its body),
+ * that takes longer than configured. Past the head the request fails as a cut. */
 void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now)
 {
     if (up->timed_out)
@@ -497,9 +504,7 @@ void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now)
     if (!up->registered && up->fd >= 0 && now - up->t_start > (int64_t)w->o->connect_timeout_ms * 1000000) {
         up->timed_out = true;
         cancel_op(w, &up->o, OP_U_CONNECT);
-    } else if (up->busy && !up->head_done && !up->handing &&
-               now - up->t_start > (int64_t)w->o->response_timeout_ms * 1000000) {
-        /* (not while an interim head goes out: the sink is busy with it) */
+    } else if (up_waits_on_backend(up) && now - up->t_start > (int64_t)w->o->response_timeout_ms * 1000000) {
         up->timed_out = true;
         up_fail(w, up);
     }
