@@ -221,6 +221,28 @@ START_TEST(header_idle_and_response_timeouts)
     ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got '%.40s'", buf);
     ck_assert_msg(closed_within(fd, 6000), "a stalled response body held the client for 6 s");
     close(fd);
+    /* A client that stops reading its response: cut after the idle timeout (2 s here),
+     * which lets the upstream go, instead of holding it as long as the client likes. */
+    fd = connect_to(relay_port);
+    put_str(fd, "GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+    tu_sleep_ms(4000);
+    size_t got = 0;
+    bool ended = false;
+    char b[65536];
+    for (;;) {
+        struct pollfd pl = { .fd = fd, .events = POLLIN };
+        if (poll(&pl, 1, 3000) <= 0)
+            break;
+        ssize_t k = recv(fd, b, sizeof b, 0);
+        if (k <= 0) {
+            ended = k == 0 || errno == ECONNRESET;
+            break;
+        }
+        got += (size_t)k;
+        ck_assert_msg(got < (64u << 20), "the whole response came: the client was never cut");
+    }
+    ck_assert_msg(ended, "read %zu bytes, and the connection did not end", got);
+    close(fd);
 }
 END_TEST
 

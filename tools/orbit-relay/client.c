@@ -158,6 +158,7 @@ static void client_continue(struct worker *w, struct client *c)
     c->out = continue_100;
     c->out_len = sizeof continue_100 - 1;
     c->out_off = 0;
+    c->t_send = w->now;
     io_uring_prep_send(sqe, c->fd, c->out, c->out_len, MSG_NOSIGNAL);
     c->send_armed = true;
 }
@@ -393,6 +394,7 @@ void client_send(struct worker *w, struct client *c, const char *p, size_t n)
     c->out = p;
     c->out_len = n;
     c->out_off = 0;
+    c->t_send = w->now;
     c->resp_started = true;
     struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
     io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
@@ -518,6 +520,7 @@ void client_on_send(struct worker *w, struct client *c, int res)
         return;
     }
     c->out_off += (size_t)res;
+    c->t_send = w->now;
     if (c->out_off < c->out_len) {
         struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
         io_uring_prep_send(sqe, c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
@@ -626,6 +629,13 @@ struct up_job client_job(const struct client *c)
  * does not arrive in time is answered 408. */
 void client_check_timeouts(struct worker *w, struct client *c, int64_t now)
 {
+    if (c->send_armed && !c->closing && now - c->t_send > (int64_t)w->o->idle_timeout_ms * 1000000) {
+        /* The client took none of its response for that long: the send fails, and its
+         * failure lets go of what serves it (client_gone). */
+        shutdown(c->fd, SHUT_RDWR);
+        c->t_send = now;
+        return;
+    }
     if (c->streaming && c->state == C_LOCAL && c->recv_armed && c->up &&
         now - c->t_read > (int64_t)w->o->header_timeout_ms * 1000000) {
         client_stream_cut(w, c, 0);   /* the body stalled mid-stream: the request cannot complete */

@@ -51,6 +51,7 @@ struct client {
     int fail_status;                /* answered when the request fails before a byte went out */
     int deferred_status;            /* an error to answer once our 100 Continue is out */
     int64_t t_idle, t_head, t_read; /* idle since; first byte of the head; last body bytes */
+    int64_t t_send;                 /* the pending send began or last made progress */
     char *in; size_t in_cap;        /* client input: grows up to one request's limit */
     size_t in_len, used;            /* input bytes; bytes of the current request */
     struct hm_msg msg;              /* the request being read */
