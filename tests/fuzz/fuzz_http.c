@@ -4,7 +4,8 @@
  * hop-by-hop rewrite and the body framing on arbitrary bytes. The first byte
  * picks the kind, HEAD, dechunking and how the body is cut into feeds.
  * Asserts: counts stay within the buffers, a rewritten head parses again with
- * the same framing, and it carries no hop-by-hop field.
+ * the same framing (a chunked request's re-chunked head too), and it carries
+ * no hop-by-hop field.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,15 @@ static void check_rewrite(const char *buf, const struct hm_msg *m, enum hm_kind 
         abort();   /* a head we let through, rewritten, must still be valid */
     if (again.h.chunked != m->h.chunked || again.h.content_length != m->h.content_length || again.h.keepalive)
         abort();
+    if (kind == HM_REQUEST && m->h.chunked) {
+        /* Re-chunked for a streamed body: still chunked, no Content-Length. */
+        struct hm_rewrite rc = { .drop_te = true, .add_chunked = true, .connection = "close" };
+        ssize_t k = hm_head_rewrite(buf, m->h.head_len, &rc, out, sizeof out);
+        if (k > 0 && (hm_head_parse(&again, kind, out, (size_t)k, sizeof out, head_req) != (int)k ||
+                      !again.h.chunked || again.h.has_length))
+            abort();
+        n = hm_head_rewrite(buf, m->h.head_len, &rw, out, sizeof out);
+    }
     static const char *const hop[] = { "keep-alive:", "upgrade:", "te:", "proxy-" };
     for (const char *p = out; (p = memchr(p, '\n', (size_t)(out + n - p))) != NULL; p++)
         for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)

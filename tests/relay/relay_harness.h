@@ -164,6 +164,16 @@ static inline bool backend_answer(int fd, const char *req, size_t head_len, size
             usleep(1000);
         put_str(fd, "HTTP/1.1 102 Processing\r\n\r\n");
         put_body(fd, path, strlen(path));
+    } else if (strcmp(path, "/big") == 0) {          /* 64 MiB: more than any socket buffers hold */
+        static char chunk[1 << 16];
+        memset(chunk, 'b', sizeof chunk);
+        put_str(fd, "HTTP/1.1 200 OK\r\nContent-Length: 67108864\r\n\r\n");
+        for (int i = 0; i < 1024; i++)
+            send_all(fd, chunk, sizeof chunk);
+    } else if (strcmp(path, "/stall-body") == 0) {   /* a head and part of the body, then nothing */
+        put_str(fd, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789");
+        sleep(30);
+        return false;
     } else if (strcmp(path, "/early-slow") == 0) {   /* an interim response, then nothing */
         put_str(fd, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n");
         sleep(30);

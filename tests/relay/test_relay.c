@@ -213,6 +213,36 @@ START_TEST(header_idle_and_response_timeouts)
     ck_assert_int_lt(tu_now_ns() - t0, 8000000000ll);
     ask("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n", buf, sizeof buf);   /* no answer in time: 504 */
     ck_assert_msg(strncmp(buf, "HTTP/1.1 504", 12) == 0, "got '%.40s'", buf);
+    /* A body that stops coming once begun: the client's connection is cut (a 504 cannot
+     * follow bytes of the response), not held as long as the backend likes. */
+    fd = connect_to(relay_port);
+    put_str(fd, "GET /stall-body HTTP/1.1\r\nHost: t\r\n\r\n");
+    read_until(fd, buf, sizeof buf, "0123456789", 3000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "got '%.40s'", buf);
+    ck_assert_msg(closed_within(fd, 6000), "a stalled response body held the client for 6 s");
+    close(fd);
+    /* A client that stops reading its response: cut after the idle timeout (2 s here),
+     * which lets the upstream go, instead of holding it as long as the client likes. */
+    fd = connect_to(relay_port);
+    put_str(fd, "GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+    tu_sleep_ms(4000);
+    size_t got = 0;
+    bool ended = false;
+    char b[65536];
+    for (;;) {
+        struct pollfd pl = { .fd = fd, .events = POLLIN };
+        if (poll(&pl, 1, 3000) <= 0)
+            break;
+        ssize_t k = recv(fd, b, sizeof b, 0);
+        if (k <= 0) {
+            ended = k == 0 || errno == ECONNRESET;
+            break;
+        }
+        got += (size_t)k;
+        ck_assert_msg(got < (64u << 20), "the whole response came: the client was never cut");
+    }
+    ck_assert_msg(ended, "read %zu bytes, and the connection did not end", got);
+    close(fd);
 }
 END_TEST
 
@@ -275,8 +305,8 @@ START_TEST(stalled_streamed_body_is_cut)
 }
 END_TEST
 
-/* Sends a chunked body of total payload bytes (every byte value) in chunks of
- * many sizes, with extensions and a trailer; returns the payload's hash. */
+/* Sends the chunks of a chunked body of total payload bytes (every byte value) in
+ * many sizes, with extensions, but not its last chunk; returns the payload's hash. */
 static uint64_t send_chunked(int fd, size_t total)
 {
     static char data[200000];
@@ -297,6 +327,13 @@ static uint64_t send_chunked(int fd, size_t total)
         hash = fnv1a(hash, p, n);
         sent += n;
     }
+    return hash;
+}
+
+/* send_chunked, then the last chunk and a trailer. */
+static uint64_t send_chunked_body(int fd, size_t total)
+{
+    uint64_t hash = send_chunked(fd, total);
     put_str(fd, "0\r\nX-Trailer: 1\r\n\r\n");
     return hash;
 }
@@ -320,7 +357,7 @@ START_TEST(chunked_body_streams_through)
     int before = atomic_load(&seen->posts);
     int fd = connect_to(port);
     put_str(fd, "POST /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
-    uint64_t hash = send_chunked(fd, 8u << 20);
+    uint64_t hash = send_chunked_body(fd, 8u << 20);
     put_str(fd, "GET /after HTTP/1.1\r\nHost: t\r\n\r\n");
     char buf[4096], want[128];
     read_response(fd, buf, sizeof buf, 20000);
@@ -336,7 +373,7 @@ START_TEST(chunked_body_streams_through)
     size_t sizes[] = { 0, 1, 65535, 65537, 300000, 10 };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         put_str(fd, "PUT /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
-        hash = send_chunked(fd, sizes[i]);
+        hash = send_chunked_body(fd, sizes[i]);
         read_response(fd, buf, sizeof buf, 10000);
         snprintf(want, sizeof want, "bytes=%zu fnv=%016llx ", sizes[i], (unsigned long long)hash);
         ck_assert_msg(strncmp(body_of(buf), want, strlen(want)) == 0, "size %zu: the backend saw '%s'", sizes[i],
@@ -356,7 +393,7 @@ START_TEST(streamed_chunked_body_is_never_sent_twice)
     int before = atomic_load(&seen->requests);
     int fd = connect_to(port);
     put_str(fd, "PUT /drop HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
-    send_chunked(fd, 300000);
+    send_chunked_body(fd, 300000);
     char buf[1024];
     read_response(fd, buf, sizeof buf, 5000);
     ck_assert_msg(strncmp(buf, "HTTP/1.1 502", 12) == 0, "got '%.60s'", buf);
@@ -367,12 +404,42 @@ START_TEST(streamed_chunked_body_is_never_sent_twice)
 }
 END_TEST
 
+START_TEST(streamed_chunked_body_errors)
+{
+    /* Past what is held (so it streams), a malformed chunk: 400 and the connection closed;
+     * a stalled one: cut after the header timeout. Then a request still goes through. */
+    char buf[1024];
+    int fd = connect_to(relay_port);
+    put_str(fd, "PUT /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    send_chunked(fd, 100000);   /* its last chunk is not sent: the body goes on */
+    tu_sleep_ms(200);           /* read, and streaming, before the bad chunk comes */
+    put_str(fd, "zz\r\n");
+    read_until(fd, buf, sizeof buf, "\r\n\r\n", 5000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 400", 12) == 0, "got '%.60s'", buf);
+    ck_assert(closed_within(fd, 3000));
+    close(fd);
+    fd = connect_to(relay_port);
+    put_str(fd, "PUT /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    send_chunked(fd, 100000);
+    put_str(fd, "10\r\n0123");
+    int64_t t0 = tu_now_ns();
+    ck_assert(closed_within(fd, 6000));
+    ck_assert_int_lt(tu_now_ns() - t0, 6000000000ll);
+    close(fd);
+    fd = connect_to(relay_port);
+    put_str(fd, "GET /after-errors HTTP/1.1\r\nHost: t\r\n\r\n");
+    read_response(fd, buf, sizeof buf, 5000);
+    ck_assert_str_eq(body_of(buf), "/after-errors");
+    close(fd);
+}
+END_TEST
+
 START_TEST(chunked_body_over_max_body)
 {
     /* --max-body 200000: a chunked body past it is answered 413 and the connection closed. */
     int fd = connect_to(relay_port);
     put_str(fd, "POST /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
-    send_chunked(fd, 250000);
+    send_chunked_body(fd, 250000);
     char buf[1024];
     read_until(fd, buf, sizeof buf, "\r\n\r\n", 5000);
     ck_assert_msg(strncmp(buf, "HTTP/1.1 413", 12) == 0, "got '%.60s'", buf);
@@ -516,6 +583,7 @@ int main(void)
     tcase_add_test(tc, stalled_streamed_body_is_cut);
     tcase_add_test(tc, chunked_body_streams_through);
     tcase_add_test(tc, streamed_chunked_body_is_never_sent_twice);
+    tcase_add_test(tc, streamed_chunked_body_errors);
     tcase_add_test(tc, chunked_body_over_max_body);
     tcase_add_test(tc, expect_100_continue);
     tcase_add_test(tc, response_timeout_is_504_on_any_worker);

@@ -107,9 +107,10 @@ ctxsw() {   # sum of context switches of the pids in a comma list
     echo "$sum"
 }
 
-# run NAME PORT PATH: one wrk run; prints "rps p50 p99 sys/req cs/req".
+# run NAME PORT PATH: one wrk run; prints "rps p50 p99 sys/req cs/req load".
 run() {
-    local name=$1 port=$2 path=$3 who="" cs0=0 cs1 perfpid=""
+    local name=$1 port=$2 path=$3 who="" cs0=0 cs1 perfpid="" load
+    load=$(cut -d' ' -f1 /proc/loadavg)
     case $name in
         relay) who=$(children "$relay_pid") ;;
         nginx) who=$(children "$(cat "$tmp/nginx.pid")") ;;
@@ -141,13 +142,14 @@ run() {
     if grep -q 'Non-2xx\|Socket errors' "$tmp/wrk.out"; then
         echo "  ($name $path: $(grep -E 'Non-2xx|Socket errors' "$tmp/wrk.out" | tr -s ' '))" >&2
     fi
-    echo "$rps $p50 $p99 $sys $cs"
+    echo "$rps $p50 $p99 $sys $cs $load"
 }
 
-echo "relay-bench: $workers workers each, wrk -t2 -c$conns -d${duration}s keep-alive, $(nproc) CPUs (shared: figures are noisy)"
+echo "relay-bench: $workers workers each, wrk -t2 -c$conns -d${duration}s keep-alive, $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "  (the load column: the 1-minute load average as each run began; on a shared machine figures are noisy)"
 echo "relay: $(head -1 "$tmp/relay.log")"
 echo "nginx: $("$NGINX" -v 2>&1 | sed 's/.*: //'), upstream keepalive 64"
-printf '%-8s %-6s %12s %10s %10s %9s %9s %12s\n' size target "req/s" p50 p99 "sys/req" "cs/req" "vs nginx"
+printf '%-8s %-6s %12s %10s %10s %9s %9s %12s %6s\n' size target "req/s" p50 p99 "sys/req" "cs/req" "vs nginx" load
 for r in $(seq "$repeat"); do
     for size in 100 65536; do
         path=/size/$size
@@ -158,9 +160,9 @@ for r in $(seq "$repeat"); do
         done
         nrps=$(echo "${res[nginx]}" | awk '{ print $1 }')
         for t in backend relay nginx; do
-            read -r rps p50 p99 sys cs <<<"${res[$t]}"
+            read -r rps p50 p99 sys cs load <<<"${res[$t]}"
             ratio=$(awk -v a="$rps" -v b="$nrps" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
-            printf '%-8s %-6s %12s %10s %10s %9s %9s %12s\n' "$size" "$t" "$rps" "$p50" "$p99" "$sys" "$cs" "$ratio"
+            printf '%-8s %-6s %12s %10s %10s %9s %9s %12s %6s\n' "$size" "$t" "$rps" "$p50" "$p99" "$sys" "$cs" "$ratio" "$load"
         done
     done
 done

@@ -158,6 +158,7 @@ static void client_continue(struct worker *w, struct client *c)
     c->out = continue_100;
     c->out_len = sizeof continue_100 - 1;
     c->out_off = 0;
+    c->t_send = w->now;
     io_uring_prep_send(sqe, c->fd, c->out, c->out_len, MSG_NOSIGNAL);
     c->send_armed = true;
 }
@@ -231,7 +232,6 @@ static void client_start(struct worker *w, struct client *c)
     c->retries = 0;
     c->fail_status = 502;
     c->resp_started = c->resp_done = false;
-    c->t0 = relay_now_ns();
     STAT_ADD(w->st, inflight, 1);
     if (w->qhead) {            /* others wait already: queue behind them */
         queue_push(w, c);
@@ -291,7 +291,7 @@ void client_stream_more(struct worker *w, struct client *c)
     struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_RECV);
     io_uring_prep_recv(sqe, c->fd, at, n, 0);
     c->recv_armed = true;
-    c->t_read = relay_now_ns();
+    c->t_read = w->now;
 }
 
 /* A streamed body that cannot go on: the upstream goes; status answered (0: just closed). */
@@ -316,7 +316,7 @@ static void client_chunk_in(struct worker *w, struct client *c, size_t n)
     char *p = c->in + W_CHUNK_HEAD;
     size_t out;
     ssize_t used = hm_body(&c->msg, p, n, &out);
-    c->t_read = relay_now_ns();
+    c->t_read = w->now;
     if (used < 0 || (w->o->max_body && c->msg.payload > w->o->max_body)) {
         client_stream_cut(w, c, used < 0 ? 400 : 413);
         return;
@@ -342,7 +342,7 @@ static void client_chunk_in(struct worker *w, struct client *c, size_t n)
 static void client_stream_in(struct worker *w, struct client *c, size_t n)
 {
     c->stream_left -= n;
-    c->t_read = relay_now_ns();
+    c->t_read = w->now;
     if (c->stream_left == 0)
         c->streaming = false;
     up_stream(w, c->up, c->in, n, c->stream_left > 0);
@@ -353,7 +353,7 @@ static void client_try_request(struct worker *w, struct client *c)
 {
     if (!c->head_done) {
         if (c->in_len > 0 && c->t_head == 0)
-            c->t_head = relay_now_ns();
+            c->t_head = w->now;
         if (client_head(w, c) < 0) {
             if (c->state == C_ERROR || c->closing)
                 return;
@@ -394,6 +394,7 @@ void client_send(struct worker *w, struct client *c, const char *p, size_t n)
     c->out = p;
     c->out_len = n;
     c->out_off = 0;
+    c->t_send = w->now;
     c->resp_started = true;
     struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
     io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
@@ -448,7 +449,7 @@ void client_resp_done(struct worker *w, struct client *c)
     c->used = 0;
     c->head_done = c->continue_sent = c->streaming = false;
     c->t_head = 0;
-    c->t_idle = relay_now_ns();
+    c->t_idle = w->now;
     client_try_request(w, c);
 }
 
@@ -519,6 +520,7 @@ void client_on_send(struct worker *w, struct client *c, int res)
         return;
     }
     c->out_off += (size_t)res;
+    c->t_send = w->now;
     if (c->out_off < c->out_len) {
         struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
         io_uring_prep_send(sqe, c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
@@ -556,7 +558,7 @@ void client_on_recv(struct worker *w, struct client *c, int res)
         return;
     }
     c->in_len += (size_t)res;
-    c->t_read = relay_now_ns();
+    c->t_read = w->now;
     client_try_request(w, c);
 }
 
@@ -602,7 +604,7 @@ void on_accept(struct worker *w, int res)
     } else {
         c->in = in;
         c->in_cap = W_IN;
-        c->t_idle = relay_now_ns();
+        c->t_idle = w->now;
         c->fd = res;
         int one = 1;
         setsockopt(res, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -627,6 +629,13 @@ struct up_job client_job(const struct client *c)
  * does not arrive in time is answered 408. */
 void client_check_timeouts(struct worker *w, struct client *c, int64_t now)
 {
+    if (c->send_armed && !c->closing && now - c->t_send > (int64_t)w->o->idle_timeout_ms * 1000000) {
+        /* The client took none of its response for that long: the send fails, and its
+         * failure lets go of what serves it (client_gone). */
+        shutdown(c->fd, SHUT_RDWR);
+        c->t_send = now;
+        return;
+    }
     if (c->streaming && c->state == C_LOCAL && c->recv_armed && c->up &&
         now - c->t_read > (int64_t)w->o->header_timeout_ms * 1000000) {
         client_stream_cut(w, c, 0);   /* the body stalled mid-stream: the request cannot complete */

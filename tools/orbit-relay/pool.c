@@ -21,7 +21,7 @@
  * share: it dials no more, and gives back a surplus upstream when one comes
  * free. The counters in the relay's shared stats say who waits.
  */
-static int running_workers(struct worker *w)
+void count_running(struct worker *w)
 {
     int n = 1;
     for (int i = 0; i < RELAY_STATS_SLOTS; i++) {
@@ -29,12 +29,13 @@ static int running_workers(struct worker *w)
         if (o != w->st && STAT_GET(o, state) == SLOT_RUNNING)
             n++;
     }
-    return n;
+    w->n_running = n;
 }
 
+/* The budget over the running workers (counted at each tick), rounded up. */
 int fair_share(struct worker *w)
 {
-    int n = running_workers(w);
+    int n = w->n_running > 0 ? w->n_running : 1;
     return (w->o->upstreams + n - 1) / n;
 }
 
@@ -71,9 +72,31 @@ struct orbit_decision fair_decide(void *ctx, orbit_key key, const struct orbit_c
 
 enum { D_STARTED, D_WAIT };
 
+/* Our most recently used idle upstream: what local_first would choose, without
+ * the snapshot of every candidate of the key an acquire takes. */
+static bool take_idle(struct worker *w, struct client *c)
+{
+    struct upstream *up;
+    while ((up = up_idle_pop(w))) {
+        struct orbit_lease lease;
+        if (orbit_pool_reserve(w->pool, up->id, &lease) < 0)
+            continue;   /* a requester of another worker reserved it first: it comes back when done */
+        struct up_job job = client_job(c);
+        if (up_run_lease(w, &lease, SINK_CLIENT, c, &job) == 0) {
+            c->state = C_LOCAL;
+            c->up = up;
+            STAT_ADD(w->st, local_leases, 1);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* One acquire for c: starts it (local, remote, create, or an error) or says WAIT. */
 static int try_dispatch(struct worker *w, struct client *c, uint32_t *version)
 {
+    if (take_idle(w, c))
+        return D_STARTED;
     for (int attempt = 0; attempt < 4; attempt++) {
         struct orbit_plan plan;
         /* No stream slot left for a remote lease, or a body that streams (or is longer

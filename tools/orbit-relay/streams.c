@@ -128,7 +128,7 @@ void rs_start(struct worker *w, struct client *c, const struct orbit_lease *leas
     rs->c = c;
     rs->lease = *lease;
     rs->phase = RS_WRITE;
-    rs->started = relay_now_ns();
+    rs->started = w->now;
     uint16_t flags = (uint16_t)((c->head_method ? RELAY_F_HEAD : 0) | (c->idempotent ? RELAY_F_IDEMPOTENT : 0) |
                                 (c->http10 ? RELAY_F_HTTP10 : 0) | (c->keepalive ? RELAY_F_KEEPALIVE : 0));
     relay_frame_encode(rs->frame, lease, (uint32_t)c->req_len, flags);

@@ -26,10 +26,41 @@ static void up_recv(struct worker *w, struct upstream *up)
     io_uring_prep_recv(sqe, up->fd, up->buf + up->len, W_UPBUF - up->len, 0);
 }
 
+/* ---- the idle list: a request takes the most recently used idle upstream
+ * without a snapshot of the key's every candidate ------------------------- */
+
+static void idle_push(struct worker *w, struct upstream *up)
+{
+    if (up->idle_at >= 0 || w->n_idle >= W_LANE)
+        return;
+    up->idle_at = w->n_idle;
+    w->idle[w->n_idle++] = up;
+}
+
+static void idle_remove(struct worker *w, struct upstream *up)
+{
+    if (up->idle_at < 0)
+        return;
+    struct upstream *last = w->idle[--w->n_idle];
+    w->idle[up->idle_at] = last;
+    last->idle_at = up->idle_at;
+    up->idle_at = -1;
+}
+
+struct upstream *up_idle_pop(struct worker *w)
+{
+    if (w->n_idle == 0)
+        return NULL;
+    struct upstream *up = w->idle[w->n_idle - 1];
+    idle_remove(w, up);
+    return up;
+}
+
 /* Starts forwarding one request; the response goes to the sink. */
 static void up_start(struct worker *w, struct upstream *up, enum sink_kind sink, void *sink_obj,
                      const struct up_job *job)
 {
+    idle_remove(w, up);
     up->busy = true;
     up->sink = sink;
     up->sink_obj = sink_obj;
@@ -38,7 +69,7 @@ static void up_start(struct worker *w, struct upstream *up, enum sink_kind sink,
     up->sent_any = up->head_done = up->close_client = up->timed_out = up->handing = false;
     up->len = up->hout_len = up->body_len = 0;
     up->delivered = 0;
-    up->t_start = relay_now_ns();
+    up->t_start = w->now;
     up_send(w, up);
 }
 
@@ -53,6 +84,7 @@ void up_unsink(struct worker *w, struct upstream *up)
 /* Ends an upstream: out of the pool and closed. */
 static void up_retire(struct worker *w, struct upstream *up)
 {
+    idle_remove(w, up);
     if (up->registered) {
         orbit_pool_unregister(w->pool, up->id);
         up->registered = false;
@@ -110,6 +142,8 @@ static void up_job_done(struct worker *w, struct upstream *up)
     up_unsink(w, up);
     if (!up->keepalive || (w->n_ups > fair_share(w) && others_starving(w)))
         up_retire(w, up);   /* closed by the backend, or more than our share while others wait */
+    else
+        idle_push(w, up);
     if (sink == SINK_CLIENT) {
         struct client *c = obj;
         c->keepalive = c->keepalive && !up->close_client;
@@ -174,8 +208,7 @@ void up_drained(struct worker *w, struct upstream *up)
 /*
  * An interim (1xx) head of r bytes at buf: 102, 103 and the like go on to an
  * HTTP/1.1 client without hop-by-hop fields (never to HTTP/1.0, RFC 9110 15.2);
- * 100 is dropped (the relay answered any 100-continue itself). The response
- * timeout starts again: the backend is at work. -1 on error.
+ * 100 is dropped (the relay answered any 100-continue itself). -1 on error.
  */
 static int up_interim(struct upstream *up, size_t r)
 {
@@ -188,7 +221,6 @@ static int up_interim(struct upstream *up, size_t r)
     }
     memmove(up->buf, up->buf + r, up->len - r);
     up->len -= r;
-    up->t_start = relay_now_ns();
     return 0;
 }
 
@@ -201,7 +233,7 @@ static int up_interim(struct upstream *up, size_t r)
 static int up_head(struct upstream *up)
 {
     for (;;) {
-        int r = hm_head_parse(&up->msg, HM_RESPONSE, up->buf, up->len, W_UPBUF, up->job.head_req);
+        int r = hm_head_parse(&up->msg, HM_RESPONSE, up->buf, up->len, W_UPHEAD, up->job.head_req);
         if (r <= 0)
             return r == 0 && up->len < W_UPBUF ? 0 : -1;
         if (up->msg.h.status == 101)
@@ -268,6 +300,7 @@ void up_on_recv(struct worker *w, struct upstream *up, int res)
         return;
     }
     up->len += (size_t)res;
+    up->t_start = w->now;   /* the response timeout also bounds each wait for more of it */
     size_t start = 0;
     if (!up->head_done) {
         int r = up_head(up);
@@ -306,7 +339,7 @@ void up_on_send(struct worker *w, struct upstream *up, int res)
         return;
     }
     up->sent_any = true;
-    up->t_start = relay_now_ns();   /* the response timeout runs from the request's last byte */
+    up->t_start = w->now;   /* the response timeout runs from the request's last byte */
     up->req_off += (size_t)res;
     if (up->req_off < up->job.req_len)
         up_send(w, up);
@@ -375,10 +408,11 @@ void up_create(struct worker *w, struct client *c, struct orbit_permit *permit)
         return;
     }
     up->permit = *permit;
+    up->idle_at = -1;
     up->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     up->creator = c;
     up->addr = w->o->upstream;
-    up->t_start = relay_now_ns();
+    up->t_start = w->now;
     c->state = C_CREATE;
     c->up = up;
     w->n_creating++;
@@ -418,6 +452,7 @@ void up_on_connect(struct worker *w, struct upstream *up, int res)
     w->n_ups++;
     STAT_ADD(w->st, upstreams_created, 1);
     STAT_ADD(w->st, upstreams_open, 1);
+    idle_push(w, up);   /* until a request takes it (up_start) */
     if (c) {
         /* Our own new upstream, unless another worker leased it in between. */
         struct orbit_lease lease;
@@ -453,7 +488,15 @@ void up_abort(struct worker *w, struct upstream *up)
     up_fail(w, up);
 }
 
-/* Housekeeping: a connect or a response that takes longer than configured. */
+/* Busy, and what it waits for is the backend: not the sink taking a piece, nor the
+ * client sending the next piece of a streamed body. */
+static bool up_waits_on_backend(const struct upstream *up)
+{
+    return up->busy && !up->handing && !(up->job.more && up->req_off == up->job.req_len);
+}
+
+/* Housekeeping: a connect, or a response (its head, or the next bytes of its body),
+ * that takes longer than configured. Past the head the request fails as a cut. */
 void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now)
 {
     if (up->timed_out)
@@ -461,9 +504,7 @@ void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now)
     if (!up->registered && up->fd >= 0 && now - up->t_start > (int64_t)w->o->connect_timeout_ms * 1000000) {
         up->timed_out = true;
         cancel_op(w, &up->o, OP_U_CONNECT);
-    } else if (up->busy && !up->head_done && !up->handing &&
-               now - up->t_start > (int64_t)w->o->response_timeout_ms * 1000000) {
-        /* (not while an interim head goes out: the sink is busy with it) */
+    } else if (up_waits_on_backend(up) && now - up->t_start > (int64_t)w->o->response_timeout_ms * 1000000) {
         up->timed_out = true;
         up_fail(w, up);
     }

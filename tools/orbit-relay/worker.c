@@ -214,6 +214,8 @@ static void check_timeouts(struct worker *w)
 
 static void on_tick(struct worker *w)
 {
+    w->now = relay_now_ns();
+    count_running(w);
     check_timeouts(w);
     for (uint32_t s = 0; s < W_LANE; s++) {
         struct upstream *up = w->by_slot[s];
@@ -400,6 +402,8 @@ int worker_main(const struct relay_opts *o, struct relay_stats *stats, int slot,
     signal(SIGPIPE, SIG_IGN);
     if (worker_open(&w, stats, slot) < 0)
         return 1;
+    count_running(&w);
+    w.now = relay_now_ns();
     accept_arm(&w);
     arm_offer_wait(&w);
     arm_readiness(&w);
@@ -412,6 +416,7 @@ int worker_main(const struct relay_opts *o, struct relay_stats *stats, int slot,
     }
     while (!(w.stopping && (idle(&w) || relay_now_ns() > w.stop_deadline))) {
         int rc = io_uring_submit_and_wait(&w.ring, 1);
+        w.now = relay_now_ns();   /* one clock read a batch: the timeouts are coarser than one */
         STAT_ADD(w.st, submits, 1);
         if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
             fprintf(stderr, "orbit-relay worker: io_uring_enter: %s\n", strerror(-rc));

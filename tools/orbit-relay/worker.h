@@ -7,7 +7,8 @@
 #include "relay.h"
 
 #define W_IN      16384            /* client input: the first buffer (it grows) */
-#define W_UPBUF   16384            /* upstream receive buffer */
+#define W_UPBUF   65536            /* upstream receive buffer: a 64 KiB body in one recv */
+#define W_UPHEAD  16384            /* a response head's limit */
 #define W_OUT     16384            /* relayed-response buffer (remote path) */
 #define W_RETRIES 8                /* attempts of one request before 502 */
 #define W_GRACE_MS 1000            /* reservations nobody brought age out after this */
@@ -49,8 +50,8 @@ struct client {
     int retries;
     int fail_status;                /* answered when the request fails before a byte went out */
     int deferred_status;            /* an error to answer once our 100 Continue is out */
-    int64_t t0;
     int64_t t_idle, t_head, t_read; /* idle since; first byte of the head; last body bytes */
+    int64_t t_send;                 /* the pending send began or last made progress */
     char *in; size_t in_cap;        /* client input: grows up to one request's limit */
     size_t in_len, used;            /* input bytes; bytes of the current request */
     struct hm_msg msg;              /* the request being read */
@@ -94,6 +95,7 @@ struct upstream {
     bool sent_any;                  /* a byte of the request went to the backend */
     bool timed_out;
     bool handing;                   /* a piece is with the sink until it says drained */
+    int idle_at;                    /* its place in the worker's idle list, or -1 */
     enum sink_kind sink; void *sink_obj;
     size_t len;                     /* bytes in buf */
     struct hm_msg msg;              /* the response */
@@ -101,7 +103,7 @@ struct upstream {
     size_t hout_len;                /* the rewritten head, not yet handed on */
     const char *body; size_t body_len;   /* body bytes in buf not yet handed on */
     size_t delivered;
-    char hout[2 * W_UPBUF + 128];   /* the head, and the body when it cannot go before it */
+    char hout[2 * W_UPHEAD + 128];  /* the heads, and the body when it cannot go before them */
     char buf[W_UPBUF];
 };
 
@@ -175,6 +177,7 @@ struct worker {
     bool stopping;
     bool accept_paused;             /* out of descriptors: the tick or a close re-arms it */
     int64_t stop_deadline;
+    int64_t now;                    /* CLOCK_MONOTONIC as the current batch of completions began */
     /* objects */
     struct obj **objs;
     uint32_t *gens, n_objs, cap_objs, *free_idx, n_free;
@@ -184,6 +187,9 @@ struct worker {
     struct client *qhead, *qtail;
     bool pool_armed, offer_armed;
     struct upstream *by_slot[W_LANE];
+    struct upstream *idle[W_LANE];  /* our idle upstreams, the most recently used last */
+    int n_idle;
+    int n_running;                  /* running workers, counted at each tick */
     int n_ups, n_creating, n_clients, n_rs, n_os;
     struct relay_stats *stats;      /* the whole fleet's counters: who waits, who owns */
     struct orbit_policy policy;
@@ -227,6 +233,7 @@ void up_drained(struct worker *w, struct upstream *up);
 void up_on_recv(struct worker *w, struct upstream *up, int res);
 void up_on_send(struct worker *w, struct upstream *up, int res);
 struct upstream *up_by_id(struct worker *w, orbit_id id);
+struct upstream *up_idle_pop(struct worker *w);
 int up_run_lease(struct worker *w, const struct orbit_lease *lease, enum sink_kind sink, void *obj,
                  const struct up_job *job);
 void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now);
@@ -249,6 +256,7 @@ void take_offers(struct worker *w);
 void arm_offer_wait(struct worker *w);
 
 /* the pool (pool.c) */
+void count_running(struct worker *w);
 int fair_share(struct worker *w);
 bool others_starving(struct worker *w);
 struct orbit_decision fair_decide(void *ctx, orbit_key key, const struct orbit_candidate *c, size_t n, uint32_t live, uint32_t creating, const struct orbit_limits *limits);
