@@ -25,14 +25,16 @@ int pool_key_op_lock(struct orbit_pool *p, uint32_t i)
 static struct pool_intent *intent_take(struct orbit_pool *p, uint16_t node)
 {
     struct pool_intent *e = pool_intents_of(p, node);
-    int64_t end = orb_now_ns() + (int64_t)ORB_LOCK_BOUND_MS * 1000000;
+    int64_t end = 0;   /* the clock is read only once the first pass found none */
     for (;;) {
         for (unsigned n = 0; n < POOL_INTENTS; n++) {
             uint32_t free_entry = 0;
             if (atomic_compare_exchange_strong(&e[n].busy, &free_entry, 1))
                 return &e[n];
         }
-        if (orb_now_ns() > end)
+        if (end == 0)
+            end = orb_now_ns() + (int64_t)ORB_LOCK_BOUND_MS * 1000000;
+        else if (orb_now_ns() > end)
             return NULL;
         sched_yield();   /* more of the node's threads mid-op than entries: they take microseconds */
     }

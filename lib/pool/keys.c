@@ -511,17 +511,19 @@ void pool_key_changed(struct orbit_pool *p, uint32_t i)
     pool_key_changed_after_rmw(p, i);
 }
 
-/* This node's bit on key i and its pin, once. Op lock held with a WATCH intent, and a hold. */
-static int watch_locked(struct orbit_pool *p, uint32_t i)
+/* This node's bit on tenancy tag of slot i and its pin, once: 0, or 1 when it ended. */
+static int watch_locked(struct orbit_pool *p, uint32_t i, uint64_t tag)
 {
     struct pool_key *k = pool_key_at(p, i);
     _Atomic uint64_t *word = &pool_key_watchers(p, i)[p->node / 64];
     uint64_t bit = 1ull << (p->node % 64);
+    /* Installs take the op lock we hold: a tag still ours names our key's tenancy. */
+    if (atomic_load(&k->tag) != tag)
+        return 1;
     if (atomic_load(word) & bit)
-        return 0;   /* watched already: one bit, one pin */
-    /* Our hold keeps the tenancy: the current tag is ours. */
-    if (!pool_key_pin_locked(p, i, atomic_load(&k->tag)))
-        return -ORBIT_ECORRUPT;   /* pins at their maximum: forged */
+        return 0;   /* watched already: one bit, one pin (a set bit's pin keeps it open) */
+    if (!pool_key_pin_locked(p, i, tag))
+        return 1;   /* closed by its last plain reference: look again */
     /* Count, then the bit (seq_cst): a changer that sees the bit sees a non-zero count. The
      * bit last: a settle that finds the pin moved and no bit undoes the pin. */
     atomic_fetch_add(&k->watch_count, 1);
@@ -530,23 +532,36 @@ static int watch_locked(struct orbit_pool *p, uint32_t i)
     return 0;
 }
 
+static int watch_at(struct orbit_pool *p, uint32_t i, uint64_t tag)
+{
+    struct pool_keyop op;
+    int rc = pool_keyop_begin(p, p->node, i, INTENT_WATCH, 0, &op);
+    if (rc < 0)
+        return rc;
+    rc = watch_locked(p, i, tag);
+    pool_keyop_end(p, &op);
+    return rc;
+}
+
 static int watch_key(struct orbit_pool *p, orbit_key key, uint32_t *index)
 {
     if (!p)
         return -ORBIT_EMALFORMED;
     if (p->observer)
         return -ORBIT_ENOTOWNER;
-    int rc = pool_key_hold(p, key, index);
-    if (rc < 0)
-        return rc;
-    struct pool_keyop op;
-    rc = pool_keyop_begin(p, p->node, *index, INTENT_WATCH, 0, &op);
-    if (rc == 0) {
-        rc = watch_locked(p, *index);
-        pool_keyop_end(p, &op);
+    /* No hold of its own: the bit's pin, taken under the op lock, is what keeps the key. */
+    uint32_t held = NO_SLOT;
+    int rc = 1;
+    for (unsigned n = 0; n < HOLD_TRIES && rc > 0; n++) {
+        uint64_t tag;
+        if (key_probe(p, key, false, index, &tag) == 0)
+            rc = watch_at(p, *index, tag);
+        else if (held == NO_SLOT && (rc = pool_key_hold(p, key, &held)) == 0)
+            rc = 1;   /* absent: inserted, and held until it is watched */
     }
-    pool_key_release(p, *index);
-    return rc;
+    if (held != NO_SLOT)
+        pool_key_release(p, held);
+    return rc > 0 ? -ORBIT_EAGAIN : rc;
 }
 
 int orbit_pool_watch(struct orbit_pool *p, orbit_key key)

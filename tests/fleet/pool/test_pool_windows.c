@@ -224,8 +224,10 @@ START_TEST(a_deliverer_killed_mid_delivery_leaves_the_watch_delivered)
     ck_assert_int_eq(orbit_fleet_node_dead(f, VICTIM_NODE, VICTIM_INC), 0);   /* idempotent */
     assert_only_ours(p);
     ck_assert_int_eq(orbit_pool_watch(p, KEY), 0);   /* watched again: one bit, one reference */
+    ck_assert_int_eq(orbit_pool_watch(p, KEY), 0);
     ck_assert_int_eq(orbit_pool_keys(p, &k, 1), 1);
     ck_assert_uint_eq(k.refs, 2);
+    ck_assert_uint_eq(k.watchers, 1);
     ck_assert_int_eq(orbit_pool_unregister(p, ours), 0);   /* delivers it: the key goes */
     assert_nothing_counted(p);
     assert_key_works(p);
