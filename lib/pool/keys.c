@@ -554,10 +554,13 @@ static int watch_key(struct orbit_pool *p, orbit_key key, uint32_t *index)
     int rc = 1;
     for (unsigned n = 0; n < HOLD_TRIES && rc > 0; n++) {
         uint64_t tag;
+        uint32_t h;
         if (key_probe(p, key, false, index, &tag) == 0)
             rc = watch_at(p, *index, tag);
-        else if (held == NO_SLOT && (rc = pool_key_hold(p, key, &held)) == 0)
-            rc = 1;   /* absent: inserted, and held until it is watched */
+        else if (held == NO_SLOT && (rc = pool_key_hold(p, key, &h)) == 0) {
+            held = h;   /* absent: inserted, and held until it is watched */
+            rc = 1;
+        }
     }
     if (held != NO_SLOT)
         pool_key_release(p, held);
