@@ -11,14 +11,19 @@
 static void intents_settle_key(struct orbit_pool *p, uint32_t i);
 
 /* 0 held, or -ORBIT_ECORRUPT. Taken over from a dead holder: its op is settled first. */
-int pool_key_op_lock(struct orbit_pool *p, uint32_t i)
+static int op_lock_within(struct orbit_pool *p, uint32_t i, int bound_ms)
 {
-    int rc = orb_lock_take(&pool_key_at(p, i)->op_lock, ORB_LOCK_BOUND_MS);
+    int rc = orb_lock_take(&pool_key_at(p, i)->op_lock, bound_ms);
     if (rc == ORB_LOCK_RECOVERED) {
         intents_settle_key(p, i);
         return 0;
     }
     return rc == ORB_LOCK_TAKEN ? 0 : -ORBIT_ECORRUPT;
+}
+
+int pool_key_op_lock(struct orbit_pool *p, uint32_t i)
+{
+    return op_lock_within(p, i, ORB_LOCK_BOUND_MS);
 }
 
 /* A free entry of node's; NULL when none frees up within the bound (forged busy words). */
@@ -40,15 +45,15 @@ static struct pool_intent *intent_take(struct orbit_pool *p, uint16_t node)
     }
 }
 
-int pool_keyop_begin(struct orbit_pool *p, uint16_t node, uint32_t i, uint32_t op, uint64_t res,
-                     struct pool_keyop *out)
+static int keyop_begin(struct orbit_pool *p, uint16_t node, uint32_t i, uint32_t op, uint64_t res,
+                       int bound_ms, struct pool_keyop *out)
 {
     if (node >= p->geo.fleet_capacity || i > p->key_mask)
         return -ORBIT_ECORRUPT;
     struct pool_intent *e = intent_take(p, node);
     if (!e)
         return -ORBIT_ECORRUPT;
-    int rc = pool_key_op_lock(p, i);
+    int rc = op_lock_within(p, i, bound_ms);
     if (rc < 0) {
         atomic_store(&e->busy, 0);
         return rc;
@@ -65,6 +70,18 @@ int pool_keyop_begin(struct orbit_pool *p, uint16_t node, uint32_t i, uint32_t o
     atomic_store(&e->op, op);
     *out = (struct pool_keyop){ e, i };
     return 0;
+}
+
+int pool_keyop_begin(struct orbit_pool *p, uint16_t node, uint32_t i, uint32_t op, uint64_t res,
+                     struct pool_keyop *out)
+{
+    return keyop_begin(p, node, i, op, res, ORB_LOCK_BOUND_MS, out);
+}
+
+int pool_keyop_try(struct orbit_pool *p, uint16_t node, uint32_t i, uint32_t op, uint64_t res,
+                   struct pool_keyop *out)
+{
+    return keyop_begin(p, node, i, op, res, 0, out);   /* a spin and a few yields, no sleep */
 }
 
 void pool_keyop_end(struct orbit_pool *p, struct pool_keyop *op)

@@ -437,14 +437,18 @@ void pool_watch_recount(struct orbit_pool *p, uint32_t i)
  * Take the watcher bits `mask` of word w, ring those nodes and drop their pins,
  * under the op lock with a DELIVER intent of `actor` (this node, or the dead
  * node its reporter acts for). Without one (an observer, or a lock that could
- * not be taken) it only rings: the bits stay and ring again.
+ * not be taken) it only rings: the bits stay, each with its pin, and ring
+ * again. A changer only tries the lock (`report` false): a stopped or hostile
+ * holder never stalls a release or a complete; a death report waits its bound.
  */
-static int deliver_word(struct orbit_pool *p, uint16_t actor, uint32_t i, uint32_t w, uint64_t mask)
+static int deliver_word(struct orbit_pool *p, uint16_t actor, uint32_t i, uint32_t w, uint64_t mask,
+                        bool report)
 {
     _Atomic uint64_t *word = &pool_key_watchers(p, i)[w];
     struct pool_keyop op;
     int rc = actor == ORBIT_NODE_NONE ? -ORBIT_ENOTOWNER
-                                      : pool_keyop_begin(p, actor, i, INTENT_DELIVER, w, &op);
+             : report ? pool_keyop_begin(p, actor, i, INTENT_DELIVER, w, &op)
+                      : pool_keyop_try(p, actor, i, INTENT_DELIVER, w, &op);
     if (rc < 0) {
         pool_watch_ring(p, w, atomic_load(word) & mask);
         return rc;
@@ -501,7 +505,7 @@ void pool_key_changed_after_rmw(struct orbit_pool *p, uint32_t i)
         return;
     for (uint32_t w = 0; w < p->watch_words; w++)
         if (atomic_load_explicit(&pool_key_watchers(p, i)[w], memory_order_relaxed))
-            deliver_word(p, p->node, i, w, ~0ull);
+            deliver_word(p, p->node, i, w, ~0ull, false);
 }
 
 /* A change published by plain stores: the fence orders them before the loads above. */
@@ -623,7 +627,7 @@ int pool_key_return_node(struct orbit_pool *p, uint16_t node)
          * delivery clears a bit, so one found clear needs no lock. */
         uint64_t bit = 1ull << (node % 64);
         if (atomic_load(&pool_key_watchers(p, i)[node / 64]) & bit) {
-            int r = deliver_word(p, node, i, node / 64, bit);
+            int r = deliver_word(p, node, i, node / 64, bit, true);
             rc = rc < 0 ? rc : r;
         }
     }

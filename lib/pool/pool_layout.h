@@ -311,6 +311,9 @@ void pool_key_reclaim(struct orbit_pool *p, uint32_t index, uint64_t tag);  /* k
 struct pool_keyop { struct pool_intent *e; uint32_t key; };
 int  pool_keyop_begin(struct orbit_pool *p, uint16_t node, uint32_t key, uint32_t op, uint64_t res,
                       struct pool_keyop *out);
+/* The same, but only if the lock comes within a spin (-ORBIT_ECORRUPT otherwise): changers. */
+int  pool_keyop_try(struct orbit_pool *p, uint16_t node, uint32_t key, uint32_t op, uint64_t res,
+                    struct pool_keyop *out);
 void pool_keyop_end(struct orbit_pool *p, struct pool_keyop *op);
 void pool_key_pin_held(struct orbit_pool *p, uint32_t index);               /* op lock and a hold held */
 void pool_key_unpin_locked(struct orbit_pool *p, uint32_t index);           /* op lock held */

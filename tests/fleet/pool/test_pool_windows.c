@@ -11,10 +11,12 @@
  * (resumed by the next one for a killed reporter) must leave the key with
  * nothing counted: no reference, no live or creating count, no watcher.
  */
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <orbit/pool.h>
+#include <orbit/uring.h>
 #include "testutil.h"
 #include "proc.h"
 
@@ -237,6 +239,64 @@ START_TEST(a_deliverer_killed_mid_delivery_leaves_the_watch_delivered)
 }
 END_TEST
 
+/* One unit of our resource through reserve, accept and complete: a change on KEY. */
+static void cycle(struct orbit_pool *p, orbit_id id)
+{
+    struct orbit_lease l;
+    struct orbit_execution e;
+    ck_assert_int_eq(orbit_pool_reserve(p, id, &l), 0);
+    ck_assert_int_eq(orbit_pool_accept(p, &l, &e), 0);
+    orbit_execution_complete(&e);
+}
+
+static void assert_rung(int fd)
+{
+    struct pollfd pfd = { fd, POLLIN, 0 };
+    ck_assert_int_eq(poll(&pfd, 1, 20000), 1);
+    ck_assert_int_eq(orbit_readiness_drain(fd), 0);
+}
+
+/* A change while a stopped member holds the key's op lock rings the watcher and leaves its bit
+ * (with its reference) for a later delivery; nothing is counted twice or lost. */
+START_TEST(a_delivery_that_cannot_lock_rings_and_leaves_the_watch_whole)
+{
+    const char *name = tu_fleet_name("pring");
+    struct orbit_fleet *f = tu_join(name, CAPACITY, 0, 0x7000, tu_backing());
+    struct orbit_pool *p;
+    ck_assert_int_eq(orbit_pool_open(f, NULL, &p), 0);
+    int fd = orbit_pool_readiness(p);
+    ck_assert_int_ge(fd, 0);
+    orbit_id ours;
+    ck_assert_int_eq(orbit_pool_register(p, KEY, 1, &ours), 0);
+    ck_assert_int_eq(orbit_pool_watch(p, KEY), 0);
+    struct victim v = { name, "register", OP_REGISTER };   /* stops holding KEY's op lock */
+    pid_t kid = tp_spawn(victim, &v);
+    int st;
+    ck_assert_int_eq(waitpid(kid, &st, WUNTRACED), kid);
+    ck_assert(WIFSTOPPED(st));
+    cycle(p, ours);
+    assert_rung(fd);
+    struct orbit_pool_key_info k;
+    ck_assert_int_eq(orbit_pool_keys(p, &k, 1), 1);
+    ck_assert_uint_eq(k.watchers, 1);   /* not taken: the lock was the stopped member's */
+    kill(kid, SIGKILL);
+    ck_assert_int_eq(tu_wait_child(kid, 10000), 128 + SIGKILL);
+    /* The report's own change (the victim's rows given back) delivers it: bit and pin taken. */
+    ck_assert_int_eq(orbit_fleet_node_dead(f, VICTIM_NODE, VICTIM_INC), 0);
+    assert_rung(fd);
+    assert_only_ours(p);
+    ck_assert_int_eq(orbit_pool_watch(p, KEY), 0);
+    cycle(p, ours);   /* a change with the lock free delivers at once */
+    assert_rung(fd);
+    assert_only_ours(p);
+    ck_assert_int_eq(orbit_pool_unregister(p, ours), 0);
+    assert_nothing_counted(p);
+    orbit_pool_close(p);
+    orbit_fleet_leave(f);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pool_windows");
@@ -246,6 +306,7 @@ int main(void)
                         (int)(sizeof WINDOWS / sizeof WINDOWS[0]));
     tcase_add_test(tc, a_reporter_killed_mid_return_is_finished_by_the_next_report);
     tcase_add_test(tc, a_deliverer_killed_mid_delivery_leaves_the_watch_delivered);
+    tcase_add_test(tc, a_delivery_that_cannot_lock_rings_and_leaves_the_watch_whole);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
