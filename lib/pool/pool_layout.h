@@ -28,7 +28,8 @@
  * op, so each count moves exactly once. A settle cut short is settled again.
  * Watcher bits and their pins move together under the op lock too (a watch
  * sets a bit, a delivery takes bits and rings their nodes), so watch_count is
- * exact there; changers read it lock-free and lock only to deliver.
+ * exact there; changers read it lock-free and only try the lock to deliver
+ * (without it they ring, and the bits stay with their pins).
  *
  * Versions: the change word moves only when someone may look: a version
  * handed out (watched == changes), a parked waiter or a watch. A change
