@@ -11,9 +11,9 @@
 static void intents_settle_key(struct orbit_pool *p, uint32_t i);
 
 /* 0 held, or -ORBIT_ECORRUPT. Taken over from a dead holder: its op is settled first. */
-int pool_key_op_lock(struct orbit_pool *p, uint32_t i)
+static int op_lock_within(struct orbit_pool *p, uint32_t i, int bound_ms)
 {
-    int rc = orb_lock_take(&pool_key_at(p, i)->op_lock, ORB_LOCK_BOUND_MS);
+    int rc = orb_lock_take(&pool_key_at(p, i)->op_lock, bound_ms);
     if (rc == ORB_LOCK_RECOVERED) {
         intents_settle_key(p, i);
         return 0;
@@ -21,32 +21,39 @@ int pool_key_op_lock(struct orbit_pool *p, uint32_t i)
     return rc == ORB_LOCK_TAKEN ? 0 : -ORBIT_ECORRUPT;
 }
 
+int pool_key_op_lock(struct orbit_pool *p, uint32_t i)
+{
+    return op_lock_within(p, i, ORB_LOCK_BOUND_MS);
+}
+
 /* A free entry of node's; NULL when none frees up within the bound (forged busy words). */
 static struct pool_intent *intent_take(struct orbit_pool *p, uint16_t node)
 {
     struct pool_intent *e = pool_intents_of(p, node);
-    int64_t end = orb_now_ns() + (int64_t)ORB_LOCK_BOUND_MS * 1000000;
+    int64_t end = 0;   /* the clock is read only once the first pass found none */
     for (;;) {
         for (unsigned n = 0; n < POOL_INTENTS; n++) {
             uint32_t free_entry = 0;
             if (atomic_compare_exchange_strong(&e[n].busy, &free_entry, 1))
                 return &e[n];
         }
-        if (orb_now_ns() > end)
+        if (end == 0)
+            end = orb_now_ns() + (int64_t)ORB_LOCK_BOUND_MS * 1000000;
+        else if (orb_now_ns() > end)
             return NULL;
         sched_yield();   /* more of the node's threads mid-op than entries: they take microseconds */
     }
 }
 
-int pool_keyop_begin(struct orbit_pool *p, uint16_t node, uint32_t i, uint32_t op, uint64_t res,
-                     struct pool_keyop *out)
+static int keyop_begin(struct orbit_pool *p, uint16_t node, uint32_t i, uint32_t op, uint64_t res,
+                       int bound_ms, struct pool_keyop *out)
 {
     if (node >= p->geo.fleet_capacity || i > p->key_mask)
         return -ORBIT_ECORRUPT;
     struct pool_intent *e = intent_take(p, node);
     if (!e)
         return -ORBIT_ECORRUPT;
-    int rc = pool_key_op_lock(p, i);
+    int rc = op_lock_within(p, i, bound_ms);
     if (rc < 0) {
         atomic_store(&e->busy, 0);
         return rc;
@@ -58,10 +65,23 @@ int pool_keyop_begin(struct orbit_pool *p, uint16_t node, uint32_t i, uint32_t o
     atomic_store_explicit(&e->pins, REFS_PINS(atomic_load(&k->refs)), memory_order_relaxed);
     atomic_store_explicit(&e->counts, atomic_load(&k->counts), memory_order_relaxed);
     atomic_store_explicit(&e->res, res, memory_order_relaxed);
+    atomic_store_explicit(&e->bits, 0, memory_order_relaxed);
     /* seq_cst, after the values: a settler that reads the op name reads what it names. */
     atomic_store(&e->op, op);
     *out = (struct pool_keyop){ e, i };
     return 0;
+}
+
+int pool_keyop_begin(struct orbit_pool *p, uint16_t node, uint32_t i, uint32_t op, uint64_t res,
+                     struct pool_keyop *out)
+{
+    return keyop_begin(p, node, i, op, res, ORB_LOCK_BOUND_MS, out);
+}
+
+int pool_keyop_try(struct orbit_pool *p, uint16_t node, uint32_t i, uint32_t op, uint64_t res,
+                   struct pool_keyop *out)
+{
+    return keyop_begin(p, node, i, op, res, 0, out);   /* a spin and a few yields, no sleep */
 }
 
 void pool_keyop_end(struct orbit_pool *p, struct pool_keyop *op)
@@ -95,19 +115,48 @@ void pool_key_pin_held(struct orbit_pool *p, uint32_t i)
 
 void pool_key_unpin_locked(struct orbit_pool *p, uint32_t i)
 {
+    pool_key_unpin_n_locked(p, i, 1);
+}
+
+/* n pins off in one CAS (fewer if fewer are there: forged bits never go below zero). */
+void pool_key_unpin_n_locked(struct orbit_pool *p, uint32_t i, uint64_t n)
+{
     struct pool_key *k = pool_key_at(p, i);
     uint64_t tag = atomic_load(&k->tag);   /* read while pinned: the tenancy cannot change first */
     uint64_t r = atomic_load(&k->refs), next;
     do {
-        if ((r & REFS_CLOSED) || REFS_PINS(r) == 0)
+        if ((r & REFS_CLOSED) || REFS_PINS(r) == 0 || n == 0)
             return;
-        next = r - REFS_PIN;
+        next = r - REFS_PIN * (REFS_PINS(r) < n ? REFS_PINS(r) : n);
         /* The last reference closes the slot in the same CAS, as a plain unref does. */
         if (REFS_COUNT(next) == 0)
             next = REFS_CLOSED;
     } while (!atomic_compare_exchange_weak(&k->refs, &r, next));
     if (next == REFS_CLOSED)
         pool_key_reclaim(p, i, tag);
+}
+
+static bool watch_bit_set(struct orbit_pool *p, uint32_t i, uint16_t node)
+{
+    return atomic_load(&pool_key_watchers(p, i)[node / 64]) & (1ull << (node % 64));
+}
+
+/* Watcher bits move only under the op lock: a dead watcher's or deliverer's op settled here. */
+static void watch_settle(struct orbit_pool *p, uint16_t node, struct pool_intent *e, bool pins_moved)
+{
+    uint32_t i = atomic_load(&e->key);
+    uint64_t bits = atomic_load(&e->bits), w = atomic_load(&e->res);
+    if (atomic_load(&e->op) == INTENT_WATCH) {
+        /* The pin first, the bit last: a pin without its bit is undone (its watcher is dead). */
+        if (pins_moved && !watch_bit_set(p, i, node))
+            pool_key_unpin_locked(p, i);
+    } else if (bits && w < p->watch_words && !pins_moved) {
+        /* The pins go last: unmoved, the delivery is done again (rings are idempotent). */
+        pool_watch_ring(p, (uint32_t)w, bits);
+        atomic_fetch_and(&pool_key_watchers(p, i)[w], ~bits);
+        pool_key_unpin_n_locked(p, i, (uint64_t)__builtin_popcountll(bits));
+    }
+    pool_watch_recount(p, i);
 }
 
 static bool member_bit_set(struct orbit_pool *p, uint32_t i, uint64_t res)
@@ -156,6 +205,8 @@ static void intent_settle(struct orbit_pool *p, uint16_t node, struct pool_inten
             pool_counts_add(&k->counts, -1, 0);
         if (!pins_moved)
             pool_key_unpin_locked(p, i);
+    } else if (op == INTENT_WATCH || op == INTENT_DELIVER) {
+        watch_settle(p, node, e, pins_moved);
     } else if (op == INTENT_RETURN) {
         uint32_t c = atomic_load(&e->claims);
         if (c && !counts_moved)

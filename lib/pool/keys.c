@@ -80,12 +80,6 @@ void pool_key_unref(struct orbit_pool *p, uint32_t i, uint64_t n)
         pool_key_reclaim(p, i, tag);
 }
 
-void pool_key_ref_held(struct orbit_pool *p, uint32_t i)
-{
-    /* The caller holds a reference, so the slot cannot close under this add. */
-    atomic_fetch_add(&pool_key_at(p, i)->refs, 1);
-}
-
 /* One plain reference on slot i if it is still the tenancy `tag`. */
 static bool key_ref_if(struct orbit_pool *p, uint32_t i, uint64_t tag)
 {
@@ -421,21 +415,57 @@ void pool_key_release(struct orbit_pool *p, uint32_t i)
 
 /* ---- changes and watches ---- */
 
-/* Take every watcher bit of this word, ring those nodes, drop their references. */
-static void deliver_word(struct orbit_pool *p, uint32_t i, uint32_t w, uint64_t mask)
+void pool_watch_ring(struct orbit_pool *p, uint32_t w, uint64_t bits)
 {
-    struct pool_key *k = pool_key_at(p, i);
-    uint64_t bits = atomic_fetch_and(&pool_key_watchers(p, i)[w], ~mask) & mask;
-    if (!bits)
-        return;
-    uint32_t n = (uint32_t)__builtin_popcountll(bits);
     for (uint64_t b = bits; b; b &= b - 1) {
         uint32_t node = w * 64 + (uint32_t)__builtin_ctzll(b);
         if (node < p->geo.fleet_capacity)
             orb_fleet_ring_doorbell(p->fleet, node, &p->stats);
     }
-    atomic_fetch_sub(&k->watch_count, n);
-    pool_key_unref(p, i, n);
+}
+
+/* watch_count = the bits set: exact, as no bit moves without the op lock we hold. */
+void pool_watch_recount(struct orbit_pool *p, uint32_t i)
+{
+    uint32_t n = 0;
+    for (uint32_t w = 0; w < p->watch_words; w++)
+        n += (uint32_t)__builtin_popcountll(atomic_load(&pool_key_watchers(p, i)[w]));
+    atomic_store(&pool_key_at(p, i)->watch_count, n);
+}
+
+/*
+ * Take the watcher bits `mask` of word w, ring those nodes and drop their pins,
+ * under the op lock with a DELIVER intent of `actor` (this node, or the dead
+ * node its reporter acts for). Without one (an observer, or a lock that could
+ * not be taken) it only rings: the bits stay, each with its pin, and ring
+ * again. A changer only tries the lock (`report` false): a stopped or hostile
+ * holder never stalls a release or a complete; a death report waits its bound.
+ */
+static int deliver_word(struct orbit_pool *p, uint16_t actor, uint32_t i, uint32_t w, uint64_t mask,
+                        bool report)
+{
+    _Atomic uint64_t *word = &pool_key_watchers(p, i)[w];
+    struct pool_keyop op;
+    int rc = actor == ORBIT_NODE_NONE ? -ORBIT_ENOTOWNER
+             : report ? pool_keyop_begin(p, actor, i, INTENT_DELIVER, w, &op)
+                      : pool_keyop_try(p, actor, i, INTENT_DELIVER, w, &op);
+    if (rc < 0) {
+        pool_watch_ring(p, w, atomic_load(word) & mask);
+        return rc;
+    }
+    uint64_t bits = atomic_load(word) & mask;
+    /* Named before any step: a settle rings, clears and unpins these if the pins did not move. */
+    atomic_store(&op.e->bits, bits);
+    if (bits) {
+        pool_watch_ring(p, w, bits);   /* under the lock: a deliverer killed after it rang all */
+        atomic_fetch_and(word, ~bits);
+        pool_watch_recount(p, i);
+        pool_park_here(p, POOL_PARK_DELIVER);
+        /* Last: the pins moved is what tells a settle the delivery is done. */
+        pool_key_unpin_n_locked(p, i, (uint64_t)__builtin_popcountll(bits));
+    }
+    pool_keyop_end(p, &op);
+    return 0;
 }
 
 /*
@@ -475,7 +505,7 @@ void pool_key_changed_after_rmw(struct orbit_pool *p, uint32_t i)
         return;
     for (uint32_t w = 0; w < p->watch_words; w++)
         if (atomic_load_explicit(&pool_key_watchers(p, i)[w], memory_order_relaxed))
-            deliver_word(p, i, w, ~0ull);
+            deliver_word(p, p->node, i, w, ~0ull, false);
 }
 
 /* A change published by plain stores: the fence orders them before the loads above. */
@@ -485,28 +515,60 @@ void pool_key_changed(struct orbit_pool *p, uint32_t i)
     pool_key_changed_after_rmw(p, i);
 }
 
+/* This node's bit on tenancy tag of slot i and its pin, once: 0, or 1 when it ended. */
+static int watch_locked(struct orbit_pool *p, uint32_t i, uint64_t tag)
+{
+    struct pool_key *k = pool_key_at(p, i);
+    _Atomic uint64_t *word = &pool_key_watchers(p, i)[p->node / 64];
+    uint64_t bit = 1ull << (p->node % 64);
+    /* Installs take the op lock we hold: a tag still ours names our key's tenancy. */
+    if (atomic_load(&k->tag) != tag)
+        return 1;
+    if (atomic_load(word) & bit)
+        return 0;   /* watched already: one bit, one pin (a set bit's pin keeps it open) */
+    if (!pool_key_pin_locked(p, i, tag))
+        return 1;   /* closed by its last plain reference: look again */
+    /* Count, then the bit (seq_cst): a changer that sees the bit sees a non-zero count. The
+     * bit last: a settle that finds the pin moved and no bit undoes the pin. */
+    atomic_fetch_add(&k->watch_count, 1);
+    pool_park_here(p, POOL_PARK_WATCH);
+    atomic_fetch_or(word, bit);
+    return 0;
+}
+
+static int watch_at(struct orbit_pool *p, uint32_t i, uint64_t tag)
+{
+    struct pool_keyop op;
+    int rc = pool_keyop_begin(p, p->node, i, INTENT_WATCH, 0, &op);
+    if (rc < 0)
+        return rc;
+    rc = watch_locked(p, i, tag);
+    pool_keyop_end(p, &op);
+    return rc;
+}
+
 static int watch_key(struct orbit_pool *p, orbit_key key, uint32_t *index)
 {
     if (!p)
         return -ORBIT_EMALFORMED;
     if (p->observer)
         return -ORBIT_ENOTOWNER;
-    int rc = pool_key_hold(p, key, index);
-    if (rc < 0)
-        return rc;
-    struct pool_key *k = pool_key_at(p, *index);
-    uint64_t bit = 1ull << (p->node % 64);
-    /* Count and the bit's reference first, then the bit: a changer that sees the bit also
-     * sees a non-zero count, and a delivery (or our death report) drops only a reference that
-     * is in (killed before the bit, the reference stays behind: never one taken twice). */
-    atomic_fetch_add(&k->watch_count, 1);
-    pool_key_ref_held(p, *index);
-    if (atomic_fetch_or(&pool_key_watchers(p, *index)[p->node / 64], bit) & bit) {
-        atomic_fetch_sub(&k->watch_count, 1);   /* already watched: one bit, one reference */
-        pool_key_unref(p, *index, 1);           /* our hold keeps the key: this never closes it */
+    /* No hold of its own: the bit's pin, taken under the op lock, is what keeps the key. */
+    uint32_t held = NO_SLOT;
+    int rc = 1;
+    for (unsigned n = 0; n < HOLD_TRIES && rc > 0; n++) {
+        uint64_t tag;
+        uint32_t h;
+        if (key_probe(p, key, false, index, &tag) == 0)
+            rc = watch_at(p, *index, tag);
+        else if (held == NO_SLOT && (rc = pool_key_hold(p, key, &h)) == 0) {
+            held = h;   /* absent: inserted, and held until it is watched */
+            rc = 1;
+        }
     }
-    pool_key_release(p, *index);
-    return 0;
+    if (held != NO_SLOT)
+        pool_key_release(p, held);
+    return rc > 0 ? -ORBIT_EAGAIN : rc;
 }
 
 int orbit_pool_watch(struct orbit_pool *p, orbit_key key)
@@ -561,8 +623,13 @@ int pool_key_return_node(struct orbit_pool *p, uint16_t node)
             int r = return_rows(p, node, i);
             rc = rc < 0 ? rc : r;
         }
-        /* Ringing, not clearing: a later life of the node re-checks instead of missing it. */
-        deliver_word(p, i, node / 64, 1ull << (node % 64));
+        /* Rung, and the bit and its pin taken: a later life of the node re-checks. Only a
+         * delivery clears a bit, so one found clear needs no lock. */
+        uint64_t bit = 1ull << (node % 64);
+        if (atomic_load(&pool_key_watchers(p, i)[node / 64]) & bit) {
+            int r = deliver_word(p, node, i, node / 64, bit, true);
+            rc = rc < 0 ? rc : r;
+        }
     }
     return rc;
 }

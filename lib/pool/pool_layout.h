@@ -15,8 +15,8 @@
  * Keys: open addressing (linear probing) on the 128-bit digest. A key slot is
  * EMPTY, CLAIMING (being inserted, under the lock), LIVE or TOMB (reclaimed).
  * Its refs word counts everything that keeps it, in two fields: pins (a
- * member's holds, one per node whose holds row is non-zero; live resources)
- * and plain references (observers, watch bits); dropping the last one sets
+ * member's holds, one per node whose holds row is non-zero; live resources;
+ * watch bits) and plain references (observers); dropping the last one sets
  * REFS_CLOSED in the same CAS, after which nobody can take a reference and
  * the slot becomes TOMB. Inserts and tombstone sweeps take the key lock;
  * lookups and plain references are lock-free.
@@ -26,6 +26,10 @@
  * the op. A process killed mid-op leaves the lock to a dead pid: whoever takes
  * it over (a member, or the node's death report) compares and settles the
  * op, so each count moves exactly once. A settle cut short is settled again.
+ * Watcher bits and their pins move together under the op lock too (a watch
+ * sets a bit, a delivery takes bits and rings their nodes), so watch_count is
+ * exact there; changers read it lock-free and only try the lock to deliver
+ * (without it they ring, and the bits stay with their pins).
  *
  * Versions: the change word moves only when someone may look: a version
  * handed out (watched == changes), a parked waiter or a watch. A change
@@ -49,8 +53,8 @@
  * short is finished from the slot's state). A reserver killed between its
  * unit CAS and its stamp leaves an unstamped entry, which the owner's
  * reconcile stamps and then ages like any other. A watcher killed between
- * its watch bit's plain reference and the bit leaves that reference behind
- * until reset_all (the order never lets a delivery drop one not taken).
+ * its bit's pin and the bit, or a deliverer between taking bits and their
+ * pins, is settled from its intent like any op.
  */
 #ifndef ORB_POOL_LAYOUT_H
 #define ORB_POOL_LAYOUT_H
@@ -64,7 +68,7 @@
 
 #define ORB_TABLE_POOL       2                    /* the segment header's table_type */
 #define POOL_MAGIC           0x4c4f4f50u          /* "POOL" */
-#define POOL_LAYOUT_VERSION  4u   /* 4: node intents; the entry of fence f is f % POOL_PENDING */
+#define POOL_LAYOUT_VERSION  5u   /* 5: watch bits hold pins, under the op lock; 4: node intents */
 #define POOL_PENDING         16u
 #define POOL_INTENTS         8u                   /* per node: threads mid-way under op locks */
 #define POOL_GEN_MAX         ORBIT_ID_GENERATION_MAX
@@ -131,7 +135,7 @@ static inline uint32_t pool_lo(uint64_t v) { return (uint32_t)v; }
 
 /* ---- intents ---- */
 enum { INTENT_NONE = 0, INTENT_HOLD, INTENT_RELEASE, INTENT_CLAIM, INTENT_FINISH, INTENT_REGISTER,
-       INTENT_UNCOUNT, INTENT_RETURN, INTENT_LAST = INTENT_RETURN };
+       INTENT_UNCOUNT, INTENT_RETURN, INTENT_WATCH, INTENT_DELIVER, INTENT_LAST = INTENT_DELIVER };
 
 /* One op under a key's op lock, on behalf of a node (by one of its threads, or its reporter). */
 struct pool_intent {
@@ -143,8 +147,9 @@ struct pool_intent {
     uint32_t pad0;
     _Atomic uint64_t pins;        /* REFS_PINS of the key before */
     _Atomic uint64_t counts;      /* the key's counts before */
-    _Atomic uint64_t res;         /* the resource index (register, uncount) */
-    uint8_t pad1[16];
+    _Atomic uint64_t res;         /* the resource index (register, uncount); the word (deliver) */
+    _Atomic uint64_t bits;        /* deliver: the watcher bits it takes, 0 until read */
+    uint8_t pad1[8];
 };
 _Static_assert(sizeof(struct pool_intent) == 64, "an intent is one line");
 
@@ -211,7 +216,8 @@ _Static_assert(offsetof(struct pool_resource, units) == 64 &&
 
 /* Test hook points (ORBIT_TEST_POOL_PARK): the process stops itself there. */
 enum pool_park { POOL_PARK_NONE, POOL_PARK_HOLD, POOL_PARK_RELEASE, POOL_PARK_CLAIM, POOL_PARK_FINISH,
-                 POOL_PARK_REGISTER, POOL_PARK_UNCOUNT, POOL_PARK_RETURN };
+                 POOL_PARK_REGISTER, POOL_PARK_UNCOUNT, POOL_PARK_RETURN, POOL_PARK_WATCH,
+                 POOL_PARK_DELIVER };
 
 /* ---- the handle ---- */
 struct orbit_pool {
@@ -288,12 +294,13 @@ int  pool_key_find(struct orbit_pool *p, orbit_key key, uint32_t *index);   /* t
 int  pool_key_peek(struct orbit_pool *p, orbit_key key, uint32_t *index);   /* no ref: snapshots */
 int  pool_key_hold(struct orbit_pool *p, orbit_key key, uint32_t *index);   /* find or insert + hold */
 void pool_key_release(struct orbit_pool *p, uint32_t index);                /* drops one hold */
-void pool_key_ref_held(struct orbit_pool *p, uint32_t index);               /* +1 while a ref is held */
 void pool_key_unref(struct orbit_pool *p, uint32_t index, uint64_t n);
 void pool_key_changed(struct orbit_pool *p, uint32_t index);
 void pool_key_changed_after_rmw(struct orbit_pool *p, uint32_t index);
 uint32_t pool_key_version(struct pool_key *k);                              /* registered */
 int  pool_key_return_node(struct orbit_pool *p, uint16_t node);             /* node_dead's key part */
+void pool_watch_ring(struct orbit_pool *p, uint32_t word, uint64_t bits); /* ring those watchers */
+void pool_watch_recount(struct orbit_pool *p, uint32_t index);             /* op lock held */
 int  pool_intents_settle_node(struct orbit_pool *p, uint16_t node);         /* node_dead's first step */
 void pool_intents_reset(struct orbit_pool *p);
 
@@ -305,9 +312,13 @@ void pool_key_reclaim(struct orbit_pool *p, uint32_t index, uint64_t tag);  /* k
 struct pool_keyop { struct pool_intent *e; uint32_t key; };
 int  pool_keyop_begin(struct orbit_pool *p, uint16_t node, uint32_t key, uint32_t op, uint64_t res,
                       struct pool_keyop *out);
+/* The same, but only if the lock comes within a spin (-ORBIT_ECORRUPT otherwise): changers. */
+int  pool_keyop_try(struct orbit_pool *p, uint16_t node, uint32_t key, uint32_t op, uint64_t res,
+                    struct pool_keyop *out);
 void pool_keyop_end(struct orbit_pool *p, struct pool_keyop *op);
 void pool_key_pin_held(struct orbit_pool *p, uint32_t index);               /* op lock and a hold held */
 void pool_key_unpin_locked(struct orbit_pool *p, uint32_t index);           /* op lock held */
+void pool_key_unpin_n_locked(struct orbit_pool *p, uint32_t index, uint64_t n); /* op lock held */
 void pool_key_reset_locked(struct orbit_pool *p);
 int  pool_key_lock(struct orbit_pool *p);
 void pool_key_unlock(struct orbit_pool *p);

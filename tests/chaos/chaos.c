@@ -355,7 +355,7 @@ static long pool_key_leaks(struct sup *s)
     ssize_t n = orbit_pool_keys(s->pool, k, 64);
     long bad = 0;
     for (ssize_t i = 0; i < n && i < 64; i++) {
-        if (!k[i].live && !k[i].creating && !k[i].refs)
+        if (!k[i].live && !k[i].creating && !k[i].refs && !k[i].watchers)
             continue;
         bad++;
         fprintf(stderr, "chaos:   key %llx:%llx (slot %u): live %u creating %u refs %u version %u watchers %u\n",

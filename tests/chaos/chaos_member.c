@@ -137,11 +137,21 @@ static int pool_retire(struct member *m)
     return rc;
 }
 
+/* A watch on a key: delivered by the next change, or by this member's death report. */
+static int pool_watch(struct member *m)
+{
+    orbit_key key = chaos_keys[chaos_below(&m->rng, CHAOS_KEYS)];
+    uint32_t since;
+    int rc = orbit_pool_version(m->pool, key, &since);
+    return rc < 0 ? rc : orbit_pool_watch_since(m->pool, key, since);
+}
+
 static int op_pool(struct member *m)
 {
-    switch (chaos_below(&m->rng, 3)) {
+    switch (chaos_below(&m->rng, 4)) {
     case 0:  return pool_register(m);
     case 1:  return pool_acquire(m);
+    case 2:  return pool_watch(m);
     default: return pool_retire(m);
     }
 }

@@ -113,12 +113,14 @@ struct orbit_pool;
  * -ORBIT_ECORRUPT, -ENOMEM (no huge pages for the lane), -EACCES.
  *
  * Testing only: with ORBIT_TEST_POOL_PARK set at open to "hold", "release",
- * "claim", "finish", "register", "uncount" or "return", calls through this
- * handle stop the process with SIGSTOP between two steps of that key update
- * (a key pinned but not yet in the holds row, and the reverse; creating
- * counted but no claim row, and the reverse; a resource counted but no member
- * bit, and the reverse; a death report's rows given back but not yet zeroed),
- * so a test can kill -9 it there.
+ * "claim", "finish", "register", "uncount", "return", "watch" or "deliver",
+ * calls through this handle stop the process with SIGSTOP between two steps
+ * of that key update (a key pinned but not yet in the holds row, and the
+ * reverse; creating counted but no claim row, and the reverse; a resource
+ * counted but no member bit, and the reverse; a death report's rows given
+ * back but not yet zeroed; a watch's reference taken but no watcher bit; a
+ * delivery's watcher bits taken but not their references), so a test can
+ * kill -9 it there.
  */
 int  orbit_pool_open(struct orbit_fleet *, const struct orbit_pool_spec *spec /* NULL = default */, struct orbit_pool **out);
 /*
