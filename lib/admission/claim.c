@@ -60,6 +60,12 @@ static void set_blocker(const struct orbit_admission *a, const struct adm_want *
     out->blocker_free = dom->used <= dom->capacity ? dom->capacity - dom->used : 0;
 }
 
+/* A claim entry the ledger may refuse, or a domain that is broken (over capacity, epoch spent). */
+static inline bool claim_troubled(uint64_t cap, uint64_t used, uint64_t epoch, uint64_t units)
+{
+    return (used > cap) | (units > cap - used) | (epoch == UINT64_MAX);
+}
+
 /*
  * Resolves the claim, then fit, entries into want. -ORBIT_EMALFORMED for an
  * unknown domain; 1 when an entry may be refused or a claimed domain is
@@ -83,8 +89,7 @@ static int resolve_scan(struct orbit_admission *a, const struct orbit_demand *d,
         if (i >= nc)
             trouble |= u->units > dom->capacity;
         else
-            trouble |= (dom->used > dom->capacity) | (u->units > dom->capacity - dom->used) |
-                       (dom->availability_epoch == UINT64_MAX);
+            trouble |= claim_troubled(dom->capacity, dom->used, dom->availability_epoch, u->units);
     }
     return trouble;
 }
@@ -107,8 +112,7 @@ static int resolve(struct orbit_admission *a, const struct orbit_demand *d, stru
             break;
         }
         want[i] = (struct adm_want){ h, units };
-        uint64_t cap = doms[h].capacity, used = doms[h].used;
-        trouble |= (used > cap) | (units > cap - used) | (doms[h].availability_epoch == UINT64_MAX);
+        trouble |= claim_troubled(doms[h].capacity, doms[h].used, doms[h].availability_epoch, units);
     }
     return miss ? resolve_scan(a, d, want) : trouble;
 }

@@ -27,13 +27,6 @@ uint64_t orb_wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-uint64_t orb_wall_ms_coarse(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 struct orb_deadline orb_deadline_in(int timeout_ms)
 {
     /* Below -1 is malformed (callers refuse it): never forever, already passed. */

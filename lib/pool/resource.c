@@ -237,14 +237,6 @@ int orbit_pool_drain(struct orbit_pool *p, orbit_id id)
 
 /* ---- reservations ---- */
 
-/* orb_wall_ms_coarse inlined: the clock reserve stamps with and aging reads. */
-HOT uint64_t wall_ms_coarse(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 #define FENCE_MAX (FENCE_TAKEN - 2 * POOL_PENDING)   /* past it no fence is given */
 
 /* A resource's units and fence, read or swapped as one pair. */
@@ -354,7 +346,7 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
         return -ORBIT_EDRAINING;
     /* Read before the CAS, which would hold the clock's loads back: stamps age in ms, and a
      * tick's error (or a few ns early) is in the noise. */
-    uint64_t now = wall_ms_coarse();
+    uint64_t now = orb_wall_ms_coarse();
     int b = take_unit(r, gen, &fence);
     if (b < 0)
         return b;
