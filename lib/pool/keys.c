@@ -480,8 +480,13 @@ uint32_t pool_key_version(struct pool_key *k)
         if (w != c && !atomic_compare_exchange_strong(&k->watched, &w, c))
             continue;
         /* watched == c was published (seq_cst) before this load: a notifier after it bumps. */
-        if (atomic_load(&k->wait.changes) == c)
+        if (atomic_load(&k->wait.changes) == c) {
+            /* Every hand-out (watched may be another's CAS, its barrier not yet run): a
+             * completer's store is seen by our later reads, or it reads watched == c and
+             * bumps. The asymmetric half of pool_key_changed_after_store. */
+            orb_lock_fence_others();
             return c;
+        }
     }
 }
 
@@ -506,6 +511,21 @@ void pool_key_changed_after_rmw(struct orbit_pool *p, uint32_t i)
     for (uint32_t w = 0; w < p->watch_words; w++)
         if (atomic_load_explicit(&pool_key_watchers(p, i)[w], memory_order_relaxed))
             deliver_word(p, p->node, i, w, ~0ull, false);
+}
+
+/*
+ * A change published by one release store on the hot path (a completion): a
+ * process registered for global membarriers needs no fence, since a waiter
+ * handed a version runs orb_lock_fence_others before it reads resources
+ * (pool_key_version); otherwise the fence orders the store before the loads.
+ */
+void pool_key_changed_after_store(struct orbit_pool *p, uint32_t i)
+{
+    if (atomic_load_explicit(&orb_lock_store_give, memory_order_relaxed))
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+    pool_key_changed_after_rmw(p, i);
 }
 
 /* A change published by plain stores: the fence orders them before the loads above. */
@@ -544,6 +564,8 @@ static int watch_at(struct orbit_pool *p, uint32_t i, uint64_t tag)
         return rc;
     rc = watch_locked(p, i, tag);
     pool_keyop_end(p, &op);
+    if (rc == 0)
+        orb_lock_fence_others();   /* a store-published completion is seen, or sees our bit */
     return rc;
 }
 

@@ -48,6 +48,27 @@
  * A slot goes EMPTY/CLOSED -> ALLOCATING -> LIVE <-> DRAINING -> CLOSING ->
  * CLOSED (or EXHAUSTED at the generation limit).
  *
+ * Held entries (capacity <= 16, with the pair CAS): an accepted lease keeps
+ * its entry and its bit, so a triple is two RMWs. Entry states, by its fence
+ * word e and its since word s, bit set throughout:
+ *   PENDING  e = f                  reserve's pair CAS, then stamp, then e (release)
+ *   ACTIVE   e = f|HELD             accept: CAS f -> f|HELD, the exactly-once step
+ *   DONE     e = f|HELD, s = f|DONE complete: one plain store of s (release)
+ * and free (bit clear, e = 0 once wiped). A reserver folds DONE entries: its
+ * own pair CAS clears their bits (they count as free in its capacity check),
+ * then it wipes them (e = 0, release). Fences never repeat in a slot, so a
+ * late complete (its entry reclaimed and retaken) writes a DONE nobody
+ * matches; it only costs the new holder its stamp (restamped by aging). An
+ * accept re-reads the pair after its CAS: tag and bit still there, or its
+ * lease was voided (ended tenancy, aged). complete takes the held path only
+ * when e = f|HELD (only f's accept writes that), else gives back a counted
+ * unit as before. Aging never touches HELD entries; reconcile folds DONE
+ * ones, keeps ACTIVE ones while the owner's count covers them (counted =
+ * active - held) and otherwise reclaims them all (counted = active): an
+ * execution whose entry was reclaimed then completes through the counted
+ * path. Capacity > 16 (or no pair CAS) keeps the counted path: accept frees
+ * the entry and complete decrements active.
+ *
  * Death: node_dead settles the node's intents, closes the incarnation's slots
  * and returns the node's holds, claims and watches (a close or register cut
  * short is finished from the slot's state). A reserver killed between its
@@ -60,6 +81,7 @@
 #define ORB_POOL_LAYOUT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <orbit/pool.h>
@@ -187,6 +209,10 @@ static inline uint32_t units_reserved(uint64_t u)
 static inline uint32_t gen_tag(uint32_t gen)    { return gen & 0xffff; }
 
 #define FENCE_TAKEN UINT64_MAX    /* an entry being freed by accept or aging */
+#define ENTRY_HELD  (1ull << 62)  /* fence word f|HELD: f accepted, its unit held by the entry */
+#define SINCE_DONE  (1ull << 63)  /* since word f|DONE: f's execution completed */
+/* An entry word of an accepted lease (FENCE_TAKEN, all ones, is not one). */
+static inline bool entry_held(uint64_t e) { return (e & ENTRY_HELD) && e != FENCE_TAKEN; }
 
 struct pool_pending {
     _Atomic uint64_t fence;       /* 0 free or not yet published, FENCE_TAKEN being freed */
@@ -297,6 +323,7 @@ void pool_key_release(struct orbit_pool *p, uint32_t index);                /* d
 void pool_key_unref(struct orbit_pool *p, uint32_t index, uint64_t n);
 void pool_key_changed(struct orbit_pool *p, uint32_t index);
 void pool_key_changed_after_rmw(struct orbit_pool *p, uint32_t index);
+void pool_key_changed_after_store(struct orbit_pool *p, uint32_t index);   /* a hot-path release store */
 uint32_t pool_key_version(struct pool_key *k);                              /* registered */
 int  pool_key_return_node(struct orbit_pool *p, uint16_t node);             /* node_dead's key part */
 void pool_watch_ring(struct orbit_pool *p, uint32_t word, uint64_t bits); /* ring those watchers */
