@@ -208,6 +208,13 @@ static inline uint32_t units_reserved(uint64_t u)
 }
 static inline uint32_t gen_tag(uint32_t gen)    { return gen & 0xffff; }
 
+/* A 16-byte CAS on units and fence (cmpxchg16b): young accepts by the pair, held entries. */
+#if defined(__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16) && defined(__SIZEOF_INT128__) && !defined(ORB_POOL_NO_PAIR_CAS)
+#define POOL_PAIR_CAS 1
+#else
+#define POOL_PAIR_CAS 0
+#endif
+
 #define FENCE_TAKEN UINT64_MAX    /* an entry being freed by accept or aging */
 #define ENTRY_HELD  (1ull << 62)  /* fence word f|HELD: f accepted, its unit held by the entry */
 #define SINCE_DONE  (1ull << 63)  /* since word f|DONE: f's execution completed */

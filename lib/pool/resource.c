@@ -249,8 +249,7 @@ HOT struct hot hot_load(struct pool_resource *r)
                          atomic_load_explicit(&r->fence, memory_order_acquire) };
 }
 
-#if defined(__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16) && defined(__SIZEOF_INT128__) && !defined(ORB_POOL_NO_PAIR_CAS)
-#define POOL_PAIR_CAS 1
+#if POOL_PAIR_CAS
 /* One 16-byte CAS (a full barrier); on failure *seen is the pair read again. */
 HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
 {
@@ -262,7 +261,6 @@ HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
     return false;
 }
 #else
-#define POOL_PAIR_CAS 0
 /*
  * Without a 16-byte CAS, only take_unit swaps the pair: the fence first (a
  * fence lost to a failed unit CAS is only skipped), then the unit; every
