@@ -480,13 +480,8 @@ uint32_t pool_key_version(struct pool_key *k)
         if (w != c && !atomic_compare_exchange_strong(&k->watched, &w, c))
             continue;
         /* watched == c was published (seq_cst) before this load: a notifier after it bumps. */
-        if (atomic_load(&k->wait.changes) == c) {
-            /* Every hand-out (watched may be another's CAS, its barrier not yet run): a
-             * completer's store is seen by our later reads, or it reads watched == c and
-             * bumps. The asymmetric half of pool_key_changed_after_store. */
-            orb_lock_fence_others();
+        if (atomic_load(&k->wait.changes) == c)
             return c;
-        }
     }
 }
 
@@ -516,8 +511,9 @@ void pool_key_changed_after_rmw(struct orbit_pool *p, uint32_t i)
 /*
  * A change published by one release store on the hot path (a completion): a
  * process registered for global membarriers needs no fence, since a waiter
- * handed a version runs orb_lock_fence_others before it reads resources
- * (pool_key_version); otherwise the fence orders the store before the loads.
+ * about to sleep runs orb_lock_fence_others and then looks for room once
+ * more (pool_key_room_after_fence); otherwise the fence orders the store
+ * before the loads.
  */
 void pool_key_changed_after_store(struct orbit_pool *p, uint32_t i)
 {
@@ -565,7 +561,7 @@ static int watch_at(struct orbit_pool *p, uint32_t i, uint64_t tag)
     rc = watch_locked(p, i, tag);
     pool_keyop_end(p, &op);
     if (rc == 0)
-        orb_lock_fence_others();   /* a store-published completion is seen, or sees our bit */
+        orb_lock_fence_others();   /* a store-published completion is seen from here, or sees our bit */
     return rc;
 }
 

@@ -364,5 +364,8 @@ void pool_resources_node_dead(struct orbit_pool *p, uint16_t node, uint64_t inca
  * (a live member kept it past the bound, or a forged word): the report is to be run again. */
 int  pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
 void pool_resources_reset(struct orbit_pool *p);
+/* A waiter about to sleep: every store-published completion visible (membarrier), then
+ * whether a resource of key index i has a free unit (a change its version may not show). */
+bool pool_key_room_after_fence(struct orbit_pool *p, uint32_t i);
 
 #endif

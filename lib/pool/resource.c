@@ -762,6 +762,29 @@ ssize_t orbit_pool_candidates(struct orbit_pool *p, orbit_key key, struct orbit_
     return (ssize_t)n;
 }
 
+bool pool_key_room_after_fence(struct orbit_pool *p, uint32_t i)
+{
+    if (i > p->key_mask)
+        return false;
+    /* After the barrier a completer's DONE is visible here, or it read watched == our version
+     * (handed out before we came) and bumps the word: the half of pool_key_changed_after_store. */
+    orb_lock_fence_others();
+    struct pool_key *k = pool_key_at(p, i);
+    orbit_key key = { atomic_load(&k->key_lo), atomic_load(&k->key_hi) };
+    _Atomic uint64_t *members = pool_key_members(p, i);
+    for (uint32_t wi = 0; wi < p->member_words; wi++) {
+        for (uint64_t bits = atomic_load(&members[wi]); bits; bits &= bits - 1) {
+            uint64_t index = (uint64_t)wi * 64 + (uint64_t)__builtin_ctzll(bits);
+            struct orbit_candidate c;
+            if (index < p->total_resources && lane_ready(p, (uint32_t)(index / p->geo.lane_capacity)) &&
+                candidate_at(p, index, key, &c) && c.state == ORBIT_LIVE &&
+                (uint64_t)c.reserved + c.active < c.capacity)
+                return true;
+        }
+    }
+    return false;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
