@@ -67,7 +67,11 @@
  * active - held) and otherwise reclaims them all (counted = active): an
  * execution whose entry was reclaimed then completes through the counted
  * path. Capacity > 16 (or no pair CAS) keeps the counted path: accept frees
- * the entry and complete decrements active.
+ * the entry and complete decrements active. A reserver killed between its
+ * fold and the wipe leaves a free entry showing f|HELD: skipped by reserves,
+ * wiped by the owner's aging. The DONE store is not fenced in a member
+ * registered for global membarriers: a waiter about to sleep runs the
+ * membarrier and looks for room again (pool_key_room_after_fence).
  *
  * Death: node_dead settles the node's intents, closes the incarnation's slots
  * and returns the node's holds, claims and watches (a close or register cut
@@ -90,7 +94,7 @@
 
 #define ORB_TABLE_POOL       2                    /* the segment header's table_type */
 #define POOL_MAGIC           0x4c4f4f50u          /* "POOL" */
-#define POOL_LAYOUT_VERSION  5u   /* 5: watch bits hold pins, under the op lock; 4: node intents */
+#define POOL_LAYOUT_VERSION  6u   /* 6: held entries; 5: watch bits hold pins, under the op lock */
 #define POOL_PENDING         16u
 #define POOL_INTENTS         8u                   /* per node: threads mid-way under op locks */
 #define POOL_GEN_MAX         ORBIT_ID_GENERATION_MAX
