@@ -511,8 +511,8 @@ void pool_key_changed_after_rmw(struct orbit_pool *p, uint32_t i)
 /*
  * A change published by one release store on the hot path (a completion): a
  * process registered for global membarriers needs no fence, since a waiter
- * about to sleep runs orb_lock_fence_others and then looks for room once
- * more (pool_key_room_after_fence); otherwise the fence orders the store
+ * about to sleep runs orb_lock_fence_others and then folds the key's DONE
+ * entries itself (pool_key_fold_after_fence); otherwise the fence orders the store
  * before the loads.
  */
 void pool_key_changed_after_store(struct orbit_pool *p, uint32_t i)

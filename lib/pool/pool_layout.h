@@ -71,7 +71,7 @@
  * fold and the wipe leaves a free entry showing f|HELD: skipped by reserves,
  * wiped by the owner's aging. The DONE store is not fenced in a member
  * registered for global membarriers: a waiter about to sleep runs the
- * membarrier and looks for room again (pool_key_room_after_fence).
+ * membarrier and folds the key's DONE entries (pool_key_fold_after_fence).
  *
  * Death: node_dead settles the node's intents, closes the incarnation's slots
  * and returns the node's holds, claims and watches (a close or register cut
@@ -369,7 +369,8 @@ void pool_resources_node_dead(struct orbit_pool *p, uint16_t node, uint64_t inca
 int  pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
 void pool_resources_reset(struct orbit_pool *p);
 /* A waiter about to sleep: every store-published completion visible (membarrier), then
- * whether a resource of key index i has a free unit (a change its version may not show). */
-bool pool_key_room_after_fence(struct orbit_pool *p, uint32_t i);
+ * the DONE entries of key index i's resources folded; whether any were (a change its
+ * version may not show: once, as the fold makes it a plain free unit). */
+bool pool_key_fold_after_fence(struct orbit_pool *p, uint32_t i);
 
 #endif

@@ -762,27 +762,48 @@ ssize_t orbit_pool_candidates(struct orbit_pool *p, orbit_key key, struct orbit_
     return (ssize_t)n;
 }
 
-bool pool_key_room_after_fence(struct orbit_pool *p, uint32_t i)
+/* Fold the DONE entries of a tenancy by a pair CAS with the same fence (no reserve came
+ * between: no entry was retaken), then wipe them; whether there were any. */
+static bool fold_done(struct pool_resource *r, uint32_t gen)
 {
-    if (i > p->key_mask)
+    struct hot h = hot_load(r);
+    uint32_t held, done;
+    do {
+        if (units_tag(h.units) != gen_tag(gen) || !units_bits(h.units))
+            return false;
+        held_entries(r, units_bits(h.units), &held, &done);
+        if (!done)
+            return false;
+    } while (!hot_cas(r, &h, (struct hot){ h.units & ~((uint64_t)done << 32), h.fence }));
+    wipe_folded(r, done);
+    return true;
+}
+
+bool pool_key_fold_after_fence(struct orbit_pool *p, uint32_t i)
+{
+    if (i > p->key_mask || !POOL_PAIR_CAS)
         return false;
     /* After the barrier a completer's DONE is visible here, or it read watched == our version
      * (handed out before we came) and bumps the word: the half of pool_key_changed_after_store. */
     orb_lock_fence_others();
     struct pool_key *k = pool_key_at(p, i);
-    orbit_key key = { atomic_load(&k->key_lo), atomic_load(&k->key_hi) };
+    uint64_t lo = atomic_load(&k->key_lo), hi = atomic_load(&k->key_hi);
     _Atomic uint64_t *members = pool_key_members(p, i);
+    bool folded = false;
     for (uint32_t wi = 0; wi < p->member_words; wi++) {
         for (uint64_t bits = atomic_load(&members[wi]); bits; bits &= bits - 1) {
             uint64_t index = (uint64_t)wi * 64 + (uint64_t)__builtin_ctzll(bits);
-            struct orbit_candidate c;
-            if (index < p->total_resources && lane_ready(p, (uint32_t)(index / p->geo.lane_capacity)) &&
-                candidate_at(p, index, key, &c) && c.state == ORBIT_LIVE &&
-                (uint64_t)c.reserved + c.active < c.capacity)
-                return true;
+            /* A member bit is shared data: only an index inside a populated lane is read. */
+            if (index >= p->total_resources || !lane_ready(p, (uint32_t)(index / p->geo.lane_capacity)))
+                continue;
+            struct pool_resource *r = pool_res_at(p, index);
+            uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
+            if (RES_IN_USE(w) && atomic_load(&r->key_lo) == lo && atomic_load(&r->key_hi) == hi &&
+                holds_entries(atomic_load(&r->capacity)) && fold_done(r, RES_GEN(w)))
+                folded = true;
         }
     }
-    return false;
+    return folded;
 }
 
 static int cmp_u64(const void *a, const void *b)

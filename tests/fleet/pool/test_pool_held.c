@@ -171,6 +171,35 @@ START_TEST(an_execution_killed_with_its_entry_active_is_reclaimed_by_reconcile)
 }
 END_TEST
 
+START_TEST(a_waiter_about_to_sleep_folds_a_done_whose_wake_it_missed)
+{
+    struct fixture x;
+    setup(&x, "hwake");
+    orbit_id id;
+    ck_assert_int_eq(orbit_pool_register(x.p, KEY, 1, &id), 0);
+    struct pool_resource *r = res_of(x.p, id);
+    struct orbit_lease l, n;
+    struct orbit_execution ex;
+    take(x.p, id, &l, &ex);
+    uint32_t v;
+    ck_assert_int_eq(orbit_pool_version(x.p, KEY, &v), 0);
+    ck_assert_int_eq(orbit_pool_reserve(x.p, id, &n), -ORBIT_EBUSY);
+    /* A completer whose read of the key's words came before the version: its DONE, no wake. */
+    atomic_store(&r->pending[l.fence % POOL_PENDING].since_ms, l.fence | SINCE_DONE);
+    int64_t t0 = tu_now_ns();
+    ck_assert_int_eq(orbit_pool_wait_capacity(x.p, KEY, v, 5000, NULL), 0);
+    ck_assert_int_lt(tu_now_ns() - t0, 4000 * 1000000ll);   /* woken by the fold, not the timeout */
+    ck_assert_uint_eq(units_bits(atomic_load(&r->units)), 0);   /* folded by the waiter */
+    ck_assert_uint_eq(atomic_load(&r->pending[l.fence % POOL_PENDING].fence), 0);
+    /* Nothing left to fold: the next wait sleeps to its timeout. */
+    ck_assert_int_eq(orbit_pool_version(x.p, KEY, &v), 0);
+    ck_assert_int_eq(orbit_pool_wait_capacity(x.p, KEY, v, 50, NULL), -ORBIT_ETIMEDOUT);
+    take(x.p, id, &n, &ex);
+    orbit_execution_complete(&ex);
+    teardown(&x);
+}
+END_TEST
+
 START_TEST(above_sixteen_units_accepts_free_their_entries)
 {
     struct fixture x;
@@ -264,6 +293,7 @@ int main(void)
         tcase_add_test(held, a_done_entry_counts_free_and_is_folded_once_by_the_next_reserve);
         tcase_add_test(held, a_late_done_on_a_retaken_entry_frees_nothing);
         tcase_add_test(held, an_execution_killed_with_its_entry_active_is_reclaimed_by_reconcile);
+        tcase_add_test(held, a_waiter_about_to_sleep_folds_a_done_whose_wake_it_missed);
         suite_add_tcase(s, held);
     }
     return tu_run(s);
