@@ -316,6 +316,30 @@ HOT void held_entries(struct pool_resource *r, uint32_t bits, uint32_t *held, ui
     }
 }
 
+/* Wipe the entries this reserver folded: only then may a reserver take them (it waits for 0). */
+HOT void wipe_folded(struct pool_resource *r, uint32_t folded)
+{
+    for (; folded; folded &= folded - 1)
+        atomic_store_explicit(&r->pending[__builtin_ctz(folded)].fence, 0, memory_order_release);
+}
+
+/* The entry the next fence lands in (*next: that fence), POOL_PENDING when every entry is busy. */
+HOT uint32_t free_entry(struct pool_resource *r, uint64_t fence, uint32_t busy, uint64_t *next)
+{
+    for (uint32_t b;; busy |= 1u << b) {
+        if (busy == 0xffff)
+            return POOL_PENDING;
+        *next = fence + 1 + ring_skip(fence, busy);
+        b = (uint32_t)(*next % POOL_PENDING);
+        /* A free entry still showing a fence is being wiped by the accept that freed it:
+         * skipped until it is (acquire, after the pair: a 0 here is that wipe or later). */
+        if (atomic_load_explicit(&r->pending[b].fence, memory_order_acquire) == 0)
+            return b;
+    }
+}
+
+static bool fold_done(struct pool_resource *r, uint32_t gen);
+
 /*
  * One CAS takes a unit and pending entry *fence % 16 (and, with the pair, the
  * fence), and folds the DONE entries it saw (*folded: their bits cleared, for
@@ -327,7 +351,7 @@ HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence, uint32
     bool held = holds_entries(capacity);
     struct hot h = hot_load(r), next;
     uint32_t b, done;
-    do {
+    for (;;) {
         if (units_tag(h.units) != gen_tag(gen))
             return -ORBIT_ESTALE;
         uint32_t active_held = 0;
@@ -338,29 +362,22 @@ HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence, uint32
         uint64_t kept = h.units & ~((uint64_t)done << 32);
         if ((uint64_t)units_reserved(kept) + units_active(kept) >= capacity || h.fence >= FENCE_MAX)
             return -ORBIT_EBUSY;
-        for (uint32_t busy = units_bits(h.units);; busy |= 1u << b) {
-            if (busy == 0xffff)
+        b = free_entry(r, h.fence, units_bits(h.units), &next.fence);
+        if (b == POOL_PENDING) {
+            if (!done)
                 return -ORBIT_EBUSY;
-            next.fence = h.fence + 1 + ring_skip(h.fence, busy);
-            b = (uint32_t)(next.fence % POOL_PENDING);
-            /* A free entry still showing a fence is being wiped by the accept that freed it:
-             * skipped until it is (acquire, after the pair: a 0 here is that wipe or later). */
-            if (atomic_load_explicit(&r->pending[b].fence, memory_order_acquire) == 0)
-                break;
+            fold_done(r, gen);   /* every entry busy, some DONE: fold them alone, then look again */
+            h = hot_load(r);
+            continue;
         }
         next.units = kept | (1ull << (32 + b));
         /* Capacity, entry and fence checked on the pair the CAS replaces: never over-admits. */
-    } while (!hot_cas(r, &h, next));
+        if (hot_cas(r, &h, next))
+            break;
+    }
     *fence = next.fence;
     *folded = done;
     return (int)b;
-}
-
-/* Wipe the entries this reserver folded: only then may a reserver take them (it waits for 0). */
-HOT void wipe_folded(struct pool_resource *r, uint32_t folded)
-{
-    for (; folded; folded &= folded - 1)
-        atomic_store_explicit(&r->pending[__builtin_ctz(folded)].fence, 0, memory_order_release);
 }
 
 static void give_back(struct pool_resource *r, uint32_t gen, uint32_t b)

@@ -200,6 +200,30 @@ START_TEST(a_waiter_about_to_sleep_folds_a_done_whose_wake_it_missed)
 }
 END_TEST
 
+START_TEST(sixteen_units_all_done_are_folded_when_no_entry_is_free)
+{
+    struct fixture x;
+    setup(&x, "hfull");
+    orbit_id id;
+    ck_assert_int_eq(orbit_pool_register(x.p, KEY, POOL_PENDING, &id), 0);
+    struct pool_resource *r = res_of(x.p, id);
+    struct orbit_lease l[POOL_PENDING + 1];
+    struct orbit_execution ex[POOL_PENDING];
+    for (unsigned i = 0; i < POOL_PENDING; i++)
+        take(x.p, id, &l[i], &ex[i]);
+    ck_assert_int_eq(orbit_pool_reserve(x.p, id, &l[POOL_PENDING]), -ORBIT_EBUSY);
+    for (unsigned i = 0; i < POOL_PENDING; i++)
+        orbit_execution_complete(&ex[i]);
+    ck_assert_uint_eq(units_bits(atomic_load(&r->units)), 0xffff);   /* every entry DONE */
+    for (unsigned i = 0; i < POOL_PENDING; i++)
+        take(x.p, id, &l[i], &ex[i]);
+    ck_assert_int_eq(orbit_pool_reserve(x.p, id, &l[POOL_PENDING]), -ORBIT_EBUSY);
+    for (unsigned i = 0; i < POOL_PENDING; i++)
+        orbit_execution_complete(&ex[i]);
+    teardown(&x);
+}
+END_TEST
+
 START_TEST(above_sixteen_units_accepts_free_their_entries)
 {
     struct fixture x;
@@ -294,6 +318,7 @@ int main(void)
         tcase_add_test(held, a_late_done_on_a_retaken_entry_frees_nothing);
         tcase_add_test(held, an_execution_killed_with_its_entry_active_is_reclaimed_by_reconcile);
         tcase_add_test(held, a_waiter_about_to_sleep_folds_a_done_whose_wake_it_missed);
+        tcase_add_test(held, sixteen_units_all_done_are_folded_when_no_entry_is_free);
         suite_add_tcase(s, held);
     }
     return tu_run(s);
