@@ -560,8 +560,9 @@ void orbit_execution_complete(struct orbit_execution *ex)
         return;
     uint64_t fence = ex->lease.fence;
     _Atomic uint64_t *since = &r->pending[fence % POOL_PENDING].since_ms;
-    if (fence < FENCE_MAX && atomic_load_explicit(&r->pending[fence % POOL_PENDING].fence,
-                                                  memory_order_relaxed) == (fence | ENTRY_HELD)) {
+    /* Capacity first (the state's line, fixed for the tenancy): above 16 nothing is held. */
+    if (holds_entries(atomic_load_explicit(&r->capacity, memory_order_relaxed)) && fence < FENCE_MAX &&
+        atomic_load_explicit(&r->pending[fence % POOL_PENDING].fence, memory_order_relaxed) == (fence | ENTRY_HELD)) {
         /* Our entry (only our accept wrote f|HELD): DONE by a release store, the execution's
          * work before it; a reserver folds it. Retaken since, the DONE matches nobody. */
         atomic_store_explicit(since, fence | SINCE_DONE, memory_order_release);
