@@ -411,8 +411,10 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
     int b = take_unit(r, gen, &fence, &folded);
     if (b < 0)
         return b;
-    if (folded)
+    if (folded) {
+        pool_park_here(p, POOL_PARK_FOLD);
         wipe_folded(r, folded);
+    }
     /* The slot may have ended between the state check and the CAS: then the unit is void. */
     w = atomic_load(&r->state);
     if (RES_GEN(w) != gen || !RES_IN_USE(w)) {
