@@ -508,22 +508,6 @@ void pool_key_changed_after_rmw(struct orbit_pool *p, uint32_t i)
             deliver_word(p, p->node, i, w, ~0ull, false);
 }
 
-/*
- * A change published by one release store on the hot path (a completion): a
- * process registered for global membarriers needs no fence, since a waiter
- * about to sleep runs orb_lock_fence_others and then folds the key's DONE
- * entries itself (pool_key_fold_after_fence); otherwise the fence orders the store
- * before the loads.
- */
-void pool_key_changed_after_store(struct orbit_pool *p, uint32_t i)
-{
-    if (atomic_load_explicit(&orb_lock_store_give, memory_order_relaxed))
-        atomic_signal_fence(memory_order_seq_cst);
-    else
-        atomic_thread_fence(memory_order_seq_cst);
-    pool_key_changed_after_rmw(p, i);
-}
-
 /* A change published by plain stores: the fence orders them before the loads above. */
 void pool_key_changed(struct orbit_pool *p, uint32_t i)
 {

@@ -281,7 +281,13 @@ struct orbit_pool {
     _Atomic uint64_t key_inserts, key_reclaims, key_sweeps;
     enum pool_park park;          /* testing: ORBIT_TEST_POOL_PARK at open */
 };
-void pool_park_here(const struct orbit_pool *p, enum pool_park point);
+void pool_park_stop(void);
+/* A test hook point: one compare on the hot path, the stop out of line. */
+static inline void pool_park_here(const struct orbit_pool *p, enum pool_park point)
+{
+    if (__builtin_expect(p->park == point, 0))
+        pool_park_stop();
+}
 
 /* Byte offsets of the sections inside the table (after the segment header). */
 struct pool_sections {
@@ -322,6 +328,18 @@ static inline uint64_t pool_epoch_now(const struct orbit_pool *p)
     return atomic_load_explicit(&orb_seg_hdr(&p->seg)->epoch, memory_order_acquire);
 }
 
+/*
+ * Nobody looks at key k: no version equal to its word handed out, nobody
+ * parked, no watch. A changer that finds this (after its publishing RMW or
+ * fence) writes nothing; pool_key_changed_after_rmw repeats these loads.
+ */
+static inline bool pool_key_unlooked(struct pool_key *k)
+{
+    uint32_t c = atomic_load(&k->wait.changes);
+    return atomic_load(&k->watched) != c && !atomic_load(&k->wait.parked) &&
+           atomic_load(&k->watch_count) == 0;
+}
+
 /* ---- account.c: the pool's death accounting (table ops) ---- */
 struct orbit_reclaim;
 void pool_account(void *table, uint16_t node, uint64_t incarnation, struct orbit_reclaim *out);
@@ -334,13 +352,30 @@ void pool_key_release(struct orbit_pool *p, uint32_t index);                /* d
 void pool_key_unref(struct orbit_pool *p, uint32_t index, uint64_t n);
 void pool_key_changed(struct orbit_pool *p, uint32_t index);
 void pool_key_changed_after_rmw(struct orbit_pool *p, uint32_t index);
-void pool_key_changed_after_store(struct orbit_pool *p, uint32_t index);   /* a hot-path release store */
 uint32_t pool_key_version(struct pool_key *k);                              /* registered */
 int  pool_key_return_node(struct orbit_pool *p, uint16_t node);             /* node_dead's key part */
 void pool_watch_ring(struct orbit_pool *p, uint32_t word, uint64_t bits); /* ring those watchers */
 void pool_watch_recount(struct orbit_pool *p, uint32_t index);             /* op lock held */
 int  pool_intents_settle_node(struct orbit_pool *p, uint16_t node);         /* node_dead's first step */
 void pool_intents_reset(struct orbit_pool *p);
+
+/*
+ * A change published by one release store on the hot path (a completion): a
+ * process registered for global membarriers needs no fence, since a waiter
+ * about to sleep runs orb_lock_fence_others and then folds the key's DONE
+ * entries itself (pool_key_fold_after_fence); otherwise the fence orders the store
+ * before the loads.
+ */
+static inline void pool_key_changed_after_store(struct orbit_pool *p, uint32_t i)
+{
+    if (atomic_load_explicit(&orb_lock_store_give, memory_order_relaxed))
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+    if (i <= p->key_mask && pool_key_unlooked(pool_key_at(p, i)))
+        return;   /* the common case, without a call */
+    pool_key_changed_after_rmw(p, i);
+}
 
 /* ---- intents.c: op locks, pins, intents ---- */
 int  pool_key_op_lock(struct orbit_pool *p, uint32_t index);                /* a dead holder's op settled */

@@ -147,10 +147,9 @@ static enum pool_park park_from_env(void)
     return POOL_PARK_NONE;
 }
 
-void pool_park_here(const struct orbit_pool *p, enum pool_park point)
+void pool_park_stop(void)
 {
-    if (p->park == point)
-        raise(SIGSTOP);
+    raise(SIGSTOP);
 }
 
 static struct orbit_pool *handle_new(struct orbit_fleet *f)
