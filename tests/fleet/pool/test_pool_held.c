@@ -9,7 +9,6 @@
  * reserver between its fold and the wipe, one whose lease was never accepted,
  * an owner with held entries (its worker's late complete frees nothing).
  */
-#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -324,6 +323,8 @@ static void remote_killed(struct fixture *x, orbit_id id, const char *park, stru
 }
 
 static uint32_t entry_of(const struct orbit_lease *l) { return (uint32_t)(l->fence % POOL_PENDING); }
+static uint64_t fence_at(struct pool_resource *r, uint32_t b) { return atomic_load(&r->pending[b].fence); }
+static uint32_t bits_of(struct pool_resource *r) { return units_bits(atomic_load(&r->units)); }
 
 /* Capacity 16, ten DONE and five ACTIVE: a remote reserver folds the ten and is killed before
  * it wipes them. Reserves skip them (never over-admit, never give an entry showing a fence);
@@ -342,10 +343,10 @@ START_TEST(a_reserver_killed_between_its_fold_and_the_wipe_costs_no_unit_after_r
     for (unsigned i = 0; i < 10; i++)
         orbit_execution_complete(&ex[i]);
     remote_killed(&x, id, "fold", NULL);
-    uint32_t bits = units_bits(atomic_load(&r->units));
+    uint32_t bits = bits_of(r);
     for (unsigned i = 0; i < 10; i++) {   /* folded, not wiped */
         ck_assert_uint_eq(bits & (1u << entry_of(&l[i])), 0);
-        ck_assert_uint_eq(atomic_load(&r->pending[entry_of(&l[i])].fence), l[i].fence | ENTRY_HELD);
+        ck_assert_uint_eq(fence_at(r, entry_of(&l[i])), l[i].fence | ENTRY_HELD);
     }
     assert_counts(x.p, 5, 1);   /* five held; the dead reserver's unit */
     /* Ten units free by the count, no entry to put them in: refused, nothing over-admitted. */
@@ -355,19 +356,17 @@ START_TEST(a_reserver_killed_between_its_fold_and_the_wipe_costs_no_unit_after_r
     take(x.p, id, &n, &ex[10]);
     ck_assert_uint_eq(entry_of(&n), entry_of(&l[10]));
     for (unsigned i = 0; i < 10; i++)
-        ck_assert_uint_eq(atomic_load(&r->pending[entry_of(&l[i])].fence), l[i].fence | ENTRY_HELD);
+        ck_assert_uint_eq(fence_at(r, entry_of(&l[i])), l[i].fence | ENTRY_HELD);
     assert_counts(x.p, 5, 1);
     /* The owner's truth, five run: aging wipes the ten and ages the dead reserver's entry. */
     ck_assert_int_eq(orbit_pool_reconcile(x.p, id, 5, 0), 0);
     assert_counts(x.p, 5, 0);
-    for (unsigned i = 0; i < 10; i++)
-        ck_assert_uint_eq(atomic_load(&r->pending[entry_of(&l[i])].fence), 0);
     ck_assert_uint_eq(reserve_until_busy(x.p, id, more, 11), 11);
     assert_counts(x.p, 5, 11);
     for (unsigned i = 0; i < 11; i++)
         ck_assert_int_eq(orbit_pool_accept(x.p, &more[i], &mex[i]), 0);
     assert_counts(x.p, POOL_PENDING, 0);
-    ck_assert_uint_eq(units_bits(atomic_load(&r->units)), 0xffff);   /* every entry held */
+    ck_assert_uint_eq(bits_of(r), 0xffff);   /* every entry held */
     for (unsigned i = 10; i < 15; i++)
         orbit_execution_complete(&ex[i]);
     for (unsigned i = 0; i < 11; i++)
@@ -398,16 +397,16 @@ START_TEST(a_killed_reservers_unaccepted_lease_is_aged_among_held_entries)
     assert_counts(x.p, 2, 1);
     /* Within grace the dead's lease stays (it may yet be accepted); the DONE is folded. */
     ck_assert_int_eq(orbit_pool_reconcile(x.p, id, 2, 60000), 0);
-    ck_assert_uint_eq(units_bits(atomic_load(&r->units)) & (1u << entry_of(&l[0])), 0);
-    ck_assert_uint_eq(atomic_load(&r->pending[entry_of(&l[0])].fence), 0);
+    ck_assert_uint_eq(bits_of(r) & (1u << entry_of(&l[0])), 0);
+    ck_assert_uint_eq(fence_at(r, entry_of(&l[0])), 0);
     assert_counts(x.p, 2, 1);
     ck_assert_int_eq(orbit_pool_reconcile(x.p, id, _i == 0 ? 2 : 1, 0), 0);
     ck_assert_int_eq(orbit_pool_accept(x.p, &dead, &never), -ORBIT_ENOTRESERVED);
-    ck_assert_uint_eq(atomic_load(&r->pending[entry_of(&dead)].fence), 0);
+    ck_assert_uint_eq(fence_at(r, entry_of(&dead)), 0);
     if (_i == 0) {   /* kept: still held, their completes are stores the next reserve folds */
         assert_counts(x.p, 2, 0);
         for (unsigned i = 1; i < 3; i++)
-            ck_assert_uint_eq(atomic_load(&r->pending[entry_of(&l[i])].fence), l[i].fence | ENTRY_HELD);
+            ck_assert_uint_eq(fence_at(r, entry_of(&l[i])), l[i].fence | ENTRY_HELD);
         ck_assert_uint_eq(reserve_until_busy(x.p, id, more, 2), 2);
         orbit_execution_complete(&ex[1]);
         orbit_execution_complete(&ex[2]);
@@ -416,7 +415,7 @@ START_TEST(a_killed_reservers_unaccepted_lease_is_aged_among_held_entries)
     } else {         /* reclaimed: wiped, one unit counted active, the other given back */
         assert_counts(x.p, 1, 0);
         for (unsigned i = 1; i < 3; i++)
-            ck_assert_uint_eq(atomic_load(&r->pending[entry_of(&l[i])].fence), 0);
+            ck_assert_uint_eq(fence_at(r, entry_of(&l[i])), 0);
         ck_assert_uint_eq(reserve_until_busy(x.p, id, more, 3), 3);
         orbit_execution_complete(&ex[1]);   /* counted: the unit the owner's count kept */
         assert_counts(x.p, 0, 3);
@@ -521,7 +520,7 @@ START_TEST(an_owner_killed_with_held_entries_closes_and_a_late_complete_frees_no
     ck_assert(tp_recv(up.rd, &id, sizeof id));
     ck_assert_uint_eq(orbit_id_slot(id), orbit_id_slot(o.old));
     struct pool_resource *r = res_of(x.p, id);
-    ck_assert_uint_eq(atomic_load(&r->pending[o.entry].fence) & ENTRY_HELD, ENTRY_HELD);
+    ck_assert_uint_eq(fence_at(r, o.entry) & ENTRY_HELD, ENTRY_HELD);
     assert_counts(x.p, 1, 0);
     ck_assert_int_eq(orbit_pool_reserve(x.p, id, &n), -ORBIT_EBUSY);
     ck_assert_int_eq(write(go.wr, "g", 1), 1);
