@@ -287,13 +287,21 @@ static void stop_and_kill(pid_t kid)
     ck_assert_int_eq(tu_wait_child(kid, 10000), 128 + SIGKILL);
 }
 
+/* A child of the test dies with it (a failed test leaves no stopped or pausing process). */
+static void die_with_parent(pid_t parent)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(6);
+}
+
 /* Another member process reserving a unit of id: it sends its lease and stops; with park
  * set, the hook stops it inside the reserve instead (exit 3 if it never did). */
-struct remote { const char *name; const char *park; orbit_id id; int wr; };
+struct remote { const char *name; const char *park; orbit_id id; int wr; pid_t parent; };
 
 static int remote_reserver(void *arg)
 {
     struct remote *rm = arg;
+    die_with_parent(rm->parent);
     if (rm->park)
         setenv("ORBIT_TEST_POOL_PARK", rm->park, 1);
     struct orbit_fleet *f = tp_join(rm->name, 8, REMOTE_NODE, REMOTE_INC);
@@ -313,7 +321,7 @@ static int remote_reserver(void *arg)
 static void remote_killed(struct fixture *x, orbit_id id, const char *park, struct orbit_lease *lease)
 {
     struct tp_pipe pp = tp_pipe();
-    struct remote rm = { x->name, park, id, pp.wr };
+    struct remote rm = { x->name, park, id, pp.wr, getpid() };
     stop_and_kill(tp_spawn(remote_reserver, &rm));
     if (lease)
         ck_assert(tp_recv(pp.rd, lease, sizeof *lease));
@@ -431,11 +439,12 @@ END_TEST
 /* The owner process (node OWNER_NODE): capacity 2, one execution DONE, the other ACTIVE in a
  * worker process it forks, which outlives it and completes when a byte comes on go. It sends
  * the id, the worker's pid and lease, then waits to be killed. */
-struct owner { const char *name; int wr, go, go_wr; orbit_id old; uint32_t entry; };
+struct owner { const char *name; int wr, go, go_wr; orbit_id old; uint32_t entry; pid_t parent; };
 
 static int owner_proc(void *arg)
 {
     struct owner *o = arg;
+    die_with_parent(o->parent);
     struct orbit_fleet *f = tp_join(o->name, 8, OWNER_NODE, OWNER_INC);
     struct orbit_pool *p;
     TP_CHECK(orbit_pool_open(f, NULL, &p) == 0, "pool open");
@@ -470,6 +479,7 @@ static int owner_proc(void *arg)
 static int heir_proc(void *arg)
 {
     struct owner *o = arg;
+    die_with_parent(o->parent);
     struct orbit_fleet *f = tp_join(o->name, 8, OWNER_NODE, OWNER_INC + 1);
     struct orbit_pool *p;
     TP_CHECK(orbit_pool_open(f, NULL, &p) == 0, "pool open");
@@ -503,7 +513,7 @@ START_TEST(an_owner_killed_with_held_entries_closes_and_a_late_complete_frees_no
     setup(&x, "hown");
     ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);   /* the worker outlives its parent */
     struct tp_pipe up = tp_pipe(), go = tp_pipe();
-    struct owner o = { x.name, up.wr, go.rd, go.wr, 0, 0 };
+    struct owner o = { x.name, up.wr, go.rd, go.wr, 0, 0, getpid() };
     pid_t owner = tp_spawn(owner_proc, &o), worker;
     struct orbit_lease late, n;
     ck_assert(tp_recv(up.rd, &o.old, sizeof o.old) && tp_recv(up.rd, &worker, sizeof worker) &&
