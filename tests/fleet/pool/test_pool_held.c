@@ -436,6 +436,43 @@ START_TEST(a_killed_reservers_unaccepted_lease_is_aged_among_held_entries)
 }
 END_TEST
 
+/* A reserver stopped (not killed) between its fold and the wipe while the owner's reconcile
+ * wipes the folded entries and a new lease takes one: the late wipe must not clobber it. */
+START_TEST(a_folders_late_wipe_leaves_a_retaken_entry_to_its_new_holder)
+{
+    struct fixture x;
+    setup(&x, "hstall");
+    orbit_id id;
+    ck_assert_int_eq(orbit_pool_register(x.p, KEY, POOL_PENDING, &id), 0);
+    struct pool_resource *r = res_of(x.p, id);
+    struct orbit_lease l[POOL_PENDING], n;
+    struct orbit_execution ex[POOL_PENDING], e;
+    for (unsigned i = 0; i < 15; i++)
+        take(x.p, id, &l[i], &ex[i]);
+    for (unsigned i = 0; i < 15; i++)
+        orbit_execution_complete(&ex[i]);
+    struct remote rm = { x.name, "fold", id, -1 };
+    pid_t kid = tp_spawn(remote_reserver, &rm);
+    int st;
+    ck_assert_int_eq(waitpid(kid, &st, WUNTRACED), kid);
+    ck_assert_msg(WIFSTOPPED(st), "the child did not stop at the hook (status %#x)", st);
+    /* The owner's aging wipes the fifteen folded entries (their folder looks dead, or slow). */
+    ck_assert_int_eq(orbit_pool_reconcile(x.p, id, 0, 60000), 0);
+    ck_assert_uint_eq(fence_at(r, entry_of(&l[0])), 0);
+    ck_assert_int_eq(orbit_pool_reserve(x.p, id, &n), 0);
+    ck_assert_uint_eq(entry_of(&n), entry_of(&l[0]));   /* a wiped entry, retaken */
+    kill(kid, SIGCONT);   /* the folder resumes: its wipe comes after the retake */
+    ck_assert_int_eq(tu_wait_child(kid, 10000), 3);
+    ck_assert_int_eq(orbit_fleet_node_dead(x.f, REMOTE_NODE, REMOTE_INC), 0);
+    ck_assert_msg(fence_at(r, entry_of(&n)) == n.fence, "the new lease's entry shows %#llx, not its fence %llu",
+                  (unsigned long long)fence_at(r, entry_of(&n)), (unsigned long long)n.fence);
+    ck_assert_int_eq(orbit_pool_accept(x.p, &n, &e), 0);
+    orbit_execution_complete(&e);
+    assert_counts(x.p, 0, 1);   /* the folder's own lease, never accepted */
+    teardown(&x);
+}
+END_TEST
+
 /* The owner process (node OWNER_NODE): capacity 2, one execution DONE, the other ACTIVE in a
  * worker process it forks, which outlives it and completes when a byte comes on go. It sends
  * the id, the worker's pid and lease, then waits to be killed. */
@@ -623,6 +660,7 @@ int main(void)
         tcase_add_test(held, a_reserver_killed_between_its_fold_and_the_wipe_costs_no_unit_after_reconcile);
         tcase_add_loop_test(held, a_killed_reservers_unaccepted_lease_is_aged_among_held_entries, 0, 2);
         tcase_add_test(held, an_owner_killed_with_held_entries_closes_and_a_late_complete_frees_nothing);
+        tcase_add_test(held, a_folders_late_wipe_leaves_a_retaken_entry_to_its_new_holder);
         suite_add_tcase(s, held);
     }
     return tu_run(s);
