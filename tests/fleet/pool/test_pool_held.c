@@ -473,6 +473,30 @@ START_TEST(a_folders_late_wipe_leaves_a_retaken_entry_to_its_new_holder)
 }
 END_TEST
 
+/* Held entries at capacity: an unaccepted reservation aged by reconcile is a unit back, and
+ * a change for the key's waiters, whatever part of active the held entries make up. */
+START_TEST(a_reconcile_that_ages_a_reservation_beside_held_entries_wakes_the_key)
+{
+    struct fixture x;
+    setup(&x, "hrwake");
+    orbit_id id;
+    ck_assert_int_eq(orbit_pool_register(x.p, KEY, 2, &id), 0);
+    struct orbit_lease l, gave_up, n;
+    struct orbit_execution ex;
+    take(x.p, id, &l, &ex);
+    ck_assert_int_eq(orbit_pool_reserve(x.p, id, &gave_up), 0);   /* never brought to the owner */
+    uint32_t v, now;
+    ck_assert_int_eq(orbit_pool_version(x.p, KEY, &v), 0);
+    ck_assert_int_eq(orbit_pool_reserve(x.p, id, &n), -ORBIT_EBUSY);
+    ck_assert_int_eq(orbit_pool_reconcile(x.p, id, 1, 0), 0);   /* one runs: the reservation ages */
+    assert_counts(x.p, 1, 0);
+    ck_assert_int_eq(orbit_pool_wait_capacity(x.p, KEY, v, 0, &now), 0);
+    ck_assert_uint_ne(now, v);
+    orbit_execution_complete(&ex);
+    teardown(&x);
+}
+END_TEST
+
 /* The owner process (node OWNER_NODE): capacity 2, one execution DONE, the other ACTIVE in a
  * worker process it forks, which outlives it and completes when a byte comes on go. It sends
  * the id, the worker's pid and lease, then waits to be killed. */
@@ -661,6 +685,7 @@ int main(void)
         tcase_add_loop_test(held, a_killed_reservers_unaccepted_lease_is_aged_among_held_entries, 0, 2);
         tcase_add_test(held, an_owner_killed_with_held_entries_closes_and_a_late_complete_frees_nothing);
         tcase_add_test(held, a_folders_late_wipe_leaves_a_retaken_entry_to_its_new_holder);
+        tcase_add_test(held, a_reconcile_that_ages_a_reservation_beside_held_entries_wakes_the_key);
         suite_add_tcase(s, held);
     }
     return tu_run(s);
