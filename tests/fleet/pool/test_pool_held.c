@@ -451,7 +451,7 @@ START_TEST(a_folders_late_wipe_leaves_a_retaken_entry_to_its_new_holder)
         take(x.p, id, &l[i], &ex[i]);
     for (unsigned i = 0; i < 15; i++)
         orbit_execution_complete(&ex[i]);
-    struct remote rm = { x.name, "fold", id, -1 };
+    struct remote rm = { x.name, "fold", id, -1, getpid() };
     pid_t kid = tp_spawn(remote_reserver, &rm);
     int st;
     ck_assert_int_eq(waitpid(kid, &st, WUNTRACED), kid);
