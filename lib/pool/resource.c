@@ -316,11 +316,23 @@ HOT void held_entries(struct pool_resource *r, uint32_t bits, uint32_t *held, ui
     }
 }
 
-/* Wipe the entries this reserver folded: only then may a reserver take them (it waits for 0). */
+/*
+ * Wipe the entries this reserver folded: only then may a reserver take them
+ * (it waits for 0). Each is wiped only while it still shows f|HELD for the
+ * f|DONE in its since word: one wiped by the owner's aging meanwhile may be
+ * a new holder's, and is left alone (fences never repeat in a slot). The look
+ * and the store are two steps: a folder stopped between them can still wipe
+ * a new holder's fence, whose accept is then refused and whose unit ages.
+ */
 HOT void wipe_folded(struct pool_resource *r, uint32_t folded)
 {
-    for (; folded; folded &= folded - 1)
-        atomic_store_explicit(&r->pending[__builtin_ctz(folded)].fence, 0, memory_order_release);
+    for (; folded; folded &= folded - 1) {
+        struct pool_pending *e = &r->pending[__builtin_ctz(folded)];
+        uint64_t since = atomic_load_explicit(&e->since_ms, memory_order_relaxed);
+        uint64_t word = (since & ~SINCE_DONE) | ENTRY_HELD;
+        if ((since & SINCE_DONE) && atomic_load_explicit(&e->fence, memory_order_relaxed) == word)
+            atomic_store_explicit(&e->fence, 0, memory_order_release);
+    }
 }
 
 /* The entry the next fence lands in (*next: that fence), POOL_PENDING when every entry is busy. */
@@ -720,7 +732,8 @@ int orbit_pool_reconcile(struct orbit_pool *p, orbit_id id, uint32_t active, uin
         if (a.held)
             bits = reconcile_held(r, bits, &counted, &cleared);
         next = units_make(gen, bits, counted);
-        freed = units_reserved(next) + (uint64_t)active < units_reserved(h.units) + (uint64_t)units_active(h.units);
+        /* Held entries count in both pairs' bits: the new pair's active field is counted. */
+        freed = units_reserved(next) + (uint64_t)counted < units_reserved(h.units) + (uint64_t)units_active(h.units);
         /* One CAS frees the aged entries' bits and states the owner's active count; the pair
          * CAS also proves the fence the bits were judged at. */
         if (POOL_PAIR_CAS ? hot_cas(r, &h, (struct hot){ next, h.fence })
