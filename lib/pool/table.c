@@ -138,7 +138,7 @@ static enum pool_park park_from_env(void)
     static const char *const names[] = { [POOL_PARK_HOLD] = "hold", [POOL_PARK_RELEASE] = "release",
         [POOL_PARK_CLAIM] = "claim", [POOL_PARK_FINISH] = "finish", [POOL_PARK_REGISTER] = "register",
         [POOL_PARK_UNCOUNT] = "uncount", [POOL_PARK_RETURN] = "return",
-        [POOL_PARK_WATCH] = "watch", [POOL_PARK_DELIVER] = "deliver" };
+        [POOL_PARK_WATCH] = "watch", [POOL_PARK_DELIVER] = "deliver", [POOL_PARK_ACQUIRE_WAIT] = "acquire_wait" };
     const char *v = getenv("ORBIT_TEST_POOL_PARK");
     for (unsigned i = 1; v && i < sizeof names / sizeof names[0]; i++)
         if (strcmp(v, names[i]) == 0)
