@@ -102,75 +102,123 @@ static ssize_t snapshot(struct orbit_pool *p, orbit_key key, struct orbit_candid
     }
 }
 
-static int plan_wait(struct orbit_pool *p, orbit_key key, struct orbit_plan *out)
+/* A snapshot, the key's budget, the policy's decision: one look at the key. */
+struct look {
+    struct orbit_pool *p;
+    orbit_key key;
+    const struct orbit_policy *policy;
+    struct orbit_limits lim;
+    struct orbit_candidate stack[SNAPSHOT_STACK], *buf;
+    size_t cap;
+};
+
+static int look(struct look *lk, struct orbit_decision *d)
 {
-    out->kind = ORBIT_PLAN_WAIT;
-    return orbit_pool_version(p, key, &out->version);
+    ssize_t n = snapshot(lk->p, lk->key, &lk->buf, &lk->cap, lk->stack);
+    if (n < 0)
+        return (int)n;
+    uint32_t live, creating;
+    orbit_pool_budget(lk->p, lk->key, &live, &creating);
+    *d = lk->policy->decide(lk->policy->ctx, lk->key, lk->buf, (size_t)n, live, creating, &lk->lim);
+    return 0;
 }
 
-/* One decision carried out: 1 = plan made, 0 = lost race (retry), < 0 an error. */
-static int carry_out(struct orbit_pool *p, orbit_key key, struct orbit_decision d,
-                     const struct orbit_limits *l, struct orbit_plan *out)
+static int plan_wait(struct orbit_plan *out, uint32_t version)
+{
+    out->kind = ORBIT_PLAN_WAIT;
+    out->version = version;
+    return 1;
+}
+
+/*
+ * A WAIT decided: the version, then one more look. 1 = a WAIT plan (the look
+ * still says WAIT), 0 = *d is the look's other decision, < 0 an error.
+ */
+static int version_then_look(struct look *lk, uint32_t *version, struct orbit_decision *d, struct orbit_plan *out)
+{
+    pool_park_here(lk->p, POOL_PARK_ACQUIRE_WAIT);
+    /* The version's seq_cst CAS (watched) before the look's seq_cst loads: a unit freed after
+     * it is seen by the look, or its changer sees watched == changes and moves the version. */
+    int rc = orbit_pool_version(lk->p, lk->key, version);
+    if (rc == 0)
+        rc = look(lk, d);
+    if (rc < 0)
+        return rc;
+    return d->kind == ORBIT_DECIDE_WAIT ? plan_wait(out, *version) : 0;
+}
+
+/* One decision other than WAIT carried out: 1 = plan made, 0 = lost race (retry), < 0 an error. */
+static int carry_out(struct look *lk, struct orbit_decision d, struct orbit_plan *out)
 {
     int rc;
     switch (d.kind) {
     case ORBIT_DECIDE_REUSE:
-        rc = orbit_pool_reserve(p, d.reuse, &out->lease);
+        rc = orbit_pool_reserve(lk->p, d.reuse, &out->lease);
         if (rc == -ORBIT_EBUSY || rc == -ORBIT_ESTALE || rc == -ORBIT_EDRAINING)
             return 0;
         if (rc < 0)
             return rc;
-        out->kind = orbit_id_node(d.reuse) == p->node ? ORBIT_PLAN_LOCAL_REUSE : ORBIT_PLAN_REMOTE_REUSE;
+        out->kind = orbit_id_node(d.reuse) == lk->p->node ? ORBIT_PLAN_LOCAL_REUSE : ORBIT_PLAN_REMOTE_REUSE;
         return 1;
     case ORBIT_DECIDE_CREATE:
-        rc = orbit_pool_claim_create(p, key, l->max_live, &out->permit);
+        rc = orbit_pool_claim_create(lk->p, lk->key, lk->lim.max_live, &out->permit);
         if (rc == -ORBIT_EBUDGET)
             return 0;
         if (rc < 0)
             return rc;
         out->kind = ORBIT_PLAN_CREATE;
         return 1;
-    case ORBIT_DECIDE_WAIT:
-        rc = plan_wait(p, key, out);
-        return rc < 0 ? rc : 1;
     case ORBIT_DECIDE_REJECT:
         out->kind = ORBIT_PLAN_REJECT;
         out->reason = d.reason;
         return 1;
+    case ORBIT_DECIDE_WAIT:
+        break;
     }
     return -ORBIT_EMALFORMED;
+}
+
+/* One attempt: 1 = plan made, 0 = lost race, < 0 an error. */
+static int attempt(struct look *lk, struct orbit_plan *out)
+{
+    struct orbit_decision d;
+    uint32_t version;
+    int rc = look(lk, &d);
+    if (rc == 0 && d.kind == ORBIT_DECIDE_WAIT)
+        rc = version_then_look(lk, &version, &d, out);
+    return rc != 0 ? rc : carry_out(lk, d, out);
+}
+
+/* Every attempt lost its race: WAIT, with the same last look as a WAIT decided. */
+static int after_lost_races(struct look *lk, struct orbit_plan *out)
+{
+    struct orbit_decision d;
+    uint32_t version;
+    int rc = version_then_look(lk, &version, &d, out);
+    if (rc == 0)
+        rc = carry_out(lk, d, out);
+    /* Lost again after the version: the winner's release (or the drain's close) moves it on. */
+    return rc == 0 ? plan_wait(out, version) : rc;
 }
 
 int orbit_pool_acquire(struct orbit_pool *p, orbit_key key, const struct orbit_limits *limits,
                        const struct orbit_policy *policy, struct orbit_plan *out)
 {
-    struct orbit_limits lim = ORBIT_LIMITS_DEFAULT;
+    struct look lk;   /* not zeroed: its stack buffer is only read where a snapshot wrote it */
+    lk.lim = (struct orbit_limits)ORBIT_LIMITS_DEFAULT;
     if (limits)
-        lim = *limits;
-    if (!policy)
-        policy = &orbit_policy_local_first;
-    if (!p || !out || !policy->decide)
+        lk.lim = *limits;
+    lk.policy = policy ? policy : &orbit_policy_local_first;
+    if (!p || !out || !lk.policy->decide)
         return -ORBIT_EMALFORMED;
     memset(out, 0, sizeof *out);
-    struct orbit_candidate stack[SNAPSHOT_STACK], *buf = stack;
-    size_t cap = SNAPSHOT_STACK;
+    lk.p = p, lk.key = key, lk.buf = lk.stack, lk.cap = SNAPSHOT_STACK;
     int rc = 0;
-    for (uint32_t attempt = 0; attempt < (lim.attempts ? lim.attempts : 1) && rc == 0; attempt++) {
-        ssize_t n = snapshot(p, key, &buf, &cap, stack);
-        if (n < 0) {
-            rc = (int)n;
-            break;
-        }
-        uint32_t live, creating;
-        orbit_pool_budget(p, key, &live, &creating);
-        struct orbit_decision d = policy->decide(policy->ctx, key, buf, (size_t)n, live, creating, &lim);
-        rc = carry_out(p, key, d, &lim, out);
-    }
-    if (buf != stack)
-        free(buf);
-    if (rc == 0) {   /* every attempt lost its race */
-        int w = plan_wait(p, key, out);
-        rc = w < 0 ? w : 1;
-    }
+    for (uint32_t n = 0; n < (lk.lim.attempts ? lk.lim.attempts : 1) && rc == 0; n++)
+        rc = attempt(&lk, out);
+    if (rc == 0)
+        rc = after_lost_races(&lk, out);
+    if (lk.buf != lk.stack)
+        free(lk.buf);
     return rc < 0 ? rc : 0;
 }

@@ -254,7 +254,7 @@ _Static_assert(offsetof(struct pool_resource, units) == 64 &&
 /* Test hook points (ORBIT_TEST_POOL_PARK): the process stops itself there. */
 enum pool_park { POOL_PARK_NONE, POOL_PARK_HOLD, POOL_PARK_RELEASE, POOL_PARK_CLAIM, POOL_PARK_FINISH,
                  POOL_PARK_REGISTER, POOL_PARK_UNCOUNT, POOL_PARK_RETURN, POOL_PARK_WATCH,
-                 POOL_PARK_DELIVER, POOL_PARK_FOLD };
+                 POOL_PARK_DELIVER, POOL_PARK_FOLD, POOL_PARK_ACQUIRE_WAIT };
 
 /* ---- the handle ---- */
 struct orbit_pool {

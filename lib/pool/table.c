@@ -139,7 +139,7 @@ static enum pool_park park_from_env(void)
         [POOL_PARK_CLAIM] = "claim", [POOL_PARK_FINISH] = "finish", [POOL_PARK_REGISTER] = "register",
         [POOL_PARK_UNCOUNT] = "uncount", [POOL_PARK_RETURN] = "return",
         [POOL_PARK_WATCH] = "watch", [POOL_PARK_DELIVER] = "deliver",
-        [POOL_PARK_FOLD] = "fold" };
+        [POOL_PARK_FOLD] = "fold", [POOL_PARK_ACQUIRE_WAIT] = "acquire_wait" };
     const char *v = getenv("ORBIT_TEST_POOL_PARK");
     for (unsigned i = 1; v && i < sizeof names / sizeof names[0]; i++)
         if (strcmp(v, names[i]) == 0)

@@ -79,7 +79,8 @@ struct orbit_decision  { enum orbit_decision_kind kind; orbit_id reuse; int reas
 /*
  * A policy picks from a snapshot: candidates c[0..n), the key's live and
  * creating counts, the caller's limits. It is called again with a fresh
- * snapshot after a lost race. It must not call back into the pool.
+ * snapshot after a lost race, and once more before a WAIT plan. It must not
+ * call back into the pool.
  */
 struct orbit_policy    { struct orbit_decision (*decide)(void *ctx, orbit_key key,
                            const struct orbit_candidate *c, size_t n, uint32_t live, uint32_t creating,
@@ -113,16 +114,16 @@ struct orbit_pool;
  * -ORBIT_ECORRUPT, -ENOMEM (no huge pages for the lane), -EACCES.
  *
  * Testing only: with ORBIT_TEST_POOL_PARK set at open to "hold", "release",
- * "claim", "finish", "register", "uncount", "return", "watch", "deliver" or
- * "fold",
- * calls through this handle stop the process with SIGSTOP between two steps
- * of that key update (a key pinned but not yet in the holds row, and the
- * reverse; creating counted but no claim row, and the reverse; a resource
- * counted but no member bit, and the reverse; a death report's rows given
- * back but not yet zeroed; a watch's reference taken but no watcher bit; a
- * delivery's watcher bits taken but not their references; a reserve's CAS
- * that folded completed entries, before it wipes them), so a test can
- * kill -9 it there.
+ * "claim", "finish", "register", "uncount", "return", "watch", "deliver",
+ * "fold" or "acquire_wait", calls through this handle stop the process with
+ * SIGSTOP between two steps of that key update (a key pinned but not yet in
+ * the holds row, and the reverse; creating counted but no claim row, and the
+ * reverse; a resource counted but no member bit, and the reverse; a death
+ * report's rows given back but not yet zeroed; a watch's reference taken but
+ * no watcher bit; a delivery's watcher bits taken but not their references; a
+ * reserve's CAS that folded completed entries, before it wipes them; an
+ * acquire's WAIT decided but the key's version not yet read), so a test can
+ * kill -9 it there or change the key under it.
  */
 int  orbit_pool_open(struct orbit_fleet *, const struct orbit_pool_spec *spec /* NULL = default */, struct orbit_pool **out);
 /*
@@ -218,8 +219,10 @@ int  orbit_pool_wait_capacity(struct orbit_pool *, orbit_key, uint32_t since, in
  * local_first; limits NULL = ORBIT_LIMITS_DEFAULT), then reserve or claim what
  * it chose. A lost race (-ORBIT_EBUSY, -ORBIT_ESTALE, -ORBIT_EDRAINING,
  * -ORBIT_EBUDGET) is retried with a fresh snapshot up to limits->attempts
- * times, then the plan is WAIT with the key's version. A LOCAL/REMOTE_REUSE
- * plan holds a lease, a CREATE plan holds a permit the caller must finish.
+ * times, then the plan is WAIT with the key's version. That version is read
+ * before a last look, so a WAIT plan's version never already includes room.
+ * A LOCAL/REMOTE_REUSE plan holds a lease, a CREATE plan holds a permit the
+ * caller must finish.
  */
 int  orbit_pool_acquire(struct orbit_pool *, orbit_key, const struct orbit_limits *, const struct orbit_policy *, struct orbit_plan *out);
 /*

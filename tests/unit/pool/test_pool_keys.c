@@ -350,6 +350,14 @@ static struct orbit_decision stubborn_policy(void *ctx, orbit_key key, const str
              : (struct orbit_decision){ .kind = ORBIT_DECIDE_CREATE };
 }
 
+static struct orbit_decision wait_policy(void *ctx, orbit_key key, const struct orbit_candidate *c, size_t n,
+                                         uint32_t live, uint32_t creating, const struct orbit_limits *l)
+{
+    (void)key, (void)c, (void)n, (void)live, (void)creating, (void)l;
+    (*(int *)ctx)++;
+    return (struct orbit_decision){ .kind = ORBIT_DECIDE_WAIT };
+}
+
 START_TEST(acquire_carries_out_a_callers_policy_and_gives_up_after_its_attempts)
 {
     struct env e = env_open(NULL);
@@ -369,11 +377,17 @@ START_TEST(acquire_carries_out_a_callers_policy_and_gives_up_after_its_attempts)
     struct orbit_limits lim = { .max_live = 5, .attempts = 3 };
     ck_assert_int_eq(orbit_pool_acquire(e.p, KEY, &lim, &stubborn, &plan), 0);
     ck_assert_int_eq(plan.kind, ORBIT_PLAN_WAIT);
-    ck_assert_int_eq(calls, 3);
+    ck_assert_int_eq(calls, 3 + 1);   /* its attempts, then a last look after the version */
     lim.attempts = 0;   /* at least one attempt */
     calls = 0;
     ck_assert_int_eq(orbit_pool_acquire(e.p, KEY, &lim, &stubborn, &plan), 0);
-    ck_assert_int_eq(calls, 1);
+    ck_assert_int_eq(plan.kind, ORBIT_PLAN_WAIT);
+    ck_assert_int_eq(calls, 1 + 1);
+    calls = 0;
+    struct orbit_policy waits = { wait_policy, &calls };
+    ck_assert_int_eq(orbit_pool_acquire(e.p, KEY, &lim, &waits, &plan), 0);
+    ck_assert_int_eq(plan.kind, ORBIT_PLAN_WAIT);
+    ck_assert_int_eq(calls, 2);   /* WAIT, then once more after the version: one attempt */
     /* Many candidates: the snapshot grows past its stack buffer. */
     for (int i = 0; i < 40; i++)
         ck_assert_int_eq(orbit_pool_register(e.p, KEY, 1, &id), 0);
