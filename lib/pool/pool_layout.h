@@ -69,7 +69,8 @@
  * path. Capacity > 16 (or no pair CAS) keeps the counted path: accept frees
  * the entry and complete decrements active. A reserver killed between its
  * fold and the wipe leaves a free entry showing f|HELD: skipped by reserves,
- * wiped by the owner's aging. The DONE store is not fenced in a member
+ * wiped by the owner's aging; a folder only stopped there wipes just
+ * entries still showing the f|HELD it folded. The DONE store is not fenced in a member
  * registered for global membarriers: a waiter about to sleep runs the
  * membarrier and folds the key's DONE entries (pool_key_fold_after_fence).
  *
