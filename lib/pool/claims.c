@@ -121,7 +121,7 @@ int orbit_pool_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t since
     /* Held for the whole wait: the key cannot be reclaimed under a parked waiter. */
     struct capacity_wait ctx = { .key = pool_key_at(p, ki), .since = since };
     /* since is now the version: a change after this moves the word past it. */
-    if (pool_key_version(ctx.key) != since)
+    if (pool_key_version(ctx.key) != since || pool_key_fold_after_fence(p, ki))
         rc = 1;
     else
         rc = orb_wait_until(&ctx.key->wait, capacity_changed, &ctx, &deadline, &p->spin, &p->stats);
@@ -150,7 +150,10 @@ int orbit_pool_prep_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t 
     struct pool_key *k = pool_key_at(p, ki);
     struct capacity_wait ctx = { .key = k, .since = since, .tag = atomic_load(&k->tag), .check_tag = true };
     pool_key_version(k);   /* registered: a change past since moves the word even if unparked */
-    rc = orb_uring_prep_wait(&k->wait, capacity_changed, &ctx, sqe, &p->stats);
+    if (orbit_uring_futex_supported() && pool_key_fold_after_fence(p, ki))
+        rc = orb_uring_prep_result(sqe, 1);   /* a completion folded: a NOP, as for a change */
+    else
+        rc = orb_uring_prep_wait(&k->wait, capacity_changed, &ctx, sqe, &p->stats);
     pool_key_release(p, ki);   /* after the arm: a reclaim from here sees parked and signals */
     return rc;
 }

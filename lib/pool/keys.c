@@ -544,6 +544,8 @@ static int watch_at(struct orbit_pool *p, uint32_t i, uint64_t tag)
         return rc;
     rc = watch_locked(p, i, tag);
     pool_keyop_end(p, &op);
+    if (rc == 0)
+        orb_lock_fence_others();   /* a store-published completion is seen from here, or sees our bit */
     return rc;
 }
 

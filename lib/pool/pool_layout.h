@@ -48,6 +48,32 @@
  * A slot goes EMPTY/CLOSED -> ALLOCATING -> LIVE <-> DRAINING -> CLOSING ->
  * CLOSED (or EXHAUSTED at the generation limit).
  *
+ * Held entries (capacity <= 16, with the pair CAS): an accepted lease keeps
+ * its entry and its bit, so a triple is two RMWs. Entry states, by its fence
+ * word e and its since word s, bit set throughout:
+ *   PENDING  e = f                  reserve's pair CAS, then stamp, then e (release)
+ *   ACTIVE   e = f|HELD             accept: CAS f -> f|HELD, the exactly-once step
+ *   DONE     e = f|HELD, s = f|DONE complete: one plain store of s (release)
+ * and free (bit clear, e = 0 once wiped). A reserver folds DONE entries: its
+ * own pair CAS clears their bits (they count as free in its capacity check),
+ * then it wipes them (e = 0, release). Fences never repeat in a slot, so a
+ * late complete (its entry reclaimed and retaken) writes a DONE nobody
+ * matches; it only costs the new holder its stamp (restamped by aging). An
+ * accept re-reads the pair after its CAS: tag and bit still there, or its
+ * lease was voided (ended tenancy, aged). complete takes the held path only
+ * when e = f|HELD (only f's accept writes that), else gives back a counted
+ * unit as before. Aging never touches HELD entries; reconcile folds DONE
+ * ones, keeps ACTIVE ones while the owner's count covers them (counted =
+ * active - held) and otherwise reclaims them all (counted = active): an
+ * execution whose entry was reclaimed then completes through the counted
+ * path. Capacity > 16 (or no pair CAS) keeps the counted path: accept frees
+ * the entry and complete decrements active. A reserver killed between its
+ * fold and the wipe leaves a free entry showing f|HELD: skipped by reserves,
+ * wiped by the owner's aging; a folder only stopped there wipes just
+ * entries still showing the f|HELD it folded. The DONE store is not fenced in a member
+ * registered for global membarriers: a waiter about to sleep runs the
+ * membarrier and folds the key's DONE entries (pool_key_fold_after_fence).
+ *
  * Death: node_dead settles the node's intents, closes the incarnation's slots
  * and returns the node's holds, claims and watches (a close or register cut
  * short is finished from the slot's state). A reserver killed between its
@@ -60,6 +86,7 @@
 #define ORB_POOL_LAYOUT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <orbit/pool.h>
@@ -68,7 +95,7 @@
 
 #define ORB_TABLE_POOL       2                    /* the segment header's table_type */
 #define POOL_MAGIC           0x4c4f4f50u          /* "POOL" */
-#define POOL_LAYOUT_VERSION  5u   /* 5: watch bits hold pins, under the op lock; 4: node intents */
+#define POOL_LAYOUT_VERSION  6u   /* 6: held entries; 5: watch bits hold pins, under the op lock */
 #define POOL_PENDING         16u
 #define POOL_INTENTS         8u                   /* per node: threads mid-way under op locks */
 #define POOL_GEN_MAX         ORBIT_ID_GENERATION_MAX
@@ -186,7 +213,18 @@ static inline uint32_t units_reserved(uint64_t u)
 }
 static inline uint32_t gen_tag(uint32_t gen)    { return gen & 0xffff; }
 
+/* A 16-byte CAS on units and fence (cmpxchg16b): young accepts by the pair, held entries. */
+#if defined(__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16) && defined(__SIZEOF_INT128__) && !defined(ORB_POOL_NO_PAIR_CAS)
+#define POOL_PAIR_CAS 1
+#else
+#define POOL_PAIR_CAS 0
+#endif
+
 #define FENCE_TAKEN UINT64_MAX    /* an entry being freed by accept or aging */
+#define ENTRY_HELD  (1ull << 62)  /* fence word f|HELD: f accepted, its unit held by the entry */
+#define SINCE_DONE  (1ull << 63)  /* since word f|DONE: f's execution completed */
+/* An entry word of an accepted lease (FENCE_TAKEN, all ones, is not one). */
+static inline bool entry_held(uint64_t e) { return (e & ENTRY_HELD) && e != FENCE_TAKEN; }
 
 struct pool_pending {
     _Atomic uint64_t fence;       /* 0 free or not yet published, FENCE_TAKEN being freed */
@@ -217,7 +255,7 @@ _Static_assert(offsetof(struct pool_resource, units) == 64 &&
 /* Test hook points (ORBIT_TEST_POOL_PARK): the process stops itself there. */
 enum pool_park { POOL_PARK_NONE, POOL_PARK_HOLD, POOL_PARK_RELEASE, POOL_PARK_CLAIM, POOL_PARK_FINISH,
                  POOL_PARK_REGISTER, POOL_PARK_UNCOUNT, POOL_PARK_RETURN, POOL_PARK_WATCH,
-                 POOL_PARK_DELIVER, POOL_PARK_ACQUIRE_WAIT };
+                 POOL_PARK_DELIVER, POOL_PARK_FOLD, POOL_PARK_ACQUIRE_WAIT };
 
 /* ---- the handle ---- */
 struct orbit_pool {
@@ -244,7 +282,13 @@ struct orbit_pool {
     _Atomic uint64_t key_inserts, key_reclaims, key_sweeps;
     enum pool_park park;          /* testing: ORBIT_TEST_POOL_PARK at open */
 };
-void pool_park_here(const struct orbit_pool *p, enum pool_park point);
+void pool_park_stop(void);
+/* A test hook point: one compare on the hot path, the stop out of line. */
+static inline void pool_park_here(const struct orbit_pool *p, enum pool_park point)
+{
+    if (__builtin_expect(p->park == point, 0))
+        pool_park_stop();
+}
 
 /* Byte offsets of the sections inside the table (after the segment header). */
 struct pool_sections {
@@ -285,6 +329,18 @@ static inline uint64_t pool_epoch_now(const struct orbit_pool *p)
     return atomic_load_explicit(&orb_seg_hdr(&p->seg)->epoch, memory_order_acquire);
 }
 
+/*
+ * Nobody looks at key k: no version equal to its word handed out, nobody
+ * parked, no watch. A changer that finds this (after its publishing RMW or
+ * fence) writes nothing; pool_key_changed_after_rmw repeats these loads.
+ */
+static inline bool pool_key_unlooked(struct pool_key *k)
+{
+    uint32_t c = atomic_load(&k->wait.changes);
+    return atomic_load(&k->watched) != c && !atomic_load(&k->wait.parked) &&
+           atomic_load(&k->watch_count) == 0;
+}
+
 /* ---- account.c: the pool's death accounting (table ops) ---- */
 struct orbit_reclaim;
 void pool_account(void *table, uint16_t node, uint64_t incarnation, struct orbit_reclaim *out);
@@ -303,6 +359,24 @@ void pool_watch_ring(struct orbit_pool *p, uint32_t word, uint64_t bits); /* rin
 void pool_watch_recount(struct orbit_pool *p, uint32_t index);             /* op lock held */
 int  pool_intents_settle_node(struct orbit_pool *p, uint16_t node);         /* node_dead's first step */
 void pool_intents_reset(struct orbit_pool *p);
+
+/*
+ * A change published by one release store on the hot path (a completion): a
+ * process registered for global membarriers needs no fence, since a waiter
+ * about to sleep runs orb_lock_fence_others and then folds the key's DONE
+ * entries itself (pool_key_fold_after_fence); otherwise the fence orders the store
+ * before the loads.
+ */
+static inline void pool_key_changed_after_store(struct orbit_pool *p, uint32_t i)
+{
+    if (atomic_load_explicit(&orb_lock_store_give, memory_order_relaxed))
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+    if (i <= p->key_mask && pool_key_unlooked(pool_key_at(p, i)))
+        return;   /* the common case, without a call */
+    pool_key_changed_after_rmw(p, i);
+}
 
 /* ---- intents.c: op locks, pins, intents ---- */
 int  pool_key_op_lock(struct orbit_pool *p, uint32_t index);                /* a dead holder's op settled */
@@ -330,5 +404,9 @@ void pool_resources_node_dead(struct orbit_pool *p, uint16_t node, uint64_t inca
  * (a live member kept it past the bound, or a forged word): the report is to be run again. */
 int  pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
 void pool_resources_reset(struct orbit_pool *p);
+/* A waiter about to sleep: every store-published completion visible (membarrier), then
+ * the DONE entries of key index i's resources folded; whether any were (a change its
+ * version may not show: once, as the fold makes it a plain free unit). */
+bool pool_key_fold_after_fence(struct orbit_pool *p, uint32_t i);
 
 #endif

@@ -237,7 +237,7 @@ int orbit_pool_drain(struct orbit_pool *p, orbit_id id)
 
 /* ---- reservations ---- */
 
-#define FENCE_MAX (FENCE_TAKEN - 2 * POOL_PENDING)   /* past it no fence is given */
+#define FENCE_MAX (1ull << 61)   /* past it no fence is given: f|HELD and f|DONE stay distinct */
 
 /* A resource's units and fence, read or swapped as one pair. */
 struct hot { uint64_t units, fence; };
@@ -249,8 +249,7 @@ HOT struct hot hot_load(struct pool_resource *r)
                          atomic_load_explicit(&r->fence, memory_order_acquire) };
 }
 
-#if defined(__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16) && defined(__SIZEOF_INT128__) && !defined(ORB_POOL_NO_PAIR_CAS)
-#define POOL_PAIR_CAS 1
+#if POOL_PAIR_CAS
 /* One 16-byte CAS (a full barrier); on failure *seen is the pair read again. */
 HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
 {
@@ -262,7 +261,6 @@ HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
     return false;
 }
 #else
-#define POOL_PAIR_CAS 0
 /*
  * Without a 16-byte CAS, only take_unit swaps the pair: the fence first (a
  * fence lost to a failed unit CAS is only skipped), then the unit; every
@@ -292,31 +290,105 @@ HOT uint32_t ring_skip(uint64_t fence, uint32_t bits)
     return (uint32_t)__builtin_ctz(~rot & 0xffffu);
 }
 
-/* One CAS takes a unit and pending entry *fence % 16 (and, with the pair, the fence); returns the entry. */
-HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence)
+/* Accepted leases keep their entries (the held path): capacity within them, and the pair CAS. */
+HOT bool holds_entries(uint64_t capacity)
+{
+    return POOL_PAIR_CAS && capacity <= POOL_PENDING;
+}
+
+HOT uint32_t bits_count(uint32_t bits) { return units_reserved((uint64_t)bits << 32); }
+
+/* Of the set entries in bits: those held by an accepted lease, and those completed (DONE). */
+HOT void held_entries(struct pool_resource *r, uint32_t bits, uint32_t *held, uint32_t *done)
+{
+    *held = *done = 0;
+    for (; bits; bits &= bits - 1) {
+        uint32_t b = (uint32_t)__builtin_ctz(bits);
+        /* Acquire, after the pair: a set bit's entry shows its own holder (wiped before reuse). */
+        uint64_t e = atomic_load_explicit(&r->pending[b].fence, memory_order_acquire);
+        if (!entry_held(e))
+            continue;
+        /* Acquire: a DONE pairs with the completer's release, its execution's work before it. */
+        if (atomic_load_explicit(&r->pending[b].since_ms, memory_order_acquire) == ((e & ~ENTRY_HELD) | SINCE_DONE))
+            *done |= 1u << b;
+        else
+            *held |= 1u << b;
+    }
+}
+
+/*
+ * Wipe the entries this reserver folded: only then may a reserver take them
+ * (it waits for 0). Each is wiped only while it still shows f|HELD for the
+ * f|DONE in its since word: one wiped by the owner's aging meanwhile may be
+ * a new holder's, and is left alone (fences never repeat in a slot). The look
+ * and the store are two steps: a folder stopped between them can still wipe
+ * a new holder's fence, whose accept is then refused and whose unit ages.
+ */
+HOT void wipe_folded(struct pool_resource *r, uint32_t folded)
+{
+    for (; folded; folded &= folded - 1) {
+        struct pool_pending *e = &r->pending[__builtin_ctz(folded)];
+        uint64_t since = atomic_load_explicit(&e->since_ms, memory_order_relaxed);
+        uint64_t word = (since & ~SINCE_DONE) | ENTRY_HELD;
+        if ((since & SINCE_DONE) && atomic_load_explicit(&e->fence, memory_order_relaxed) == word)
+            atomic_store_explicit(&e->fence, 0, memory_order_release);
+    }
+}
+
+/* The entry the next fence lands in (*next: that fence), POOL_PENDING when every entry is busy. */
+HOT uint32_t free_entry(struct pool_resource *r, uint64_t fence, uint32_t busy, uint64_t *next)
+{
+    for (uint32_t b;; busy |= 1u << b) {
+        if (busy == 0xffff)
+            return POOL_PENDING;
+        *next = fence + 1 + ring_skip(fence, busy);
+        b = (uint32_t)(*next % POOL_PENDING);
+        /* A free entry still showing a fence is being wiped by the accept that freed it:
+         * skipped until it is (acquire, after the pair: a 0 here is that wipe or later). */
+        if (atomic_load_explicit(&r->pending[b].fence, memory_order_acquire) == 0)
+            return b;
+    }
+}
+
+static bool fold_done(struct pool_resource *r, uint32_t gen);
+
+/*
+ * One CAS takes a unit and pending entry *fence % 16 (and, with the pair, the
+ * fence), and folds the DONE entries it saw (*folded: their bits cleared, for
+ * the caller to wipe); returns the entry.
+ */
+HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence, uint32_t *folded)
 {
     uint64_t capacity = atomic_load_explicit(&r->capacity, memory_order_relaxed);
+    bool held = holds_entries(capacity);
     struct hot h = hot_load(r), next;
-    uint32_t b;
-    do {
+    uint32_t b, done;
+    for (;;) {
         if (units_tag(h.units) != gen_tag(gen))
             return -ORBIT_ESTALE;
-        if ((uint64_t)units_reserved(h.units) + units_active(h.units) >= capacity || h.fence >= FENCE_MAX)
+        uint32_t active_held = 0;
+        done = 0;
+        if (held && units_bits(h.units))
+            held_entries(r, units_bits(h.units), &active_held, &done);
+        /* DONE entries count as free: this CAS clears their bits, judged on the pair it replaces. */
+        uint64_t kept = h.units & ~((uint64_t)done << 32);
+        if ((uint64_t)units_reserved(kept) + units_active(kept) >= capacity || h.fence >= FENCE_MAX)
             return -ORBIT_EBUSY;
-        for (uint32_t busy = units_bits(h.units);; busy |= 1u << b) {
-            if (busy == 0xffff)
+        b = free_entry(r, h.fence, units_bits(h.units), &next.fence);
+        if (b == POOL_PENDING) {
+            if (!done)
                 return -ORBIT_EBUSY;
-            next.fence = h.fence + 1 + ring_skip(h.fence, busy);
-            b = (uint32_t)(next.fence % POOL_PENDING);
-            /* A free entry still showing a fence is being wiped by the accept that freed it:
-             * skipped until it is (acquire, after the pair: a 0 here is that wipe or later). */
-            if (atomic_load_explicit(&r->pending[b].fence, memory_order_acquire) == 0)
-                break;
+            fold_done(r, gen);   /* every entry busy, some DONE: fold them alone, then look again */
+            h = hot_load(r);
+            continue;
         }
-        next.units = h.units | (1ull << (32 + b));
+        next.units = kept | (1ull << (32 + b));
         /* Capacity, entry and fence checked on the pair the CAS replaces: never over-admits. */
-    } while (!hot_cas(r, &h, next));
+        if (hot_cas(r, &h, next))
+            break;
+    }
     *fence = next.fence;
+    *folded = done;
     return (int)b;
 }
 
@@ -347,9 +419,14 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
     /* Read before the CAS, which would hold the clock's loads back: stamps age in ms, and a
      * tick's error (or a few ns early) is in the noise. */
     uint64_t now = orb_wall_ms_coarse();
-    int b = take_unit(r, gen, &fence);
+    uint32_t folded;
+    int b = take_unit(r, gen, &fence, &folded);
     if (b < 0)
         return b;
+    if (folded) {
+        pool_park_here(p, POOL_PARK_FOLD);
+        wipe_folded(r, folded);
+    }
     /* The slot may have ended between the state check and the CAS: then the unit is void. */
     w = atomic_load(&r->state);
     if (RES_GEN(w) != gen || !RES_IN_USE(w)) {
@@ -397,6 +474,24 @@ static int accept_lapped(struct pool_resource *r, uint32_t gen, uint64_t fence, 
 }
 
 /*
+ * The held path: the entry's CAS f -> f|HELD is the exactly-once step (only
+ * f's reserver published f; aging takes it by CAS too). The bit stays, so
+ * the unit stays counted. Read after the CAS (a full barrier): the pair still
+ * carries the tenancy and the bit, or the unit was voided (a close).
+ */
+HOT int accept_held(struct pool_resource *r, uint32_t gen, uint64_t fence)
+{
+    uint32_t b = (uint32_t)(fence % POOL_PENDING);
+    uint64_t f = fence;
+    if (!atomic_compare_exchange_strong(&r->pending[b].fence, &f, fence | ENTRY_HELD))
+        return -ORBIT_ENOTRESERVED;   /* skipped, aged, accepted already, or not yet published */
+    uint64_t u = atomic_load(&r->units);
+    if (units_tag(u) != gen_tag(gen))
+        return -ORBIT_ESTALE;
+    return u & (1ull << (32 + b)) ? 0 : -ORBIT_ENOTRESERVED;
+}
+
+/*
  * Move the lease's unit to active. Fence f lives in entry f % 16, and no
  * other fence can land there before the pair's fence reaches f + 16: while it
  * is below, a set bit is f's own, and one pair CAS (bit off, active up) is the
@@ -408,6 +503,8 @@ HOT int accept_unit(struct pool_resource *r, uint32_t gen, uint64_t fence)
 {
     if (fence == 0 || fence >= FENCE_MAX)
         return -ORBIT_ENOTRESERVED;
+    if (holds_entries(atomic_load_explicit(&r->capacity, memory_order_relaxed)))
+        return accept_held(r, gen, fence);
     uint32_t b = (uint32_t)(fence % POOL_PENDING);
     uint64_t bit = 1ull << (32 + b);
     struct pool_pending *e = &r->pending[b];
@@ -475,6 +572,17 @@ void orbit_execution_complete(struct orbit_execution *ex)
     uint32_t gen = orbit_id_generation(ex->lease.id);
     if (RES_GEN(atomic_load(&r->state)) != gen)
         return;
+    uint64_t fence = ex->lease.fence;
+    _Atomic uint64_t *since = &r->pending[fence % POOL_PENDING].since_ms;
+    /* Capacity first (the state's line, fixed for the tenancy): above 16 nothing is held. */
+    if (holds_entries(atomic_load_explicit(&r->capacity, memory_order_relaxed)) && fence < FENCE_MAX &&
+        atomic_load_explicit(&r->pending[fence % POOL_PENDING].fence, memory_order_relaxed) == (fence | ENTRY_HELD)) {
+        /* Our entry (only our accept wrote f|HELD): DONE by a release store, the execution's
+         * work before it; a reserver folds it. Retaken since, the DONE matches nobody. */
+        atomic_store_explicit(since, fence | SINCE_DONE, memory_order_release);
+        pool_key_changed_after_store(p, atomic_load_explicit(&r->key_index, memory_order_relaxed));
+        return;
+    }
     uint64_t u = atomic_load(&r->units);
     do {
         /* Only this tenancy's units: a reinstalled slot has nothing of ours to give back. */
@@ -495,7 +603,7 @@ bool orbit_pool_is_current(struct orbit_pool *p, const struct orbit_lease *lease
 }
 
 /* The entries an aging pass took, with their fences and the pair's fence before it began. */
-struct aged { uint32_t bits; uint64_t pair_fence; uint64_t fence[POOL_PENDING]; };
+struct aged { uint32_t bits; bool held; uint64_t pair_fence; uint64_t fence[POOL_PENDING]; };
 
 /*
  * Age the pending entries older than grace. An entry with its bit set but no
@@ -521,11 +629,11 @@ static void age_entries(struct pool_resource *r, uint64_t grace_ms, struct aged 
             }
             continue;
         }
-        if (f == FENCE_TAKEN)
-            continue;
-        if (since == 0 && grace_ms != 0) {
-            uint64_t zero = 0;
-            atomic_compare_exchange_strong(&e->since_ms, &zero, now);
+        if (f == FENCE_TAKEN || entry_held(f))
+            continue;   /* being freed, or accepted: a held entry is reconcile's, not aging's */
+        /* Unstamped, or a late complete's DONE over the stamp: stamped now. */
+        if ((since == 0 || (since & SINCE_DONE)) && grace_ms != 0) {
+            atomic_compare_exchange_strong(&e->since_ms, &since, now);
             continue;
         }
         /* Stamps are clock ticks (coarse): grace 0 ages at once, whatever the tick says. */
@@ -553,7 +661,7 @@ static void age_entries(struct pool_resource *r, uint64_t grace_ms, struct aged 
  */
 static uint32_t aged_clearable(const struct aged *a, uint64_t now)
 {
-    if (!POOL_PAIR_CAS)
+    if (!POOL_PAIR_CAS || a->held)
         return a->bits;   /* every accept goes through the entry */
     uint32_t out = 0;
     for (uint32_t b = 0; b < POOL_PENDING; b++) {
@@ -564,6 +672,37 @@ static uint32_t aged_clearable(const struct aged *a, uint64_t now)
             out |= 1u << b;
     }
     return out;
+}
+
+/*
+ * The held entries under the owner's count: DONE ones are folded; ACTIVE ones
+ * are kept while active covers them (*counted = active - held), otherwise all
+ * reclaimed (*counted = active: their executions complete by the counted path,
+ * or, caught mid-complete, leave a unit for the next reconcile). Returns the
+ * bits kept; *cleared the held entries whose bits go.
+ */
+static uint32_t reconcile_held(struct pool_resource *r, uint32_t bits, uint32_t *counted, uint32_t *cleared)
+{
+    uint32_t held, done;
+    held_entries(r, bits, &held, &done);
+    *cleared = done;
+    if (bits_count(held) <= *counted)
+        *counted -= bits_count(held);
+    else
+        *cleared |= held;
+    return bits & ~*cleared;
+}
+
+/* Wipe held entries whose bits the reconcile CAS cleared, by CAS: an ager may have wiped one
+ * meanwhile and a reserver taken it since. */
+static void wipe_reclaimed(struct pool_resource *r, uint32_t cleared)
+{
+    for (; cleared; cleared &= cleared - 1) {
+        _Atomic uint64_t *e = &r->pending[__builtin_ctz(cleared)].fence;
+        uint64_t f = atomic_load(e);
+        if (entry_held(f))
+            atomic_compare_exchange_strong(e, &f, 0);
+    }
 }
 
 int orbit_pool_reconcile(struct orbit_pool *p, orbit_id id, uint32_t active, uint64_t grace_ms)
@@ -580,22 +719,28 @@ int orbit_pool_reconcile(struct orbit_pool *p, orbit_id id, uint32_t active, uin
         return rc;
     uint32_t gen = RES_GEN(w);
     struct aged a;
+    a.held = holds_entries(atomic_load(&r->capacity));
     age_entries(r, grace_ms, &a);
     struct hot h = hot_load(r);
     uint64_t next;
+    uint32_t cleared = 0;
     bool freed;
     for (;;) {
         if (units_tag(h.units) != gen_tag(gen))
             return -ORBIT_ESTALE;
-        uint32_t bits = units_bits(h.units) & ~aged_clearable(&a, h.fence);
-        next = units_make(gen, bits, active);
-        freed = units_reserved(next) + (uint64_t)active < units_reserved(h.units) + (uint64_t)units_active(h.units);
+        uint32_t bits = units_bits(h.units) & ~aged_clearable(&a, h.fence), counted = active;
+        if (a.held)
+            bits = reconcile_held(r, bits, &counted, &cleared);
+        next = units_make(gen, bits, counted);
+        /* Held entries count in both pairs' bits: the new pair's active field is counted. */
+        freed = units_reserved(next) + (uint64_t)counted < units_reserved(h.units) + (uint64_t)units_active(h.units);
         /* One CAS frees the aged entries' bits and states the owner's active count; the pair
          * CAS also proves the fence the bits were judged at. */
         if (POOL_PAIR_CAS ? hot_cas(r, &h, (struct hot){ next, h.fence })
                           : atomic_compare_exchange_weak(&r->units, &h.units, next))
             break;
     }
+    wipe_reclaimed(r, cleared);
     if (freed)   /* units came back: waiters on the key re-check */
         pool_key_changed(p, atomic_load(&r->key_index));
     return 0;
@@ -612,13 +757,16 @@ static bool candidate_at(struct orbit_pool *p, uint64_t index, orbit_key key, st
     uint64_t u = atomic_load(&r->units);
     if (units_tag(u) != gen_tag(RES_GEN(w)))
         return false;   /* changed tenancy between the two loads */
+    uint32_t held = 0, done = 0;   /* accepted leases in their entries: active; DONE ones: free */
+    if (units_bits(u))
+        held_entries(r, units_bits(u), &held, &done);
     uint16_t node = (uint16_t)(index / p->geo.lane_capacity);
     *c = (struct orbit_candidate){
         .id = orbit_id_make(p->kind, node, RES_GEN(w), (uint32_t)(index & p->lane_mask)),
         .owner = node, .owner_incarnation = atomic_load(&r->owner_incarnation),
         .local = node == p->node, .state = RES_STATE(w) == RES_LIVE ? ORBIT_LIVE : ORBIT_DRAINING,
-        .capacity = atomic_load(&r->capacity), .reserved = units_reserved(u),
-        .active = units_active(u), .last_reserve_ms = atomic_load(&r->last_reserve_ms) };
+        .capacity = atomic_load(&r->capacity), .reserved = bits_count(units_bits(u) & ~(held | done)),
+        .active = units_active(u) + bits_count(held), .last_reserve_ms = atomic_load(&r->last_reserve_ms) };
     return true;
 }
 
@@ -645,6 +793,50 @@ ssize_t orbit_pool_candidates(struct orbit_pool *p, orbit_key key, struct orbit_
         }
     }
     return (ssize_t)n;
+}
+
+/* Fold the DONE entries of a tenancy by a pair CAS with the same fence (no reserve came
+ * between: no entry was retaken), then wipe them; whether there were any. */
+static bool fold_done(struct pool_resource *r, uint32_t gen)
+{
+    struct hot h = hot_load(r);
+    uint32_t held, done;
+    do {
+        if (units_tag(h.units) != gen_tag(gen) || !units_bits(h.units))
+            return false;
+        held_entries(r, units_bits(h.units), &held, &done);
+        if (!done)
+            return false;
+    } while (!hot_cas(r, &h, (struct hot){ h.units & ~((uint64_t)done << 32), h.fence }));
+    wipe_folded(r, done);
+    return true;
+}
+
+bool pool_key_fold_after_fence(struct orbit_pool *p, uint32_t i)
+{
+    if (i > p->key_mask || !POOL_PAIR_CAS)
+        return false;
+    /* After the barrier a completer's DONE is visible here, or it read watched == our version
+     * (handed out before we came) and bumps the word: the half of pool_key_changed_after_store. */
+    orb_lock_fence_others();
+    struct pool_key *k = pool_key_at(p, i);
+    uint64_t lo = atomic_load(&k->key_lo), hi = atomic_load(&k->key_hi);
+    _Atomic uint64_t *members = pool_key_members(p, i);
+    bool folded = false;
+    for (uint32_t wi = 0; wi < p->member_words; wi++) {
+        for (uint64_t bits = atomic_load(&members[wi]); bits; bits &= bits - 1) {
+            uint64_t index = (uint64_t)wi * 64 + (uint64_t)__builtin_ctzll(bits);
+            /* A member bit is shared data: only an index inside a populated lane is read. */
+            if (index >= p->total_resources || !lane_ready(p, (uint32_t)(index / p->geo.lane_capacity)))
+                continue;
+            struct pool_resource *r = pool_res_at(p, index);
+            uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
+            if (RES_IN_USE(w) && atomic_load(&r->key_lo) == lo && atomic_load(&r->key_hi) == hi &&
+                holds_entries(atomic_load(&r->capacity)) && fold_done(r, RES_GEN(w)))
+                folded = true;
+        }
+    }
+    return folded;
 }
 
 static int cmp_u64(const void *a, const void *b)

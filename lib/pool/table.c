@@ -138,7 +138,8 @@ static enum pool_park park_from_env(void)
     static const char *const names[] = { [POOL_PARK_HOLD] = "hold", [POOL_PARK_RELEASE] = "release",
         [POOL_PARK_CLAIM] = "claim", [POOL_PARK_FINISH] = "finish", [POOL_PARK_REGISTER] = "register",
         [POOL_PARK_UNCOUNT] = "uncount", [POOL_PARK_RETURN] = "return",
-        [POOL_PARK_WATCH] = "watch", [POOL_PARK_DELIVER] = "deliver", [POOL_PARK_ACQUIRE_WAIT] = "acquire_wait" };
+        [POOL_PARK_WATCH] = "watch", [POOL_PARK_DELIVER] = "deliver",
+        [POOL_PARK_FOLD] = "fold", [POOL_PARK_ACQUIRE_WAIT] = "acquire_wait" };
     const char *v = getenv("ORBIT_TEST_POOL_PARK");
     for (unsigned i = 1; v && i < sizeof names / sizeof names[0]; i++)
         if (strcmp(v, names[i]) == 0)
@@ -146,10 +147,9 @@ static enum pool_park park_from_env(void)
     return POOL_PARK_NONE;
 }
 
-void pool_park_here(const struct orbit_pool *p, enum pool_park point)
+void pool_park_stop(void)
 {
-    if (p->park == point)
-        raise(SIGSTOP);
+    raise(SIGSTOP);
 }
 
 static struct orbit_pool *handle_new(struct orbit_fleet *f)

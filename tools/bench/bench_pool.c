@@ -10,7 +10,9 @@
  * active), complete (unit back; the key's change word moves only if someone
  * looks). On one key the processes share the key's line (read only when
  * nobody waits); on distinct keys nothing. --procs N runs N processes, --scale
- * sweeps 1..CPUs, each beside the mutex.
+ * sweeps 1..CPUs, each beside the mutex. --floor adds the pool's atomic steps
+ * alone, inline, without the API's checks: the most any implementation of
+ * that protocol can reach on this machine.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -36,8 +38,18 @@ struct mutex_key {                  /* the baseline's per-key state, one per 128
     uint8_t pad[128 - sizeof(pthread_mutex_t) - 40];
 };
 
+/* --floor: a resource's pair (units, fence) and its 16 entries, and a key's waiter words. */
+struct floor_res {
+    _Alignas(64) unsigned __int128 pair;
+    uint64_t last_reserve_ms;
+    _Alignas(64) struct { _Atomic uint64_t fence, since; } entry[16];
+};
+struct floor_key { _Alignas(64) _Atomic uint32_t changes, parked, watch_count, watched; };
+
 struct shared {
     struct mutex_key keys[POOL_BENCH_PROCS_MAX];
+    struct floor_res floor_res[POOL_BENCH_PROCS_MAX];
+    struct floor_key floor_keys[POOL_BENCH_PROCS_MAX];
     _Atomic int ready;
     _Atomic int go;
     int64_t elapsed_ns[POOL_BENCH_PROCS_MAX];
@@ -49,16 +61,17 @@ struct options {
     uint32_t capacity;
     int procs;                      /* 0: the default scenarios */
     unsigned repeat;                /* every cell this many times, interleaved; the best kept */
-    bool scale, json;
+    bool scale, json, floor;
 };
 
 /* MUTEX stamps with the coarse clock the pool uses (the same work); MUTEX_FINE with
- * CLOCK_REALTIME, as the pool did before it took coarse stamps. */
-enum impl { ORBIT, MUTEX, MUTEX_FINE, IMPLS };
+ * CLOCK_REALTIME, as the pool did before it took coarse stamps; FLOOR (--floor) is
+ * the pool's atomic steps alone. */
+enum impl { ORBIT, MUTEX, MUTEX_FINE, FLOOR, IMPLS };
 struct scenario { int procs; bool shared_key; };
 
 static const char usage[] =
-"usage: orbit-bench pool [--ops N] [--capacity C] [--procs N | --scale] [--repeat N] [--json]\n"
+"usage: orbit-bench pool [--ops N] [--capacity C] [--procs N | --scale] [--repeat N] [--floor] [--json]\n"
 "\n"
 "  reserve -> accept -> complete operations per second on a pool resource,\n"
 "  beside a process-shared pthread mutex protecting the same counters (same\n"
@@ -73,6 +86,9 @@ static const char usage[] =
 "  --procs N      N processes, on one key and on distinct keys (1..256)\n"
 "  --scale        every process count from 1 to the CPUs this process may use\n"
 "  --repeat N     run every cell N times, interleaved, keep the best (default 1)\n"
+"  --floor        also run the pool's atomic steps alone, inline, without the\n"
+"                 API (two locked operations, the stamp, the waiter check): the\n"
+"                 ceiling of any implementation of the protocol on this machine\n"
 "  --json         one JSON object instead of the table\n"
 "  -h, --help     this text\n";
 
@@ -114,6 +130,34 @@ static int mutex_loop(struct mutex_key *k, uint64_t ops, bool fine_clock)
         pthread_mutex_unlock(&k->lock);
     }
     return 0;
+}
+
+/*
+ * The held-entry triple's shared-memory steps and nothing else: reserve folds
+ * the last DONE entry and takes the next by one 16-byte CAS, wipes, stamps and
+ * publishes; accept CASes the entry to held; complete stores DONE and reads
+ * the key's waiter words. No id, state, epoch or ownership checks, no calls.
+ */
+static void floor_loop(struct floor_res *r, struct floor_key *k, uint64_t ops)
+{
+    const uint64_t held = 1ull << 62, done_bit = 1ull << 63;
+    for (uint64_t f = 1; f <= ops; f++) {
+        uint64_t now = bench_wall_ms_coarse();
+        unsigned last = (unsigned)((f - 1) % 16), b = (unsigned)(f % 16);
+        unsigned __int128 old = r->pair;
+        uint64_t done = atomic_load_explicit(&r->entry[last].since, memory_order_acquire) >> 63;
+        __sync_bool_compare_and_swap(&r->pair, old, old + 1 + done);
+        atomic_store_explicit(&r->entry[last].fence, 0, memory_order_release);
+        atomic_store_explicit(&r->entry[b].since, now, memory_order_relaxed);
+        atomic_store_explicit(&r->entry[b].fence, f, memory_order_release);
+        r->last_reserve_ms = now;
+        uint64_t expect = f;
+        atomic_compare_exchange_strong(&r->entry[b].fence, &expect, f | held);
+        atomic_store_explicit(&r->entry[b].since, f | done_bit, memory_order_release);
+        uint32_t c = atomic_load(&k->changes);
+        if (atomic_load(&k->watched) == c + 1 || atomic_load(&k->parked) || atomic_load(&k->watch_count))
+            atomic_fetch_add(&k->changes, 1);   /* never taken: nobody looks */
+    }
 }
 
 static int orbit_loop(struct orbit_pool *p, orbit_id id, uint64_t ops)
@@ -164,7 +208,9 @@ static void worker(const char *fleet, enum impl impl, int index, const struct sc
     }
     start_line(sh);
     int64_t t0 = bench_now_ns();
-    if (rc == 0)
+    if (rc == 0 && impl == FLOOR)
+        floor_loop(&sh->floor_res[index], &sh->floor_keys[sc->shared_key ? 0 : index], o->ops);
+    else if (rc == 0)
         rc = impl == ORBIT ? orbit_loop(p, id, o->ops)
                            : mutex_loop(&sh->keys[sc->shared_key ? 0 : index], o->ops, impl == MUTEX_FINE);
     sh->elapsed_ns[index] = bench_now_ns() - t0;
@@ -222,11 +268,11 @@ static int parse(int argc, char **argv, struct options *o)
     static const struct option longopts[] = {
         { "ops", required_argument, 0, 'n' }, { "capacity", required_argument, 0, 'c' },
         { "procs", required_argument, 0, 'p' }, { "scale", no_argument, 0, 's' },
-        { "repeat", required_argument, 0, 'r' },
+        { "repeat", required_argument, 0, 'r' }, { "floor", no_argument, 0, 'f' },
         { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
     *o = (struct options){ .ops = 1000000, .capacity = 4, .repeat = 1 };
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, ":n:c:p:r:sjh", longopts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, ":n:c:p:r:sfjh", longopts, NULL)) != -1;) {
         if (c == 'n')
             o->ops = cli_u64(BENCH_TOOL, "--ops", optarg, 1, UINT64_MAX / POOL_BENCH_PROCS_MAX);
         else if (c == 'c')
@@ -237,6 +283,8 @@ static int parse(int argc, char **argv, struct options *o)
             o->repeat = (unsigned)cli_int(BENCH_TOOL, "--repeat", optarg, 1, 100);
         else if (c == 's')
             o->scale = true;
+        else if (c == 'f')
+            o->floor = true;
         else if (c == 'j')
             o->json = true;
         else if (c == 'h') {
@@ -293,22 +341,31 @@ static void report(const struct options *o, const struct scenario *sc, const dou
             scenario_name(&sc[i], name, sizeof name, true);
             printf("%s{\"scenario\":\"%s\",\"processes\":%d,\"shared_key\":%s,\"orbit_ops_per_s\":%.0f,"
                    "\"mutex_ops_per_s\":%.0f,\"orbit_over_mutex\":%.3f,\"mutex_fine_clock_ops_per_s\":%.0f,"
-                   "\"orbit_over_mutex_fine_clock\":%.3f}",
+                   "\"orbit_over_mutex_fine_clock\":%.3f",
                    i ? "," : "", name, sc[i].procs, sc[i].shared_key ? "true" : "false",
                    rate[i][ORBIT], rate[i][MUTEX], rate[i][ORBIT] / rate[i][MUTEX], rate[i][MUTEX_FINE],
                    rate[i][ORBIT] / rate[i][MUTEX_FINE]);
+            if (o->floor)
+                printf(",\"floor_ops_per_s\":%.0f,\"floor_over_mutex\":%.3f}", rate[i][FLOOR],
+                       rate[i][FLOOR] / rate[i][MUTEX]);
+            else
+                printf("}");
         }
         printf("]}\n");
         return;
     }
     printf("pool reserve->accept->complete: %" PRIu64 " ops per process, capacity %" PRIu32 "%s\n\n",
            o->ops, o->capacity, o->repeat > 1 ? ", best of repeats" : "");
-    printf("%-28s %14s %14s %12s %16s %11s\n", "scenario", "orbit ops/s", "mutex ops/s", "orbit/mutex",
+    printf("%-28s %14s %14s %12s %16s %11s", "scenario", "orbit ops/s", "mutex ops/s", "orbit/mutex",
            "mutex, fine clk", "orbit/that");
+    printf(o->floor ? " %14s %12s\n" : "\n", "floor ops/s", "floor/mutex");
     for (size_t i = 0; i < n; i++) {
         scenario_name(&sc[i], name, sizeof name, false);
-        printf("%-28s %14.0f %14.0f %11.2fx %16.0f %10.2fx\n", name, rate[i][ORBIT], rate[i][MUTEX],
+        printf("%-28s %14.0f %14.0f %11.2fx %16.0f %10.2fx", name, rate[i][ORBIT], rate[i][MUTEX],
                rate[i][ORBIT] / rate[i][MUTEX], rate[i][MUTEX_FINE], rate[i][ORBIT] / rate[i][MUTEX_FINE]);
+        if (o->floor)
+            printf(" %14.0f %11.2fx", rate[i][FLOOR], rate[i][FLOOR] / rate[i][MUTEX]);
+        printf("\n");
     }
 }
 
@@ -332,7 +389,7 @@ int bench_pool(int argc, char **argv)
     int status = 0;
     for (unsigned rep = 0; rep < o.repeat && status == 0; rep++)
         for (size_t i = 0; i < n && status == 0; i++)
-            for (int impl = ORBIT; impl < IMPLS && status == 0; impl++) {
+            for (int impl = ORBIT; impl < (o.floor ? IMPLS : FLOOR) && status == 0; impl++) {
                 double r = run_one(fleet, (enum impl)impl, &sc[i], &o, sh);
                 if (r < 0)
                     status = 1;

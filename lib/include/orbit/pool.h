@@ -114,15 +114,16 @@ struct orbit_pool;
  * -ORBIT_ECORRUPT, -ENOMEM (no huge pages for the lane), -EACCES.
  *
  * Testing only: with ORBIT_TEST_POOL_PARK set at open to "hold", "release",
- * "claim", "finish", "register", "uncount", "return", "watch", "deliver" or
- * "acquire_wait", calls through this handle stop the process with SIGSTOP
- * between two steps of that key update (a key pinned but not yet in the holds
- * row, and the reverse; creating counted but no claim row, and the reverse; a
- * resource counted but no member bit, and the reverse; a death report's rows
- * given back but not yet zeroed; a watch's reference taken but no watcher bit;
- * a delivery's watcher bits taken but not their references; an acquire's WAIT
- * decided but the key's version not yet read), so a test can kill -9 it there
- * or change the key under it.
+ * "claim", "finish", "register", "uncount", "return", "watch", "deliver",
+ * "fold" or "acquire_wait", calls through this handle stop the process with
+ * SIGSTOP between two steps of that key update (a key pinned but not yet in
+ * the holds row, and the reverse; creating counted but no claim row, and the
+ * reverse; a resource counted but no member bit, and the reverse; a death
+ * report's rows given back but not yet zeroed; a watch's reference taken but
+ * no watcher bit; a delivery's watcher bits taken but not their references; a
+ * reserve's CAS that folded completed entries, before it wipes them; an
+ * acquire's WAIT decided but the key's version not yet read), so a test can
+ * kill -9 it there or change the key under it.
  */
 int  orbit_pool_open(struct orbit_fleet *, const struct orbit_pool_spec *spec /* NULL = default */, struct orbit_pool **out);
 /*
@@ -157,6 +158,9 @@ int  orbit_pool_drain(struct orbit_pool *, orbit_id);
  * orbit_pool_reconcile - the owner's truth: the active count becomes active,
  * and every reservation older than grace_ms that nobody brought to the owner
  * is aged out (its unit returns; a late accept of it is -ORBIT_ENOTRESERVED).
+ * Accepted leases that keep their entries (capacity <= 16) count in active:
+ * completed ones are folded, running ones kept while active covers them, else
+ * all reclaimed (their completes then give back counted units).
  * Errors as for unregister, and -ORBIT_EMALFORMED for active above the
  * resource's capacity.
  */
@@ -179,7 +183,13 @@ int  orbit_pool_reserve(struct orbit_pool *, orbit_id, struct orbit_lease *out);
  * aged out, or never reserved). On failure *out is a finished execution.
  */
 int  orbit_pool_accept(struct orbit_pool *, const struct orbit_lease *, struct orbit_execution *out);
-/* Gives the execution's unit back and wakes the key; touches nothing of a later tenant. */
+/*
+ * Gives the execution's unit back and wakes the key; touches nothing of a
+ * later tenant. At capacity <= 16 (with a 16-byte CAS) an accepted lease keeps
+ * its pending entry, and completing is one store that marks it done: the
+ * unit counts as free at once, and the next reserve, a waiter or the owner's
+ * reconcile folds it.
+ */
 void orbit_execution_complete(struct orbit_execution *);        /* idempotent */
 /* The resource is live in the lease's generation and epoch. */
 bool orbit_pool_is_current(struct orbit_pool *, const struct orbit_lease *);
@@ -200,6 +210,8 @@ int  orbit_pool_version(struct orbit_pool *, orbit_key, uint32_t *out);
  * since (a release, an unregister, a closed resource, a finished claim).
  * Coalescing; a change may be spurious, so re-check. *now receives the count
  * (also on timeout). timeout_ms: -1 forever, 0 check once. -ORBIT_ETIMEDOUT.
+ * Before it sleeps it folds the key's completed executions: finding one, it
+ * returns 0 with *now possibly equal to since (room came back).
  */
 int  orbit_pool_wait_capacity(struct orbit_pool *, orbit_key, uint32_t since, int timeout_ms, uint32_t *now);
 /*
