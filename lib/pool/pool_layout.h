@@ -54,9 +54,15 @@
  *   PENDING  e = f                  reserve's pair CAS, then stamp, then e (release)
  *   ACTIVE   e = f|HELD             accept: CAS f -> f|HELD, the exactly-once step
  *   DONE     e = f|HELD, s = f|DONE complete: one plain store of s (release)
- * and free (bit clear, e = 0 once wiped). A reserver folds DONE entries: its
- * own pair CAS clears their bits (they count as free in its capacity check),
- * then it wipes them (e = 0, release). Fences never repeat in a slot, so a
+ * and free (bit clear, e = 0 once wiped, or e = f|HELD once released[b] = f).
+ * A reserver folds DONE entries: its own pair CAS clears their bits (they
+ * count as free in its capacity check), then it releases them (released[b] =
+ * f, release): a reserver takes an entry showing 0, or f|HELD with released f.
+ * Only folders write released[b], each the fence the entry was folded at (a
+ * dead folder's entry is wiped by aging's CAS instead), so a late release
+ * names a fence the entry no longer shows. A set bit whose entry shows
+ * a released f|HELD is a new holder's before its publish: a pending
+ * reservation, aged as an unpublished one. Fences never repeat in a slot, so a
  * late complete (its entry reclaimed and retaken) writes a DONE nobody
  * matches; it only costs the new holder its stamp (restamped by aging). An
  * accept re-reads the pair after its CAS: tag and bit still there, or its
@@ -68,9 +74,8 @@
  * execution whose entry was reclaimed then completes through the counted
  * path. Capacity > 16 (or no pair CAS) keeps the counted path: accept frees
  * the entry and complete decrements active. A reserver killed between its
- * fold and the wipe leaves a free entry showing f|HELD: skipped by reserves,
- * wiped by the owner's aging; a folder only stopped there wipes just
- * entries still showing the f|HELD it folded. The DONE store is not fenced in a member
+ * fold and the release leaves a free entry showing f|HELD, released[b] older:
+ * skipped by reserves, wiped by the owner's aging (CAS). The DONE store is not fenced in a member
  * registered for global membarriers: a waiter about to sleep runs the
  * membarrier and folds the key's DONE entries (pool_key_fold_after_fence).
  *
@@ -95,7 +100,7 @@
 
 #define ORB_TABLE_POOL       2                    /* the segment header's table_type */
 #define POOL_MAGIC           0x4c4f4f50u          /* "POOL" */
-#define POOL_LAYOUT_VERSION  6u   /* 6: held entries; 5: watch bits hold pins, under the op lock */
+#define POOL_LAYOUT_VERSION  7u   /* 7: released words; 6: held entries; 5: watch bits hold pins */
 #define POOL_PENDING         16u
 #define POOL_INTENTS         8u                   /* per node: threads mid-way under op locks */
 #define POOL_GEN_MAX         ORBIT_ID_GENERATION_MAX
@@ -247,8 +252,10 @@ struct pool_resource {
     _Atomic uint64_t last_reserve_ms;
     uint8_t pad2[40];
     struct pool_pending pending[POOL_PENDING];
+    /* Per entry: the fence it was folded at, once a reserver may take it again (held entries). */
+    _Atomic uint64_t released[POOL_PENDING];
 };
-_Static_assert(sizeof(struct pool_resource) == 384, "resource slot is 128 + 16 x 16 bytes");
+_Static_assert(sizeof(struct pool_resource) == 512, "resource slot is 128 + 16 x 16 + 16 x 8 bytes");
 _Static_assert(offsetof(struct pool_resource, units) == 64 &&
                offsetof(struct pool_resource, fence) == 72, "units and fence: one 16-byte aligned pair");
 

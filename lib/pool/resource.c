@@ -89,6 +89,7 @@ static void resource_fill(struct orbit_pool *p, struct pool_resource *r, uint32_
     for (unsigned b = 0; b < POOL_PENDING; b++) {
         atomic_store(&r->pending[b].fence, 0);
         atomic_store(&r->pending[b].since_ms, 0);
+        atomic_store(&r->released[b], 0);
     }
     /* A new tag: CASes prepared against the previous tenancy fail from here on. */
     atomic_store(&r->units, units_make(gen_tag(gen), 0, 0));
@@ -298,40 +299,52 @@ HOT bool holds_entries(uint64_t capacity)
 
 HOT uint32_t bits_count(uint32_t bits) { return units_reserved((uint64_t)bits << 32); }
 
-/* Of the set entries in bits: those held by an accepted lease, and those completed (DONE). */
-HOT void held_entries(struct pool_resource *r, uint32_t bits, uint32_t *held, uint32_t *done)
+/* The DONE entries a CAS folds, with the fence each showed: what their release names. */
+struct folded { uint32_t bits; uint64_t fence[POOL_PENDING]; };
+
+/* Entry b shows f|HELD for an f already released: a new holder took it and has not published. */
+HOT bool entry_released(struct pool_resource *r, uint32_t b, uint64_t e)
 {
-    *held = *done = 0;
+    /* Acquire: pairs with the release that let the new holder take it. */
+    return atomic_load_explicit(&r->released[b], memory_order_acquire) == (e & ~ENTRY_HELD);
+}
+
+/*
+ * Of the set entries in bits: those held by an accepted lease, and those
+ * completed (DONE, with their fences). One still showing a released fence is
+ * a new holder's before its publish: neither (a pending reservation).
+ */
+HOT void held_entries(struct pool_resource *r, uint32_t bits, uint32_t *held, struct folded *done)
+{
+    *held = done->bits = 0;
     for (; bits; bits &= bits - 1) {
         uint32_t b = (uint32_t)__builtin_ctz(bits);
-        /* Acquire, after the pair: a set bit's entry shows its own holder (wiped before reuse). */
+        /* Acquire, after the pair: a set bit's entry shows its own holder, or a released fence. */
         uint64_t e = atomic_load_explicit(&r->pending[b].fence, memory_order_acquire);
-        if (!entry_held(e))
+        if (!entry_held(e) || entry_released(r, b, e))
             continue;
         /* Acquire: a DONE pairs with the completer's release, its execution's work before it. */
-        if (atomic_load_explicit(&r->pending[b].since_ms, memory_order_acquire) == ((e & ~ENTRY_HELD) | SINCE_DONE))
-            *done |= 1u << b;
-        else
+        if (atomic_load_explicit(&r->pending[b].since_ms, memory_order_acquire) == ((e & ~ENTRY_HELD) | SINCE_DONE)) {
+            done->bits |= 1u << b;
+            done->fence[b] = e & ~ENTRY_HELD;
+        } else {
             *held |= 1u << b;
+        }
     }
 }
 
 /*
- * Wipe the entries this reserver folded: only then may a reserver take them
- * (it waits for 0). Each is wiped only while it still shows f|HELD for the
- * f|DONE in its since word: one wiped by the owner's aging meanwhile may be
- * a new holder's, and is left alone (fences never repeat in a slot). The look
- * and the store are two steps: a folder stopped between them can still wipe
- * a new holder's fence, whose accept is then refused and whose unit ages.
+ * Release the entries this CAS folded: a reserver may take one once its
+ * released word names the fence it shows. Every writer of an entry's released
+ * word (its folder, or the owner's aging for a folder that died) writes the
+ * fence that entry was folded at, and fences never repeat in a slot: a late
+ * release can only name a fence the entry no longer shows.
  */
-HOT void wipe_folded(struct pool_resource *r, uint32_t folded)
+HOT void release_folded(struct pool_resource *r, const struct folded *f)
 {
-    for (; folded; folded &= folded - 1) {
-        struct pool_pending *e = &r->pending[__builtin_ctz(folded)];
-        uint64_t since = atomic_load_explicit(&e->since_ms, memory_order_relaxed);
-        uint64_t word = (since & ~SINCE_DONE) | ENTRY_HELD;
-        if ((since & SINCE_DONE) && atomic_load_explicit(&e->fence, memory_order_relaxed) == word)
-            atomic_store_explicit(&e->fence, 0, memory_order_release);
+    for (uint32_t bits = f->bits; bits; bits &= bits - 1) {
+        uint32_t b = (uint32_t)__builtin_ctz(bits);
+        atomic_store_explicit(&r->released[b], f->fence[b], memory_order_release);
     }
 }
 
@@ -343,9 +356,11 @@ HOT uint32_t free_entry(struct pool_resource *r, uint64_t fence, uint32_t busy, 
             return POOL_PENDING;
         *next = fence + 1 + ring_skip(fence, busy);
         b = (uint32_t)(*next % POOL_PENDING);
-        /* A free entry still showing a fence is being wiped by the accept that freed it:
-         * skipped until it is (acquire, after the pair: a 0 here is that wipe or later). */
-        if (atomic_load_explicit(&r->pending[b].fence, memory_order_acquire) == 0)
+        /* A free entry still showing a fence is being wiped by the accept that freed it, or
+         * folded and not yet released: skipped until it is (acquire, after the pair: a 0 or
+         * a release seen here is that wipe or release, or later). */
+        uint64_t e = atomic_load_explicit(&r->pending[b].fence, memory_order_acquire);
+        if (e == 0 || (entry_held(e) && entry_released(r, b, e)))
             return b;
     }
 }
@@ -354,29 +369,29 @@ static bool fold_done(struct pool_resource *r, uint32_t gen);
 
 /*
  * One CAS takes a unit and pending entry *fence % 16 (and, with the pair, the
- * fence), and folds the DONE entries it saw (*folded: their bits cleared, for
- * the caller to wipe); returns the entry.
+ * fence), and folds the DONE entries it saw (*done: their bits cleared, for
+ * the caller to release); returns the entry.
  */
-HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence, uint32_t *folded)
+HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence, struct folded *done)
 {
     uint64_t capacity = atomic_load_explicit(&r->capacity, memory_order_relaxed);
     bool held = holds_entries(capacity);
     struct hot h = hot_load(r), next;
-    uint32_t b, done;
+    uint32_t b;
     for (;;) {
         if (units_tag(h.units) != gen_tag(gen))
             return -ORBIT_ESTALE;
         uint32_t active_held = 0;
-        done = 0;
+        done->bits = 0;
         if (held && units_bits(h.units))
-            held_entries(r, units_bits(h.units), &active_held, &done);
+            held_entries(r, units_bits(h.units), &active_held, done);
         /* DONE entries count as free: this CAS clears their bits, judged on the pair it replaces. */
-        uint64_t kept = h.units & ~((uint64_t)done << 32);
+        uint64_t kept = h.units & ~((uint64_t)done->bits << 32);
         if ((uint64_t)units_reserved(kept) + units_active(kept) >= capacity || h.fence >= FENCE_MAX)
             return -ORBIT_EBUSY;
         b = free_entry(r, h.fence, units_bits(h.units), &next.fence);
         if (b == POOL_PENDING) {
-            if (!done)
+            if (!done->bits)
                 return -ORBIT_EBUSY;
             fold_done(r, gen);   /* every entry busy, some DONE: fold them alone, then look again */
             h = hot_load(r);
@@ -388,7 +403,6 @@ HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence, uint32
             break;
     }
     *fence = next.fence;
-    *folded = done;
     return (int)b;
 }
 
@@ -419,13 +433,13 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
     /* Read before the CAS, which would hold the clock's loads back: stamps age in ms, and a
      * tick's error (or a few ns early) is in the noise. */
     uint64_t now = orb_wall_ms_coarse();
-    uint32_t folded;
+    struct folded folded;
     int b = take_unit(r, gen, &fence, &folded);
     if (b < 0)
         return b;
-    if (folded) {
+    if (folded.bits) {
         pool_park_here(p, POOL_PARK_FOLD);
-        wipe_folded(r, folded);
+        release_folded(r, &folded);
     }
     /* The slot may have ended between the state check and the CAS: then the unit is void. */
     w = atomic_load(&r->state);
@@ -621,16 +635,19 @@ static void age_entries(struct pool_resource *r, uint64_t grace_ms, struct aged 
         struct pool_pending *e = &r->pending[b];
         uint64_t f = atomic_load(&e->fence), since = atomic_load(&e->since_ms);
         if (!(bits & (1u << b))) {
-            /* Free but showing a fence (a late stamp, a wipe cut short): reserves skip it until
-             * it reads 0. The CAS names the fence, so a holder that took it since keeps its own. */
-            if (f != 0 && f != FENCE_TAKEN) {
+            /* Free but showing a fence (a late stamp, a wipe cut short, a fold whose folder died
+             * before its release): reserves skip it until it reads 0. The CAS names the fence,
+             * so a holder that took it since keeps its own. A released one is free as it is. */
+            if (f != 0 && f != FENCE_TAKEN && !(entry_held(f) && entry_released(r, b, f))) {
                 atomic_store(&e->since_ms, 0);   /* clobbering a new holder's stamp only delays its aging */
                 atomic_compare_exchange_strong(&e->fence, &f, 0);
             }
             continue;
         }
-        if (f == FENCE_TAKEN || entry_held(f))
-            continue;   /* being freed, or accepted: a held entry is reconcile's, not aging's */
+        /* Being freed, or accepted (a held entry is reconcile's, not aging's). One showing a
+         * released fence is a new holder's before its publish: aged like an unpublished one. */
+        if (f == FENCE_TAKEN || (entry_held(f) && !entry_released(r, b, f)))
+            continue;
         /* Unstamped, or a late complete's DONE over the stamp: stamped now. */
         if ((since == 0 || (since & SINCE_DONE)) && grace_ms != 0) {
             atomic_compare_exchange_strong(&e->since_ms, &since, now);
@@ -683,9 +700,10 @@ static uint32_t aged_clearable(const struct aged *a, uint64_t now)
  */
 static uint32_t reconcile_held(struct pool_resource *r, uint32_t bits, uint32_t *counted, uint32_t *cleared)
 {
-    uint32_t held, done;
+    uint32_t held;
+    struct folded done;
     held_entries(r, bits, &held, &done);
-    *cleared = done;
+    *cleared = done.bits;
     if (bits_count(held) <= *counted)
         *counted -= bits_count(held);
     else
@@ -757,7 +775,8 @@ static bool candidate_at(struct orbit_pool *p, uint64_t index, orbit_key key, st
     uint64_t u = atomic_load(&r->units);
     if (units_tag(u) != gen_tag(RES_GEN(w)))
         return false;   /* changed tenancy between the two loads */
-    uint32_t held = 0, done = 0;   /* accepted leases in their entries: active; DONE ones: free */
+    uint32_t held = 0;   /* accepted leases in their entries: active; DONE ones: free */
+    struct folded done = { .bits = 0 };
     if (units_bits(u))
         held_entries(r, units_bits(u), &held, &done);
     uint16_t node = (uint16_t)(index / p->geo.lane_capacity);
@@ -765,7 +784,7 @@ static bool candidate_at(struct orbit_pool *p, uint64_t index, orbit_key key, st
         .id = orbit_id_make(p->kind, node, RES_GEN(w), (uint32_t)(index & p->lane_mask)),
         .owner = node, .owner_incarnation = atomic_load(&r->owner_incarnation),
         .local = node == p->node, .state = RES_STATE(w) == RES_LIVE ? ORBIT_LIVE : ORBIT_DRAINING,
-        .capacity = atomic_load(&r->capacity), .reserved = bits_count(units_bits(u) & ~(held | done)),
+        .capacity = atomic_load(&r->capacity), .reserved = bits_count(units_bits(u) & ~(held | done.bits)),
         .active = units_active(u) + bits_count(held), .last_reserve_ms = atomic_load(&r->last_reserve_ms) };
     return true;
 }
@@ -796,19 +815,20 @@ ssize_t orbit_pool_candidates(struct orbit_pool *p, orbit_key key, struct orbit_
 }
 
 /* Fold the DONE entries of a tenancy by a pair CAS with the same fence (no reserve came
- * between: no entry was retaken), then wipe them; whether there were any. */
+ * between: no entry was retaken), then release them; whether there were any. */
 static bool fold_done(struct pool_resource *r, uint32_t gen)
 {
     struct hot h = hot_load(r);
-    uint32_t held, done;
+    uint32_t held;
+    struct folded done;
     do {
         if (units_tag(h.units) != gen_tag(gen) || !units_bits(h.units))
             return false;
         held_entries(r, units_bits(h.units), &held, &done);
-        if (!done)
+        if (!done.bits)
             return false;
-    } while (!hot_cas(r, &h, (struct hot){ h.units & ~((uint64_t)done << 32), h.fence }));
-    wipe_folded(r, done);
+    } while (!hot_cas(r, &h, (struct hot){ h.units & ~((uint64_t)done.bits << 32), h.fence }));
+    release_folded(r, &done);
     return true;
 }
 
@@ -931,6 +951,7 @@ void pool_resources_reset(struct orbit_pool *p)
             for (unsigned b = 0; b < POOL_PENDING; b++) {
                 atomic_store(&r->pending[b].fence, 0);
                 atomic_store(&r->pending[b].since_ms, 0);
+                atomic_store(&r->released[b], 0);
             }
             /* Generation kept: an id from before names no later tenant. */
             atomic_store(&r->state, RES_WORD(gen, RES_EMPTY));

@@ -43,6 +43,7 @@ struct floor_res {
     _Alignas(64) unsigned __int128 pair;
     uint64_t last_reserve_ms;
     _Alignas(64) struct { _Atomic uint64_t fence, since; } entry[16];
+    _Atomic uint64_t released[16];
 };
 struct floor_key { _Alignas(64) _Atomic uint32_t changes, parked, watch_count, watched; };
 
@@ -134,7 +135,7 @@ static int mutex_loop(struct mutex_key *k, uint64_t ops, bool fine_clock)
 
 /*
  * The held-entry triple's shared-memory steps and nothing else: reserve folds
- * the last DONE entry and takes the next by one 16-byte CAS, wipes, stamps and
+ * the last DONE entry and takes the next by one 16-byte CAS, releases, stamps and
  * publishes; accept CASes the entry to held; complete stores DONE and reads
  * the key's waiter words. No id, state, epoch or ownership checks, no calls.
  */
@@ -147,7 +148,7 @@ static void floor_loop(struct floor_res *r, struct floor_key *k, uint64_t ops)
         unsigned __int128 old = r->pair;
         uint64_t done = atomic_load_explicit(&r->entry[last].since, memory_order_acquire) >> 63;
         __sync_bool_compare_and_swap(&r->pair, old, old + 1 + done);
-        atomic_store_explicit(&r->entry[last].fence, 0, memory_order_release);
+        atomic_store_explicit(&r->released[last], f - 1, memory_order_release);
         atomic_store_explicit(&r->entry[b].since, now, memory_order_relaxed);
         atomic_store_explicit(&r->entry[b].fence, f, memory_order_release);
         r->last_reserve_ms = now;

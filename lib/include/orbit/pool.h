@@ -121,7 +121,7 @@ struct orbit_pool;
  * reverse; a resource counted but no member bit, and the reverse; a death
  * report's rows given back but not yet zeroed; a watch's reference taken but
  * no watcher bit; a delivery's watcher bits taken but not their references; a
- * reserve's CAS that folded completed entries, before it wipes them; an
+ * reserve's CAS that folded completed entries, before it releases them; an
  * acquire's WAIT decided but the key's version not yet read), so a test can
  * kill -9 it there or change the key under it.
  */

@@ -6,8 +6,9 @@
  * and a late DONE matches nobody; an execution whose process was killed with
  * its entry ACTIVE is reclaimed by the owner's reconcile; above 16 units the
  * counted path is kept. Members killed -9 in the protocol's windows: a
- * reserver between its fold and the wipe, one whose lease was never accepted,
- * an owner with held entries (its worker's late complete frees nothing).
+ * reserver between its fold and the release, one after taking a released entry
+ * and before its publish, one whose lease was never accepted, an owner with
+ * held entries (its worker's late complete frees nothing).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -76,9 +77,10 @@ START_TEST(a_done_entry_counts_free_and_is_folded_once_by_the_next_reserve)
     ck_assert_uint_eq(candidate(x.p).active, 0);
     ck_assert_uint_eq(candidate(x.p).reserved, 0);
     take(x.p, id, &l2, &e2);
-    /* Folded by that reserve: bit cleared, entry wiped. */
+    /* Folded by that reserve: bit cleared, entry released (it names the fence it shows). */
     ck_assert_uint_eq(units_bits(atomic_load(&r->units)) & (1u << b1), 0);
-    ck_assert_uint_eq(atomic_load(&r->pending[b1].fence), 0);
+    ck_assert_uint_eq(atomic_load(&r->pending[b1].fence), l1.fence | ENTRY_HELD);
+    ck_assert_uint_eq(atomic_load(&r->released[b1]), l1.fence);
     take(x.p, id, &l3, &e3);
     /* Two held: the DONE unit came back once, not twice. */
     ck_assert_int_eq(orbit_pool_reserve(x.p, id, &l4), -ORBIT_EBUSY);
@@ -194,7 +196,7 @@ START_TEST(a_waiter_about_to_sleep_folds_a_done_whose_wake_it_missed)
     ck_assert_int_eq(orbit_pool_wait_capacity(x.p, KEY, v, 5000, NULL), 0);
     ck_assert_int_lt(tu_now_ns() - t0, 4000 * 1000000ll);   /* woken by the fold, not the timeout */
     ck_assert_uint_eq(units_bits(atomic_load(&r->units)), 0);   /* folded by the waiter */
-    ck_assert_uint_eq(atomic_load(&r->pending[l.fence % POOL_PENDING].fence), 0);
+    ck_assert_uint_eq(atomic_load(&r->released[l.fence % POOL_PENDING]), l.fence);   /* and released */
     /* Nothing left to fold: the next wait sleeps to its timeout. */
     ck_assert_int_eq(orbit_pool_version(x.p, KEY, &v), 0);
     ck_assert_int_eq(orbit_pool_wait_capacity(x.p, KEY, v, 50, NULL), -ORBIT_ETIMEDOUT);
@@ -335,9 +337,9 @@ static uint64_t fence_at(struct pool_resource *r, uint32_t b) { return atomic_lo
 static uint32_t bits_of(struct pool_resource *r) { return units_bits(atomic_load(&r->units)); }
 
 /* Capacity 16, ten DONE and five ACTIVE: a remote reserver folds the ten and is killed before
- * it wipes them. Reserves skip them (never over-admit, never give an entry showing a fence);
+ * it releases them. Reserves skip them (never over-admit, never give an entry showing a fence);
  * the owner's reconcile wipes them, and every unit can be taken again, exactly. */
-START_TEST(a_reserver_killed_between_its_fold_and_the_wipe_costs_no_unit_after_reconcile)
+START_TEST(a_reserver_killed_between_its_fold_and_the_release_costs_no_unit_after_reconcile)
 {
     struct fixture x;
     setup(&x, "hfoldk");
@@ -352,7 +354,7 @@ START_TEST(a_reserver_killed_between_its_fold_and_the_wipe_costs_no_unit_after_r
         orbit_execution_complete(&ex[i]);
     remote_killed(&x, id, "fold", NULL);
     uint32_t bits = bits_of(r);
-    for (unsigned i = 0; i < 10; i++) {   /* folded, not wiped */
+    for (unsigned i = 0; i < 10; i++) {   /* folded, not released */
         ck_assert_uint_eq(bits & (1u << entry_of(&l[i])), 0);
         ck_assert_uint_eq(fence_at(r, entry_of(&l[i])), l[i].fence | ENTRY_HELD);
     }
@@ -436,9 +438,9 @@ START_TEST(a_killed_reservers_unaccepted_lease_is_aged_among_held_entries)
 }
 END_TEST
 
-/* A reserver stopped (not killed) between its fold and the wipe while the owner's reconcile
- * wipes the folded entries and a new lease takes one: the late wipe must not clobber it. */
-START_TEST(a_folders_late_wipe_leaves_a_retaken_entry_to_its_new_holder)
+/* A reserver stopped (not killed) between its fold and the release while the owner's reconcile
+ * wipes the folded entries and a new lease takes one: the late release must not clobber it. */
+START_TEST(a_folders_late_release_leaves_a_retaken_entry_to_its_new_holder)
 {
     struct fixture x;
     setup(&x, "hstall");
@@ -461,7 +463,7 @@ START_TEST(a_folders_late_wipe_leaves_a_retaken_entry_to_its_new_holder)
     ck_assert_uint_eq(fence_at(r, entry_of(&l[0])), 0);
     ck_assert_int_eq(orbit_pool_reserve(x.p, id, &n), 0);
     ck_assert_uint_eq(entry_of(&n), entry_of(&l[0]));   /* a wiped entry, retaken */
-    kill(kid, SIGCONT);   /* the folder resumes: its wipe comes after the retake */
+    kill(kid, SIGCONT);   /* the folder resumes: its release comes after the retake */
     ck_assert_int_eq(tu_wait_child(kid, 10000), 3);
     ck_assert_int_eq(orbit_fleet_node_dead(x.f, REMOTE_NODE, REMOTE_INC), 0);
     ck_assert_msg(fence_at(r, entry_of(&n)) == n.fence, "the new lease's entry shows %#llx, not its fence %llu",
@@ -469,6 +471,43 @@ START_TEST(a_folders_late_wipe_leaves_a_retaken_entry_to_its_new_holder)
     ck_assert_int_eq(orbit_pool_accept(x.p, &n, &e), 0);
     orbit_execution_complete(&e);
     assert_counts(x.p, 0, 1);   /* the folder's own lease, never accepted */
+    teardown(&x);
+}
+END_TEST
+
+/* A lap of the ring done, every entry folded and released: a remote reserver folds the last
+ * DONE, takes a released entry and is killed before it publishes. Its entry still shows the
+ * old fence, DONE: it is a pending reservation, never folded again (one unit left of two), and
+ * the owner's reconcile ages it like an unpublished one. */
+START_TEST(a_new_holder_before_its_publish_is_neither_folded_nor_lost)
+{
+    struct fixture x;
+    setup(&x, "hstale");
+    orbit_id id;
+    ck_assert_int_eq(orbit_pool_register(x.p, KEY, 2, &id), 0);
+    struct pool_resource *r = res_of(x.p, id);
+    struct orbit_lease l, n[2];
+    struct orbit_execution ex, nex;
+    for (unsigned i = 0; i <= POOL_PENDING; i++) {
+        take(x.p, id, &l, &ex);
+        orbit_execution_complete(&ex);
+    }
+    uint32_t next = (uint32_t)((l.fence + 1) % POOL_PENDING);
+    uint64_t shown = fence_at(r, next);
+    ck_assert(entry_held(shown));
+    ck_assert_uint_eq(atomic_load(&r->released[next]), shown & ~ENTRY_HELD);   /* released: takeable */
+    remote_killed(&x, id, "fold", NULL);
+    ck_assert_uint_eq(bits_of(r), 1u << next);
+    ck_assert_uint_eq(fence_at(r, next), shown);   /* the dead reserver never published */
+    assert_counts(x.p, 0, 1);
+    /* One unit left of two: taken once, then refused (folding the dead one's entry gives two). */
+    ck_assert_uint_eq(reserve_until_busy(x.p, id, n, 1), 1);
+    ck_assert_int_eq(orbit_pool_accept(x.p, &n[0], &nex), 0);
+    assert_counts(x.p, 1, 1);
+    ck_assert_int_eq(orbit_pool_reconcile(x.p, id, 1, 0), 0);
+    assert_counts(x.p, 1, 0);
+    ck_assert_uint_eq(reserve_until_busy(x.p, id, &n[1], 1), 1);
+    orbit_execution_complete(&nex);
     teardown(&x);
 }
 END_TEST
@@ -681,10 +720,11 @@ int main(void)
         tcase_add_test(held, an_execution_killed_with_its_entry_active_is_reclaimed_by_reconcile);
         tcase_add_test(held, a_waiter_about_to_sleep_folds_a_done_whose_wake_it_missed);
         tcase_add_test(held, sixteen_units_all_done_are_folded_when_no_entry_is_free);
-        tcase_add_test(held, a_reserver_killed_between_its_fold_and_the_wipe_costs_no_unit_after_reconcile);
+        tcase_add_test(held, a_reserver_killed_between_its_fold_and_the_release_costs_no_unit_after_reconcile);
         tcase_add_loop_test(held, a_killed_reservers_unaccepted_lease_is_aged_among_held_entries, 0, 2);
         tcase_add_test(held, an_owner_killed_with_held_entries_closes_and_a_late_complete_frees_nothing);
-        tcase_add_test(held, a_folders_late_wipe_leaves_a_retaken_entry_to_its_new_holder);
+        tcase_add_test(held, a_folders_late_release_leaves_a_retaken_entry_to_its_new_holder);
+        tcase_add_test(held, a_new_holder_before_its_publish_is_neither_folded_nor_lost);
         tcase_add_test(held, a_reconcile_that_ages_a_reservation_beside_held_entries_wakes_the_key);
         suite_add_tcase(s, held);
     }
