@@ -68,16 +68,17 @@
  * accept re-reads the pair after its CAS: tag and bit still there, or its
  * lease was voided (ended tenancy, aged). complete takes the held path only
  * when e = f|HELD (only f's accept writes that), else gives back a counted
- * unit as before. Aging never touches HELD entries; reconcile folds DONE
+ * unit as before. Aging leaves accepted leases' entries alone; reconcile folds DONE
  * ones, keeps ACTIVE ones while the owner's count covers them (counted =
  * active - held) and otherwise reclaims them all (counted = active): an
  * execution whose entry was reclaimed then completes through the counted
  * path. Capacity > 16 (or no pair CAS) keeps the counted path: accept frees
  * the entry and complete decrements active. A reserver killed between its
- * fold and the release leaves a free entry showing f|HELD, released[b] older:
- * skipped by reserves, wiped by the owner's aging (CAS). The DONE store is not fenced in a member
- * registered for global membarriers: a waiter about to sleep runs the
- * membarrier and folds the key's DONE entries (pool_key_fold_after_fence).
+ * fold and the release leaves a free entry showing f|HELD, released[b]
+ * older: skipped by reserves, wiped by the owner's aging (CAS). The DONE
+ * store is not fenced in a member registered for global membarriers: a
+ * waiter about to sleep runs the membarrier and folds the key's DONE entries
+ * (pool_key_fold_after_fence).
  *
  * Death: node_dead settles the node's intents, closes the incarnation's slots
  * and returns the node's holds, claims and watches (a close or register cut
