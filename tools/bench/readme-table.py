@@ -4,8 +4,9 @@
 
     tools/bench/readme-table.py [--bench PATH] [--json-dir DIR] [--write README.md]
 
-Runs `orbit-bench stream|exchange|pool|admission --json` and the stream and
-exchange --scale sweeps (or reads DIR/<name>.json from an earlier run, names
+Runs `orbit-bench stream|exchange|pool|admission --json` (pool and admission
+best of 3 interleaved runs: their cells last well under a second) and the
+stream and exchange --scale sweeps (or reads DIR/<name>.json from an earlier run, names
 stream, exchange, pool, admission, stream-scale, exchange-scale: --json-dir), prints the markdown table, and with
 --write replaces the table between the README's bench-table markers. Every
 figure comes from the JSON; nothing is typed by hand."""
@@ -19,8 +20,8 @@ import sys
 SUBS = {
     "stream": [],
     "exchange": ["--no-relay"],
-    "pool": ["--scale"],
-    "admission": ["--scale"],
+    "pool": ["--scale", "--repeat", "3"],
+    "admission": ["--scale", "--repeat", "3"],
     "stream-scale": ["--scale"],
     "exchange-scale": ["--scale", "--bytes", "256M"],
 }
