@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -23,12 +25,26 @@
 _Atomic uint64_t orb_lock_self;
 _Atomic uint32_t orb_lock_store_give;
 static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+static _Atomic int membarrier_off = -1;   /* ORBIT_DISABLE_MEMBARRIER read once: -1 not yet */
+
+/* ORBIT_DISABLE_MEMBARRIER=1: behave as if a seccomp filter refused membarrier(2). */
+static bool membarrier_refused(void)
+{
+    int off = atomic_load_explicit(&membarrier_off, memory_order_relaxed);
+    if (off < 0) {
+        const char *v = getenv("ORBIT_DISABLE_MEMBARRIER");
+        off = v && strcmp(v, "1") == 0;
+        atomic_store_explicit(&membarrier_off, off, memory_order_relaxed);
+    }
+    return off;
+}
 
 /* A fork child is a new process: new pid, and not registered for membarrier until it asks. */
 static void forget_pid(void)
 {
     atomic_store_explicit(&orb_lock_store_give, 0, memory_order_relaxed);
     atomic_store_explicit(&orb_lock_self, 0, memory_order_relaxed);
+    atomic_store_explicit(&membarrier_off, -1, memory_order_relaxed);
 }
 static void register_fork_hook(void) { pthread_atfork(NULL, NULL, forget_pid); }
 
@@ -42,7 +58,8 @@ static uint64_t me(void)
         pthread_once(&self_once, register_fork_hook);
         int pid = getpid();
         w = (uint64_t)(uint32_t)orb_proc_start_time(pid) << 32 | (uint32_t)pid;
-        bool reg = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+        bool reg = !membarrier_refused() &&
+                   syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
         atomic_store_explicit(&orb_lock_store_give, reg, memory_order_relaxed);
         atomic_store_explicit(&orb_lock_self, w, memory_order_relaxed);
     }
@@ -51,14 +68,16 @@ static uint64_t me(void)
 
 /*
  * A full barrier in every running process registered above (they give by a
- * plain store), and in this thread. Without the syscall (an old kernel, a
- * seccomp filter) no process could register, so every give is an exchange,
- * a full barrier of its own, and the local fence is enough.
+ * plain store), and in this thread. Without the syscall on an old kernel no
+ * process could register, so every give is an exchange, a full barrier of
+ * its own, and the local fence is enough. Refused to this process alone (a
+ * seccomp filter others lack), it returns false: the caller cannot count on
+ * registered processes' plain stores, and bounds its sleeps.
  */
-void orb_lock_fence_others(void)
+bool orb_lock_fence_others(void)
 {
     atomic_thread_fence(memory_order_seq_cst);
-    syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
+    return !membarrier_refused() && syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
 }
 
 /* A live process under the pid, but not the holder: the pid was reused (start times differ). */

@@ -61,7 +61,7 @@ int  orb_flock_take(struct orb_lock *l, _Atomic uint32_t *sleepers, int bound_ms
 void orb_flock_wake(struct orb_lock *l, _Atomic uint32_t *sleepers);
 /* A full barrier here and in every process that gives by a store (a waiter's side of a
  * store-then-load handshake with a giver). */
-void orb_lock_fence_others(void);
+bool orb_lock_fence_others(void);   /* false: refused to this process (bound your sleeps) */
 
 /* A word some holder could have written: free, or a pid in range with only the waiters bit. */
 static inline int orb_lock_word_valid(uint64_t word)

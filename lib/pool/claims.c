@@ -107,6 +107,36 @@ static int capacity_changed(void *ctx)
     return c->check_tag && atomic_load(&c->key->tag) != c->tag ? 1 : 0;
 }
 
+#define UNFENCED_SLICE_MS 10   /* a waiter without membarrier looks again this often */
+
+/*
+ * Fold, then park. A waiter whose membarrier was refused (a seccomp filter
+ * other members lack) may miss the wake of a completer that skipped its fence:
+ * it sleeps in slices and folds after each, so a missed completion costs at
+ * most a slice, never the whole timeout.
+ */
+static int capacity_park(struct orbit_pool *p, uint32_t ki, struct capacity_wait *ctx,
+                         const struct orb_deadline *deadline)
+{
+    bool fenced;
+    if (pool_key_fold_after_fence(p, ki, &fenced))
+        return 1;
+    if (fenced)
+        return orb_wait_until(&ctx->key->wait, capacity_changed, ctx, deadline, &p->spin, &p->stats);
+    for (;;) {
+        struct orb_deadline slice = orb_deadline_in(UNFENCED_SLICE_MS);
+        if (!deadline->forever && deadline->at_ns < slice.at_ns)
+            slice = *deadline;
+        int rc = orb_wait_until(&ctx->key->wait, capacity_changed, ctx, &slice, &p->spin, &p->stats);
+        if (rc != -ETIMEDOUT)
+            return rc;
+        if (pool_key_fold_after_fence(p, ki, &fenced))
+            return 1;
+        if (orb_deadline_passed(deadline))
+            return -ETIMEDOUT;
+    }
+}
+
 int orbit_pool_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t since, int timeout_ms, uint32_t *now)
 {
     if (!orb_timeout_valid(timeout_ms))
@@ -121,10 +151,7 @@ int orbit_pool_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t since
     /* Held for the whole wait: the key cannot be reclaimed under a parked waiter. */
     struct capacity_wait ctx = { .key = pool_key_at(p, ki), .since = since };
     /* since is now the version: a change after this moves the word past it. */
-    if (pool_key_version(ctx.key) != since || pool_key_fold_after_fence(p, ki))
-        rc = 1;
-    else
-        rc = orb_wait_until(&ctx.key->wait, capacity_changed, &ctx, &deadline, &p->spin, &p->stats);
+    rc = pool_key_version(ctx.key) != since ? 1 : capacity_park(p, ki, &ctx, &deadline);
     uint32_t seen = pool_key_version(ctx.key);   /* handed out: a later change moves past it */
     pool_key_release(p, ki);
     if (now)
@@ -150,8 +177,11 @@ int orbit_pool_prep_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t 
     struct pool_key *k = pool_key_at(p, ki);
     struct capacity_wait ctx = { .key = k, .since = since, .tag = atomic_load(&k->tag), .check_tag = true };
     pool_key_version(k);   /* registered: a change past since moves the word even if unparked */
-    if (orbit_uring_futex_supported() && pool_key_fold_after_fence(p, ki))
+    bool fenced = true;
+    if (orbit_uring_futex_supported() && pool_key_fold_after_fence(p, ki, &fenced))
         rc = orb_uring_prep_result(sqe, 1);   /* a completion folded: a NOP, as for a change */
+    else if (!fenced)
+        rc = orb_uring_prep_result(sqe, -ORBIT_ENOTSUP);   /* an SQE cannot sleep in slices */
     else
         rc = orb_uring_prep_wait(&k->wait, capacity_changed, &ctx, sqe, &p->stats);
     pool_key_release(p, ki);   /* after the arm: a reclaim from here sees parked and signals */

@@ -414,7 +414,8 @@ int  pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
 void pool_resources_reset(struct orbit_pool *p);
 /* A waiter about to sleep: every store-published completion visible (membarrier), then
  * the DONE entries of key index i's resources folded; whether any were (a change its
- * version may not show: once, as the fold makes it a plain free unit). */
-bool pool_key_fold_after_fence(struct orbit_pool *p, uint32_t i);
+ * version may not show: once, as the fold makes it a plain free unit). *fenced false:
+ * the membarrier was refused to this process, and a completion may be missed. */
+bool pool_key_fold_after_fence(struct orbit_pool *p, uint32_t i, bool *fenced);
 
 #endif

@@ -832,13 +832,14 @@ static bool fold_done(struct pool_resource *r, uint32_t gen)
     return true;
 }
 
-bool pool_key_fold_after_fence(struct orbit_pool *p, uint32_t i)
+bool pool_key_fold_after_fence(struct orbit_pool *p, uint32_t i, bool *fenced)
 {
+    *fenced = true;
     if (i > p->key_mask || !POOL_PAIR_CAS)
         return false;
     /* After the barrier a completer's DONE is visible here, or it read watched == our version
      * (handed out before we came) and bumps the word: the half of pool_key_changed_after_store. */
-    orb_lock_fence_others();
+    *fenced = orb_lock_fence_others();
     struct pool_key *k = pool_key_at(p, i);
     uint64_t lo = atomic_load(&k->key_lo), hi = atomic_load(&k->key_hi);
     _Atomic uint64_t *members = pool_key_members(p, i);

@@ -16,6 +16,7 @@
 #include <sys/prctl.h>
 #include <stdatomic.h>
 #include <orbit/pool.h>
+#include <orbit/uring.h>
 #include "testutil.h"
 #include "proc.h"
 #include "pool/pool_layout.h"   /* the entries' states are inspected */
@@ -512,6 +513,57 @@ START_TEST(a_new_holder_before_its_publish_is_neither_folded_nor_lost)
 }
 END_TEST
 
+/* A member whose membarrier is refused (ORBIT_DISABLE_MEMBARRIER=1: a seccomp filter the
+ * others lack) waits on a key; its SQE form says -ORBIT_ENOTSUP. Exit 0: the wait returned
+ * room, 2: it timed out. */
+struct unfenced { const char *name; pid_t parent; };
+
+static int unfenced_waiter(void *arg)
+{
+    struct unfenced *u = arg;
+    die_with_parent(u->parent);
+    setenv("ORBIT_DISABLE_MEMBARRIER", "1", 1);
+    struct orbit_fleet *f = tp_join(u->name, 8, REMOTE_NODE, REMOTE_INC);
+    struct orbit_pool *p;
+    TP_CHECK(orbit_pool_open(f, NULL, &p) == 0, "pool open");
+    uint32_t v;
+    TP_CHECK(orbit_pool_version(p, KEY, &v) == 0, "version");
+    struct io_uring_sqe sqe = { 0 };
+    int rc = orbit_pool_prep_wait_capacity(p, KEY, v, &sqe);
+    TP_CHECK(rc == -ORBIT_ENOTSUP, "prep without membarrier: %s", orbit_strerror(rc));
+    rc = orbit_pool_wait_capacity(p, KEY, v, 10000, NULL);
+    return rc == 0 ? 0 : rc == -ORBIT_ETIMEDOUT ? 2 : 1;
+}
+
+/* The waiter parks; a registered completer's DONE lands without a wake (its read of the key's
+ * words came first, and the waiter's membarrier, which would have ordered them, was refused).
+ * The waiter sleeps in slices and folds after each: it returns room, not its timeout. */
+START_TEST(a_waiter_without_membarrier_finds_an_unannounced_done_within_a_slice)
+{
+    struct fixture x;
+    setup(&x, "hnomb");
+    orbit_id id;
+    ck_assert_int_eq(orbit_pool_register(x.p, KEY, 1, &id), 0);
+    struct pool_resource *r = res_of(x.p, id);
+    struct orbit_lease l;
+    struct orbit_execution ex;
+    take(x.p, id, &l, &ex);
+    uint32_t ki;
+    ck_assert_int_eq(pool_key_peek(x.p, KEY, &ki), 0);
+    struct unfenced u = { x.name, getpid() };
+    pid_t kid = tp_spawn(unfenced_waiter, &u);
+    int64_t until = tu_now_ns() + 10000 * 1000000ll;
+    while (!atomic_load(&pool_key_at(x.p, ki)->wait.parked) && tu_now_ns() < until)
+        usleep(1000);
+    ck_assert_msg(atomic_load(&pool_key_at(x.p, ki)->wait.parked), "the waiter never parked");
+    atomic_store(&r->pending[l.fence % POOL_PENDING].since_ms, l.fence | SINCE_DONE);
+    ck_assert_int_eq(tu_wait_child(kid, 20000), 0);
+    ck_assert_uint_eq(units_bits(atomic_load(&r->units)), 0);   /* folded by the waiter */
+    ck_assert_int_eq(orbit_fleet_node_dead(x.f, REMOTE_NODE, REMOTE_INC), 0);
+    teardown(&x);
+}
+END_TEST
+
 /* Held entries at capacity: an unaccepted reservation aged by reconcile is a unit back, and
  * a change for the key's waiters, whatever part of active the held entries make up. */
 START_TEST(a_reconcile_that_ages_a_reservation_beside_held_entries_wakes_the_key)
@@ -725,6 +777,7 @@ int main(void)
         tcase_add_test(held, an_owner_killed_with_held_entries_closes_and_a_late_complete_frees_nothing);
         tcase_add_test(held, a_folders_late_release_leaves_a_retaken_entry_to_its_new_holder);
         tcase_add_test(held, a_new_holder_before_its_publish_is_neither_folded_nor_lost);
+        tcase_add_test(held, a_waiter_without_membarrier_finds_an_unannounced_done_within_a_slice);
         tcase_add_test(held, a_reconcile_that_ages_a_reservation_beside_held_entries_wakes_the_key);
         suite_add_tcase(s, held);
     }
