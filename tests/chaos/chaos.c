@@ -8,7 +8,9 @@
  * keep working. Checked through the public API: nothing leaked (after each
  * round every member is killed and reclaimed, and every table must be
  * empty), no member stalled past a deadline, no payload byte arrived wrong,
- * no member crashed. Prints its figures; exit 1 on any failure.
+ * no member crashed. One member in four runs as if refused membarrier(2)
+ * (ORBIT_DISABLE_MEMBARRIER=1, a seccomp filter the others lack): mixed
+ * fleets must not stall either. Prints its figures; exit 1 on any failure.
  *
  * Bounded form (the "chaos" suite): chaos --kills 1200 --hostile 100 --seconds 50
  * Long form: chaos --kills 2400 --hostile 200 --seconds 0   (0: no time limit)
@@ -40,7 +42,7 @@ static const char *const path_name[PATH_COUNT] = { "node_dead", "reap", "bpf", "
 struct figures {
     uint64_t kills[T_COUNT + 1][PATH_COUNT];
     uint64_t hangs, crashes, leaks, unreclaimed, refused_opens, rounds, skipped[PATH_COUNT];
-    uint64_t hostile_kills, hostile_ops, reporters_killed;
+    uint64_t hostile_kills, hostile_ops, reporters_killed, unfenced_members;
     uint64_t lat[PATH_COUNT][LAT_MAX];
     size_t n_lat[PATH_COUNT];
 };
@@ -136,8 +138,12 @@ static void spawn(struct sup *s, int i)
         atomic_store(&sl->focus, chaos_below(&s->rng, T_COUNT));
     atomic_store(&sl->last_beat_ns, chaos_now_ns());
     uint64_t seed = chaos_rand(&s->rng);
+    bool unfenced = chaos_below(&s->rng, 4) == 0;
+    s->fig->unfenced_members += unfenced;
     pid_t pid = fork();
     if (pid == 0) {
+        if (unfenced)
+            setenv("ORBIT_DISABLE_MEMBARRIER", "1", 1);
         /* The supervisor's reaper is left alone here: closing it would unregister the
          * descriptors the parent's epoll shares with us. */
         chaos_member(s->name, s->sh, i, seed);
@@ -582,6 +588,8 @@ static int report(struct figures *fig, struct chaos_shared *sh)
            "and every table checked empty)\n", (unsigned long long)total, (unsigned long long)fig->rounds);
     printf("chaos: %llu reporters killed -9 inside orbit_fleet_node_dead (node_dead path); the next report "
            "finished theirs\n", (unsigned long long)fig->reporters_killed);
+    printf("chaos: %llu members ran refused membarrier (ORBIT_DISABLE_MEMBARRIER=1)\n",
+           (unsigned long long)fig->unfenced_members);
     printf("chaos: operations:");
     for (int t = 0; t < T_COUNT; t++)
         printf(" %s %llu (%llu errors)", chaos_table_name[t], (unsigned long long)atomic_load(&sh->ops[t]),
