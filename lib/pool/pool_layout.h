@@ -58,9 +58,9 @@
  * A reserver folds DONE entries: its own pair CAS clears their bits (they
  * count as free in its capacity check), then it releases them (released[b] =
  * f, release): a reserver takes an entry showing 0, or f|HELD with released f.
- * Only folders write released[b], each the fence the entry was folded at (a
- * dead folder's entry is wiped by aging's CAS instead), so a late release
- * names a fence the entry no longer shows. A set bit whose entry shows
+ * Only folders write released[b], each the fence the entry was folded at (the
+ * owner wipes by CAS instead: what its reconcile folds, and a dead folder's
+ * entries), so a late release names a fence the entry no longer shows. A set bit whose entry shows
  * a released f|HELD is a new holder's before its publish: a pending
  * reservation, aged as an unpublished one. Fences never repeat in a slot, so a
  * late complete (its entry reclaimed and retaken) writes a DONE nobody

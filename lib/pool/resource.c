@@ -335,10 +335,11 @@ HOT void held_entries(struct pool_resource *r, uint32_t bits, uint32_t *held, st
 
 /*
  * Release the entries this CAS folded: a reserver may take one once its
- * released word names the fence it shows. Every writer of an entry's released
- * word (its folder, or the owner's aging for a folder that died) writes the
- * fence that entry was folded at, and fences never repeat in a slot: a late
- * release can only name a fence the entry no longer shows.
+ * released word names the fence it shows. Only a folder (a reserve, or a
+ * waiter's fold) writes an entry's released word, and only with the fence
+ * that entry was folded at; fences never repeat in a slot, so a late release
+ * can only name a fence the entry no longer shows. The owner wipes by CAS
+ * instead: what its reconcile folds, and what a dead folder left.
  */
 HOT void release_folded(struct pool_resource *r, const struct folded *f)
 {
@@ -587,13 +588,13 @@ void orbit_execution_complete(struct orbit_execution *ex)
     if (RES_GEN(atomic_load(&r->state)) != gen)
         return;
     uint64_t fence = ex->lease.fence;
-    _Atomic uint64_t *since = &r->pending[fence % POOL_PENDING].since_ms;
+    struct pool_pending *e = &r->pending[fence % POOL_PENDING];
     /* Capacity first (the state's line, fixed for the tenancy): above 16 nothing is held. */
     if (holds_entries(atomic_load_explicit(&r->capacity, memory_order_relaxed)) && fence < FENCE_MAX &&
-        atomic_load_explicit(&r->pending[fence % POOL_PENDING].fence, memory_order_relaxed) == (fence | ENTRY_HELD)) {
+        atomic_load_explicit(&e->fence, memory_order_relaxed) == (fence | ENTRY_HELD)) {
         /* Our entry (only our accept wrote f|HELD): DONE by a release store, the execution's
          * work before it; a reserver folds it. Retaken since, the DONE matches nobody. */
-        atomic_store_explicit(since, fence | SINCE_DONE, memory_order_release);
+        atomic_store_explicit(&e->since_ms, fence | SINCE_DONE, memory_order_release);
         pool_key_changed_after_store(p, atomic_load_explicit(&r->key_index, memory_order_relaxed));
         return;
     }
