@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
-#include <orbit/error.h>
+#include "error_internal.h"
 
 const char *orbit_strerror(int err)
 {
@@ -33,6 +35,29 @@ const char *orbit_strerror(int err)
     case ORBIT_EPOISONED:  return "admission ledger is poisoned (fail-closed)";
     case ORBIT_ECLOSEDADM: return "admission is closed to new claims";
     case ORBIT_ENOTSUP:    return "not supported by this kernel or build";
+    case ORBIT_EFORKED:    return "forked: this handle belongs to the parent process (join again in the child)";
     default:               return strerror(err);
     }
+}
+
+#define LAST_ERROR_MAX 256
+static _Thread_local char last_error[LAST_ERROR_MAX];
+
+const char *orbit_last_error(void)
+{
+    return last_error;
+}
+
+void orb_error_clear(void)
+{
+    last_error[0] = '\0';
+}
+
+int orb_fail(int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return rc;
 }

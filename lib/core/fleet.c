@@ -6,9 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <unistd.h>
 #include "fleet_internal.h"
+#include "life.h"
+#include "lock.h"
 #include "table_ops.h"
+#include "error_internal.h"
 
 #define NODE_REAPING 3u   /* internal state: one reporter is ending this node */
 
@@ -29,12 +33,12 @@ uint64_t orb_next_epoch(uint64_t previous)
     return now > previous ? now : previous + 1;
 }
 
-bool orb_node_alive(int32_t pid, uint64_t start_time)
+bool orb_node_alive(struct orbit_fleet *f, uint16_t node)
 {
-    if (pid <= 0)
-        return false;
-    uint64_t now = orb_proc_start_time(pid);
-    return now != 0 && now == start_time;
+    if (f->is_private || (!f->observer && node == f->node))
+        return true;   /* this process's own lives */
+    /* The kernel holds the member's lock until its last descriptor goes; an error proves no death. */
+    return orb_life_probe(f, node) != 0;
 }
 
 static int fleet_init(struct orb_segment *seg, void *ctx)
@@ -46,7 +50,7 @@ static int fleet_init(struct orb_segment *seg, void *ctx)
 
 static int map_fleet(struct orbit_fleet *f, enum orbit_backing backing)
 {
-    struct orb_fleet_geometry geom = { f->capacity, sizeof(struct orb_node_record) };
+    struct orb_fleet_geometry geom = { f->capacity, sizeof(struct orb_node_record), ORB_FLEET_LAYOUT_VERSION };
     size_t bytes = ORB_SEG_HEADER_BYTES + (size_t)f->capacity * sizeof(struct orb_node_record);
     struct orb_seg_request req = {
         .fleet = f->is_private ? NULL : f->name, .kind = ORB_FLEET_KIND,
@@ -67,64 +71,30 @@ static uint64_t derived_incarnation(int32_t pid, uint64_t start_time)
     return (start_time << 22) ^ (uint64_t)(uint32_t)pid ^ 0x8000000000000000ull;
 }
 
-/* ---- the owner word: one process at a time moves a node through JOINING or REAPING ---- */
-
-static uint64_t owner_self(void)
+/* Owner byte held on a JOINING node: take the life's lock byte, then publish the life. */
+static int publish_node(struct orbit_fleet *f, struct orb_node_record *rec)
 {
-    static _Atomic uint64_t cached;
-    uint32_t pid = (uint32_t)getpid();
-    uint64_t word = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (word >> 32 == pid)
-        return word;   /* a forked child computes its own */
-    word = (uint64_t)pid << 32 | (uint32_t)orb_proc_start_time((int)pid);
-    atomic_store_explicit(&cached, word, memory_order_relaxed);
-    return word;
-}
-
-static bool owner_alive(uint64_t word)
-{
-    uint64_t start = orb_proc_start_time((int)(uint32_t)(word >> 32));
-    return start != 0 && (uint32_t)start == (uint32_t)word;
-}
-
-/*
- * Take the node's owner word: free, or left by a process that is gone (its
- * step is ours to finish). false: a live process (or another thread of ours)
- * is mid-way and finishes it.
- */
-static bool take_owner(struct orb_node_record *rec, uint64_t me)
-{
-    uint64_t cur = atomic_load_explicit(&rec->owner, memory_order_acquire);
-    for (;;) {
-        if (cur == me || (cur != 0 && owner_alive(cur)))
-            return false;
-        /* Acquire: what the gone owner wrote before it died is visible to its successor. */
-        if (atomic_compare_exchange_weak_explicit(&rec->owner, &cur, me, memory_order_acquire,
-                                                  memory_order_acquire))
-            return true;
-    }
-}
-
-static void drop_owner(struct orb_node_record *rec, uint64_t me)
-{
-    /* Release: the node's new state is visible before another may take the word. */
-    atomic_compare_exchange_strong_explicit(&rec->owner, &me, 0, memory_order_release,
-                                            memory_order_relaxed);
-}
-
-static void publish_node(struct orbit_fleet *f, struct orb_node_record *rec)
-{
+    uint64_t joins = atomic_load(&rec->joins) + 1;
+    struct orb_deadline d = orb_deadline_in(1000);
+    int rc = 0;
+    /* The lock comes first: a prober never finds a LIVE record without its life's lock. */
+    while (!f->is_private && (rc = orb_life_hold(f, f->node, joins)) == -EAGAIN && !orb_deadline_passed(&d))
+        sched_yield();   /* a watcher of an ended life holds the byte for an instant */
+    if (rc < 0)
+        return rc == -EAGAIN ? -ORBIT_ECLAIMED : rc;
+    f->joins = joins;
     atomic_store_explicit(&rec->pid, (int32_t)getpid(), memory_order_relaxed);
     atomic_store_explicit(&rec->start_time, orb_proc_start_time(getpid()), memory_order_relaxed);
     atomic_store_explicit(&rec->incarnation, f->incarnation, memory_order_relaxed);
-    atomic_fetch_add_explicit(&rec->joins, 1, memory_order_relaxed);
-    /* Release: pid, start time and incarnation are visible before the node reads LIVE. */
+    atomic_store_explicit(&rec->pidns, orb_pidns_self(), memory_order_relaxed);
+    atomic_store_explicit(&rec->joins, joins, memory_order_relaxed);
+    /* Release: pid, start time, incarnation and joins are visible before the node reads LIVE. */
     atomic_store_explicit(&rec->state, ORBIT_NODE_LIVE, memory_order_release);
-    drop_owner(rec, owner_self());
+    return 0;
 }
 
 /*
- * Owner word held: move the node to REAPING for the life to end and say which,
+ * Owner byte held: move the node to REAPING for the life to end and say which,
  * or false when there is nothing to end. A report cut short (REAPING) is
  * resumed whatever incarnation was asked; a joiner that died before publishing
  * (JOINING) held nothing in any table, so the node goes straight back to FREE.
@@ -144,21 +114,27 @@ static bool start_report(struct orb_node_record *rec, uint64_t inc, bool any, ui
     }
     if (state != ORBIT_NODE_LIVE || (!any && cur != inc))
         return false;
-    /* Owner held, no joiner can change the life; only its holder's leave (to FREE) races. */
+    /* Owner byte held, no joiner can change the life; only its holder's leave (to FREE) races. */
     if (!atomic_compare_exchange_strong(&rec->state, &state, NODE_REAPING))
         return false;
     *ending = cur;
     return true;
 }
 
+/* How the dead process named itself in bounded-lock words: a lock it died holding is ours to take. */
+static uint64_t lock_identity(const struct orb_node_record *rec)
+{
+    return orb_lock_identity((uint32_t)atomic_load(&rec->pid), atomic_load(&rec->start_time),
+                             atomic_load(&rec->pidns));
+}
+
 /*
- * Report the node's life dead on every table, resumably: the owner word says
+ * Report the node's life dead on every table, resumably: the owner byte says
  * who is reporting, and a report whose reporter is gone is finished by the next
- * one to take the word. then: the state the node is left in (FREE, or JOINING
+ * one to take the byte. then: the state the node is left in (FREE, or JOINING
  * for a joiner taking it). Returns 1 when this call ran a report, 0 when there
  * was none to run, or the dispatch's error: the node stays REAPING then, for a
- * later report to finish. The owner word is still held (drop_owner or
- * publish_node gives it up).
+ * later report to finish. The owner byte is still held.
  */
 static int run_report(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool any, uint32_t then)
 {
@@ -166,15 +142,18 @@ static int run_report(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool a
     uint64_t ending;
     if (!start_report(rec, inc, any, &ending))
         return 0;
+    orb_lock_set_dead(lock_identity(rec));
     int rc = orb_dispatch_node_dead(f, node, ending);
+    orb_lock_set_dead(0);
     if (rc < 0)
         return rc;
     /* Tables are clean of that incarnation before the node can be claimed again. */
     atomic_store_explicit(&rec->state, then, memory_order_release);
+    orb_wait_kick(&rec->life_end);   /* death waiters of that life, wherever they sleep */
     return 1;
 }
 
-/* Owner word held on a node that is not LIVE: make it ours (JOINING), or false. */
+/* Owner byte held on a node that is not LIVE: make it ours (JOINING), or false. */
 static bool take_node(struct orbit_fleet *f, uint16_t node)
 {
     struct orb_node_record *rec = &f->nodes[node];
@@ -188,19 +167,18 @@ static bool take_node(struct orbit_fleet *f, uint16_t node)
 /* The first node that is free, or whose joiner or reporter died mid-way (finished first). */
 static int claim_any(struct orbit_fleet *f)
 {
-    uint64_t me = owner_self();
     for (uint32_t i = 0; i < f->capacity; i++) {
-        struct orb_node_record *rec = &f->nodes[i];
-        if (atomic_load_explicit(&rec->state, memory_order_acquire) == ORBIT_NODE_LIVE ||
-            !take_owner(rec, me))
+        if (atomic_load_explicit(&f->nodes[i].state, memory_order_acquire) == ORBIT_NODE_LIVE ||
+            !orb_owner_take(f, (uint16_t)i))
             continue;
         if (take_node(f, (uint16_t)i)) {
             f->node = (uint16_t)i;
             return 0;
         }
-        drop_owner(rec, me);
+        orb_owner_drop(f, (uint16_t)i);
     }
-    return -ORBIT_EFULL;
+    return orb_fail(-ORBIT_EFULL, "orbit_fleet_join: fleet '%s': all %u nodes are taken", f->name,
+                    (unsigned)f->capacity);
 }
 
 static bool state_known(uint32_t state)
@@ -209,24 +187,25 @@ static bool state_known(uint32_t state)
            state == NODE_REAPING;
 }
 
-/* Owner word held: move the node to JOINING for us, ending a dead holder's share first. */
+/* Owner byte held: move the node to JOINING for us, ending a dead holder's share first. */
 static int take_exact(struct orbit_fleet *f, uint16_t node)
 {
     struct orb_node_record *rec = &f->nodes[node];
     for (;;) {
         uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
-        int32_t pid = atomic_load(&rec->pid);
-        bool ours = pid == (int32_t)getpid();
         if (!state_known(state))
-            return -ORBIT_ECORRUPT;   /* a garbled record: never spin on it */
-        if (state == ORBIT_NODE_FREE || state == ORBIT_NODE_JOINING || (state == ORBIT_NODE_LIVE && ours)) {
+            return orb_fail(-ORBIT_ECORRUPT, "orbit_fleet_join: node %u's record is garbled", node);
+        if (state == ORBIT_NODE_FREE || state == ORBIT_NODE_JOINING) {
             /* Owner held: only a holder's leave (LIVE -> FREE) can move the state meanwhile. */
             if (atomic_compare_exchange_strong(&rec->state, &state, ORBIT_NODE_JOINING))
                 return 0;
             continue;
         }
-        if (state == ORBIT_NODE_LIVE && orb_node_alive(pid, atomic_load(&rec->start_time)))
-            return -ORBIT_ECLAIMED;
+        if (state == ORBIT_NODE_LIVE && orb_life_held_here(f, node))
+            return orb_fail(-ORBIT_ECLAIMED, "orbit_fleet_join: node %u is held by this process already", node);
+        if (state == ORBIT_NODE_LIVE && orb_node_alive(f, node))
+            return orb_fail(-ORBIT_ECLAIMED, "orbit_fleet_join: node %u is held by a live process (pid %d "
+                            "in its namespace)", node, (int)atomic_load(&rec->pid));
         int rc = run_report(f, node, 0, true, ORBIT_NODE_JOINING);
         if (rc != 0)
             return rc < 0 ? rc : 0;   /* 0: the holder left meanwhile; look again */
@@ -236,13 +215,12 @@ static int take_exact(struct orbit_fleet *f, uint16_t node)
 /* Claim exactly this node; a dead holder's share (or a report cut short) is ended first. */
 static int claim_exact(struct orbit_fleet *f, uint16_t node)
 {
-    struct orb_node_record *rec = &f->nodes[node];
-    uint64_t me = owner_self();
-    if (!take_owner(rec, me))
-        return -ORBIT_ECLAIMED;   /* another joiner or reporter is mid-way */
+    if (!orb_owner_take(f, node))
+        return orb_fail(-ORBIT_ECLAIMED, "orbit_fleet_join: node %u: another joiner or reporter is moving "
+                        "it", node);
     int rc = take_exact(f, node);
     if (rc < 0) {
-        drop_owner(rec, me);
+        orb_owner_drop(f, node);
         return rc;
     }
     f->node = node;
@@ -251,90 +229,159 @@ static int claim_exact(struct orbit_fleet *f, uint16_t node)
 
 static int check_opts(const char *name, const struct orbit_fleet_opts *o)
 {
+    const char *call = "orbit_fleet_join";
     if (o->capacity < 1 || o->capacity > ORBIT_FLEET_CAPACITY_MAX)
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "%s: capacity %u: a fleet has 1..%d nodes", call,
+                        (unsigned)o->capacity, ORBIT_FLEET_CAPACITY_MAX);
     if (o->node < -1 || (o->node >= 0 && o->node >= (int32_t)o->capacity))
-        return -ORBIT_EMALFORMED;
-    if ((o->mode & 0007) || o->mode > 0777 || o->backing > ORBIT_BACKING_PRIVATE)
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "%s: node %d: -1 (any) or 0..%u", call, (int)o->node,
+                        (unsigned)o->capacity - 1u);
+    if ((o->mode & 0007) || o->mode > 0777)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: mode %#o: segments are never world-accessible and "
+                        "mode has only permission bits", call, (unsigned)o->mode);
+    if (o->backing > ORBIT_BACKING_PRIVATE)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: backing %d is not an enum orbit_backing", call, (int)o->backing);
     if (o->gid < -1 || o->gid > 4294967294LL)   /* (gid_t)-1 means "no change" to chown */
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "%s: gid %lld: -1 or 0..4294967294", call, (long long)o->gid);
+    for (size_t i = 0; i < sizeof o->resv / sizeof o->resv[0]; i++)
+        if (o->resv[i])
+            return orb_fail(-ORBIT_EMALFORMED, "%s: opts.resv[%zu] is not zero: start from "
+                            "ORBIT_FLEET_OPTS_DEFAULT", call, i);
     if (name && !orb_fleet_name_valid(name))
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "%s: name '%.80s': 1-64 bytes of letters, digits, '_', '.' and '-'",
+                        call, name);
     return 0;
 }
 
-static struct orbit_fleet *fleet_alloc(const char *name)
+static struct orbit_fleet *fleet_alloc(const char *name, uint32_t capacity)
 {
     struct orbit_fleet *f = calloc(1, sizeof *f);
     if (!f)
         return NULL;
+    f->owner_busy = calloc((capacity + 63) / 64, sizeof *f->owner_busy);
+    if (!f->owner_busy) {
+        free(f);
+        return NULL;
+    }
     pthread_mutex_init(&f->lock, NULL);
     f->is_private = name == NULL;
     if (name)
         snprintf(f->name, sizeof f->name, "%s", name);
     f->node = ORBIT_NODE_NONE;
     f->gid = -1;
+    f->seg.fd = -1;
+    f->fork_generation = atomic_load(&orb_fork_generation);
     return f;
+}
+
+static void fleet_free(struct orbit_fleet *f)
+{
+    orb_segment_close(&f->seg);
+    pthread_mutex_destroy(&f->lock);
+    free(f->owner_busy);
+    free(f);
+}
+
+/* Map the fleet and, for a named one, enter its gate on a file still under its name. */
+static int open_gated(struct orbit_fleet *f)
+{
+    for (int attempt = 0;; attempt++) {
+        int rc = map_fleet(f, f->want_backing);
+        if (rc < 0 || f->is_private)
+            return rc;
+        rc = orb_gate_enter(f);
+        /* A collector unlinked the file between our open and the gate: open the new one. */
+        if (rc == 0 && orbit_fleet_replaced(f) == 1 && attempt < 8) {
+            orb_gate_leave(f);
+            orb_segment_close(&f->seg);
+            continue;
+        }
+        if (rc < 0)
+            orb_segment_close(&f->seg);
+        return rc;
+    }
 }
 
 int orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, struct orbit_fleet **out)
 {
+    orb_error_clear();
     struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
     if (opts)
         o = *opts;
     if (!out)
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "orbit_fleet_join: out is NULL");
     int rc = check_opts(name, &o);
     if (rc < 0)
         return rc;
-    struct orbit_fleet *f = fleet_alloc(name);
+    struct orbit_fleet *f = fleet_alloc(name, o.capacity);
     if (!f)
         return -ENOMEM;
     f->capacity = o.capacity;
     f->want_backing = name ? o.backing : ORBIT_BACKING_PRIVATE;
     f->mode = o.mode;
     f->gid = o.gid;
-    if ((rc = map_fleet(f, f->want_backing)) < 0) {
-        free(f);
+    if ((rc = open_gated(f)) < 0) {
+        fleet_free(f);
         return rc;
     }
     int32_t pid = (int32_t)getpid();
     f->incarnation = o.incarnation ? o.incarnation : derived_incarnation(pid, orb_proc_start_time(pid));
     rc = o.node < 0 ? claim_any(f) : claim_exact(f, (uint16_t)o.node);
+    if (rc == 0 && (rc = publish_node(f, &f->nodes[f->node])) < 0)
+        atomic_store_explicit(&f->nodes[f->node].state, ORBIT_NODE_FREE, memory_order_release);
+    if (f->node != ORBIT_NODE_NONE)
+        orb_owner_drop(f, f->node);
+    if (!f->is_private)
+        orb_gate_leave(f);
     if (rc < 0) {
-        orb_segment_close(&f->seg);
-        free(f);
+        fleet_free(f);
         return rc;
     }
-    publish_node(f, &f->nodes[f->node]);
+    orb_life_register(f);
     *out = f;
+    return 0;
+}
+
+static int check_observed(struct orbit_fleet *f, const char *name)
+{
+    struct orb_seg_header *h = orb_seg_hdr(&f->seg);
+    struct orb_fleet_geometry g;
+    if (h->table_type != ORB_TABLE_FLEET)
+        return orb_fail(-ORBIT_ECORRUPT, "orbit_fleet_observe: '%s': the fleet segment holds another table", name);
+    uint16_t capacity = h->fleet_capacity;
+    /* The capacity is read from shared memory: bound it. */
+    if (capacity < 1 || capacity > ORBIT_FLEET_CAPACITY_MAX ||
+        ORB_SEG_HEADER_BYTES + (size_t)capacity * sizeof(struct orb_node_record) > f->seg.mapped)
+        return orb_fail(-ORBIT_ECORRUPT, "orbit_fleet_observe: '%s': capacity %u does not fit the segment",
+                        name, (unsigned)capacity);
+    memcpy(&g, h->geometry, sizeof g);
+    if (h->geometry_len != sizeof g || g.layout_version != ORB_FLEET_LAYOUT_VERSION)
+        return orb_fail(-ORBIT_EGEOMETRY, "orbit_fleet_observe: '%s' was made by another orbit version",
+                        name);
+    f->capacity = capacity;
     return 0;
 }
 
 int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
 {
+    orb_error_clear();
     if (!out || !orb_fleet_name_valid(name))
-        return -ORBIT_EMALFORMED;
-    struct orbit_fleet *f = fleet_alloc(name);
+        return orb_fail(-ORBIT_EMALFORMED, "orbit_fleet_observe: %s", out ? "name: 1-64 bytes of letters, "
+                        "digits, '_', '.' and '-'" : "out is NULL");
+    struct orbit_fleet *f = fleet_alloc(name, ORBIT_FLEET_CAPACITY_MAX);
     if (!f)
         return -ENOMEM;
     int rc = orb_segment_open_existing(name, ORB_FLEET_KIND, &f->seg);
-    if (rc == 0 && orb_seg_hdr(&f->seg)->table_type != ORB_TABLE_FLEET)
-        rc = -ORBIT_ECORRUPT;
-    uint16_t capacity = rc == 0 ? orb_seg_hdr(&f->seg)->fleet_capacity : 0;
-    if (rc == 0 && (capacity < 1 || capacity > ORBIT_FLEET_CAPACITY_MAX ||
-                    ORB_SEG_HEADER_BYTES + (size_t)capacity * sizeof(struct orb_node_record) > f->seg.mapped))
-        rc = -ORBIT_ECORRUPT;   /* the capacity is read from shared memory: bound it */
+    if (rc == 0)
+        rc = check_observed(f, name);
     if (rc < 0) {
-        orb_segment_close(&f->seg);
-        free(f);
+        fleet_free(f);
         return rc;
     }
     f->observer = true;
-    f->capacity = capacity;
     f->nodes = orb_seg_table(&f->seg);
     f->want_backing = f->seg.backing;
+    orb_life_register(f);
     *out = f;
     return 0;
 }
@@ -343,20 +390,23 @@ void orbit_fleet_leave(struct orbit_fleet *f)
 {
     if (!f)
         return;
+    orb_error_clear();
+    bool ours = orb_fleet_usable(f, "orbit_fleet_leave") == 0;   /* a fork child only unmaps */
     struct orb_node_record *rec = orb_fleet_record(f, f->node);
-    if (rec && !f->observer && atomic_load(&rec->incarnation) == f->incarnation &&
-        atomic_load(&rec->pid) == (int32_t)getpid()) {
+    if (ours && rec && !f->observer && atomic_load(&rec->incarnation) == f->incarnation) {
         uint32_t live = ORBIT_NODE_LIVE;
         /* Only our own live claim is released; a reporter that already took it keeps it. */
         atomic_compare_exchange_strong(&rec->state, &live, ORBIT_NODE_FREE);
+        orb_life_drop(f, f->node, f->joins);
+        orb_wait_kick(&rec->life_end);   /* the life is over: its death waiters wake */
     }
-    orb_table_cache_free(f);
+    orb_life_unregister(f);
+    if (ours)
+        orb_table_cache_free(f);
     for (int i = 0; i < ORB_PRIVATE_TABLES_MAX; i++)
         if (f->private_tables[i].refs > 0)
             orb_segment_close(&f->private_tables[i].seg);
-    orb_segment_close(&f->seg);
-    pthread_mutex_destroy(&f->lock);
-    free(f);
+    fleet_free(f);
 }
 
 uint16_t orbit_fleet_node(const struct orbit_fleet *f) { return f ? f->node : ORBIT_NODE_NONE; }
@@ -378,10 +428,22 @@ void orb_fleet_ring_doorbell(struct orbit_fleet *f, uint32_t node, struct orb_wa
         atomic_fetch_add_explicit(&stats->doorbells, 1, memory_order_relaxed);
 }
 
+/* A fleet call's common checks: a handle, of this process. */
+static int fleet_entry(struct orbit_fleet *f, const char *call)
+{
+    orb_error_clear();
+    if (!f)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: the fleet handle is NULL", call);
+    return orb_fleet_usable(f, call);
+}
+
 ssize_t orbit_fleet_nodes(struct orbit_fleet *f, struct orbit_node_info *out, size_t max)
 {
-    if (!f || (max && !out))
-        return -ORBIT_EMALFORMED;
+    int rc = fleet_entry(f, "orbit_fleet_nodes");
+    if (rc < 0)
+        return rc;
+    if (max && !out)
+        return orb_fail(-ORBIT_EMALFORMED, "orbit_fleet_nodes: out is NULL with max %zu", max);
     size_t n = 0;
     for (uint32_t i = 0; i < f->capacity; i++) {
         struct orb_node_record *rec = &f->nodes[i];
@@ -396,35 +458,35 @@ ssize_t orbit_fleet_nodes(struct orbit_fleet *f, struct orbit_node_info *out, si
             ni->pid = atomic_load(&rec->pid);
             ni->start_time = atomic_load(&rec->start_time);
             ni->incarnation = atomic_load(&rec->incarnation);
-            ni->alive = orb_node_alive(ni->pid, ni->start_time);
+            ni->pid_namespace = atomic_load(&rec->pidns);
+            ni->alive = state == ORBIT_NODE_LIVE && orb_node_alive(f, (uint16_t)i);
         }
         n++;
     }
     return (ssize_t)n;
 }
 
-/* Take the owner word and run (or resume) the report; true when this call finished one. */
-/* run_report under the owner word: 1 ran, 0 nothing to run, or the dispatch's error. */
+/* run_report under the owner byte: 1 ran, 0 nothing to run, or the dispatch's error. */
 static int report_node(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool any)
 {
-    struct orb_node_record *rec = &f->nodes[node];
-    uint64_t me = owner_self();
-    if (!take_owner(rec, me))
+    if (!orb_owner_take(f, node))
         return 0;   /* a live reporter or joiner is mid-way: it finishes */
     int rc = run_report(f, node, inc, any, ORBIT_NODE_FREE);
-    drop_owner(rec, me);
+    orb_owner_drop(f, node);
     return rc;
 }
 
 int orbit_fleet_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
 {
-    if (!f)
-        return -ORBIT_EMALFORMED;
+    int rc = fleet_entry(f, "orbit_fleet_node_dead");
+    if (rc < 0)
+        return rc;
     if (!orb_fleet_record(f, node))
-        return -ORBIT_EMALFORMED;
-    /* Only the reporter holding the owner word ends the share: a node already freed, or
+        return orb_fail(-ORBIT_EMALFORMED, "orbit_fleet_node_dead: node %u: the fleet has %u nodes",
+                        (unsigned)node, (unsigned)f->capacity);
+    /* Only the reporter holding the owner byte ends the share: a node already freed, or
      * claimed by a later life, is left alone (its tables owe that incarnation nothing). */
-    int rc = report_node(f, node, incarnation, false);
+    rc = report_node(f, node, incarnation, false);
     return rc < 0 ? rc : 0;
 }
 
@@ -436,8 +498,9 @@ void orb_fleet_kick_doorbells(struct orbit_fleet *f)
 
 int orbit_fleet_reap(struct orbit_fleet *f)
 {
-    if (!f)
-        return -ORBIT_EMALFORMED;
+    int rc = fleet_entry(f, "orbit_fleet_reap");
+    if (rc < 0)
+        return rc;
     int reported = 0;
     for (uint32_t i = 0; i < f->capacity; i++) {
         struct orb_node_record *rec = &f->nodes[i];
@@ -447,13 +510,29 @@ int orbit_fleet_reap(struct orbit_fleet *f)
         if (state == ORBIT_NODE_FREE)
             continue;
         uint64_t inc = atomic_load(&rec->incarnation);
-        if (state == ORBIT_NODE_LIVE &&
-            orb_node_alive(atomic_load(&rec->pid), atomic_load(&rec->start_time)))
+        if (state == ORBIT_NODE_LIVE && orb_node_alive(f, (uint16_t)i))
             continue;
-        /* LIVE and gone, or mid-way under an owner that may be gone: the owner word decides. */
+        /* LIVE and gone, or mid-way under a mover that may be gone: the owner byte decides. */
         reported += report_node(f, (uint16_t)i, inc, false) == 1;
     }
     return reported;
+}
+
+int orbit_fleet_wait_node_death(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, int timeout_ms)
+{
+    const char *call = "orbit_fleet_wait_node_death";
+    int rc = fleet_entry(f, call);
+    if (rc < 0)
+        return rc;
+    if (!orb_fleet_record(f, node))
+        return orb_fail(-ORBIT_EMALFORMED, "%s: node %u: the fleet has %u nodes", call, (unsigned)node,
+                        (unsigned)f->capacity);
+    if (!orb_timeout_valid(timeout_ms))
+        return orb_fail(-ORBIT_EMALFORMED, "%s: timeout %d ms: -1 (forever), 0 or more", call, timeout_ms);
+    if (!f->observer && node == f->node && incarnation == f->incarnation)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: node %u is this handle's own life", call, (unsigned)node);
+    rc = orb_life_wait_over(f, node, incarnation, timeout_ms);
+    return rc == -ETIMEDOUT ? -ORBIT_ETIMEDOUT : rc;
 }
 
 /* ---- table segments ---------------------------------------------------- */
@@ -548,191 +627,3 @@ void orb_fleet_table_close(struct orbit_fleet *f, struct orb_segment *seg)
     seg->base = NULL;
 }
 
-/* ---- listing and unlinking --------------------------------------------- */
-
-/* The backing directories: hugetlbfs (NULL when there is none) and /dev/shm. */
-static void segment_dirs(const char *dirs[2], char hdir[256])
-{
-    dirs[0] = orb_hugetlb_dir();
-    dirs[1] = "/dev/shm";
-    if (dirs[0]) {
-        snprintf(hdir, 256, "%s", dirs[0]);
-        dirs[0] = hdir;
-    }
-}
-
-/* Calls fn for each "orbit.<fleet>.<kind>" file in the backing directories. */
-static void scan_segments(void (*fn)(void *ctx, const char *dir, const char *fleet, unsigned kind,
-                                     enum orbit_backing b), void *ctx)
-{
-    const char *dirs[2];
-    char hdir[256];
-    segment_dirs(dirs, hdir);
-    for (int d = 0; d < 2; d++) {
-        if (!dirs[d])
-            continue;
-        DIR *dir = opendir(dirs[d]);
-        if (!dir)
-            continue;
-        struct dirent *e;
-        while ((e = readdir(dir)) != NULL) {
-            const char *n = e->d_name, *dot = strrchr(n, '.');
-            if (strncmp(n, "orbit.", 6) != 0 || !dot || dot <= n + 6 || strstr(n, ".tmp."))
-                continue;
-            char *end;
-            unsigned long kind = strtoul(dot + 1, &end, 10);
-            if (*end || end == dot + 1 || kind > 255)
-                continue;
-            char fleet[ORBIT_FLEET_NAME_MAX + 1];
-            size_t len = (size_t)(dot - (n + 6));
-            if (len > ORBIT_FLEET_NAME_MAX)
-                continue;
-            memcpy(fleet, n + 6, len);
-            fleet[len] = '\0';
-            fn(ctx, dirs[d], fleet, (unsigned)kind, d == 0 ? ORBIT_BACKING_HUGETLB : ORBIT_BACKING_SHM);
-        }
-        closedir(dir);
-    }
-}
-
-struct seg_collect { const char *fleet; struct orbit_segment_info *out; size_t max, n; };
-
-static void collect_segment(void *ctx, const char *dir, const char *fleet, unsigned kind,
-                            enum orbit_backing b)
-{
-    struct seg_collect *c = ctx;
-    if (strcmp(fleet, c->fleet) != 0)
-        return;
-    if (c->n < c->max) {
-        struct orbit_segment_info *si = &c->out[c->n];
-        memset(si, 0, sizeof *si);
-        si->kind = (uint8_t)kind;
-        si->backing = b;
-        snprintf(si->path, sizeof si->path, "%s/orbit.%s.%u", dir, fleet, kind);
-        struct orb_seg_header h;
-        if (orb_segment_peek(fleet, (uint8_t)kind, &h, &si->size, NULL) == 0)
-            si->epoch = h.epoch;
-    }
-    c->n++;
-}
-
-ssize_t orbit_fleet_segments(const char *name, struct orbit_segment_info *out, size_t max)
-{
-    if (!orb_fleet_name_valid(name) || (max && !out))
-        return -ORBIT_EMALFORMED;
-    struct seg_collect c = { name, out, max, 0 };
-    scan_segments(collect_segment, &c);
-    return (ssize_t)c.n;
-}
-
-struct kind_collect { const char *fleet; uint64_t *present; };
-
-static void collect_kind(void *ctx, const char *dir, const char *fleet, unsigned kind,
-                         enum orbit_backing b)
-{
-    (void)dir; (void)b;
-    struct kind_collect *c = ctx;
-    if (strcmp(fleet, c->fleet) == 0)
-        c->present[kind / 64] |= 1ull << (kind % 64);
-}
-
-int orb_fleet_segment_kinds(const char *name, uint64_t present[4])
-{
-    if (!orb_fleet_name_valid(name) || !present)
-        return -ORBIT_EMALFORMED;
-    memset(present, 0, 4 * sizeof *present);
-    struct kind_collect c = { name, present };
-    scan_segments(collect_kind, &c);
-    return 0;
-}
-
-struct name_collect { char (*names)[ORBIT_FLEET_NAME_MAX + 1]; size_t max, n; };
-
-static void collect_name(void *ctx, const char *dir, const char *fleet, unsigned kind,
-                         enum orbit_backing b)
-{
-    (void)dir; (void)b;
-    struct name_collect *c = ctx;
-    if (kind != ORB_FLEET_KIND)
-        return;
-    if (c->n < c->max)
-        snprintf(c->names[c->n], ORBIT_FLEET_NAME_MAX + 1, "%s", fleet);
-    c->n++;
-}
-
-ssize_t orbit_fleet_list(char (*names)[ORBIT_FLEET_NAME_MAX + 1], size_t max)
-{
-    if (max && !names)
-        return -ORBIT_EMALFORMED;
-    struct name_collect c = { names, max, 0 };
-    scan_segments(collect_name, &c);
-    return (ssize_t)c.n;
-}
-
-struct unlink_ctx { const char *fleet; int removed; int error; };
-
-static void unlink_one(void *ctx, const char *dir, const char *fleet, unsigned kind, enum orbit_backing b)
-{
-    (void)b;
-    struct unlink_ctx *u = ctx;
-    char path[400];
-    if (strcmp(fleet, u->fleet) != 0)
-        return;
-    snprintf(path, sizeof path, "%s/orbit.%s.%u", dir, fleet, kind);
-    if (unlink(path) == 0)
-        u->removed++;
-    else if (errno != ENOENT)
-        u->error = -errno;
-}
-
-/*
- * A creator builds a segment as "orbit.<fleet>.<kind>.tmp.<pid>.<ns>" and links it into
- * place; one killed before that leaves the file. Removes those whose creator is gone,
- * or is this process (a bench's signal handler unlinking its fleet mid-creation); another
- * live creator's file is its own: it links or removes it. Returns how many.
- */
-static int unlink_dead_creations(const char *name)
-{
-    const char *dirs[2];
-    char hdir[256], prefix[ORBIT_FLEET_NAME_MAX + 8];
-    int removed = 0;
-    segment_dirs(dirs, hdir);
-    snprintf(prefix, sizeof prefix, "orbit.%s.", name);
-    for (int d = 0; d < 2; d++) {
-        DIR *dir = dirs[d] ? opendir(dirs[d]) : NULL;
-        struct dirent *e;
-        while (dir && (e = readdir(dir)) != NULL) {
-            const char *tmp = strstr(e->d_name, ".tmp.");
-            if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || !tmp)
-                continue;
-            long pid = strtol(tmp + 5, NULL, 10);
-            if (pid <= 0 || pid > INT32_MAX ||
-                (pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
-                continue;
-            char path[600];
-            snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
-            removed += unlink(path) == 0;
-        }
-        if (dir)
-            closedir(dir);
-    }
-    return removed;
-}
-
-int orbit_fleet_unlink(const char *name)
-{
-    if (!orb_fleet_name_valid(name))
-        return -ORBIT_EMALFORMED;
-    struct unlink_ctx u = { name, 0, 0 };
-    scan_segments(unlink_one, &u);
-    u.removed += unlink_dead_creations(name);
-    /* Creation locks are not segments; one a killed creator left behind counts as removed. */
-    for (unsigned kind = 0; kind < 256; kind++) {
-        char path[300];
-        if (orb_segment_lock_path(name, (uint8_t)kind, path, sizeof path) == 0 && unlink(path) == 0)
-            u.removed++;
-    }
-    if (u.error)
-        return u.error;
-    return u.removed ? 0 : -ENOENT;
-}

@@ -15,17 +15,20 @@ struct orb_node_record {
     _Atomic uint64_t start_time;   /* /proc/<pid>/stat field 22 */
     _Atomic uint64_t incarnation;
     struct orb_waitword doorbell;  /* rung when a watched thing of this node changes */
-    _Atomic uint64_t joins;        /* times this node was claimed */
-    /* Who may move the node through JOINING or REAPING: pid << 32 | low 32 bits of its
-     * start time; 0 none. A holder that is gone may be taken over (its step resumed). */
-    _Atomic uint64_t owner;
-    uint8_t pad[16];
+    _Atomic uint64_t joins;        /* times this node was claimed; a life holds lock byte joins % 64 */
+    _Atomic uint64_t pidns;        /* the member's pid namespace (inode; 0 unknown): display, reapers */
+    struct orb_waitword life_end;  /* kicked when a life of this node ends (death seen, leave, report) */
+    uint8_t pad[8];
 };
 _Static_assert(sizeof(struct orb_node_record) == 64, "node record is one cache line");
+
+/* Version 2: members hold kernel locks on their node's bytes of the fleet file (life.h). */
+#define ORB_FLEET_LAYOUT_VERSION 2u
 
 struct orb_fleet_geometry {        /* the fleet segment's geometry */
     uint32_t capacity;
     uint32_t record_bytes;
+    uint32_t layout_version;
 };
 
 #define ORB_PRIVATE_TABLES_MAX 32
@@ -37,12 +40,16 @@ struct orbit_fleet {
     uint16_t capacity;
     uint16_t node;                          /* ORBIT_NODE_NONE for observers */
     uint64_t incarnation;
+    uint64_t joins;                         /* our life: it holds lock byte joins % 64 */
     enum orbit_backing want_backing;        /* what the joiner asked for */
     uint32_t mode;
     int64_t gid;
     struct orb_segment seg;                 /* the fleet segment (kind 255) */
     struct orb_node_record *nodes;          /* capacity records */
     pthread_mutex_t lock;                   /* guards private_tables and table_cache */
+    uint32_t fork_generation;               /* orb_fork_generation when made: another is a fork child's */
+    _Atomic uint64_t *owner_busy;           /* a bit per node: a thread of this handle holds its owner byte */
+    struct orbit_fleet *next_live;          /* the process's handles (life.c), for fork */
     struct {
         uint8_t kind;
         int refs;
@@ -71,8 +78,8 @@ static inline struct orb_node_record *orb_fleet_record(struct orbit_fleet *f, ui
 /* Ring a node's doorbell (wake its readiness drivers / doorbell waiters). */
 void orb_fleet_ring_doorbell(struct orbit_fleet *f, uint32_t node, struct orb_wait_stats *stats);
 
-/* Is the process in that record alive with that start time? */
-bool orb_node_alive(int32_t pid, uint64_t start_time);
+/* Is the node's current life alive (its holder keeps its kernel lock)? Our own node: yes. */
+bool orb_node_alive(struct orbit_fleet *f, uint16_t node);
 /* Wake every node's doorbell sleepers (orb_wait_kick): part of a death report. */
 void orb_fleet_kick_doorbells(struct orbit_fleet *f);
 

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <orbit/error.h>
+#include "life.h"
 #include "lock.h"
 #include "segment.h"
 #include "wait.h"
@@ -57,7 +58,7 @@ static uint64_t me(void)
     if (w == 0) {
         pthread_once(&self_once, register_fork_hook);
         int pid = getpid();
-        w = (uint64_t)(uint32_t)orb_proc_start_time(pid) << 32 | (uint32_t)pid;
+        w = orb_lock_identity((uint32_t)pid, orb_proc_start_time(pid), orb_pidns_self());
         bool reg = !membarrier_refused() &&
                    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
         atomic_store_explicit(&orb_lock_store_give, reg, memory_order_relaxed);
@@ -80,6 +81,23 @@ bool orb_lock_fence_others(void)
     return !membarrier_refused() && syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
 }
 
+static uint32_t ns_tag(uint64_t pidns)
+{
+    return pidns ? 1u + (uint32_t)(pidns % 255u) : 0u;
+}
+
+uint64_t orb_lock_identity(uint32_t pid, uint64_t start_time, uint64_t pidns)
+{
+    return (uint64_t)(uint32_t)start_time << 32 | ns_tag(pidns) << ORB_LOCK_NS_SHIFT | (pid & ORB_LOCK_PID_MASK);
+}
+
+static _Thread_local uint64_t reported_dead;
+
+void orb_lock_set_dead(uint64_t identity)
+{
+    reported_dead = identity;
+}
+
 /* A live process under the pid, but not the holder: the pid was reused (start times differ). */
 static int pid_reused(uint32_t pid, uint32_t start)
 {
@@ -91,7 +109,11 @@ static int pid_reused(uint32_t pid, uint32_t start)
 static int holder_gone(uint64_t v)
 {
     uint32_t pid = (uint32_t)v & ORB_LOCK_PID_MASK;
-    if (pid == (uint32_t)me())
+    if (reported_dead && (v & ~(uint64_t)ORB_LOCK_WAITERS) == reported_dead)
+        return 1;   /* the kernel's lock said this holder's node is dead: we report it */
+    if (((uint32_t)v & ORB_LOCK_NS_MASK) != ((uint32_t)me() & ORB_LOCK_NS_MASK))
+        return 0;   /* a pid of another namespace names nobody here: never judged by it */
+    if (pid == ((uint32_t)me() & ORB_LOCK_PID_MASK))
         return 0;
 #ifdef SYS_pidfd_open
     int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);

@@ -3,15 +3,18 @@
  * A lock in shared memory whose holder may die and whose word another member
  * may overwrite: every take is bounded and every word it reads is validated.
  *
- * word = 0 (free) or holder start << 32 | LOCK_WAITERS | holder pid: start is
- * the low 32 bits of the holder's start time (clock ticks since boot), so a
- * pid reused by a later process does not pass for the dead holder. The futex
+ * word = 0 (free) or holder start << 32 | LOCK_WAITERS | ns << 23 | holder pid:
+ * start is the low 32 bits of the holder's start time (clock ticks since
+ * boot), so a pid reused by a later process does not pass for the dead
+ * holder; ns tags the holder's pid namespace, whose pids only its own
+ * members may judge (others learn of its death from its node's kernel lock,
+ * through the death report: orb_lock_set_dead). The futex
  * is the low half (pid and waiters bit). A waiter that finds the holder's
  * process gone takes the word over by CAS and is told so (repair what the
  * dead holder left half-done). A word no holder could have written is
  * ORBIT_ECORRUPT at once; a lock still held after the bound is
  * ORBIT_ETIMEDOUT (a stopped or stuck holder, or a forged live pid and start).
- * Holders are processes: pids of one pid namespace.
+ * Holders are processes.
  */
 #ifndef ORB_CORE_LOCK_H
 #define ORB_CORE_LOCK_H
@@ -29,6 +32,8 @@ struct orb_lock {
 
 #define ORB_LOCK_WAITERS   0x80000000u
 #define ORB_LOCK_PID_MASK  0x007fffffu   /* pids are at most 2^22 (PID_MAX_LIMIT) */
+#define ORB_LOCK_NS_SHIFT  23            /* bits 23..30: the holder's pid namespace tag */
+#define ORB_LOCK_NS_MASK   0x7f800000u
 #define ORB_LOCK_START(v)  ((uint32_t)((v) >> 32))
 #define ORB_LOCK_BOUND_MS  2000          /* critical sections take microseconds */
 
@@ -40,6 +45,16 @@ int  orb_lock_take(struct orb_lock *l, int bound_ms);
 /* 0 taken, -EBUSY held by a live holder or invalid (never waits, never recovers). */
 int  orb_lock_try(struct orb_lock *l);
 void orb_lock_give(struct orb_lock *l);
+
+/*
+ * The identity part of a held word (start << 32 | ns << 23 | pid, waiters bit
+ * clear) a process with that pid, start time and pid namespace writes. ns is
+ * 1..255 from the namespace's inode (0 unknown): a holder whose ns differs
+ * from ours is judged only through orb_lock_set_dead, never by its pid.
+ */
+uint64_t orb_lock_identity(uint32_t pid, uint64_t start_time, uint64_t pidns);
+/* This thread's death report: a holder with that identity is dead (0: none). */
+void orb_lock_set_dead(uint64_t identity);
 
 /* This process's held word (start << 32 | pid) once a take has run (0 before, and in a
  * fresh fork child). */
@@ -66,8 +81,8 @@ bool orb_lock_fence_others(void);   /* false: refused to this process (bound you
 /* A word some holder could have written: free, or a pid in range with only the waiters bit. */
 static inline int orb_lock_word_valid(uint64_t word)
 {
-    uint32_t v = (uint32_t)word, pid = v & ORB_LOCK_PID_MASK;
-    return word == 0 || ((v & ~(ORB_LOCK_PID_MASK | ORB_LOCK_WAITERS)) == 0 && pid != 0 && pid <= 4194304u);
+    uint32_t pid = (uint32_t)word & ORB_LOCK_PID_MASK;
+    return word == 0 || (pid != 0 && pid <= 4194304u);   /* the waiters bit and any ns tag */
 }
 
 /* The pid a valid held word names, 0 when free, -1 when the word is invalid. */

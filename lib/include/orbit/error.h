@@ -43,6 +43,7 @@ extern "C" {
 #define ORBIT_EPOISONED    ENOTRECOVERABLE /* admission ledger is fail-closed */
 #define ORBIT_ECLOSEDADM   ECANCELED       /* admission is closed to new claims */
 #define ORBIT_ENOTSUP      EOPNOTSUPP      /* kernel/build lacks the feature */
+#define ORBIT_EFORKED      ECHILD          /* a handle of the parent process used in a forked child */
 
 /*
  * orbit_strerror - a short English description of an orbit error.
@@ -50,6 +51,15 @@ extern "C" {
  * text. The string is static; never NULL. Thread-safe.
  */
 const char *orbit_strerror(int err);
+
+/*
+ * orbit_last_error - after a call on this thread failed: one sentence naming
+ * the call and what was wrong ("orbit_fleet_join: name 'my fleet': only
+ * letters, digits, '_', '.' and '-'"); "" when the last call succeeded or
+ * said nothing more than its code. Thread-local; valid until this thread's
+ * next orbit call. Never NULL.
+ */
+const char *orbit_last_error(void);
 
 #ifdef __cplusplus
 }

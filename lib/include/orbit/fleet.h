@@ -128,6 +128,26 @@ enum orbit_backing orbit_fleet_backing(const struct orbit_fleet *);
 const char *orbit_fleet_name(const struct orbit_fleet *);     /* "" for PRIVATE */
 
 /*
+ * Liveness. A member holds, for its whole life, a lock the kernel keeps on a
+ * byte of the fleet segment file (an open-file-description lock): the kernel
+ * drops it when the process is gone, however it died, and any process that
+ * can open the segment tests it, from any pid namespace, as any user with
+ * access to it, whatever /proc shows. That is what "alive" means everywhere
+ * (orbit_fleet_reap, orbit_fleet_nodes, orbitctl, orbit-reaper); pids and
+ * start times are for display. A pid reused by another process fools
+ * nothing.
+ *
+ * Fork. A handle belongs to the process that made it. In a forked child every
+ * inherited handle (fleet and table handles alike) is refused with
+ * -ORBIT_EFORKED and changes nothing of the parent's; closing or leaving it
+ * only frees the child's memory. The child joins for itself (orbit_fleet_join
+ * after fork, another node or the node of a parent that is gone). The child's
+ * copies of the parent's descriptors are closed at fork, so the parent's
+ * death is seen while the child lives. (A child made by a raw clone(2),
+ * without the C library's fork, keeps them: use fork, posix_spawn or exec.)
+ */
+
+/*
  * orbit_fleet_reap - one liveness sweep over the node table: every claimed
  * node whose process is gone (or whose pid now names a process with another
  * start time) is reported dead on every table segment of the fleet that
@@ -135,6 +155,37 @@ const char *orbit_fleet_name(const struct orbit_fleet *);     /* "" for PRIVATE 
  * reported once), or a negative code.
  */
 int  orbit_fleet_reap(struct orbit_fleet *);
+
+/*
+ * orbit_fleet_wait_node_death - waits until that incarnation of node is
+ * dead as the kernel reports it: its process is gone (in any pid namespace),
+ * or it left, or the node no longer carries that incarnation. Needs no
+ * reaper, supervisor or BPF: the kernel releases the member's lock, a watcher
+ * thread of this process that waits for it wakes every waiter of the node in
+ * every process at once. Returns 0 when dead (at once if it is already),
+ * -ORBIT_ETIMEDOUT, -ORBIT_EMALFORMED (node >= capacity, a timeout below -1,
+ * this handle's own life), -ORBIT_EFORKED, or another negative code. It
+ * reports nothing: run orbit_fleet_reap or orbit_fleet_node_dead next. The
+ * io_uring form is orbit_fleet_prep_wait_node_death (<orbit/uring.h>).
+ */
+int  orbit_fleet_wait_node_death(struct orbit_fleet *, uint16_t node, uint64_t incarnation, int timeout_ms);
+
+/*
+ * orbit_fleet_live_members - how many members of the named fleet are alive
+ * (hold their kernel lock) now; -ENOENT when there is no such fleet,
+ * -ORBIT_EGEOMETRY when another orbit version made it.
+ */
+ssize_t orbit_fleet_live_members(const char *name);
+
+/*
+ * orbit_fleet_collect - removes the named fleet (as orbit_fleet_unlink) if
+ * nobody lives in it: no member holds its kernel lock and no joiner is
+ * mid-way (joiners hold the fleet's gate, which the collector takes alone
+ * for its check and the unlink, so a fleet with a live member is never
+ * touched). 0 removed; -ORBIT_EBUSY (someone lives in it or is joining),
+ * -ENOENT, -ORBIT_EGEOMETRY (another orbit version made it: not judged).
+ */
+int  orbit_fleet_collect(const char *name);
 
 /*
  * orbit_fleet_unlink - removes every segment of that fleet (both backings)
@@ -157,8 +208,9 @@ struct orbit_node_info {
     int32_t  pid;
     uint64_t start_time;     /* field 22 of /proc/<pid>/stat, clock ticks since boot */
     uint64_t incarnation;
-    bool     alive;          /* pid exists with that start time */
-    uint64_t resv[2];      /* zero; a later release may give it meaning */
+    bool     alive;          /* LIVE and its process holds its kernel lock (any pid namespace) */
+    uint64_t pid_namespace;  /* inode of the member's pid namespace (pid is in it); 0 unknown */
+    uint64_t resv[1];      /* zero; a later release may give it meaning */
 };
 /* Fills up to max records of claimed nodes; returns how many are claimed. */
 ssize_t orbit_fleet_nodes(struct orbit_fleet *, struct orbit_node_info *out, size_t max);
@@ -192,7 +244,8 @@ struct orbit_segment_info {
     uint64_t size;                /* bytes mapped */
     uint64_t epoch;
     char     path[256];
-    uint64_t resv[2];      /* zero; a later release may give it meaning */
+    uint64_t resident;            /* bytes of memory the file holds now (huge pages or shm pages) */
+    uint64_t resv[1];      /* zero; a later release may give it meaning */
 };
 /* Segments of the named fleet that exist; returns how many (may exceed max). */
 ssize_t orbit_fleet_segments(const char *name, struct orbit_segment_info *out, size_t max);

@@ -2,6 +2,8 @@
 /* Check suite for streams: the stream protocol's scenarios plus the error paths of stream.h. */
 #include <poll.h>
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <orbit/stream.h>
 #include <orbit/uring.h>
 #include "testutil.h"
@@ -1188,18 +1190,42 @@ END_TEST
 START_TEST(supersede_ends_what_an_earlier_life_held)
 {
     const char *name = tu_fleet_name("ssup");
-    struct orbit_fleet *old = tu_join(name, 2, 0, 100, tu_backing());
-    struct orbit_streams *s_old, *s_new, *s_peer;
-    ck_assert_int_eq(orbit_streams_open(old, NULL, &s_old), 0);
-    struct orbit_endpoint *a, *b;
+    int ticket_pipe[2];
+    ck_assert_int_eq(pipe(ticket_pipe), 0);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        /* The earlier life: node 0, incarnation 100, leaves with its stream still open. */
+        struct orbit_fleet *old = tu_join(name, 2, 0, 100, tu_backing());
+        struct orbit_streams *s_old;
+        struct orbit_endpoint *a;
+        struct orbit_ticket t;
+        if (orbit_streams_open(old, NULL, &s_old) != 0 || orbit_streams_create(s_old, &a, &t) != 0)
+            _exit(2);
+        orbit_fleet_leave(old);
+        _exit(write(ticket_pipe[1], &t, sizeof t) == (ssize_t)sizeof t ? 0 : 3);
+    }
     struct orbit_ticket t;
-    ck_assert_int_eq(orbit_streams_create(s_old, &a, &t), 0);
+    ck_assert_int_eq(read(ticket_pipe[0], &t, sizeof t), (ssize_t)sizeof t);
+    int status;
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(ticket_pipe[0]);
+    close(ticket_pipe[1]);
+    struct orbit_streams *s_new, *s_peer;
+    struct orbit_endpoint *b;
     struct orbit_fleet *peer = tu_join(name, 2, 1, 7, tu_backing());
     ck_assert_int_eq(orbit_streams_open(peer, NULL, &s_peer), 0);
     ck_assert_int_eq(orbit_streams_open_ticket(s_peer, &t, &b), 0);
 
-    /* The same node taken over by a later life of this process. */
+    /* The same node taken over by a later life (a supervisor's restart). */
     struct orbit_fleet *again = tu_join(name, 2, 0, 101, tu_backing());
+    struct orbit_fleet *twice;
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    o.capacity = 2;
+    o.node = 0;
+    o.backing = tu_backing();
+    ck_assert_int_eq(orbit_fleet_join(name, &o, &twice), -ORBIT_ECLAIMED);   /* held here already */
     ck_assert_int_eq(orbit_streams_open(again, NULL, &s_new), 0);
     struct orbit_endpoint *mine;
     struct orbit_ticket tm;
@@ -1217,13 +1243,10 @@ START_TEST(supersede_ends_what_an_earlier_life_held)
     orbit_endpoint_close(mine);
     orbit_endpoint_close(b);
     ck_assert(!orbit_streams_is_live(s_new, t.id));
-    orbit_endpoint_close(a);
-    orbit_streams_close(s_old);
     orbit_streams_close(s_new);
     orbit_streams_close(s_peer);
     orbit_fleet_leave(again);
     orbit_fleet_leave(peer);
-    orbit_fleet_leave(old);
     orbit_fleet_unlink(name);
 }
 END_TEST

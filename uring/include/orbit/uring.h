@@ -51,6 +51,14 @@ int orbit_pool_prep_wait_capacity(struct orbit_pool *, orbit_key, uint32_t since
 int orbit_streams_prep_wait_offer(struct orbit_streams *, struct io_uring_sqe *);
 int orbit_admission_prep_wait(struct orbit_admission *, uint64_t since_epoch, struct io_uring_sqe *);
 int orbit_fleet_prep_wait_doorbell(struct orbit_fleet *, struct io_uring_sqe *);
+/*
+ * Completes when that incarnation of node is dead, left, or replaced (see
+ * orbit_fleet_wait_node_death): 1 with a NOP when it is so already. Put it
+ * beside a peer's readable wait: no reaper is needed to learn of the death.
+ * The completion reports nothing; call orbit_fleet_reap (or node_dead) next.
+ */
+int orbit_fleet_prep_wait_node_death(struct orbit_fleet *, uint16_t node, uint64_t incarnation,
+                                     struct io_uring_sqe *);
 /* Wakes the library would issue with futex(2) are queued as FUTEX_WAKE SQEs in
  * this ring instead, until the batch is detached; they go out with the
  * caller's next io_uring_submit. */

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/* The fleet's files: listing segments and fleets, unlinking, collecting fleets nobody lives in. */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "fleet_internal.h"
+#include "life.h"
+#include "error_internal.h"
+
+/* ---- listing and unlinking --------------------------------------------- */
+
+/* The backing directories: hugetlbfs (NULL when there is none) and /dev/shm. */
+static void segment_dirs(const char *dirs[2], char hdir[256])
+{
+    dirs[0] = orb_hugetlb_dir();
+    dirs[1] = "/dev/shm";
+    if (dirs[0]) {
+        snprintf(hdir, 256, "%s", dirs[0]);
+        dirs[0] = hdir;
+    }
+}
+
+/* Calls fn for each "orbit.<fleet>.<kind>" file in the backing directories. */
+static void scan_segments(void (*fn)(void *ctx, const char *dir, const char *fleet, unsigned kind,
+                                     enum orbit_backing b), void *ctx)
+{
+    const char *dirs[2];
+    char hdir[256];
+    segment_dirs(dirs, hdir);
+    for (int d = 0; d < 2; d++) {
+        if (!dirs[d])
+            continue;
+        DIR *dir = opendir(dirs[d]);
+        if (!dir)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(dir)) != NULL) {
+            const char *n = e->d_name, *dot = strrchr(n, '.');
+            if (strncmp(n, "orbit.", 6) != 0 || !dot || dot <= n + 6 || strstr(n, ".tmp."))
+                continue;
+            char *end;
+            unsigned long kind = strtoul(dot + 1, &end, 10);
+            if (*end || end == dot + 1 || kind > 255)
+                continue;
+            char fleet[ORBIT_FLEET_NAME_MAX + 1];
+            size_t len = (size_t)(dot - (n + 6));
+            if (len > ORBIT_FLEET_NAME_MAX)
+                continue;
+            memcpy(fleet, n + 6, len);
+            fleet[len] = '\0';
+            fn(ctx, dirs[d], fleet, (unsigned)kind, d == 0 ? ORBIT_BACKING_HUGETLB : ORBIT_BACKING_SHM);
+        }
+        closedir(dir);
+    }
+}
+
+struct seg_collect { const char *fleet; struct orbit_segment_info *out; size_t max, n; };
+
+static void collect_segment(void *ctx, const char *dir, const char *fleet, unsigned kind,
+                            enum orbit_backing b)
+{
+    struct seg_collect *c = ctx;
+    if (strcmp(fleet, c->fleet) != 0)
+        return;
+    if (c->n < c->max) {
+        struct orbit_segment_info *si = &c->out[c->n];
+        memset(si, 0, sizeof *si);
+        si->kind = (uint8_t)kind;
+        si->backing = b;
+        snprintf(si->path, sizeof si->path, "%s/orbit.%s.%u", dir, fleet, kind);
+        struct orb_seg_header h;
+        if (orb_segment_peek(fleet, (uint8_t)kind, &h, &si->size, NULL) == 0)
+            si->epoch = h.epoch;
+        struct stat st;
+        if (lstat(si->path, &st) == 0)
+            si->resident = (uint64_t)st.st_blocks * 512u;   /* tmpfs and hugetlbfs count pages held */
+    }
+    c->n++;
+}
+
+ssize_t orbit_fleet_segments(const char *name, struct orbit_segment_info *out, size_t max)
+{
+    if (!orb_fleet_name_valid(name) || (max && !out))
+        return -ORBIT_EMALFORMED;
+    struct seg_collect c = { name, out, max, 0 };
+    scan_segments(collect_segment, &c);
+    return (ssize_t)c.n;
+}
+
+struct kind_collect { const char *fleet; uint64_t *present; };
+
+static void collect_kind(void *ctx, const char *dir, const char *fleet, unsigned kind,
+                         enum orbit_backing b)
+{
+    (void)dir; (void)b;
+    struct kind_collect *c = ctx;
+    if (strcmp(fleet, c->fleet) == 0)
+        c->present[kind / 64] |= 1ull << (kind % 64);
+}
+
+int orb_fleet_segment_kinds(const char *name, uint64_t present[4])
+{
+    if (!orb_fleet_name_valid(name) || !present)
+        return -ORBIT_EMALFORMED;
+    memset(present, 0, 4 * sizeof *present);
+    struct kind_collect c = { name, present };
+    scan_segments(collect_kind, &c);
+    return 0;
+}
+
+struct name_collect { char (*names)[ORBIT_FLEET_NAME_MAX + 1]; size_t max, n; };
+
+static void collect_name(void *ctx, const char *dir, const char *fleet, unsigned kind,
+                         enum orbit_backing b)
+{
+    (void)dir; (void)b;
+    struct name_collect *c = ctx;
+    if (kind != ORB_FLEET_KIND)
+        return;
+    if (c->n < c->max)
+        snprintf(c->names[c->n], ORBIT_FLEET_NAME_MAX + 1, "%s", fleet);
+    c->n++;
+}
+
+ssize_t orbit_fleet_list(char (*names)[ORBIT_FLEET_NAME_MAX + 1], size_t max)
+{
+    if (max && !names)
+        return -ORBIT_EMALFORMED;
+    struct name_collect c = { names, max, 0 };
+    scan_segments(collect_name, &c);
+    return (ssize_t)c.n;
+}
+
+struct unlink_ctx { const char *fleet; int removed; int error; };
+
+static void unlink_one(void *ctx, const char *dir, const char *fleet, unsigned kind, enum orbit_backing b)
+{
+    (void)b;
+    struct unlink_ctx *u = ctx;
+    char path[400];
+    if (strcmp(fleet, u->fleet) != 0)
+        return;
+    snprintf(path, sizeof path, "%s/orbit.%s.%u", dir, fleet, kind);
+    if (unlink(path) == 0)
+        u->removed++;
+    else if (errno != ENOENT)
+        u->error = -errno;
+}
+
+/*
+ * A creator builds a segment as "orbit.<fleet>.<kind>.tmp.<pid>.<ns>" and links it into
+ * place; one killed before that leaves the file. Removes those whose creator is gone,
+ * or is this process (a bench's signal handler unlinking its fleet mid-creation); another
+ * live creator's file is its own: it links or removes it. Returns how many.
+ */
+static int unlink_dead_creations(const char *name)
+{
+    const char *dirs[2];
+    char hdir[256], prefix[ORBIT_FLEET_NAME_MAX + 8];
+    int removed = 0;
+    segment_dirs(dirs, hdir);
+    snprintf(prefix, sizeof prefix, "orbit.%s.", name);
+    for (int d = 0; d < 2; d++) {
+        DIR *dir = dirs[d] ? opendir(dirs[d]) : NULL;
+        struct dirent *e;
+        while (dir && (e = readdir(dir)) != NULL) {
+            const char *tmp = strstr(e->d_name, ".tmp.");
+            if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || !tmp)
+                continue;
+            long pid = strtol(tmp + 5, NULL, 10);
+            if (pid <= 0 || pid > INT32_MAX ||
+                (pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
+                continue;
+            char path[600];
+            snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
+            removed += unlink(path) == 0;
+        }
+        if (dir)
+            closedir(dir);
+    }
+    return removed;
+}
+
+int orbit_fleet_unlink(const char *name)
+{
+    if (!orb_fleet_name_valid(name))
+        return -ORBIT_EMALFORMED;
+    struct unlink_ctx u = { name, 0, 0 };
+    scan_segments(unlink_one, &u);
+    u.removed += unlink_dead_creations(name);
+    /* Creation locks are not segments; one a killed creator left behind counts as removed. */
+    for (unsigned kind = 0; kind < 256; kind++) {
+        char path[300];
+        if (orb_segment_lock_path(name, (uint8_t)kind, path, sizeof path) == 0 && unlink(path) == 0)
+            u.removed++;
+    }
+    if (u.error)
+        return u.error;
+    return u.removed ? 0 : -ENOENT;
+}
+
+/* ---- fleets nobody lives in ---- */
+
+ssize_t orbit_fleet_live_members(const char *name)
+{
+    struct orbit_fleet *f;
+    int rc = orbit_fleet_observe(name, &f);
+    if (rc < 0)
+        return rc;
+    ssize_t live = 0;
+    for (uint32_t i = 0; i < f->capacity; i++)
+        live += atomic_load_explicit(&f->nodes[i].state, memory_order_acquire) == ORBIT_NODE_LIVE &&
+                orb_node_alive(f, (uint16_t)i);
+    orbit_fleet_leave(f);
+    return live;
+}
+
+int orbit_fleet_collect(const char *name)
+{
+    struct orbit_fleet *f;
+    int rc = orbit_fleet_observe(name, &f);
+    if (rc < 0)
+        return rc;
+    /* The gate alone: no joiner is between its open and its published life while we hold it. */
+    rc = orb_gate_take_alone(f);
+    if (rc == 0) {
+        int held = orb_life_probe_all(f->seg.fd, f->capacity);
+        rc = held > 0 ? orb_fail(-ORBIT_EBUSY, "orbit_fleet_collect: '%s' has a live member", name)
+                      : held < 0 ? held : orbit_fleet_unlink(name);
+    } else if (rc == -EAGAIN) {
+        rc = orb_fail(-ORBIT_EBUSY, "orbit_fleet_collect: '%s': a member is joining", name);
+    }
+    orbit_fleet_leave(f);   /* closing the descriptor gives the gate back */
+    return rc;
+}
