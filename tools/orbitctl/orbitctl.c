@@ -14,7 +14,8 @@
 static const char usage[] =
 "usage: orbitctl [--json] COMMAND [ARGS]\n"
 "\n"
-"  ls                               fleets on this host: segments, backing, sizes\n"
+"  ls                               fleets on this host: live members, segments, backing,\n"
+"                                   mapped and resident bytes\n"
 "      orbitctl ls\n"
 "  show FLEET                       nodes (pid, incarnation, alive) and every table\n"
 "      orbitctl --json show web | jq '.nodes[] | select(.alive == false)'\n"
@@ -27,6 +28,10 @@ static const char usage[] =
 "      orbitctl reset web\n"
 "  unlink FLEET                     remove every segment of the fleet\n"
 "      orbitctl unlink web\n"
+"  gc [FLEET...] [--dry-run]        remove every fleet (or the named ones) with no live\n"
+"                                   member; --dry-run lists what would go. A fleet with a\n"
+"                                   live or joining member is never touched\n"
+"      orbitctl gc --dry-run\n"
 "\n"
 "  --json         machine-readable output for ls and show (64-bit values are strings)\n"
 "  -h, --help     this text\n"
@@ -103,15 +108,15 @@ static void print_segments(const char *fleet, bool json)
         const struct orbit_segment_info *s = &segs[i];
         if (json) {
             printf("%s{\"kind\":%u,\"table\":\"%s\",\"backing\":\"%s\",\"bytes\":\"%" PRIu64 "\""
-                   ",\"epoch\":\"%" PRIu64 "\",\"path\":", i ? "," : "", s->kind,
-                   kind_name(&k, s->kind), orbit_backing_name(s->backing),
-                   s->size, s->epoch);
+                   ",\"resident\":\"%" PRIu64 "\",\"epoch\":\"%" PRIu64 "\",\"path\":", i ? "," : "",
+                   s->kind, kind_name(&k, s->kind), orbit_backing_name(s->backing),
+                   s->size, s->resident, s->epoch);
             tool_json_str(stdout, s->path);
             printf("}");
         } else {
-            printf("  %-10s kind %3u  %-8s %10" PRIu64 " bytes  epoch %" PRIu64 "  %s\n",
-                   kind_name(&k, s->kind), s->kind,
-                   orbit_backing_name(s->backing), s->size, s->epoch, s->path);
+            printf("  %-10s kind %3u  %-8s %10" PRIu64 " bytes  %10" PRIu64 " resident  epoch %" PRIu64
+                   "  %s\n", kind_name(&k, s->kind), s->kind, orbit_backing_name(s->backing), s->size,
+                   s->resident, s->epoch, s->path);
         }
     }
     if (json)
@@ -127,14 +132,21 @@ static int cmd_ls(bool json)
     if (json)
         printf("{\"fleets\":[");
     for (ssize_t i = 0; i < n && i < 256; i++) {
+        ssize_t live = orbit_fleet_live_members(names[i]);
         if (json) {
             printf("%s{\"name\":", i ? "," : "");
             tool_json_str(stdout, names[i]);
-            printf(",");
+            if (live >= 0)
+                printf(",\"live_members\":%zd,", live);
+            else
+                printf(",\"live_members\":null,\"error\":\"%s\",", orbit_strerror((int)live));
             print_segments(names[i], true);
             printf("}");
         } else {
-            printf("%s\n", names[i]);
+            if (live >= 0)
+                printf("%s  (%zd live member%s)\n", names[i], live, live == 1 ? "" : "s");
+            else
+                printf("%s  (live members unknown: %s)\n", names[i], orbit_strerror((int)live));
             print_segments(names[i], false);
         }
     }
@@ -292,6 +304,57 @@ static int cmd_reset(const char *name, bool force)
     return rc < 0 ? fail("reset", rc) : 0;
 }
 
+/* One fleet for gc: 0 removed or kept, 1 an error. */
+static int gc_one(const char *name, bool dry_run, bool json, bool *first)
+{
+    ssize_t live = orbit_fleet_live_members(name);
+    int rc = live == 0 && !dry_run ? orbit_fleet_collect(name) : 0;
+    const char *what = live < 0 ? "skipped" : live > 0 || rc == -ORBIT_EBUSY ? "kept"
+                       : rc < 0 ? "error" : dry_run ? "would remove" : "removed";
+    const char *why = live < 0 ? (live == -ENOENT ? "no such fleet" : orbit_strerror((int)live))
+                      : rc < 0 && rc != -ORBIT_EBUSY ? orbit_strerror(rc) : NULL;
+    if (json) {
+        printf("%s{\"name\":", *first ? "" : ",");
+        tool_json_str(stdout, name);
+        printf(",\"action\":\"%s\",\"live_members\":%zd", what, live < 0 ? (ssize_t)-1 : live);
+        if (why)
+            printf(",\"reason\":\"%s\"", why);
+        printf("}");
+    } else if (live > 0) {
+        printf("%-24s kept: %zd live member%s\n", name, live, live == 1 ? "" : "s");
+    } else {
+        printf("%-24s %s%s%s\n", name, what, why ? ": " : rc == -ORBIT_EBUSY ? ": a member joined" : "",
+               why ? why : "");
+    }
+    *first = false;
+    return (live < 0 && live != -ENOENT && live != -ORBIT_EGEOMETRY) || (rc < 0 && rc != -ORBIT_EBUSY);
+}
+
+static int cmd_gc(char **names, int n, bool dry_run, bool json)
+{
+    static char all[256][ORBIT_FLEET_NAME_MAX + 1];
+    char *listed[256];
+    if (n == 0) {
+        ssize_t found = orbit_fleet_list(all, 256);
+        if (found < 0)
+            return fail("gc", (int)found);
+        for (n = 0; n < found && n < 256; n++)
+            listed[n] = all[n];
+        names = listed;
+    }
+    int errors = 0;
+    bool first = true;
+    if (json)
+        printf("{\"dry_run\":%s,\"fleets\":[", dry_run ? "true" : "false");
+    for (int i = 0; i < n; i++)
+        errors += gc_one(names[i], dry_run, json, &first);
+    if (json)
+        printf("]}\n");
+    else if (n == 0)
+        printf("no fleets\n");
+    return errors ? 1 : 0;
+}
+
 /* Takes a flag out of a[1..]: true when it was there. */
 static bool take_flag(char **a, int *left, const char *flag)
 {
@@ -323,7 +386,7 @@ static void check_command(int left, char **a)
         cli_usage_error(TOOL, "no command");
     int want = command_arity(a[0]);
     if (want < 0)
-        cli_bad(TOOL, "command", a[0], "not one of ls, show, node-dead, reap, reset, unlink");
+        cli_bad(TOOL, "command", a[0], "not one of ls, show, node-dead, reap, reset, unlink, gc");
     if (left - 1 != want) {
         char why[96];
         snprintf(why, sizeof why, "%s takes %s", a[0],
@@ -353,6 +416,12 @@ int main(int argc, char **argv)
     if (take_flag(a, &left, "--json"))   /* --json may also follow the command */
         json = true;
     bool force = left >= 1 && strcmp(a[0], "reset") == 0 && take_flag(a, &left, "--force");
+    if (left >= 1 && strcmp(a[0], "gc") == 0) {
+        bool dry_run = take_flag(a, &left, "--dry-run");
+        for (int i = 1; i < left; i++)
+            cli_fleet_name(TOOL, "FLEET", a[i]);
+        return cmd_gc(a + 1, left - 1, dry_run, json);
+    }
     check_command(left, a);
     if (strcmp(a[0], "ls") == 0) return cmd_ls(json);
     if (strcmp(a[0], "show") == 0) return cmd_show(a[1], json);

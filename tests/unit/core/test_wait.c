@@ -7,6 +7,7 @@
 #include <linux/membarrier.h>
 #include <orbit/uring.h>
 #include "testutil.h"
+#include "core/life.h"
 #include "core/wait.h"
 #include "core/lock.h"
 #include "core/segment.h"
@@ -285,7 +286,7 @@ START_TEST(a_forged_word_is_refused_and_a_dead_holder_is_taken_over)
 {
     struct orb_lock *l = mmap(NULL, sizeof *l, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ck_assert_ptr_ne(l, MAP_FAILED);
-    uint32_t forged[] = { 0xdeadbeef, ORB_LOCK_WAITERS, 0x00800001, 4194305 };
+    uint32_t forged[] = { ORB_LOCK_WAITERS, 4194305, ORB_LOCK_NS_MASK };
     for (size_t i = 0; i < sizeof forged / sizeof forged[0]; i++) {
         atomic_store(&l->word, forged[i]);
         int64_t t0 = tu_now_ns();
@@ -332,15 +333,24 @@ START_TEST(a_dead_holders_pid_reused_by_a_live_process_is_taken_over)
     }
     ck_assert_uint_ne(start, 0);
     /* The same pid with another start time: an earlier process under that pid held it. */
-    atomic_store(&l->word, (uint64_t)(uint32_t)(start - 1) << 32 | (uint32_t)kid);
+    atomic_store(&l->word, orb_lock_identity((uint32_t)kid, start - 1, orb_pidns_self()));
     int64_t t0 = tu_now_ns();
     ck_assert_int_eq(orb_lock_take(l, ORB_LOCK_BOUND_MS), ORB_LOCK_RECOVERED);
     ck_assert_int_lt(tu_now_ns() - t0, 1000000000);   /* well before the 2 s bound */
     ck_assert_int_eq(orb_lock_holder(l), getpid());
     orb_lock_give(l);
     /* The live process's own start time: still a live holder, never taken over. */
-    atomic_store(&l->word, (uint64_t)(uint32_t)start << 32 | (uint32_t)kid);
+    atomic_store(&l->word, orb_lock_identity((uint32_t)kid, start, orb_pidns_self()));
     ck_assert_int_eq(orb_lock_take(l, 50), -ORBIT_ETIMEDOUT);
+    /* A holder of another pid namespace is never judged by a pid of ours, dead or not... */
+    uint64_t foreign = orb_lock_identity((uint32_t)kid, start - 1, orb_pidns_self() + 1);
+    atomic_store(&l->word, foreign);
+    ck_assert_int_eq(orb_lock_take(l, 50), -ORBIT_ETIMEDOUT);
+    /* ...only by the death report of its node, which the kernel's lock decided. */
+    orb_lock_set_dead(foreign);
+    ck_assert_int_eq(orb_lock_take(l, ORB_LOCK_BOUND_MS), ORB_LOCK_RECOVERED);
+    orb_lock_set_dead(0);
+    orb_lock_give(l);
     kill(kid, SIGKILL);
     ck_assert_int_eq(tu_wait_child(kid, 5000), 128 + SIGKILL);
     munmap(l, sizeof *l);
