@@ -262,6 +262,28 @@ enum orbit_side orbit_endpoint_side(const struct orbit_endpoint *ep)
     return ep ? ep->side : ORBIT_SIDE_A;
 }
 
+int orbit_endpoint_peer(const struct orbit_endpoint *ep, struct orbit_owner *out)
+{
+    if (!ep || !out)
+        return -ORBIT_EMALFORMED;
+    struct stream_slot *slot = ep->slot;
+    unsigned other = ep->side == ORBIT_SIDE_A ? 1u : 0u;
+    /* Acquire: a claimed side's node and incarnation were stamped before its claim. */
+    uint32_t claimed = atomic_load_explicit(&slot->claimed[other], memory_order_acquire);
+    uint32_t node = atomic_load(&slot->node[other]);
+    uint64_t inc = atomic_load(&slot->incarnation[other]);
+    if (atomic_load(&slot->tenancy) != ep->live)
+        return -ORBIT_ESTALE;
+    if (claimed == SIDE_FREE)
+        return -ORBIT_EAGAIN;      /* nobody opened the other side yet */
+    if (claimed != SIDE_CLAIMED)
+        return -ORBIT_EPEERGONE;   /* released, or ended by a death report */
+    if (node >= ep->s->fleet_capacity)
+        return -ORBIT_ECORRUPT;
+    *out = (struct orbit_owner){ .node = (uint16_t)node, .incarnation = inc };
+    return 0;
+}
+
 void orbit_endpoint_close(struct orbit_endpoint *ep)
 {
     if (!ep)

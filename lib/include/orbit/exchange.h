@@ -379,6 +379,8 @@ int  orbit_exchanges_wait_offer(struct orbit_exchanges *, int timeout_ms, struct
 
 orbit_id        orbit_exchange_id(const struct orbit_exchange *);
 enum orbit_side orbit_exchange_side(const struct orbit_exchange *);
+/* The peer's node and incarnation (its control stream side): as orbit_endpoint_peer. */
+int             orbit_exchange_peer(const struct orbit_exchange *, struct orbit_owner *out);
 enum orbit_exchange_state orbit_exchange_send_state(const struct orbit_exchange *);
 enum orbit_exchange_state orbit_exchange_recv_state(const struct orbit_exchange *);
 

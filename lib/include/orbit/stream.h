@@ -161,6 +161,14 @@ int  orbit_streams_readiness(struct orbit_streams *);
 
 orbit_id        orbit_endpoint_id(const struct orbit_endpoint *);
 enum orbit_side orbit_endpoint_side(const struct orbit_endpoint *);
+/*
+ * orbit_endpoint_peer - the node and incarnation holding the other side, to
+ * watch its life beside a readable wait (orbit_fleet_prep_wait_node_death).
+ * 0; -ORBIT_EAGAIN (nobody opened it yet), -ORBIT_EPEERGONE (released or
+ * ended by a death report), -ORBIT_ESTALE (this endpoint's tenancy ended),
+ * -ORBIT_ECORRUPT, -ORBIT_EMALFORMED.
+ */
+int orbit_endpoint_peer(const struct orbit_endpoint *, struct orbit_owner *out);
 
 /*
  * Reads. try_read returns what is queued now (up to len): > 0 bytes, 0 at a

@@ -136,6 +136,10 @@ int orbit_exchanges_wait_offer(struct orbit_exchanges *ex, int timeout_ms, struc
 
 orbit_id orbit_exchange_id(const struct orbit_exchange *x) { return x ? x->id : 0; }
 enum orbit_side orbit_exchange_side(const struct orbit_exchange *x) { return x ? x->side : ORBIT_SIDE_A; }
+int orbit_exchange_peer(const struct orbit_exchange *x, struct orbit_owner *out)
+{
+    return x ? orbit_endpoint_peer(x->ctl, out) : -ORBIT_EMALFORMED;   /* whoever holds the other control side */
+}
 enum orbit_exchange_state orbit_exchange_send_state(const struct orbit_exchange *x)
 {
     return x ? x->send_state : ORBIT_FLOW_FAILED;
