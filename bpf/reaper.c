@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* liborbit-reaper: watched fleets, identity checks, reclaiming, the event loop. */
+/* liborbit-reaper: watched fleets, identity checks, handing deaths to the fleets' workers, the event loop. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -196,6 +196,19 @@ static void watch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, co
     r->stats.watched++;
 }
 
+/* Is that life's death with the fleet's worker already? */
+static bool reporting(const struct rp_watch *w, const struct rp_snap *s)
+{
+    return w->reporting && same_life(&w->seen, s);
+}
+
+/* A report cut short (its reporter gone, or our own try deferred): the fleet's worker finishes it. */
+static void resume_report(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, const struct rp_snap *s)
+{
+    struct rp_job job = { .node = node, .seen = *s, .status = -1, .detected_ns = rp_now_ns() };
+    rp_report(r, rf, &job);   /* merged into the node's pending report, if any */
+}
+
 /* Bring one fleet's watches in step with its node table. */
 static void rescan_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
 {
@@ -204,13 +217,13 @@ static void rescan_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
         struct rp_snap s;
         if (!read_record(rf->f, (uint16_t)n, &s))
             continue;   /* changing under us: next time */
-        /* Mid-way (joining or being reported): finished here if whoever was at it is gone. */
+        /* Mid-way (joining or being reported): the worker finishes it if whoever was at it is gone. */
         if (s.state != ORBIT_NODE_FREE && s.state != ORBIT_NODE_LIVE)
-            orbit_fleet_node_dead(rf->f, (uint16_t)n, s.incarnation);
+            resume_report(r, rf, (uint16_t)n, &s);
         bool live = s.state == ORBIT_NODE_LIVE && s.pid > 0;
         if (w->watched && (!live || !same_life(&w->seen, &s)))
             unwatch(r, w);
-        if (live && !w->watched)
+        if (live && !w->watched && !reporting(w, &s))
             watch(r, rf, (uint16_t)n, &s);
     }
 }
@@ -225,7 +238,7 @@ static void detach_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
         unwatch(r, &rf->nodes[n]);
     free(rf->nodes);
     rf->nodes = NULL;
-    orbit_fleet_leave(rf->f);
+    rp_worker_detach(r, rf);   /* the worker leaves the fleet handle after its try under way */
     rf->f = NULL;
     rf->capacity = 0;
     r->stats.fleets--;
@@ -246,6 +259,13 @@ static int attach_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
     for (uint32_t n = 0; n < capacity; n++)
         rf->nodes[n].pidfd = -1;
     rf->f = f;
+    if ((rc = rp_worker_attach(r, rf)) < 0) {
+        free(rf->nodes);
+        rf->nodes = NULL;
+        rf->f = NULL;
+        orbit_fleet_leave(f);
+        return rc;
+    }
     rf->capacity = capacity;
     r->stats.fleets++;
     return 0;
@@ -344,25 +364,22 @@ static void rescan_all(struct orbit_reaper *r)
 
 /* ---- reclaiming ----------------------------------------------------------- */
 
-static void reclaim(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node,
+/* A confirmed death goes to its fleet's worker; the watch ends, and the life is not watched again. */
+static int hand_off(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node,
                     const struct rp_snap *s, const struct rp_exit *e)
 {
-    struct orbit_reaper_death d = {
-        .fleet = rf->name, .node = node, .pid = s->pid, .start_time = s->start_time,
-        .incarnation = s->incarnation, .status = e->status, .backend = r->backend,
+    struct rp_job job = {
+        .node = node, .death = true, .account = r->on_death && (r->flags & ORBIT_REAPER_ACCOUNT),
+        .seen = *s, .status = e->status, .exit_ns = e->exit_ns, .detected_ns = e->detected_ns,
         .source = e->kind == RP_FOUND_DEAD ? ORBIT_REAPER_FOUND_DEAD : ORBIT_REAPER_EXIT_EVENT,
-        .exit_ns = e->exit_ns, .detected_ns = e->detected_ns,
     };
-    bool account = r->on_death && (r->flags & ORBIT_REAPER_ACCOUNT);
-    if (account)
-        rp_account(rf->f, node, s->incarnation, &d.reclaimed);
-    orbit_fleet_node_dead(rf->f, node, s->incarnation);
-    d.reclaimed_ns = rp_now_ns();
-    d.accounted = account;
-    r->stats.deaths++;
-    unwatch(r, &rf->nodes[node]);
-    if (r->on_death)
-        r->on_death(r->ctx, &d);
+    if (rp_report(r, rf, &job) < 0)
+        return 0;   /* no thread or memory: the next re-read finds it dead again */
+    struct rp_watch *w = &rf->nodes[node];
+    unwatch(r, w);
+    w->reporting = true;
+    w->seen = *s;
+    return 1;
 }
 
 /* Is the node still held by exactly that life? Only then may it be ended. */
@@ -381,10 +398,9 @@ static int handle_tgid(struct orbit_reaper *r, const struct rp_exit *e)
         for (uint32_t n = 0; rf->f && n < rf->capacity; n++) {
             struct rp_snap s;
             if (read_record(rf->f, (uint16_t)n, &s) && s.state == ORBIT_NODE_LIVE &&
-                s.pid == (int32_t)e->tgid && s.start_time == e->start_ticks) {
-                reclaim(r, rf, (uint16_t)n, &s, e);
-                handled++;
-            }
+                s.pid == (int32_t)e->tgid && s.start_time == e->start_ticks &&
+                !reporting(&rf->nodes[n], &s))
+                handled += hand_off(r, rf, (uint16_t)n, &s, e);
         }
     }
     return handled;
@@ -396,13 +412,14 @@ static int handle_exit(struct orbit_reaper *r, struct rp_exit *e)
         return handle_tgid(r, e);
     struct rp_fleet *rf = find_fleet_id(r, e->fleet_id);
     struct rp_snap now;
-    if (!rf || !still_held(rf, e->node, &e->seen, &now))
+    if (!rf || !still_held(rf, e->node, &e->seen, &now) || reporting(&rf->nodes[e->node], &now))
         return 0;
     if (e->kind == RP_FOUND_DEAD && rp_member_alive(now.pid, now.start_time))
         return 0;   /* a queued probe result is re-checked: never end a live process */
-    return reclaim(r, rf, e->node, &now, e), 1;
+    return hand_off(r, rf, e->node, &now, e);
 }
 
+/* Hands the queued deaths to their fleets' workers; returns how many. */
 static int drain_queue(struct orbit_reaper *r)
 {
     int handled = 0;
@@ -415,6 +432,58 @@ static int drain_queue(struct orbit_reaper *r)
         handled += n;
     }
     r->n_queue = 0;
+    return handled;
+}
+
+/* ---- the workers' results ---------------------------------------------------- */
+
+static void deliver_deferral(struct orbit_reaper *r, const struct rp_result *res)
+{
+    const struct rp_job *j = &res->job;
+    struct orbit_reaper_deferral d = {
+        .fleet = res->fleet, .node = j->node, .pid = j->seen.pid, .start_time = j->seen.start_time,
+        .incarnation = j->seen.incarnation, .death = j->death, .error = res->error,
+        .attempts = j->attempts, .retry_ms = j->backoff_ms, .detected_ns = j->detected_ns,
+        .deferred_ns = res->at_ns,
+    };
+    if (r->on_deferral)
+        r->on_deferral(r->deferral_ctx, &d);
+}
+
+/* A finished report; a death among them is counted and reported. Returns deaths handled. */
+static int deliver_finished(struct orbit_reaper *r, const struct rp_result *res)
+{
+    const struct rp_job *j = &res->job;
+    struct rp_fleet *rf = find_fleet_id(r, res->fleet_id);
+    if (rf && rf->f && j->node < rf->capacity && reporting(&rf->nodes[j->node], &j->seen))
+        rf->nodes[j->node].reporting = false;   /* the node is freed: its next life is watched */
+    if (!j->death)
+        return 0;
+    struct orbit_reaper_death d = {
+        .fleet = res->fleet, .node = j->node, .pid = j->seen.pid, .start_time = j->seen.start_time,
+        .incarnation = j->seen.incarnation, .status = j->status, .backend = r->backend,
+        .source = j->source, .exit_ns = j->exit_ns, .detected_ns = j->detected_ns,
+        .reclaimed_ns = res->at_ns, .accounted = j->accounted, .reclaimed = j->reclaimed,
+        .attempts = j->attempts,
+    };
+    r->stats.deaths++;
+    if (r->on_death)
+        r->on_death(r->ctx, &d);
+    return 1;
+}
+
+static int deliver_results(struct orbit_reaper *r)
+{
+    size_t n;
+    struct rp_result *v = rp_results_take(r, &n);
+    int handled = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].error)
+            deliver_deferral(r, &v[i]);
+        else
+            handled += deliver_finished(r, &v[i]);
+    }
+    free(v);
     return handled;
 }
 
@@ -457,7 +526,7 @@ static int dispatch(struct orbit_reaper *r, struct epoll_event *evs, int n)
             timer_event(r);
         else if (tag == RP_TAG_RING)
             swept |= rp_bpf_consume(r);
-        else
+        else if (tag != RP_TAG_DONE)   /* results are taken below, whatever woke us */
             pidfd_event(r, tag);
     }
     if (swept) {
@@ -469,7 +538,8 @@ static int dispatch(struct orbit_reaper *r, struct epoll_event *evs, int n)
                     queue_found_dead(r, r->fleets[i], (uint16_t)k, &w->seen);
             }
     }
-    int handled = drain_queue(r);
+    drain_queue(r);
+    int handled = deliver_results(r);
     if (handled)
         rescan_all(r);   /* freed nodes leave the watched set at once */
     return handled;
@@ -492,7 +562,8 @@ int orbit_reaper_process(struct orbit_reaper *r, int timeout_ms)
     uint64_t deadline = rp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
     pthread_mutex_lock(&r->lock);
     rescan_all(r);
-    int handled = drain_queue(r);
+    drain_queue(r);
+    int handled = deliver_results(r);
     pthread_mutex_unlock(&r->lock);
     while (handled == 0) {
         struct epoll_event evs[RP_EPOLL_BATCH];
@@ -558,7 +629,10 @@ int orbit_reaper_open(enum orbit_reaper_backend backend, struct orbit_reaper **o
     pthread_mutex_init(&r->lock, NULL);
     r->interval_ms = RP_INTERVAL_DEFAULT;
     r->timerfd = -1;
+    r->donefd = -1;
     int rc = open_fds(r);
+    if (rc == 0)
+        rc = rp_reports_open(r);
     if (rc == 0)
         rc = pick_backend(r, backend);
     if (rc < 0) {
@@ -575,6 +649,7 @@ void orbit_reaper_close(struct orbit_reaper *r)
         return;
     while (r->n_fleets)
         remove_fleet(r, r->n_fleets - 1);
+    rp_reports_close(r);   /* joins every worker: none is left running */
     if (r->backend == ORBIT_REAPER_BPF)
         rp_bpf_close(r);
     if (r->timerfd >= 0)
@@ -670,6 +745,17 @@ int orbit_reaper_on_death(struct orbit_reaper *r, orbit_reaper_death_fn fn, void
     r->on_death = fn;
     r->ctx = ctx;
     r->flags = flags;
+    pthread_mutex_unlock(&r->lock);
+    return 0;
+}
+
+int orbit_reaper_on_deferral(struct orbit_reaper *r, orbit_reaper_deferral_fn fn, void *ctx)
+{
+    if (!r)
+        return -ORBIT_EMALFORMED;
+    pthread_mutex_lock(&r->lock);
+    r->on_deferral = fn;
+    r->deferral_ctx = ctx;
     pthread_mutex_unlock(&r->lock);
     return 0;
 }

@@ -10,6 +10,7 @@
 /* epoll tags: anything else is a pidfd watch, (fleet id << 16) | node. */
 #define RP_TAG_TIMER   (~0ull)
 #define RP_TAG_RING    (~0ull - 1)
+#define RP_TAG_DONE    (~0ull - 2)   /* a fleet's worker has results (reaper_report.c) */
 
 /* One node record as read at one moment. */
 struct rp_snap {
@@ -21,9 +22,12 @@ struct rp_snap {
 /* A node of a watched fleet: the member we watch there, if any. */
 struct rp_watch {
     bool watched;
-    struct rp_snap seen;        /* the LIVE record we watch */
+    bool reporting;             /* seen's death is with the fleet's worker: not watched again */
+    struct rp_snap seen;        /* the LIVE record we watch (or whose death is being reported) */
     int pidfd;                  /* PIDFD backend; -1 otherwise */
 };
+
+struct rp_worker;
 
 struct rp_fleet {
     uint32_t id;                /* never reused within a reaper: tags pidfd events */
@@ -32,6 +36,7 @@ struct rp_fleet {
     struct orbit_fleet *f;      /* observer handle; NULL while detached */
     uint16_t capacity;
     struct rp_watch *nodes;     /* capacity entries */
+    struct rp_worker *worker;   /* runs this fleet's reports; NULL while detached */
 };
 
 enum rp_kind { RP_EXIT_TGID, RP_EXIT_NODE, RP_FOUND_DEAD };
@@ -46,6 +51,34 @@ struct rp_exit {
     uint64_t start_ticks;       /* RP_EXIT_TGID */
     int status;
     uint64_t exit_ns, detected_ns;
+};
+
+/*
+ * One report a fleet's worker runs: orbit_fleet_node_dead until it returns
+ * 0, tried again after a backoff while a table cannot give the share back.
+ */
+struct rp_job {
+    uint16_t node;
+    bool death;                 /* a death to hand to the callback; false: finish a report cut short */
+    bool account;               /* count what it held first (ORBIT_REAPER_ACCOUNT) */
+    struct rp_snap seen;        /* the life being ended */
+    int status;
+    enum orbit_reaper_source source;
+    uint64_t exit_ns, detected_ns;
+    uint32_t attempts;
+    uint32_t backoff_ms;        /* the wait before the next try */
+    uint64_t due_ns;            /* not tried again before */
+    bool accounted;
+    struct orbit_reaper_reclaim reclaimed;
+};
+
+/* A report that finished, or a try that had to be deferred, for the event loop to deliver. */
+struct rp_result {
+    uint32_t fleet_id;
+    char fleet[ORBIT_FLEET_NAME_MAX + 1];
+    struct rp_job job;
+    int error;                  /* deferred: what node_dead returned; 0 when finished */
+    uint64_t at_ns;             /* when node_dead returned */
 };
 
 struct rp_bpf;
@@ -67,6 +100,15 @@ struct orbit_reaper {
     unsigned flags;
     struct orbit_reaper_stats stats;
     struct rp_bpf *bpf;
+    orbit_reaper_deferral_fn on_deferral;
+    void *deferral_ctx;
+    /* reaper_report.c: the workers' side, under work_lock (taken after lock, never before). */
+    pthread_mutex_t work_lock;
+    int donefd;                 /* eventfd: results are waiting */
+    struct rp_result *results;
+    size_t n_results, cap_results;
+    struct rp_worker **retired; /* detached fleets whose worker has not ended yet */
+    size_t n_retired, cap_retired;
 };
 
 /* reaper.c */
@@ -81,6 +123,17 @@ int  rp_pidfd_status(int pidfd);
 
 /* reaper_account.c: what (node, incarnation) holds in the fleet's tables (orbit_fleet_account). */
 void rp_account(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, struct orbit_reaper_reclaim *out);
+
+/* reaper_report.c: each fleet's reports on a thread of its own (started on demand). */
+int  rp_reports_open(struct orbit_reaper *r);
+void rp_reports_close(struct orbit_reaper *r);
+int  rp_worker_attach(struct orbit_reaper *r, struct rp_fleet *rf);
+/* Detached fleet: its worker ends after the try under way, then the fleet handle is left. */
+void rp_worker_detach(struct orbit_reaper *r, struct rp_fleet *rf);
+/* Hand a report to the fleet's worker; one per node at a time (a later one is merged). */
+int  rp_report(struct orbit_reaper *r, struct rp_fleet *rf, const struct rp_job *job);
+/* The results so far (caller frees), and retired workers that ended are joined. */
+struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n);
 
 /* reaper_bpf.c (stubs returning -ORBIT_ENOTSUP when built without BPF). */
 int  rp_bpf_open(struct orbit_reaper *r, char *why, size_t why_len);

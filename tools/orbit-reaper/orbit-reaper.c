@@ -29,8 +29,10 @@ static const char usage[] =
 "share of every table of its fleet is reclaimed: pool resources, reservations\n"
 "and creation claims, stream sides (a parked peer wakes with an error) and\n"
 "admission claims; then its node is freed. Each death is logged to stdout as\n"
-"one JSON line; a start and a stop line frame the run. SIGTERM or SIGINT stop\n"
-"it cleanly.\n"
+"one JSON line; a start and a stop line frame the run. Each fleet is handled\n"
+"on its own: a report that must wait for a table lock a live member holds is\n"
+"logged as deferred and retried, and delays no other fleet. SIGTERM or SIGINT\n"
+"stop it cleanly.\n"
 "\n"
 "  -f, --fleet NAME       watch this fleet (repeatable; it may appear later)\n"
 "  -a, --all              watch every fleet on this host, as they come and go\n"
@@ -120,10 +122,28 @@ static void log_death(void *ctx, const struct orbit_reaper_death *d)
         printf(",\"exit_to_reclaim_us\":" CLI_JSON_U64, (d->reclaimed_ns - d->exit_ns) / 1000);
     else
         printf(",\"exit_to_reclaim_us\":null");
-    printf(",\"detect_to_reclaim_us\":" CLI_JSON_U64, (d->reclaimed_ns - d->detected_ns) / 1000);
+    printf(",\"detect_to_reclaim_us\":" CLI_JSON_U64 ",\"attempts\":%u",
+           (d->reclaimed_ns - d->detected_ns) / 1000, d->attempts);
     if (d->accounted)
         json_reclaimed(&d->reclaimed);
     printf("}\n");
+    fflush(stdout);
+}
+
+/* A report that could not finish yet (a table lock held past its bound): it is tried again. */
+static void log_deferral(void *ctx, const struct orbit_reaper_deferral *d)
+{
+    (void)ctx;
+    putchar('{');
+    json_time();
+    printf(",\"event\":\"deferred\",\"fleet\":");
+    json_str(d->fleet);
+    printf(",\"node\":%u,\"pid\":%d,\"start_time\":" CLI_JSON_U64 ",\"incarnation\":" CLI_JSON_U64
+           ",\"death\":%s,\"error\":", d->node, d->pid, d->start_time, d->incarnation,
+           d->death ? "true" : "false");
+    json_str(orbit_strerror(d->error));
+    printf(",\"attempts\":%u,\"will_retry\":true,\"retry_in_ms\":%u,\"detect_to_now_us\":" CLI_JSON_U64 "}\n",
+           d->attempts, d->retry_ms, (d->deferred_ns - d->detected_ns) / 1000);
     fflush(stdout);
 }
 
@@ -231,6 +251,8 @@ static int setup(struct orbit_reaper **out, const struct opts *o)
     }
     if ((rc = orbit_reaper_set_interval(r, o->interval_ms)) == 0)
         rc = orbit_reaper_on_death(r, log_death, NULL, o->account ? ORBIT_REAPER_ACCOUNT : 0);
+    if (rc == 0)
+        rc = orbit_reaper_on_deferral(r, log_deferral, NULL);
     for (int i = 0; rc == 0 && i < o->n_fleets; i++)
         if ((rc = orbit_reaper_watch(r, o->fleets[i])) < 0)
             fprintf(stderr, "orbit-reaper: cannot watch %s: %s\n", o->fleets[i], orbit_strerror(rc));

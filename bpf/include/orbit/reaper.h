@@ -33,8 +33,14 @@
  *
  * Thread safety: calls on one handle are serialised by an internal lock;
  * orbit_reaper_process may block in one thread while another calls
- * orbit_reaper_watch. The death callback runs under that lock and must not
- * call orbit_reaper_* on the same handle. orbit_reaper_close must be last.
+ * orbit_reaper_watch. The death and deferral callbacks run under that lock,
+ * in the thread calling orbit_reaper_process, and must not call
+ * orbit_reaper_* on the same handle. orbit_reaper_close must be last.
+ *
+ * Independence: each fleet's death reports run on a worker thread of that
+ * fleet (started when it has one, ended when it has none), so a fleet whose
+ * report must wait for a table lock delays no other fleet (see
+ * orbit_reaper_on_deferral).
  *
  * Pid namespaces: node records hold pids as the members see them. Both
  * backends name processes as the reaper's own pid namespace sees them (the
@@ -81,10 +87,10 @@ int  orbit_reaper_fd(struct orbit_reaper *);                  /* pollable */
 
 /*
  * orbit_reaper_process - re-read the watched node tables, then handle what
- * is ready: every confirmed death is reclaimed (node_dead on every table,
- * node freed) and reported to the callback. Waits up to timeout_ms (-1:
- * forever, 0: handle what is ready now) until at least one death has been
- * handled. Returns the number of deaths handled, 0 when none came within
+ * is ready: every confirmed death is handed to its fleet's worker, and every
+ * death a worker has reclaimed (node_dead on every table, node freed) is
+ * reported to the callback. Waits up to timeout_ms (-1: forever, 0: handle
+ * what is ready now) until at least one death has been handled. Returns the number of deaths handled, 0 when none came within
  * timeout_ms, -EINTR when a signal interrupted the wait before any, or
  * -ORBIT_EMALFORMED for a NULL handle.
  */
@@ -160,7 +166,9 @@ struct orbit_reaper_death {
     uint64_t reclaimed_ns;       /* CLOCK_MONOTONIC when node_dead had finished */
     bool     accounted;          /* reclaimed holds counts (ORBIT_REAPER_ACCOUNT) */
     struct orbit_reaper_reclaim reclaimed;
-    uint64_t resv[4];            /* zero */
+    uint32_t attempts;           /* orbit_fleet_node_dead tries it took (1 unless deferred) */
+    uint32_t resv32;             /* zero */
+    uint64_t resv[3];            /* zero */
 };
 
 typedef void (*orbit_reaper_death_fn)(void *ctx, const struct orbit_reaper_death *);
@@ -181,6 +189,42 @@ struct orbit_reaper_stats {
     uint64_t resv[4];            /* zero */
 };
 void orbit_reaper_stats(struct orbit_reaper *, struct orbit_reaper_stats *out);
+
+/* ---- reports that must wait ---------------------------------------------- */
+
+/*
+ * Each watched fleet's reports run on a thread of their own, so one fleet
+ * whose report cannot finish delays no other fleet's. A report cannot finish
+ * while a live member holds one of the fleet's table locks past its bound
+ * (orbit_fleet_node_dead then fails and the node stays reserved): it is
+ * deferred and tried again later, after a backoff that doubles from 100 ms
+ * to 1 s, until it finishes; the death is then handled (and reported to the
+ * death callback) like any other, its reclaimed_ns - detected_ns the whole
+ * wait. orbit_reaper_close waits for a try under way (at most the bound of
+ * the locks it meets).
+ */
+struct orbit_reaper_deferral {
+    const char *fleet;           /* valid during the callback only */
+    uint16_t node;
+    int32_t  pid;                /* the life being ended */
+    uint64_t start_time;
+    uint64_t incarnation;
+    bool     death;              /* a death the callback will get; false: a report another left unfinished */
+    int      error;              /* what orbit_fleet_node_dead returned (-ORBIT_ECORRUPT: a lock held past its bound) */
+    uint32_t attempts;           /* tries so far */
+    uint32_t retry_ms;           /* the next try starts no sooner */
+    uint64_t detected_ns;        /* CLOCK_MONOTONIC when the reaper took it up */
+    uint64_t deferred_ns;        /* CLOCK_MONOTONIC when this try gave up */
+    uint64_t resv[4];            /* zero */
+};
+
+typedef void (*orbit_reaper_deferral_fn)(void *ctx, const struct orbit_reaper_deferral *);
+
+/*
+ * Call fn (from orbit_reaper_process, like the death callback) each time a
+ * report is deferred. fn NULL: none. Returns 0, -ORBIT_EMALFORMED for NULL.
+ */
+int  orbit_reaper_on_deferral(struct orbit_reaper *, orbit_reaper_deferral_fn fn, void *ctx);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Each watched fleet's death reports on a worker thread of its own: a report
+ * that waits on a table lock (orbit_fleet_node_dead blocks up to the lock's
+ * bound, then fails and leaves the node reserved) holds up that fleet only.
+ * A failed try is deferred and tried again after a backoff. The worker
+ * starts when its fleet has a report and ends when it has none; results go
+ * back to the event loop through a list and an eventfd in its epoll set, so
+ * callbacks still run in the thread calling orbit_reaper_process.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+#include "reaper_internal.h"
+
+#define RP_BACKOFF_FIRST_MS 100u
+#define RP_BACKOFF_MAX_MS   1000u
+
+/* Everything but f and name is under r->work_lock. */
+struct rp_worker {
+    struct orbit_reaper *r;
+    struct orbit_fleet *f;      /* shared with the event loop while attached; ours once detached */
+    uint32_t fleet_id;
+    char name[ORBIT_FLEET_NAME_MAX + 1];
+    pthread_cond_t wake;        /* a new report, or stop */
+    pthread_t thread;
+    bool running;               /* the thread is in its loop */
+    bool joinable;              /* a thread was started and not joined */
+    bool stop;                  /* detached or closing: end after the try under way */
+    struct rp_job *jobs;
+    size_t n_jobs, cap_jobs;
+};
+
+/* A worker whose thread has ended (or is joined here): its fleet handle is left with it. */
+static void worker_free(struct rp_worker *w)
+{
+    if (w->joinable)
+        pthread_join(w->thread, NULL);
+    orbit_fleet_leave(w->f);
+    pthread_cond_destroy(&w->wake);
+    free(w->jobs);
+    free(w);
+}
+
+/* ---- results, for the event loop ---------------------------------------- */
+
+/* work_lock held. Out of memory drops a deferral notice or a finished death's callback only. */
+static void post_result(struct rp_worker *w, const struct rp_job *job, int error)
+{
+    struct orbit_reaper *r = w->r;
+    if (r->n_results == r->cap_results) {
+        size_t cap = r->cap_results ? r->cap_results * 2 : 16;
+        struct rp_result *v = realloc(r->results, cap * sizeof *v);
+        if (!v)
+            return;
+        r->results = v;
+        r->cap_results = cap;
+    }
+    struct rp_result *res = &r->results[r->n_results++];
+    res->fleet_id = w->fleet_id;
+    memcpy(res->fleet, w->name, sizeof res->fleet);
+    res->job = *job;
+    res->error = error;
+    res->at_ns = rp_now_ns();
+    uint64_t one = 1;
+    /* Level-triggered: the count stays until the event loop reads it, so no post is missed. */
+    if (write(r->donefd, &one, sizeof one) < 0) {
+        /* EAGAIN: the counter is saturated, and so already readable. */
+    }
+}
+
+/* Workers that ended after their fleet was detached: join them and leave their fleets. */
+static void reap_retired(struct orbit_reaper *r)
+{
+    pthread_mutex_lock(&r->work_lock);
+    for (size_t i = 0; i < r->n_retired;) {
+        struct rp_worker *w = r->retired[i];
+        if (w->running) {
+            i++;
+            continue;
+        }
+        r->retired[i] = r->retired[--r->n_retired];
+        pthread_mutex_unlock(&r->work_lock);
+        worker_free(w);
+        pthread_mutex_lock(&r->work_lock);
+    }
+    pthread_mutex_unlock(&r->work_lock);
+}
+
+struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n)
+{
+    uint64_t count;
+    pthread_mutex_lock(&r->work_lock);
+    if (read(r->donefd, &count, sizeof count) < 0) {
+        /* EAGAIN: nothing posted since the last read. */
+    }
+    struct rp_result *v = r->results;
+    *n = r->n_results;
+    r->results = NULL;
+    r->n_results = r->cap_results = 0;
+    pthread_mutex_unlock(&r->work_lock);
+    if (r->n_retired)   /* moves only under r->lock, which the caller holds */
+        reap_retired(r);
+    return v;
+}
+
+/* ---- one try ---------------------------------------------------------------- */
+
+/* work_lock held: the job for node, or NULL. */
+static struct rp_job *job_of(struct rp_worker *w, uint16_t node)
+{
+    for (size_t i = 0; i < w->n_jobs; i++)
+        if (w->jobs[i].node == node)
+            return &w->jobs[i];
+    return NULL;
+}
+
+/* work_lock held: the earliest job not tried yet or due again, or NULL when there is none. */
+static struct rp_job *next_job(struct rp_worker *w)
+{
+    struct rp_job *best = NULL;
+    for (size_t i = 0; i < w->n_jobs; i++)
+        if (!best || w->jobs[i].due_ns < best->due_ns)
+            best = &w->jobs[i];
+    return best;
+}
+
+/* Without work_lock: count what it held (first try only), then report it. */
+static int try_report(struct rp_worker *w, struct rp_job *job)
+{
+    if (job->account && job->attempts == 0) {
+        rp_account(w->f, job->node, job->seen.incarnation, &job->reclaimed);
+        job->accounted = true;
+    }
+    job->attempts++;
+    return orbit_fleet_node_dead(w->f, job->node, job->seen.incarnation);
+}
+
+/* work_lock held: settle the job after a try (finished, or deferred with the next backoff). */
+static void settle(struct rp_worker *w, const struct rp_job *tried, int rc)
+{
+    struct rp_job *job = job_of(w, tried->node);   /* a death merged in while it ran is kept */
+    job->attempts = tried->attempts;
+    job->accounted = job->accounted || tried->accounted;
+    if (tried->accounted)
+        job->reclaimed = tried->reclaimed;
+    if (rc == 0) {
+        post_result(w, job, 0);
+        *job = w->jobs[--w->n_jobs];
+        return;
+    }
+    job->backoff_ms = job->backoff_ms ? job->backoff_ms * 2 : RP_BACKOFF_FIRST_MS;
+    if (job->backoff_ms > RP_BACKOFF_MAX_MS)
+        job->backoff_ms = RP_BACKOFF_MAX_MS;
+    job->due_ns = rp_now_ns() + (uint64_t)job->backoff_ms * 1000000ull;
+    post_result(w, job, rc);
+}
+
+static struct timespec abs_time(uint64_t ns)
+{
+    return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull) };
+}
+
+/* The worker: due reports one at a time, sleeping until the next is due; ends when none is left. */
+static void *worker_main(void *arg)
+{
+    struct rp_worker *w = arg;
+    struct orbit_reaper *r = w->r;
+    pthread_mutex_lock(&r->work_lock);
+    struct rp_job *job;
+    while (!w->stop && (job = next_job(w))) {
+        uint64_t now = rp_now_ns();
+        if (job->due_ns > now) {
+            struct timespec until = abs_time(job->due_ns);
+            pthread_cond_timedwait(&w->wake, &r->work_lock, &until);
+            continue;
+        }
+        struct rp_job tried = *job;   /* the entry stays listed while it runs: later reports merge */
+        pthread_mutex_unlock(&r->work_lock);
+        int rc = try_report(w, &tried);
+        pthread_mutex_lock(&r->work_lock);
+        settle(w, &tried, rc);
+    }
+    w->running = false;
+    pthread_mutex_unlock(&r->work_lock);
+    return NULL;
+}
+
+/* ---- the event loop's side ----------------------------------------------------- */
+
+int rp_worker_attach(struct orbit_reaper *r, struct rp_fleet *rf)
+{
+    struct rp_worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* due times are rp_now_ns */
+    int rc = pthread_cond_init(&w->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0) {
+        free(w);
+        return -rc;
+    }
+    w->r = r;
+    w->f = rf->f;
+    w->fleet_id = rf->id;
+    memcpy(w->name, rf->name, sizeof w->name);
+    rf->worker = w;
+    return 0;
+}
+
+/* work_lock held: start the thread unless it runs; the previous one (ended) is joined first. */
+static int worker_start(struct rp_worker *w)
+{
+    if (w->running)
+        return 0;
+    if (w->joinable)
+        pthread_join(w->thread, NULL);   /* it cleared running as its last step: returns at once */
+    w->joinable = false;
+    int rc = pthread_create(&w->thread, NULL, worker_main, w);
+    if (rc != 0)
+        return -rc;
+    w->running = w->joinable = true;
+    return 0;
+}
+
+int rp_report(struct orbit_reaper *r, struct rp_fleet *rf, const struct rp_job *job)
+{
+    struct rp_worker *w = rf->worker;
+    if (!w)
+        return -ORBIT_EMALFORMED;
+    int rc = 0;
+    pthread_mutex_lock(&r->work_lock);
+    struct rp_job *have = job_of(w, job->node);
+    if (have && job->death && !have->death) {
+        /* A report another left unfinished is now a death to deliver, this life's. */
+        have->death = true;
+        have->seen = job->seen;
+        have->status = job->status;
+        have->source = job->source;
+        have->exit_ns = job->exit_ns;
+        have->detected_ns = job->detected_ns;
+        have->account = job->account;
+    } else if (!have) {
+        if (w->n_jobs == w->cap_jobs) {
+            size_t cap = w->cap_jobs ? w->cap_jobs * 2 : 8;
+            struct rp_job *v = realloc(w->jobs, cap * sizeof *v);
+            rc = v ? 0 : -ENOMEM;
+            if (v) {
+                w->jobs = v;
+                w->cap_jobs = cap;
+            }
+        }
+        if (rc == 0)
+            w->jobs[w->n_jobs++] = *job;
+    }
+    if (rc == 0)
+        rc = worker_start(w);
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&r->work_lock);
+    return rc;
+}
+
+/* work_lock held: keep a running worker until it ends; false when out of memory. */
+static bool retire(struct orbit_reaper *r, struct rp_worker *w)
+{
+    if (r->n_retired == r->cap_retired) {
+        size_t cap = r->cap_retired ? r->cap_retired * 2 : 4;
+        struct rp_worker **v = realloc(r->retired, cap * sizeof *v);
+        if (!v)
+            return false;
+        r->retired = v;
+        r->cap_retired = cap;
+    }
+    r->retired[r->n_retired++] = w;
+    return true;
+}
+
+void rp_worker_detach(struct orbit_reaper *r, struct rp_fleet *rf)
+{
+    struct rp_worker *w = rf->worker;
+    rf->worker = NULL;
+    pthread_mutex_lock(&r->work_lock);
+    w->stop = true;
+    pthread_cond_signal(&w->wake);
+    bool kept = w->running && retire(r, w);   /* joined by rp_results_take once it ends */
+    pthread_mutex_unlock(&r->work_lock);
+    if (!kept)
+        worker_free(w);   /* ended; or, out of memory, waited for here */
+}
+
+int rp_reports_open(struct orbit_reaper *r)
+{
+    pthread_mutex_init(&r->work_lock, NULL);
+    r->donefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (r->donefd < 0)
+        return -errno;
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = RP_TAG_DONE };
+    return epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->donefd, &ev) == 0 ? 0 : -errno;
+}
+
+/* After every fleet is detached: wait for the retired workers' tries under way. */
+void rp_reports_close(struct orbit_reaper *r)
+{
+    pthread_mutex_lock(&r->work_lock);
+    while (r->n_retired) {
+        struct rp_worker *w = r->retired[--r->n_retired];
+        pthread_mutex_unlock(&r->work_lock);
+        worker_free(w);   /* waits for the try under way */
+        pthread_mutex_lock(&r->work_lock);
+    }
+    pthread_mutex_unlock(&r->work_lock);
+    free(r->retired);
+    free(r->results);
+    if (r->donefd >= 0)
+        close(r->donefd);
+    pthread_mutex_destroy(&r->work_lock);
+}
