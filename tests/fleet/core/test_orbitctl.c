@@ -132,6 +132,60 @@ static int run_ctl(char *out, size_t len, const char *a1, const char *a2, const 
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* A fleet whose one member was killed -9: its segments stay, nobody lives in it. */
+static void leave_a_dead_fleet(const char *name)
+{
+    fflush(NULL);
+    pid_t kid = fork();
+    ck_assert_int_ge(kid, 0);
+    if (kid == 0) {
+        struct held h;
+        if (take_everything(name, &h) != 0)
+            _exit(1);
+        raise(SIGKILL);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+    ck_assert(WIFSIGNALED(st));
+}
+
+static int segments_of(const char *name)
+{
+    struct orbit_segment_info si[8];
+    return (int)orbit_fleet_segments(name, si, 8);
+}
+
+START_TEST(gc_removes_the_fleets_nobody_lives_in_and_keeps_the_others)
+{
+    char dead[ORBIT_FLEET_NAME_MAX + 1], live[ORBIT_FLEET_NAME_MAX + 1], out[8192];
+    snprintf(dead, sizeof dead, "%s", tu_fleet_name("ctl-gc-dead"));
+    snprintf(live, sizeof live, "%s", tu_fleet_name("ctl-gc-live"));
+    leave_a_dead_fleet(dead);
+    struct held h;
+    ck_assert_int_eq(take_everything(live, &h), 0);
+    ck_assert_int_eq(run_ctl(out, sizeof out, "ls", NULL, NULL), 0);
+    ck_assert_msg(strstr(out, "(0 live members)") && strstr(out, "(1 live member)"), "ls: %s", out);
+    ck_assert_msg(strstr(out, "resident"), "ls shows no resident bytes: %s", out);
+    ck_assert_int_eq(run_ctl(out, sizeof out, "gc", dead, "--dry-run"), 0);
+    ck_assert_msg(strstr(out, "would remove"), "gc --dry-run: %s", out);
+    ck_assert_int_ge(segments_of(dead), 5);   /* the fleet and its four tables, still there */
+    ck_assert_int_eq(run_ctl(out, sizeof out, "gc", dead, live), 0);
+    ck_assert_msg(strstr(out, "removed") && strstr(out, "kept: 1 live member"), "gc: %s", out);
+    ck_assert_int_eq(segments_of(dead), 0);
+    ck_assert_int_ge(segments_of(live), 5);
+    ck_assert_int_eq(run_ctl(out, sizeof out, "--json", "gc", live), 0);
+    ck_assert_msg(strstr(out, "\"action\":\"kept\"") && strstr(out, "\"live_members\":1"), "gc --json: %s", out);
+    assert_held(h.f, 1);   /* the live fleet lost nothing */
+    orbit_endpoint_close(h.ep);
+    orbit_arena_close(h.arena);
+    orbit_admission_close(h.adm);
+    orbit_streams_close(h.streams);
+    orbit_pool_close(h.pool);
+    orbit_fleet_leave(h.f);
+    orbit_fleet_unlink(live);
+}
+END_TEST
+
 START_TEST(reset_refuses_a_live_member_without_force)
 {
     const char *name = tu_fleet_name("ctlreset");
@@ -263,6 +317,7 @@ int main(void)
     tcase_add_test(tc, reset_refuses_a_live_member_without_force);
     tcase_add_test(tc, reset_of_a_fleet_whose_members_died_resets_every_table);
     tcase_add_test(tc, account_follows_a_replaced_table);
+    tcase_add_test(tc, gc_removes_the_fleets_nobody_lives_in_and_keeps_the_others);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
