@@ -125,6 +125,23 @@ static void fill_header(struct orb_seg_header *h, const struct orb_seg_request *
     h->check = orb_seg_header_check(h);
 }
 
+/*
+ * The creator holds a kernel lock on a byte of its file until ready is
+ * published: an opener parked on ready learns of a creator that died first
+ * from the kernel, in any pid namespace, never from its pid.
+ */
+static int creator_lock(int fd, short type)
+{
+    struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = ORB_SEG_CREATOR_LOCK_OFF, .l_len = 1 };
+    return fcntl(fd, F_OFD_SETLK, &fl) == 0 ? 0 : -errno;
+}
+
+static bool creator_gone(int fd)
+{
+    struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = ORB_SEG_CREATOR_LOCK_OFF, .l_len = 1 };
+    return fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_UNLCK;
+}
+
 /* Run the table's initialiser, then publish ready: openers parked on it wake. */
 static int finish_create(struct orb_segment *seg, const struct orb_seg_request *req)
 {
@@ -135,6 +152,8 @@ static int finish_create(struct orb_segment *seg, const struct orb_seg_request *
     /* Release: the table's initial contents are visible before ready reads 1. */
     atomic_store_explicit(&h->ready.changes, 1, memory_order_release);
     orb_futex_wake_all(&h->ready.changes);
+    if (seg->fd >= 0)
+        (void)creator_lock(seg->fd, F_UNLCK);   /* after ready: a prober sees one or the other */
     return 0;
 }
 
@@ -181,9 +200,11 @@ static int create_named(const struct orb_seg_request *req, enum orbit_backing ba
     int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd < 0)
         return -errno;
-    int rc = 0;
+    int rc = creator_lock(fd, F_WRLCK);   /* before the link: nobody can see the file unlocked */
     void *base = MAP_FAILED;
     size_t page = backing_page(fd), size = round_up(req->table_bytes, page);
+    if (rc < 0)
+        goto fail;
     if (fchmod(fd, mode) != 0 || (req->gid >= 0 && fchown(fd, (uid_t)-1, (gid_t)req->gid) != 0) ||
         ftruncate(fd, (off_t)size) != 0) {
         rc = -errno;
@@ -241,7 +262,7 @@ static int validate_header(const struct orb_seg_header *h, size_t file_size)
 }
 
 /* Park on the ready word until the creator publishes, or it is known dead. */
-static int wait_ready(struct orb_seg_header *h)
+static int wait_ready(struct orb_seg_header *h, int fd)
 {
     int64_t give_up = orb_now_ns() + (int64_t)READY_WAIT_MS * 1000000;
     for (;;) {
@@ -250,7 +271,7 @@ static int wait_ready(struct orb_seg_header *h)
             return 0;
         if (ready != 0)
             return -ORBIT_ECORRUPT;
-        if (orb_proc_start_time(h->creator_pid) == 0 || orb_now_ns() > give_up) {
+        if (creator_gone(fd) || orb_now_ns() > give_up) {
             /* Look once more: a creator may publish and exit between our load and its check. */
             ready = atomic_load_explicit(&h->ready.changes, memory_order_acquire);
             return ready == 1 ? 0 : -ORBIT_ECORRUPT;   /* it died before publishing */
@@ -313,7 +334,7 @@ static int open_path(const char *path, enum orbit_backing backing, const struct 
     struct orb_seg_header *h = base;
     int rc = validate_header(h, size);
     if (rc == 0)
-        rc = wait_ready(h);
+        rc = wait_ready(h, fd);
     if (rc == 0 && req &&
         (h->kind != req->kind || h->table_type != req->table_type ||
          h->fleet_capacity != req->fleet_capacity || h->geometry_len != req->geometry_len ||

@@ -25,6 +25,8 @@
 #define ORB_SEG_HEADER_BYTES 4096u
 #define ORB_GEOMETRY_MAX     64u
 #define ORB_FLEET_KIND       255
+/* A byte far past the end of every segment file: write-locked (OFD) by its creator until ready. */
+#define ORB_SEG_CREATOR_LOCK_OFF (1ll << 42)
 
 /*
  * What a segment holds (its header's table_type), so tools and the reaper can

@@ -95,17 +95,24 @@ static void namespaced(const char *name, enum where where, int node, int cmd, in
     int flags = CLONE_NEWNS | (where == PID_NS ? CLONE_NEWPID : 0);
     if (unshare(flags) != 0)
         tp_die("unshare: %s", strerror(errno));
+    int go[2];
+    if (pipe(go) != 0)
+        tp_die("pipe: %s", strerror(errno));
     pid_t inner = fork();
     if (inner < 0)
         tp_die("fork: %s", strerror(errno));
     if (inner == 0) {
         die_with_parent();
+        char c;
+        if (read(go[0], &c, 1) != 1)   /* the intermediate sends our pid first */
+            _exit(2);
         int rc = own_proc(where == HIDEPID_OTHER_UID);
         if (rc < 0)
             tp_die("mount proc: %s", strerror(-rc));
         member_loop(name, where, node, cmd, resp);
     }
     tp_send(resp, &inner, sizeof inner);   /* its pid as the test sees it */
+    tp_send(go[1], "g", 1);
     int status;
     waitpid(inner, &status, 0);
     _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
