@@ -117,6 +117,7 @@ static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 static struct orbit_fleet *handles;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
+static void forget_watchers(void);
 static void fork_prepare(void) { pthread_mutex_lock(&registry); }
 static void fork_parent(void) { pthread_mutex_unlock(&registry); }
 
@@ -134,6 +135,7 @@ static void fork_child(void)
             f->seg.fd = -1;
         }
     handles = NULL;
+    forget_watchers();   /* their threads stayed in the parent */
     pthread_mutex_unlock(&registry);
 }
 
@@ -209,6 +211,17 @@ static void watcher_free(struct watcher *w)
     if (w->fd >= 0)
         close(w->fd);
     free(w);
+}
+
+/* Fork child, registry held: the parent's watchers are not ours; their descriptors go too. */
+static void forget_watchers(void)
+{
+    while (watchers) {
+        struct watcher *w = watchers;
+        watchers = w->next;
+        watcher_free(w);
+    }
+    n_watchers = 0;
 }
 
 static void *watch_life(void *arg)

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -317,6 +318,56 @@ START_TEST(every_blocking_waiter_of_a_life_wakes_at_its_death)
 }
 END_TEST
 
+/* A watcher thread does not cross fork: the child of a watching process that is gone starts its own. */
+static int watch_then_fork(const char *name, struct member *b, int ready)
+{
+    struct orbit_fleet *obs;
+    TP_CHECK(orbit_fleet_observe(name, &obs) == 0, "observe");
+    TP_CHECK(orbit_fleet_wait_node_death(obs, b->node, b->incarnation, 0) == -ORBIT_ETIMEDOUT, "alive");
+    pid_t child = fork();   /* the child outlives us: its wait must not count on our watcher */
+    TP_CHECK(child >= 0, "fork");
+    if (child == 0) {
+        struct orbit_fleet *mine;
+        TP_CHECK(orbit_fleet_observe(name, &mine) == 0, "observe");
+        TP_CHECK(orbit_fleet_wait_node_death(obs, b->node, b->incarnation, 0) == -ORBIT_EFORKED,
+                 "the parent's handle was not refused");
+        TP_CHECK(orbit_fleet_wait_node_death(mine, b->node, b->incarnation, 0) == -ORBIT_ETIMEDOUT, "alive");
+        tp_send(ready, "r", 1);
+        char verdict = orbit_fleet_wait_node_death(mine, b->node, b->incarnation, 3000) == 0 ? 'y' : 'n';
+        tp_send(ready, &verdict, 1);
+        _exit(0);
+    }
+    _exit(0);
+}
+
+START_TEST(a_forked_child_watches_a_life_for_itself)
+{
+    const char *name = tu_fleet_name("forkwatch");
+    struct member b = member_start(name, OUTER, 1);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    fflush(NULL);
+    pid_t parent = fork();
+    ck_assert_int_ge(parent, 0);
+    if (parent == 0)
+        watch_then_fork(name, &b, ready[1]);
+    char c;
+    ck_assert(tp_recv(ready[0], &c, 1));
+    ck_assert_int_eq(waitpid(parent, NULL, 0), parent);   /* its watcher is gone with it */
+    int64_t t0 = tu_now_ns();
+    kill(b.pid, SIGKILL);
+    waitpid(b.waitee, NULL, 0);
+    struct pollfd pf = { .fd = ready[0], .events = POLLIN };
+    ck_assert_msg(poll(&pf, 1, 5000) == 1 && tp_recv(ready[0], &c, 1), "the child never answered");
+    int64_t took_ms = (tu_now_ns() - t0) / 1000000;
+    ck_assert_msg(c == 'y' && took_ms < 1000, "the orphaned child's death wait: %c after %lld ms (its "
+                  "3 s deadline: nobody woke it)", c, (long long)took_ms);
+    close(ready[0]);
+    close(ready[1]);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
 START_TEST(joining_a_node_this_process_holds_is_claimed)
 {
     const char *name = tu_fleet_name("rejoin");
@@ -399,6 +450,7 @@ int main(void)
     tcase_add_test(tc, another_user_under_hidepid_reaps_nobody_alive);
     tcase_add_test(tc, a_ring_waiter_learns_of_a_death_in_another_namespace_without_a_reaper);
     tcase_add_test(tc, every_blocking_waiter_of_a_life_wakes_at_its_death);
+    tcase_add_test(tc, a_forked_child_watches_a_life_for_itself);
     tcase_add_test(tc, joining_a_node_this_process_holds_is_claimed);
     tcase_add_test(tc, a_fleet_nobody_lives_in_is_collected_and_a_live_one_never);
     suite_add_tcase(s, tc);
