@@ -22,6 +22,10 @@
 
 enum where { OUTER, PID_NS, HIDEPID_OTHER_UID };
 
+/* The members' backing: ORBIT_TEST_BACKING, but /dev/shm where another user joins (hugetlbfs
+ * mounts are root's). */
+static enum orbit_backing backing = ORBIT_BACKING_AUTO;
+
 /* A member process driven over two pipes: it answers 'r' (reap) and 'a' (alive count). */
 struct member {
     pid_t pid;          /* the process to kill -9 (as the test's namespace sees it) */
@@ -60,7 +64,7 @@ static void member_loop(const char *name, enum where where, int node, int cmd, i
     struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
     o.capacity = 8;
     o.node = node;
-    o.backing = ORBIT_BACKING_SHM;
+    o.backing = backing;
     o.gid = SHARED_GID;
     struct member_hello h = { .pid_inside = (int32_t)getpid() };
     struct orbit_fleet *f = NULL;
@@ -220,6 +224,7 @@ END_TEST
 START_TEST(another_user_under_hidepid_reaps_nobody_alive)
 {
     const char *name = tu_fleet_name("hidepid");
+    backing = ORBIT_BACKING_SHM;
     struct member a = member_start(name, OUTER, 0);
     struct member b = member_start(name, HIDEPID_OTHER_UID, 1);
     ck_assert_int_eq(member_ask(&b, 'r'), 0);
@@ -371,11 +376,11 @@ END_TEST
 START_TEST(joining_a_node_this_process_holds_is_claimed)
 {
     const char *name = tu_fleet_name("rejoin");
-    struct orbit_fleet *f = tu_join(name, 4, 2, 0, ORBIT_BACKING_SHM), *again = NULL;
+    struct orbit_fleet *f = tu_join(name, 4, 2, 0, backing), *again = NULL;
     struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
     o.capacity = 4;
     o.node = 2;
-    o.backing = ORBIT_BACKING_SHM;
+    o.backing = backing;
     ck_assert_int_eq(orbit_fleet_join(name, &o, &again), -ORBIT_ECLAIMED);
     ck_assert_ptr_null(again);
     ck_assert_ptr_nonnull(strstr(orbit_last_error(), "this process"));
@@ -443,6 +448,7 @@ int main(void)
         printf("skipped: %s\n", why);
         return 77;
     }
+    backing = tu_backing();
     Suite *s = suite_create("membership");
     TCase *tc = tcase_create("membership");
     tcase_set_timeout(tc, 60);
