@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <orbit/orbit.h>
 #include "cli.h"
 #include "tool.h"
@@ -157,8 +158,16 @@ static int cmd_ls(bool json)
     return 0;
 }
 
+/* Our pid namespace's inode: a member's pid means something here only if it is the same. */
+static uint64_t pid_namespace_self(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
 static void print_nodes(struct orbit_fleet *f, bool json)
 {
+    uint64_t own_ns = pid_namespace_self();
     struct orbit_node_info *nodes = calloc(ORBIT_FLEET_CAPACITY_MAX, sizeof *nodes);
     ssize_t n = nodes ? orbit_fleet_nodes(f, nodes, ORBIT_FLEET_CAPACITY_MAX) : 0;
     if (json)
@@ -168,13 +177,16 @@ static void print_nodes(struct orbit_fleet *f, bool json)
     for (ssize_t i = 0; i < n && i < ORBIT_FLEET_CAPACITY_MAX; i++) {
         const struct orbit_node_info *ni = &nodes[i];
         const char *state = ni->state == ORBIT_NODE_LIVE ? "live" : "joining";
+        bool foreign = ni->pid_namespace && ni->pid_namespace != own_ns;
         if (json)
-            printf("%s{\"node\":%u,\"state\":\"%s\",\"pid\":%d,\"start_time\":\"%" PRIu64 "\""
-                   ",\"incarnation\":\"%" PRIu64 "\",\"alive\":%s}", i ? "," : "", ni->node, state,
-                   ni->pid, ni->start_time, ni->incarnation, ni->alive ? "true" : "false");
+            printf("%s{\"node\":%u,\"state\":\"%s\",\"pid\":%d,\"pid_namespace\":\"%" PRIu64 "\""
+                   ",\"start_time\":\"%" PRIu64 "\",\"incarnation\":\"%" PRIu64 "\",\"alive\":%s}",
+                   i ? "," : "", ni->node, state, ni->pid, ni->pid_namespace, ni->start_time,
+                   ni->incarnation, ni->alive ? "true" : "false");
         else
-            printf("  node %-5u %-8s pid %-8d incarnation %-20" PRIu64 " %s\n", ni->node, state,
-                   ni->pid, ni->incarnation, ni->alive ? "alive" : "DEAD");
+            printf("  node %-5u %-8s pid %-8d%s incarnation %-20" PRIu64 " %s\n", ni->node, state,
+                   ni->pid, foreign ? " (another pid namespace)" : "", ni->incarnation,
+                   ni->alive ? "alive" : "DEAD");
     }
     if (json)
         printf("]");
