@@ -6,9 +6,6 @@
 #include <string.h>
 #include <orbit/uring.h>
 #include "uring_internal.h"
-#include "core/fleet_internal.h"
-#include "core/life.h"
-#include "core/error_internal.h"
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static bool futex_ops_supported;
@@ -83,13 +80,6 @@ int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
     return 0;
 }
 
-int orbit_fleet_prep_wait_doorbell(struct orbit_fleet *f, struct io_uring_sqe *sqe)
-{
-    if (!f || f->observer)
-        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
-    return orb_uring_prep_wait(&f->nodes[f->node].doorbell, NULL, NULL, sqe, NULL);
-}
-
 /* ---- the wake batch ---------------------------------------------------- */
 
 static int queue_wake(void *ctx, _Atomic uint32_t *word)
@@ -117,36 +107,4 @@ int orbit_uring_attach_wakes(struct io_uring *ring)
 void orbit_uring_detach_wakes(void)
 {
     orb_wait_set_wake_hook(NULL, NULL);
-}
-
-struct death_ctx { struct orbit_fleet *f; uint16_t node; uint64_t incarnation; };
-
-static int death_pred(void *arg)
-{
-    struct death_ctx *c = arg;
-    return orb_life_over(c->f, c->node, c->incarnation);
-}
-
-int orbit_fleet_prep_wait_node_death(struct orbit_fleet *f, uint16_t node, uint64_t incarnation,
-                                     struct io_uring_sqe *sqe)
-{
-    const char *call = "orbit_fleet_prep_wait_node_death";
-    orb_error_clear();
-    int rc = !f ? orb_fail(-ORBIT_EMALFORMED, "%s: the fleet handle is NULL", call) : orb_fleet_usable(f, call);
-    if (rc == 0 && !orb_fleet_record(f, node))
-        rc = orb_fail(-ORBIT_EMALFORMED, "%s: node %u: the fleet has %u nodes", call, (unsigned)node,
-                      (unsigned)f->capacity);
-    if (rc == 0 && !f->observer && node == f->node && incarnation == f->incarnation)
-        rc = orb_fail(-ORBIT_EMALFORMED, "%s: node %u is this handle's own life", call, (unsigned)node);
-    if (rc == 0 && !sqe)
-        rc = orb_fail(-ORBIT_EMALFORMED, "%s: sqe is NULL", call);
-    if (rc == 0 && !orbit_uring_futex_supported())
-        rc = -ORBIT_ENOTSUP;
-    /* The watcher first: a death after the checks below kicks the word the SQE waits on. */
-    if (rc == 0)
-        rc = orb_life_arm(f, node, incarnation);
-    if (rc != 0)
-        return orb_uring_prep_result(sqe, rc);
-    struct death_ctx c = { f, node, incarnation };
-    return orb_uring_prep_wait(&f->nodes[node].life_end, death_pred, &c, sqe, NULL);
 }
