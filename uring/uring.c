@@ -9,6 +9,7 @@
 #include "core/fleet_internal.h"
 #include "core/life.h"
 #include "core/error_internal.h"
+#include "core/guard.h"
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static bool futex_ops_supported;
@@ -85,8 +86,13 @@ int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
 
 int orbit_fleet_prep_wait_doorbell(struct orbit_fleet *f, struct io_uring_sqe *sqe)
 {
-    if (!f || f->observer)
-        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
+    int rc = orb_enter_fleet(f, __func__);
+    if (rc == 0 && f->observer)
+        rc = orb_fail(-ORBIT_EMALFORMED, "%s: an observer has no doorbell (join as a member)", __func__);
+    if (rc == 0 && !sqe)
+        rc = orb_fail(-ORBIT_EMALFORMED, "%s: sqe is NULL", __func__);
+    if (rc < 0)
+        return orb_uring_prep_result(sqe, rc);
     return orb_uring_prep_wait(&f->nodes[f->node].doorbell, NULL, NULL, sqe, NULL);
 }
 
@@ -106,16 +112,18 @@ static int queue_wake(void *ctx, _Atomic uint32_t *word)
 
 int orbit_uring_attach_wakes(struct io_uring *ring)
 {
+    orb_error_clear();
     if (!ring)
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "%s: ring is NULL", __func__);
     if (!orbit_uring_futex_supported())
-        return -ORBIT_ENOTSUP;
+        return orb_fail(-ORBIT_ENOTSUP, "%s: this kernel lacks io_uring futex operations (Linux 6.7)", __func__);
     orb_wait_set_wake_hook(queue_wake, ring);
     return 0;
 }
 
 void orbit_uring_detach_wakes(void)
 {
+    orb_error_clear();
     orb_wait_set_wake_hook(NULL, NULL);
 }
 
