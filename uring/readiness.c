@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <orbit/uring.h>
 #include "uring_internal.h"
+#include "core/guard.h"
 
 struct driver {
     int efd;
@@ -22,6 +23,7 @@ struct driver {
     pthread_t thread;
     _Atomic bool stop;
     uint32_t open_since;         /* doorbell value when the descriptor was made */
+    uint32_t fork_generation;    /* the process that made it: a fork child has no driver thread */
     pthread_mutex_t lock;        /* serialises drain against close */
     struct driver *next;
 };
@@ -95,6 +97,7 @@ int orb_readiness_open(struct orb_waitword *doorbell)
     if (!d)
         return -ENOMEM;
     d->doorbell = doorbell;
+    d->fork_generation = orb_generation_now();
     pthread_mutex_init(&d->lock, NULL);
     d->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (d->efd < 0) {
@@ -132,11 +135,19 @@ int orbit_readiness_drain(int readiness_fd)
     if (d)
         pthread_mutex_lock(&d->lock);
     pthread_mutex_unlock(&registry_lock);
-    if (!d)
-        return -ORBIT_EMALFORMED;
+    if (!d) {
+        orb_error_clear();
+        return orb_fail(-ORBIT_EMALFORMED, "%s: fd %d is not a readiness descriptor of this process",
+                        __func__, readiness_fd);
+    }
+    int rc = orb_enter(&d->fork_generation, __func__, "readiness descriptor");
+    if (rc < 0) {
+        pthread_mutex_unlock(&d->lock);
+        return rc;
+    }
     eventfd_t value;
     eventfd_read(d->efd, &value);   /* EAGAIN when nothing was signalled: fine */
-    int rc = d->use_ring ? drain_ring(d) : 0;
+    rc = d->use_ring ? drain_ring(d) : 0;
     pthread_mutex_unlock(&d->lock);
     return rc;
 }
@@ -156,8 +167,9 @@ void orb_readiness_close(int fd)
         return;
     pthread_mutex_lock(&d->lock);
     if (d->use_ring) {
-        io_uring_queue_exit(&d->ring);   /* cancels the pending FUTEX_WAIT */
-    } else {
+        /* Cancels the pending FUTEX_WAIT; in a fork child it only drops the child's references. */
+        io_uring_queue_exit(&d->ring);
+    } else if (orb_handle_ours(d->fork_generation)) {   /* a fork child has no thread to stop */
         atomic_store(&d->stop, true);
         /* A spurious doorbell change gets the thread out of futex(2); harmless to others. */
         orb_wait_signal(d->doorbell, NULL);

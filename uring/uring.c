@@ -6,6 +6,7 @@
 #include <string.h>
 #include <orbit/uring.h>
 #include "uring_internal.h"
+#include "core/error_internal.h"
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static bool futex_ops_supported;
@@ -96,15 +97,17 @@ static int queue_wake(void *ctx, _Atomic uint32_t *word)
 
 int orbit_uring_attach_wakes(struct io_uring *ring)
 {
+    orb_error_clear();
     if (!ring)
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "%s: ring is NULL", __func__);
     if (!orbit_uring_futex_supported())
-        return -ORBIT_ENOTSUP;
+        return orb_fail(-ORBIT_ENOTSUP, "%s: this kernel lacks io_uring futex operations (Linux 6.7)", __func__);
     orb_wait_set_wake_hook(queue_wake, ring);
     return 0;
 }
 
 void orbit_uring_detach_wakes(void)
 {
+    orb_error_clear();
     orb_wait_set_wake_hook(NULL, NULL);
 }

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <orbit/admission.h>
 #include "core/fleet_internal.h"
+#include "core/guard.h"
 #include "core/lock.h"
 #include "core/segment.h"
 #include "core/wait.h"
@@ -135,6 +136,7 @@ enum adm_park {
 struct orbit_admission {
     struct orbit_fleet *fleet;
     struct orb_segment seg;
+    uint32_t fork_generation;           /* the fleet handle's: another is a fork child's (core/guard.h) */
     struct adm_ledger *ledger;
     struct adm_domain *domains;
     uint32_t *free_stack;
@@ -147,6 +149,12 @@ struct orbit_admission {
     struct orb_spin spin;
     struct orb_wait_stats stats;
 };
+
+/* Every public call on an admission handle begins here (core/guard.h). */
+static inline int adm_enter(const struct orbit_admission *a, const char *call)
+{
+    return orb_enter(a ? &a->fork_generation : (const uint32_t *)0, call, "admission handle");
+}
 
 static inline struct adm_record *adm_record(const struct orbit_admission *a, uint32_t slot)
 {

@@ -11,6 +11,21 @@
 
 static size_t round64(size_t v) { return (v + 63) & ~(size_t)63; }
 
+/* adm_geometry_make's refusals with their reasons, for the caller's own spec. */
+static int spec_explain(const struct orbit_admission_spec *spec, const char *call)
+{
+    if (spec->kind == ORB_FLEET_KIND)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: spec.kind %u is the fleet segment's own", call, spec->kind);
+    if (spec->max_domains == 0 || spec->max_domains > ADM_DOMAINS_MAX)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: spec.max_domains %u: 1..%u", call, spec->max_domains,
+                        ADM_DOMAINS_MAX);
+    if (spec->max_claims == 0 || spec->max_claims > ADM_CLAIMS_MAX)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: spec.max_claims %u: 1..%u", call, spec->max_claims,
+                        ADM_CLAIMS_MAX);
+    return orb_fail(-ORBIT_EMALFORMED, "%s: the spec's ledger is larger than %zu bytes", call,
+                    (size_t)ADM_TABLE_MAX);
+}
+
 int adm_geometry_make(const struct orbit_admission_spec *spec, struct adm_geometry *out)
 {
     if (spec->kind == ORB_FLEET_KIND || spec->max_domains == 0 || spec->max_domains > ADM_DOMAINS_MAX ||
@@ -104,6 +119,7 @@ static int attach(struct orbit_fleet *f, struct orb_segment *seg, const struct a
     }
     char *t = orb_seg_table(seg);
     a->fleet = f;
+    a->fork_generation = f->fork_generation;
     a->seg = *seg;
     a->geo = *g;
     a->ledger = (struct adm_ledger *)(void *)t;
@@ -134,12 +150,14 @@ int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spe
                          struct orbit_admission **out)
 {
     static const struct orbit_admission_spec dflt = ORBIT_ADMISSION_SPEC_DEFAULT;
-    if (!f || !out)
-        return -ORBIT_EMALFORMED;
-    struct adm_geometry g;
-    int rc = adm_geometry_make(spec ? spec : &dflt, &g);
+    int rc = orb_enter_fleet(f, __func__);
     if (rc < 0)
         return rc;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
+    struct adm_geometry g;
+    if (adm_geometry_make(spec ? spec : &dflt, &g) < 0)
+        return spec_explain(spec ? spec : &dflt, __func__);
     if (f->observer)
         return open_as_observer(f, &g, spec ? spec->kind : dflt.kind, out);
     struct adm_offsets off;
@@ -162,10 +180,13 @@ int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spe
 
 int orbit_admission_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_admission **out)
 {
-    if (!f || !out)
-        return -ORBIT_EMALFORMED;
+    int rc = orb_enter_fleet(f, __func__);
+    if (rc < 0)
+        return rc;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     struct orb_segment seg;
-    int rc = orb_fleet_table_open_existing(f, kind, &seg);
+    rc = orb_fleet_table_open_existing(f, kind, &seg);
     if (rc < 0)
         return rc;
     const struct orb_seg_header *h = orb_seg_hdr(&seg);
@@ -183,8 +204,10 @@ int orbit_admission_open_existing(struct orbit_fleet *f, uint8_t kind, struct or
     return attach(f, &seg, &g, out);
 }
 
+/* Unmaps and frees; never touches the ledger (a fork child may close the parent's handle). */
 void orbit_admission_close(struct orbit_admission *a)
 {
+    orb_error_clear();
     if (!a)
         return;
     orb_fleet_table_close(a->fleet, &a->seg);
@@ -248,18 +271,28 @@ static int set_capacity_locked(struct orbit_admission *a, uint32_t id, uint64_t 
 
 int orbit_admission_set_capacity(struct orbit_admission *a, uint32_t domain, uint64_t capacity)
 {
-    if (!a)
-        return -ORBIT_EMALFORMED;
+    int refused = adm_enter(a, __func__);
+    if (refused < 0)
+        return refused;
     int rc = adm_lock(a, false);
     if (rc < 0)
         return rc;
     rc = set_capacity_locked(a, domain, capacity);
     adm_unlock(a);
+    if (rc == -ORBIT_EBUSY)
+        return orb_fail(rc, "%s: domain %u: capacity %llu is below the units claimed now", __func__, domain,
+                        (unsigned long long)capacity);
+    if (rc == -ORBIT_EKEYFULL)
+        return orb_fail(rc, "%s: domain %u is new and all %u domains are set up", __func__, domain,
+                        a->geo.max_domains);
     return rc;
 }
 
 int orbit_admission_shutdown(struct orbit_admission *a)
 {
+    int refused = adm_enter(a, __func__);
+    if (refused < 0)
+        return refused;
     if (!a)
         return -ORBIT_EMALFORMED;
     int rc = adm_lock(a, false);
@@ -329,7 +362,10 @@ static int epoch_passed_armed(void *p)
 
 int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int timeout_ms, uint64_t *now)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = adm_enter(a, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     if (!a) {
         if (now)
@@ -350,6 +386,9 @@ int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int ti
 
 int orbit_admission_prep_wait(struct orbit_admission *a, uint64_t since_epoch, struct io_uring_sqe *sqe)
 {
+    int refused = adm_enter(a, __func__);
+    if (refused < 0)
+        return orb_uring_prep_result(sqe, refused);
     if (!a || !sqe)
         return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     struct adm_wait_ctx ctx = { a, since_epoch };
@@ -360,16 +399,22 @@ int orbit_admission_prep_wait(struct orbit_admission *a, uint64_t since_epoch, s
 
 bool orbit_admission_poisoned(struct orbit_admission *a)
 {
+    if (adm_enter(a, __func__) < 0)
+        return false;
     return a && adm_is_poisoned(a);
 }
 
 uint64_t orbit_admission_epoch(struct orbit_admission *a)
 {
+    if (adm_enter(a, __func__) < 0)
+        return 0;
     return a ? atomic_load_explicit(&a->ledger->change_epoch, memory_order_acquire) : 0;
 }
 
 uint64_t orbit_admission_retained_bytes(struct orbit_admission *a)
 {
+    if (adm_enter(a, __func__) < 0)
+        return 0;
     int rc = a ? adm_lock(a, true) : -ORBIT_EMALFORMED;
     if (rc < 0)
         return 0;
@@ -380,6 +425,9 @@ uint64_t orbit_admission_retained_bytes(struct orbit_admission *a)
 
 ssize_t orbit_admission_domains(struct orbit_admission *a, struct orbit_domain_info *out, size_t max)
 {
+    int refused = adm_enter(a, __func__);
+    if (refused < 0)
+        return refused;
     if (!a || (max && !out))
         return -ORBIT_EMALFORMED;
     int rc = adm_lock(a, true);
@@ -406,6 +454,9 @@ static struct orbit_claim claim_of(const struct orbit_admission *a, uint32_t slo
 
 ssize_t orbit_admission_claims(struct orbit_admission *a, struct orbit_claim_info *out, size_t max)
 {
+    int refused = adm_enter(a, __func__);
+    if (refused < 0)
+        return refused;
     if (!a || (max && !out))
         return -ORBIT_EMALFORMED;
     int rc = adm_lock(a, true);
@@ -427,6 +478,9 @@ ssize_t orbit_admission_claims(struct orbit_admission *a, struct orbit_claim_inf
 ssize_t orbit_admission_claim_units(struct orbit_admission *a, const struct orbit_claim *c,
                                     struct orbit_units *out, size_t max)
 {
+    int refused = adm_enter(a, __func__);
+    if (refused < 0)
+        return refused;
     if (!a || !c || (max && !out))
         return -ORBIT_EMALFORMED;
     int rc = adm_lock(a, true);
@@ -465,8 +519,11 @@ static const char *poison_text(uint32_t why)
 
 int orbit_admission_info(struct orbit_admission *a, struct orbit_admission_info *out)
 {
-    if (!a || !out)
-        return -ORBIT_EMALFORMED;
+    int refused = adm_enter(a, __func__);
+    if (refused < 0)
+        return refused;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     int rc = adm_lock(a, true);
     if (rc < 0)
         return rc;
@@ -488,6 +545,8 @@ int orbit_admission_info(struct orbit_admission *a, struct orbit_admission_info 
 
 void orbit_admission_stats(struct orbit_admission *a, struct orbit_admission_stats *out)
 {
+    if (adm_enter(a, __func__) < 0)
+        return;
     if (!a || !out)
         return;
     *out = (struct orbit_admission_stats){

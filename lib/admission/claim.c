@@ -2,19 +2,23 @@
 /* try_claim: the documented checks in order, then an all-or-nothing commit. */
 #include "adm_layout.h"
 
+#define BAD_DEMAND(...) orb_fail(-ORBIT_EMALFORMED, "orbit_admission_try_claim: " __VA_ARGS__)
+
 /* Argument checks that need no ledger: non-NULL, units > 0, no domain twice. */
-static int check_vector(const struct orbit_units *v, size_t n, uint32_t max_domains)
+static int check_vector(const struct orbit_units *v, size_t n, uint32_t max_domains, const char *which)
 {
     if (n == 0)
         return 0;
-    if (!v || n > max_domains)
-        return -ORBIT_EMALFORMED;
+    if (!v)
+        return BAD_DEMAND("demand.%s is NULL with %zu entries", which, n);
+    if (n > max_domains)
+        return BAD_DEMAND("demand.%s has %zu entries: at most max_domains (%u)", which, n, max_domains);
     for (size_t i = 0; i < n; i++) {
         if (v[i].units == 0)
-            return -ORBIT_EMALFORMED;
+            return BAD_DEMAND("demand.%s[%zu] (domain %u) asks 0 units: 1 or more", which, i, v[i].domain);
         for (size_t j = 0; j < i; j++)
             if (v[j].domain == v[i].domain)
-                return -ORBIT_EMALFORMED;
+                return BAD_DEMAND("demand.%s names domain %u twice", which, v[i].domain);
     }
     return 0;
 }
@@ -22,18 +26,21 @@ static int check_vector(const struct orbit_units *v, size_t n, uint32_t max_doma
 static int check_demand(const struct orbit_admission *a, const struct orbit_demand *d)
 {
     if (d->n_claim == 0)
-        return -ORBIT_EMALFORMED;
-    int rc = check_vector(d->claim, d->n_claim, a->geo.max_domains);
+        return BAD_DEMAND("demand.n_claim is 0: a claim takes units of at least one domain");
+    int rc = check_vector(d->claim, d->n_claim, a->geo.max_domains, "claim");
     if (rc == 0)
-        rc = check_vector(d->fit, d->n_fit, a->geo.max_domains);
+        rc = check_vector(d->fit, d->n_fit, a->geo.max_domains, "fit");
     if (rc < 0 || d->retained_bytes == 0)
         return rc;
     /* The fee must be the complete claim: a smaller one would under-count retention. */
     uint64_t sum = 0;
     for (size_t i = 0; i < d->n_claim; i++)
         if (__builtin_add_overflow(sum, d->claim[i].units, &sum))
-            return -ORBIT_EMALFORMED;
-    return sum == d->retained_bytes ? 0 : -ORBIT_EMALFORMED;
+            return BAD_DEMAND("demand.claim's units overflow 64 bits");
+    if (sum != d->retained_bytes)
+        return BAD_DEMAND("demand.retained_bytes %llu: 0 or the claim's sum (%llu)",
+                          (unsigned long long)d->retained_bytes, (unsigned long long)sum);
+    return 0;
 }
 
 /* A domain's index: the handle's hint when it still names the id, else a scan. n: n_domains, bounded. */
@@ -316,13 +323,16 @@ static void clear_result(struct orbit_admit_result *out)
 int orbit_admission_try_claim(struct orbit_admission *a, const struct orbit_demand *d,
                               struct orbit_admit_result *out)
 {
-    if (!a || !d || !out)
-        return -ORBIT_EMALFORMED;
+    int refused = adm_enter(a, __func__);
+    if (refused < 0)
+        return refused;
+    if (!d || !out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__, d ? "out" : "demand");
     int rc = check_demand(a, d);
     if (rc < 0)
         return rc;
     if (a->fleet->observer)
-        return -ORBIT_ENOTOWNER;
+        return orb_fail(-ORBIT_ENOTOWNER, "%s: an observer claims nothing (join as a member)", __func__);
     clear_result(out);
     if ((rc = adm_lock(a, false)) < 0)
         return rc;

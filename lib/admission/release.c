@@ -90,10 +90,14 @@ static int release_locked(struct orbit_admission *a, const struct orbit_claim *c
 
 int orbit_admission_release(struct orbit_admission *a, struct orbit_claim *c)
 {
-    if (!a || !c)
-        return -ORBIT_EMALFORMED;
+    int refused = adm_enter(a, __func__);
+    if (refused < 0)
+        return refused;
+    if (!c)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: claim is NULL", __func__);
     if (c->released)
-        return -ORBIT_ENOTRESERVED;
+        return orb_fail(-ORBIT_ENOTRESERVED, "%s: claim serial %llu was released already", __func__,
+                        (unsigned long long)c->serial);
     int rc = adm_lock(a, false);
     if (rc < 0)
         return rc;
@@ -132,11 +136,16 @@ int adm_node_dead(struct orbit_admission *a, uint16_t node, uint64_t incarnation
 
 void orbit_admission_node_dead(struct orbit_admission *a, uint16_t node, uint64_t incarnation)
 {
+    if (adm_enter(a, __func__) < 0)
+        return;
     (void)adm_node_dead(a, node, incarnation);
 }
 
 int orbit_admission_reset_all(struct orbit_admission *a)
 {
+    int refused = adm_enter(a, __func__);
+    if (refused < 0)
+        return refused;
     if (!a)
         return -ORBIT_EMALFORMED;
     int rc = adm_lock(a, true);   /* bounded: a tool must not hang on a stopped holder */

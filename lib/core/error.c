@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "error_internal.h"
+#include "guard.h"
 
 const char *orbit_strerror(int err)
 {
@@ -42,15 +43,11 @@ const char *orbit_strerror(int err)
 
 #define LAST_ERROR_MAX 256
 static _Thread_local char last_error[LAST_ERROR_MAX];
+_Thread_local bool orb_error_held;
 
 const char *orbit_last_error(void)
 {
-    return last_error;
-}
-
-void orb_error_clear(void)
-{
-    last_error[0] = '\0';
+    return orb_error_held ? last_error : "";
 }
 
 int orb_fail(int rc, const char *fmt, ...)
@@ -59,5 +56,14 @@ int orb_fail(int rc, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
+    orb_error_held = true;
     return rc;
+}
+
+int orb_enter_refused(const uint32_t *gen, const char *call, const char *what)
+{
+    if (!gen)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: the %s is NULL", call, what);
+    return orb_fail(-ORBIT_EFORKED, "%s: this %s belongs to the parent process (made before fork): "
+                    "join again in the child (orbit_fleet_join after fork)", call, what);
 }

@@ -13,6 +13,7 @@
 #include "lock.h"
 #include "table_ops.h"
 #include "error_internal.h"
+#include "guard.h"
 
 #define NODE_REAPING 3u   /* internal state: one reporter is ending this node */
 
@@ -270,13 +271,29 @@ static struct orbit_fleet *fleet_alloc(const char *name, uint32_t capacity)
     f->node = ORBIT_NODE_NONE;
     f->gid = -1;
     f->seg.fd = -1;
+    f->life_fd = -1;
     f->fork_generation = atomic_load(&orb_fork_generation);
     return f;
 }
 
+/* The mapping's file once more, for the locks (life.h): 0 or a negative code. */
+static int open_life(struct orbit_fleet *f)
+{
+    f->life_fd = orb_life_reopen(f);
+    return f->life_fd < 0 ? f->life_fd : 0;
+}
+
+static void close_fleet_file(struct orbit_fleet *f)
+{
+    if (f->life_fd >= 0)
+        close(f->life_fd);   /* every lock of this handle goes with it */
+    f->life_fd = -1;
+    orb_segment_close(&f->seg);
+}
+
 static void fleet_free(struct orbit_fleet *f)
 {
-    orb_segment_close(&f->seg);
+    close_fleet_file(f);
     pthread_mutex_destroy(&f->lock);
     free(f->owner_busy);
     free(f);
@@ -289,15 +306,15 @@ static int open_gated(struct orbit_fleet *f)
         int rc = map_fleet(f, f->want_backing);
         if (rc < 0 || f->is_private)
             return rc;
-        rc = orb_gate_enter(f);
+        if ((rc = open_life(f)) == 0)
+            rc = orb_gate_enter(f);
         /* A collector unlinked the file between our open and the gate: open the new one. */
         if (rc == 0 && orbit_fleet_replaced(f) == 1 && attempt < 8) {
-            orb_gate_leave(f);
-            orb_segment_close(&f->seg);
+            close_fleet_file(f);
             continue;
         }
         if (rc < 0)
-            orb_segment_close(&f->seg);
+            close_fleet_file(f);
         return rc;
     }
 }
@@ -374,6 +391,8 @@ int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
     int rc = orb_segment_open_existing(name, ORB_FLEET_KIND, &f->seg);
     if (rc == 0)
         rc = check_observed(f, name);
+    if (rc == 0)
+        rc = open_life(f);
     if (rc < 0) {
         fleet_free(f);
         return rc;
@@ -401,8 +420,7 @@ void orbit_fleet_leave(struct orbit_fleet *f)
         orb_wait_kick(&rec->life_end);   /* the life is over: its death waiters wake */
     }
     orb_life_unregister(f);
-    if (ours)
-        orb_table_cache_free(f);
+    orb_table_cache_free(f);   /* table closes in a fork child free memory only */
     for (int i = 0; i < ORB_PRIVATE_TABLES_MAX; i++)
         if (f->private_tables[i].refs > 0)
             orb_segment_close(&f->private_tables[i].seg);
@@ -428,18 +446,9 @@ void orb_fleet_ring_doorbell(struct orbit_fleet *f, uint32_t node, struct orb_wa
         atomic_fetch_add_explicit(&stats->doorbells, 1, memory_order_relaxed);
 }
 
-/* A fleet call's common checks: a handle, of this process. */
-static int fleet_entry(struct orbit_fleet *f, const char *call)
-{
-    orb_error_clear();
-    if (!f)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: the fleet handle is NULL", call);
-    return orb_fleet_usable(f, call);
-}
-
 ssize_t orbit_fleet_nodes(struct orbit_fleet *f, struct orbit_node_info *out, size_t max)
 {
-    int rc = fleet_entry(f, "orbit_fleet_nodes");
+    int rc = orb_enter_fleet(f, "orbit_fleet_nodes");
     if (rc < 0)
         return rc;
     if (max && !out)
@@ -478,7 +487,7 @@ static int report_node(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool 
 
 int orbit_fleet_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
 {
-    int rc = fleet_entry(f, "orbit_fleet_node_dead");
+    int rc = orb_enter_fleet(f, "orbit_fleet_node_dead");
     if (rc < 0)
         return rc;
     if (!orb_fleet_record(f, node))
@@ -498,7 +507,7 @@ void orb_fleet_kick_doorbells(struct orbit_fleet *f)
 
 int orbit_fleet_reap(struct orbit_fleet *f)
 {
-    int rc = fleet_entry(f, "orbit_fleet_reap");
+    int rc = orb_enter_fleet(f, "orbit_fleet_reap");
     if (rc < 0)
         return rc;
     int reported = 0;
@@ -521,7 +530,7 @@ int orbit_fleet_reap(struct orbit_fleet *f)
 int orbit_fleet_wait_node_death(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, int timeout_ms)
 {
     const char *call = "orbit_fleet_wait_node_death";
-    int rc = fleet_entry(f, call);
+    int rc = orb_enter_fleet(f, call);
     if (rc < 0)
         return rc;
     if (!orb_fleet_record(f, node))

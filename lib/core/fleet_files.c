@@ -229,7 +229,7 @@ int orbit_fleet_collect(const char *name)
     /* The gate alone: no joiner is between its open and its published life while we hold it. */
     rc = orb_gate_take_alone(f);
     if (rc == 0) {
-        int held = orb_life_probe_all(f->seg.fd, f->capacity);
+        int held = orb_life_probe_all(f->life_fd, f->capacity);
         rc = held > 0 ? orb_fail(-ORBIT_EBUSY, "orbit_fleet_collect: '%s' has a live member", name)
                       : held < 0 ? held : orbit_fleet_unlink(name);
     } else if (rc == -EAGAIN) {

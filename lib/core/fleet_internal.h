@@ -45,6 +45,7 @@ struct orbit_fleet {
     uint32_t mode;
     int64_t gid;
     struct orb_segment seg;                 /* the fleet segment (kind 255) */
+    int life_fd;                            /* the fleet file again, never mapped: our kernel locks */
     struct orb_node_record *nodes;          /* capacity records */
     pthread_mutex_t lock;                   /* guards private_tables and table_cache */
     uint32_t fork_generation;               /* orb_fork_generation when made: another is a fork child's */

@@ -3,13 +3,19 @@
 #include <orbit/uring.h>
 #include "error_internal.h"
 #include "fleet_internal.h"
+#include "guard.h"
 #include "life.h"
 #include "uring_internal.h"
 
 int orbit_fleet_prep_wait_doorbell(struct orbit_fleet *f, struct io_uring_sqe *sqe)
 {
-    if (!f || f->observer)
-        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
+    int rc = orb_enter_fleet(f, __func__);
+    if (rc == 0 && f->observer)
+        rc = orb_fail(-ORBIT_EMALFORMED, "%s: an observer has no doorbell (join as a member)", __func__);
+    if (rc == 0 && !sqe)
+        rc = orb_fail(-ORBIT_EMALFORMED, "%s: sqe is NULL", __func__);
+    if (rc < 0)
+        return orb_uring_prep_result(sqe, rc);
     return orb_uring_prep_wait(&f->nodes[f->node].doorbell, NULL, NULL, sqe, NULL);
 }
 
@@ -24,9 +30,8 @@ static int death_pred(void *arg)
 int orbit_fleet_prep_wait_node_death(struct orbit_fleet *f, uint16_t node, uint64_t incarnation,
                                      struct io_uring_sqe *sqe)
 {
-    const char *call = "orbit_fleet_prep_wait_node_death";
-    orb_error_clear();
-    int rc = !f ? orb_fail(-ORBIT_EMALFORMED, "%s: the fleet handle is NULL", call) : orb_fleet_usable(f, call);
+    const char *call = __func__;
+    int rc = orb_enter_fleet(f, call);
     if (rc == 0 && !orb_fleet_record(f, node))
         rc = orb_fail(-ORBIT_EMALFORMED, "%s: node %u: the fleet has %u nodes", call, (unsigned)node,
                       (unsigned)f->capacity);

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "error_internal.h"
+#include "guard.h"
 #include "life.h"
 
 #define LIFE_BASE  (1ll << 40)
@@ -42,19 +43,19 @@ static long long life_byte(uint16_t node, uint64_t joins)
 
 int orb_life_hold(struct orbit_fleet *f, uint16_t node, uint64_t joins)
 {
-    return ofd(f->seg.fd, F_OFD_SETLK, F_WRLCK, life_byte(node, joins), 1);
+    return ofd(f->life_fd, F_OFD_SETLK, F_WRLCK, life_byte(node, joins), 1);
 }
 
 void orb_life_drop(struct orbit_fleet *f, uint16_t node, uint64_t joins)
 {
-    if (f->seg.fd >= 0)
-        (void)ofd(f->seg.fd, F_OFD_SETLK, F_UNLCK, life_byte(node, joins), 1);
+    if (f->life_fd >= 0)
+        (void)ofd(f->life_fd, F_OFD_SETLK, F_UNLCK, life_byte(node, joins), 1);
 }
 
 int orb_life_probe(struct orbit_fleet *f, uint16_t node)
 {
     /* A read lock conflicts only with a member's write lock: watchers' read locks pass. */
-    return ofd(f->seg.fd, F_OFD_GETLK, F_RDLCK, LIFE_BASE + (long long)node * ORB_LIFE_SLOTS, ORB_LIFE_SLOTS);
+    return ofd(f->life_fd, F_OFD_GETLK, F_RDLCK, LIFE_BASE + (long long)node * ORB_LIFE_SLOTS, ORB_LIFE_SLOTS);
 }
 
 int orb_life_probe_all(int fd, uint32_t capacity)
@@ -70,7 +71,7 @@ bool orb_owner_take(struct orbit_fleet *f, uint16_t node)
     if (atomic_fetch_or(word, bit) & bit)
         return false;
     /* The kernel's lock orders: a gone mover's stores are visible to whoever takes the byte next. */
-    if (f->is_private || ofd(f->seg.fd, F_OFD_SETLK, F_WRLCK, OWNER_BASE + node, 1) == 0)
+    if (f->is_private || ofd(f->life_fd, F_OFD_SETLK, F_WRLCK, OWNER_BASE + node, 1) == 0)
         return true;   /* a PRIVATE fleet has no file: its threads are all there is */
     atomic_fetch_and(word, ~bit);
     return false;
@@ -79,7 +80,7 @@ bool orb_owner_take(struct orbit_fleet *f, uint16_t node)
 void orb_owner_drop(struct orbit_fleet *f, uint16_t node)
 {
     if (!f->is_private)
-        (void)ofd(f->seg.fd, F_OFD_SETLK, F_UNLCK, OWNER_BASE + node, 1);
+        (void)ofd(f->life_fd, F_OFD_SETLK, F_UNLCK, OWNER_BASE + node, 1);
     atomic_fetch_and(&f->owner_busy[node / 64], ~(1ull << (node % 64)));
 }
 
@@ -87,7 +88,7 @@ int orb_gate_enter(struct orbit_fleet *f)
 {
     struct orb_deadline d = orb_deadline_in(GATE_WAIT_MS);
     for (;;) {
-        int rc = ofd(f->seg.fd, F_OFD_SETLK, F_RDLCK, GATE_OFF, 1);
+        int rc = ofd(f->life_fd, F_OFD_SETLK, F_RDLCK, GATE_OFF, 1);
         if (rc != -EAGAIN || orb_deadline_passed(&d))
             return rc == -EAGAIN ? -ORBIT_ETIMEDOUT : rc;
         struct timespec ms = { 0, 1000000 };
@@ -97,12 +98,12 @@ int orb_gate_enter(struct orbit_fleet *f)
 
 int orb_gate_take_alone(struct orbit_fleet *f)
 {
-    return ofd(f->seg.fd, F_OFD_SETLK, F_WRLCK, GATE_OFF, 1);
+    return ofd(f->life_fd, F_OFD_SETLK, F_WRLCK, GATE_OFF, 1);
 }
 
 void orb_gate_leave(struct orbit_fleet *f)
 {
-    (void)ofd(f->seg.fd, F_OFD_SETLK, F_UNLCK, GATE_OFF, 1);
+    (void)ofd(f->life_fd, F_OFD_SETLK, F_UNLCK, GATE_OFF, 1);
 }
 
 uint64_t orb_pidns_self(void)
@@ -124,15 +125,17 @@ static void fork_parent(void) { pthread_mutex_unlock(&registry); }
 /*
  * The child shares the parent's open file descriptions, so holding them would
  * keep the parent's lives alive after the parent died: close the child's
- * references (the locks stay the parent's). Its handles are refused from now on.
+ * references to the one that holds the locks (it is never mapped, so no
+ * inherited mapping pins it either; the locks stay the parent's). Its handles
+ * are refused from now on.
  */
 static void fork_child(void)
 {
     atomic_fetch_add(&orb_fork_generation, 1);
     for (struct orbit_fleet *f = handles; f; f = f->next_live)
-        if (f->seg.fd >= 0) {
-            close(f->seg.fd);
-            f->seg.fd = -1;
+        if (f->life_fd >= 0) {
+            close(f->life_fd);
+            f->life_fd = -1;
         }
     handles = NULL;
     forget_watchers();   /* their threads stayed in the parent */
@@ -183,8 +186,7 @@ int orb_fleet_usable(const struct orbit_fleet *f, const char *call)
 {
     if (f->fork_generation == atomic_load_explicit(&orb_fork_generation, memory_order_relaxed))
         return 0;
-    return orb_fail(-ORBIT_EFORKED, "%s: this handle belongs to the parent process: join again in the "
-                    "child (orbit_fleet_join after fork)", call);
+    return orb_enter_refused(&f->fork_generation, call, "fleet handle");
 }
 
 /* ---- death watchers ---- */
@@ -249,8 +251,7 @@ static void *watch_life(void *arg)
     return NULL;
 }
 
-/* A descriptor of our own on f's fleet file (a new open file description, same inode). */
-static int reopen_fleet(struct orbit_fleet *f)
+int orb_life_reopen(struct orbit_fleet *f)
 {
     int fd = open(f->seg.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd >= 0 && same_file(fd, f->seg.fd))
@@ -265,7 +266,7 @@ static int reopen_fleet(struct orbit_fleet *f)
 
 static int watcher_start(struct orbit_fleet *f, struct watcher *w)
 {
-    w->fd = reopen_fleet(f);
+    w->fd = orb_life_reopen(f);
     if (w->fd < 0)
         return w->fd;
     w->map_len = f->seg.mapped;

@@ -32,6 +32,14 @@ extern _Atomic uint32_t orb_fork_generation __attribute__((visibility("hidden"))
 /* 0, or -ORBIT_EFORKED (with the reason for orbit_last_error) for a parent's handle in a child. */
 int  orb_fleet_usable(const struct orbit_fleet *f, const char *call);
 
+/*
+ * A descriptor of our own on f's fleet file: a new open file description of
+ * the same inode. The handle's locks are all taken through one (life_fd),
+ * never mapped: a mapping would keep its description, and so a dead
+ * process's locks, alive in a fork child that inherited it.
+ */
+int  orb_life_reopen(struct orbit_fleet *f);
+
 /* Make f one of the process's handles (fork closes their descriptors in a child) / forget it. */
 void orb_life_register(struct orbit_fleet *f);
 void orb_life_unregister(struct orbit_fleet *f);

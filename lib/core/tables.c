@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "fleet_internal.h"
+#include "guard.h"
 #include "table_ops.h"
 
 #define TABLES_MAX 256
@@ -107,8 +108,11 @@ int orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarn
 ssize_t orbit_fleet_tables(struct orbit_fleet *f, struct orbit_table_info *out, size_t max)
 {
     struct table_ref v[TABLES_MAX];
-    if (!f || (max && !out))
-        return -ORBIT_EMALFORMED;
+    int rc = orb_enter_fleet(f, __func__);
+    if (rc < 0)
+        return rc;
+    if (max && !out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL with max %zu", __func__, max);
     int n = list_tables(f, v);
     for (int i = 0; i < n && (size_t)i < max; i++) {
         memset(&out[i], 0, sizeof out[i]);
@@ -124,8 +128,9 @@ ssize_t orbit_fleet_tables(struct orbit_fleet *f, struct orbit_table_info *out, 
 int orbit_fleet_reset_tables(struct orbit_fleet *f)
 {
     struct table_ref v[TABLES_MAX];
-    if (!f)
-        return -ORBIT_EMALFORMED;
+    int refused = orb_enter_fleet(f, __func__);
+    if (refused < 0)
+        return refused;
     int n = list_tables(f, v), reset = 0, first_error = 0;
     for (int i = 0; i < n; i++) {
         const struct orb_table_ops *ops = orb_table_ops_of(v[i].type);
@@ -167,6 +172,7 @@ static void cache_clear(struct orb_table_cache *c)
     c->n = 0;
 }
 
+/* Fork-safe: each table's close in a fork child only unmaps and frees. */
 void orb_table_cache_free(struct orbit_fleet *f)
 {
     if (!f->table_cache)
@@ -232,8 +238,11 @@ static void account_private(struct orbit_fleet *f, uint16_t node, uint64_t inc, 
 
 int orbit_fleet_account(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, struct orbit_reclaim *out)
 {
-    if (!f || !out)
-        return -ORBIT_EMALFORMED;
+    int refused = orb_enter_fleet(f, __func__);
+    if (refused < 0)
+        return refused;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     memset(out, 0, sizeof *out);
     if (f->is_private) {
         account_private(f, node, incarnation, out);

@@ -209,11 +209,13 @@ int orbit_pool_acquire(struct orbit_pool *p, orbit_key key, const struct orbit_l
     if (limits)
         lk.lim = *limits;
     lk.policy = policy ? policy : &orbit_policy_local_first;
-    if (!p || !out || !lk.policy->decide)
-        return -ORBIT_EMALFORMED;
+    int rc = pool_enter(p, __func__);
+    if (rc < 0)
+        return rc;
+    if (!out || !lk.policy->decide)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__, out ? "policy->decide" : "out");
     memset(out, 0, sizeof *out);
     lk.p = p, lk.key = key, lk.buf = lk.stack, lk.cap = SNAPSHOT_STACK;
-    int rc = 0;
     for (uint32_t n = 0; n < (lk.lim.attempts ? lk.lim.attempts : 1) && rc == 0; n++)
         rc = attempt(&lk, out);
     if (rc == 0)

@@ -6,15 +6,17 @@
 
 int orbit_pool_claim_create(struct orbit_pool *p, orbit_key key, uint32_t max_live, struct orbit_permit *out)
 {
+    int rc = pool_enter(p, __func__);
     if (!out)
-        return -ORBIT_EMALFORMED;
+        return rc < 0 ? rc : orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     *out = (struct orbit_permit){ .done = true };   /* finishing a refused permit is a no-op */
-    if (!p)
-        return -ORBIT_EMALFORMED;
+    if (rc < 0)
+        return rc;
     if (p->observer)
-        return -ORBIT_ENOTOWNER;
+        return orb_fail(-ORBIT_ENOTOWNER, "%s: an observer's pool creates nothing (join as a member)",
+                        __func__);
     uint32_t ki;
-    int rc = pool_key_hold(p, key, &ki);
+    rc = pool_key_hold(p, key, &ki);
     if (rc < 0)
         return rc;
     struct pool_key *k = pool_key_at(p, ki);
@@ -40,9 +42,11 @@ int orbit_pool_claim_create(struct orbit_pool *p, orbit_key key, uint32_t max_li
     return 0;
 }
 
+/* In a fork child the parent's permit gives nothing back: its claim stays the parent's. */
 void orbit_permit_finish(struct orbit_permit *pm)
 {
-    if (!pm || pm->done || !pm->pool)
+    orb_error_clear();
+    if (!pm || pm->done || !pm->pool || !orb_handle_ours(pm->pool->fork_generation))
         return;
     pm->done = true;
     struct orbit_pool *p = pm->pool;
@@ -71,7 +75,7 @@ void orbit_pool_budget(struct orbit_pool *p, orbit_key key, uint32_t *live, uint
 {
     uint64_t c = 0;
     uint32_t ki;
-    if (p && pool_key_peek(p, key, &ki) == 0)
+    if (pool_enter(p, __func__) == 0 && pool_key_peek(p, key, &ki) == 0)
         c = atomic_load(&pool_key_at(p, ki)->counts);
     if (live)
         *live = pool_hi(c);
@@ -81,10 +85,13 @@ void orbit_pool_budget(struct orbit_pool *p, orbit_key key, uint32_t *live, uint
 
 int orbit_pool_version(struct orbit_pool *p, orbit_key key, uint32_t *out)
 {
-    if (!p || !out)
-        return -ORBIT_EMALFORMED;
+    int rc = pool_enter(p, __func__);
+    if (rc < 0)
+        return rc;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     uint32_t ki;
-    int rc = pool_key_hold(p, key, &ki);
+    rc = pool_key_hold(p, key, &ki);
     if (rc < 0)
         return rc;
     *out = pool_key_version(pool_key_at(p, ki));
@@ -139,13 +146,12 @@ static int capacity_park(struct orbit_pool *p, uint32_t ki, struct capacity_wait
 
 int orbit_pool_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t since, int timeout_ms, uint32_t *now)
 {
-    if (!orb_timeout_valid(timeout_ms))
-        return -ORBIT_EMALFORMED;
-    if (!p)
-        return -ORBIT_EMALFORMED;
+    int rc = pool_enter(p, __func__);
+    if (rc < 0 || (rc = orb_check_timeout(timeout_ms, __func__)) < 0)
+        return rc;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
     uint32_t ki;
-    int rc = pool_key_hold(p, key, &ki);
+    rc = pool_key_hold(p, key, &ki);
     if (rc < 0)
         return rc;
     /* Held for the whole wait: the key cannot be reclaimed under a parked waiter. */
@@ -168,10 +174,13 @@ int orbit_pool_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t since
  */
 int orbit_pool_prep_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t since, struct io_uring_sqe *sqe)
 {
-    if (!p || !sqe)
-        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
+    int rc = pool_enter(p, __func__);
+    if (rc < 0)
+        return orb_uring_prep_result(sqe, rc);
+    if (!sqe)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: sqe is NULL", __func__);
     uint32_t ki;
-    int rc = pool_key_hold(p, key, &ki);
+    rc = pool_key_hold(p, key, &ki);
     if (rc < 0)
         return orb_uring_prep_result(sqe, rc);
     struct pool_key *k = pool_key_at(p, ki);
@@ -190,13 +199,14 @@ int orbit_pool_prep_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t 
 
 int orbit_pool_readiness(struct orbit_pool *p)
 {
-    if (!p)
-        return -ORBIT_EMALFORMED;
+    int rc = pool_enter(p, __func__);
+    if (rc < 0)
+        return rc;
     if (p->observer)
-        return -ORBIT_ENOTOWNER;
+        return orb_fail(-ORBIT_ENOTOWNER, "%s: an observer has no doorbell (join as a member)", __func__);
     int expect = -1;
     if (!atomic_compare_exchange_strong(&p->readiness, &expect, -2))
-        return -ORBIT_EBUSY;
+        return orb_fail(-ORBIT_EBUSY, "%s: the pool's readiness descriptor was made already", __func__);
     int fd = orb_readiness_open(&orb_fleet_record(p->fleet, p->node)->doorbell);
     atomic_store(&p->readiness, fd < 0 ? -1 : fd);
     return fd;

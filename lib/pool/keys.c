@@ -576,13 +576,16 @@ static int watch_key(struct orbit_pool *p, orbit_key key, uint32_t *index)
 int orbit_pool_watch(struct orbit_pool *p, orbit_key key)
 {
     uint32_t i;
-    return watch_key(p, key, &i);
+    int rc = pool_enter(p, __func__);
+    return rc < 0 ? rc : watch_key(p, key, &i);
 }
 
 int orbit_pool_watch_since(struct orbit_pool *p, orbit_key key, uint32_t since)
 {
     uint32_t i;
-    int rc = watch_key(p, key, &i);
+    int rc = pool_enter(p, __func__);
+    if (rc == 0)
+        rc = watch_key(p, key, &i);
     if (rc < 0)
         return rc;
     /* The bit is set: a change from here rings; one before it is rung for now. */

@@ -97,6 +97,7 @@
 #include <stdint.h>
 #include <orbit/pool.h>
 #include "core/fleet_internal.h"
+#include "core/guard.h"
 #include "core/lock.h"
 
 #define ORB_TABLE_POOL       2                    /* the segment header's table_type */
@@ -273,6 +274,7 @@ struct orbit_pool {
     uint8_t  kind;
     bool     observer;
     uint16_t node;                /* ORBIT_NODE_NONE for observers */
+    uint32_t fork_generation;     /* the fleet handle's: another is a fork child's (core/guard.h) */
     uint64_t incarnation;
     uint32_t key_mask, lane_mask;
     uint32_t watch_words, member_words;
@@ -290,6 +292,12 @@ struct orbit_pool {
     _Atomic uint64_t key_inserts, key_reclaims, key_sweeps;
     enum pool_park park;          /* testing: ORBIT_TEST_POOL_PARK at open */
 };
+/* Every public call on a pool, or on an execution or permit of it, begins here (core/guard.h). */
+static inline int pool_enter(const struct orbit_pool *p, const char *call)
+{
+    return orb_enter(p ? &p->fork_generation : (const uint32_t *)0, call, "pool handle");
+}
+
 void pool_park_stop(void);
 /* A test hook point: one compare on the hot path, the stop out of line. */
 static inline void pool_park_here(const struct orbit_pool *p, enum pool_park point)

@@ -97,12 +97,18 @@ static void resource_fill(struct orbit_pool *p, struct pool_resource *r, uint32_
 
 int orbit_pool_register(struct orbit_pool *p, orbit_key key, uint32_t capacity, orbit_id *out)
 {
-    if (!p || !out || capacity == 0)
-        return -ORBIT_EMALFORMED;
+    int rc = pool_enter(p, __func__);
+    if (rc < 0)
+        return rc;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
+    if (capacity == 0)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: capacity 0: a resource has 1 or more units", __func__);
     if (p->observer)
-        return -ORBIT_ENOTOWNER;
+        return orb_fail(-ORBIT_ENOTOWNER, "%s: an observer's pool registers nothing (join as a member)",
+                        __func__);
     uint32_t ki, slot, w;
-    int rc = pool_key_hold(p, key, &ki);
+    rc = pool_key_hold(p, key, &ki);
     if (rc < 0)
         return rc;
     if ((rc = lane_take(p, &slot, &w)) < 0) {
@@ -203,12 +209,13 @@ static int resource_close(struct orbit_pool *p, uint64_t index, uint32_t w)
 
 int orbit_pool_unregister(struct orbit_pool *p, orbit_id id)
 {
-    if (!p)
-        return -ORBIT_EMALFORMED;
+    int rc = pool_enter(p, __func__);
+    if (rc < 0)
+        return rc;
     struct pool_resource *r;
     uint64_t index;
     uint32_t w;
-    int rc = owned(p, id, &r, &index, &w);
+    rc = owned(p, id, &r, &index, &w);
     if (rc < 0)
         return rc;
     return resource_close(p, index, w);
@@ -216,12 +223,13 @@ int orbit_pool_unregister(struct orbit_pool *p, orbit_id id)
 
 int orbit_pool_drain(struct orbit_pool *p, orbit_id id)
 {
-    if (!p)
-        return -ORBIT_EMALFORMED;
+    int rc = pool_enter(p, __func__);
+    if (rc < 0)
+        return rc;
     struct pool_resource *r;
     uint64_t index;
     uint32_t w;
-    int rc = owned(p, id, &r, &index, &w);
+    rc = owned(p, id, &r, &index, &w);
     if (rc < 0)
         return rc;
     uint32_t gen = RES_GEN(w);
@@ -418,11 +426,14 @@ static void give_back(struct pool_resource *r, uint32_t gen, uint32_t b)
 
 int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *out)
 {
-    if (!p || !out)
-        return -ORBIT_EMALFORMED;
+    int rc = pool_enter(p, __func__);
+    if (__builtin_expect(rc < 0, 0))
+        return rc;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     struct pool_resource *r;
     uint64_t index, fence;
-    int rc = locate(p, id, &r, &index);
+    rc = locate(p, id, &r, &index);
     if (rc < 0)
         return rc;
     uint32_t gen = orbit_id_generation(id);
@@ -562,21 +573,53 @@ HOT int accept_lease(struct orbit_pool *p, const struct orbit_lease *lease)
     return accept_unit(r, orbit_id_generation(lease->id), lease->fence);
 }
 
-int orbit_pool_accept(struct orbit_pool *p, const struct orbit_lease *lease, struct orbit_execution *out)
+/* Why accept refused a lease, for orbit_last_error. */
+static int accept_refused(int rc, const struct orbit_lease *lease)
 {
-    if (!out)
-        return -ORBIT_EMALFORMED;
-    int rc = accept_lease(p, lease);
-    if (rc == 0)
-        *out = (struct orbit_execution){ .pool = p, .lease = *lease, .done = false };
-    else
-        *out = (struct orbit_execution){ .done = true };   /* completing a refused one is a no-op */
-    return rc;
+    switch (-rc) {
+    case ORBIT_ENOTRESERVED:
+        return orb_fail(rc, "orbit_pool_accept: lease fence %llu: not an unaccepted reservation "
+                        "(accepted already, aged out by reconcile, or never reserved)",
+                        (unsigned long long)lease->fence);
+    case ORBIT_ESTALE:
+        return orb_fail(rc, "orbit_pool_accept: lease of id %#llx: the resource's tenancy or the pool's "
+                        "epoch has ended since the reserve", (unsigned long long)lease->id);
+    case ORBIT_ENOTOWNER:
+        return orb_fail(rc, "orbit_pool_accept: lease of id %#llx: only the resource's owner accepts",
+                        (unsigned long long)lease->id);
+    case ORBIT_EDRAINING:
+        return orb_fail(rc, "orbit_pool_accept: lease of id %#llx: the resource is draining or closing",
+                        (unsigned long long)lease->id);
+    case ORBIT_EMALFORMED:
+        return orb_fail(rc, "orbit_pool_accept: lease id %#llx is not an id of this pool",
+                        (unsigned long long)lease->id);
+    default:
+        return rc;
+    }
 }
 
+int orbit_pool_accept(struct orbit_pool *p, const struct orbit_lease *lease, struct orbit_execution *out)
+{
+    int rc = pool_enter(p, __func__);
+    if (!out)
+        return rc < 0 ? rc : orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
+    *out = (struct orbit_execution){ .done = true };   /* completing a refused one is a no-op */
+    if (__builtin_expect(rc < 0, 0))
+        return rc;
+    if (!lease)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: lease is NULL", __func__);
+    rc = accept_lease(p, lease);
+    if (__builtin_expect(rc < 0, 0))
+        return accept_refused(rc, lease);
+    *out = (struct orbit_execution){ .pool = p, .lease = *lease, .done = false };
+    return 0;
+}
+
+/* In a fork child the parent's execution gives nothing back: its unit stays the parent's. */
 void orbit_execution_complete(struct orbit_execution *ex)
 {
-    if (!ex || ex->done || !ex->pool)
+    orb_error_clear();
+    if (!ex || ex->done || !ex->pool || !orb_handle_ours(ex->pool->fork_generation))
         return;
     ex->done = true;
     struct orbit_pool *p = ex->pool;
@@ -611,7 +654,8 @@ bool orbit_pool_is_current(struct orbit_pool *p, const struct orbit_lease *lease
 {
     struct pool_resource *r;
     uint64_t index;
-    if (!p || !lease || locate(p, lease->id, &r, &index) < 0 || lease->epoch != pool_epoch_now(p))
+    if (pool_enter(p, __func__) < 0 || !lease || locate(p, lease->id, &r, &index) < 0 ||
+        lease->epoch != pool_epoch_now(p))
         return false;
     uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
     return RES_GEN(w) == orbit_id_generation(lease->id) && RES_IN_USE(w);
@@ -726,12 +770,13 @@ static void wipe_reclaimed(struct pool_resource *r, uint32_t cleared)
 
 int orbit_pool_reconcile(struct orbit_pool *p, orbit_id id, uint32_t active, uint64_t grace_ms)
 {
-    if (!p)
-        return -ORBIT_EMALFORMED;
+    int rc = pool_enter(p, __func__);
+    if (rc < 0)
+        return rc;
     struct pool_resource *r;
     uint64_t index;
     uint32_t w;
-    int rc = owned(p, id, &r, &index, &w);
+    rc = owned(p, id, &r, &index, &w);
     if (rc == 0 && active > atomic_load(&r->capacity))
         rc = -ORBIT_EMALFORMED;   /* more active than it can hold: not the owner's truth */
     if (rc < 0)
@@ -792,8 +837,11 @@ static bool candidate_at(struct orbit_pool *p, uint64_t index, orbit_key key, st
 
 ssize_t orbit_pool_candidates(struct orbit_pool *p, orbit_key key, struct orbit_candidate *out, size_t max)
 {
-    if (!p || (max && !out))
-        return -ORBIT_EMALFORMED;
+    int rc = pool_enter(p, __func__);
+    if (rc < 0)
+        return rc;
+    if (max && !out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL with max %zu", __func__, max);
     uint32_t ki;
     if (pool_key_peek(p, key, &ki) < 0)
         return 0;
@@ -869,8 +917,11 @@ static int cmp_u64(const void *a, const void *b)
 
 ssize_t orbit_pool_owners(struct orbit_pool *p, struct orbit_owner *out, size_t max)
 {
-    if (!p || (max && !out))
-        return -ORBIT_EMALFORMED;
+    int rc = pool_enter(p, __func__);
+    if (rc < 0)
+        return rc;
+    if (max && !out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL with max %zu", __func__, max);
     uint64_t *incs = malloc((size_t)p->geo.lane_capacity * sizeof *incs);
     if (!incs)
         return -ENOMEM;
@@ -937,6 +988,8 @@ int pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation)
 
 void orbit_pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation)
 {
+    if (pool_enter(p, __func__) < 0)
+        return;
     pool_node_dead(p, node, incarnation);
 }
 

@@ -13,12 +13,23 @@ const unsigned ORBIT_PENDING_RESERVATIONS = POOL_PENDING;
 static bool pow2(uint32_t v) { return v && (v & (v - 1)) == 0; }
 static size_t align64(size_t v) { return (v + 63) & ~(size_t)63; }
 
-static int spec_validate(const struct orbit_pool_spec *s)
+static int spec_validate(const struct orbit_pool_spec *s, const char *call)
 {
-    if (s->kind == ORB_FLEET_KIND || !pow2(s->key_capacity) || !pow2(s->lane_capacity) ||
-        s->key_capacity > POOL_KEY_CAP_MAX || s->lane_capacity > POOL_LANE_CAP_MAX ||
-        s->generation_limit > POOL_GEN_MAX)
-        return -ORBIT_EMALFORMED;
+    if (s->kind == ORB_FLEET_KIND)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: spec.kind %u is the fleet segment's own", call, s->kind);
+    if (!pow2(s->key_capacity) || s->key_capacity > POOL_KEY_CAP_MAX)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: spec.key_capacity %u: a power of two, 1..%u", call,
+                        s->key_capacity, (unsigned)POOL_KEY_CAP_MAX);
+    if (!pow2(s->lane_capacity) || s->lane_capacity > POOL_LANE_CAP_MAX)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: spec.lane_capacity %u: a power of two, 1..%u", call,
+                        s->lane_capacity, (unsigned)POOL_LANE_CAP_MAX);
+    if (s->generation_limit > POOL_GEN_MAX)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: spec.generation_limit %u: 0 (the most) or 1..%u", call,
+                        s->generation_limit, (unsigned)POOL_GEN_MAX);
+    for (size_t i = 0; i < sizeof s->resv / sizeof s->resv[0]; i++)
+        if (s->resv[i])
+            return orb_fail(-ORBIT_EMALFORMED, "%s: spec.resv[%zu] is not zero: start from "
+                            "ORBIT_POOL_SPEC_DEFAULT", call, i);
     return 0;
 }
 
@@ -69,8 +80,12 @@ size_t orbit_pool_segment_size(const struct orbit_pool_spec *spec, uint16_t flee
         s = *spec;
     struct pool_geometry g;
     struct pool_sections sec;
-    if (spec_validate(&s) < 0 || fleet_capacity < 1 || fleet_capacity > ORBIT_FLEET_CAPACITY_MAX)
+    orb_error_clear();
+    if (spec_validate(&s, __func__) < 0)
         return 0;
+    if (fleet_capacity < 1 || fleet_capacity > ORBIT_FLEET_CAPACITY_MAX)
+        return (size_t)orb_fail(0, "%s: fleet_capacity %u: 1..%d", __func__, fleet_capacity,
+                                ORBIT_FLEET_CAPACITY_MAX);
     geometry_of(&s, fleet_capacity, &g);
     if (pool_sections_of(&g, &sec) < 0)
         return 0;
@@ -158,6 +173,7 @@ static struct orbit_pool *handle_new(struct orbit_fleet *f)
     if (!p)
         return NULL;
     p->fleet = f;
+    p->fork_generation = f->fork_generation;
     p->observer = f->observer || f->node == ORBIT_NODE_NONE;
     p->node = p->observer ? ORBIT_NODE_NONE : f->node;
     p->incarnation = p->observer ? 0 : f->incarnation;
@@ -212,15 +228,21 @@ static int open_as_observer(struct orbit_fleet *f, const struct orbit_pool_spec 
 int orbit_pool_open(struct orbit_fleet *f, const struct orbit_pool_spec *spec, struct orbit_pool **out)
 {
     struct orbit_pool_spec s = ORBIT_POOL_SPEC_DEFAULT;
+    int rc = orb_enter_fleet(f, __func__);
+    if (rc < 0)
+        return rc;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     if (spec)
         s = *spec;
-    if (!f || !out || spec_validate(&s) < 0)
-        return -ORBIT_EMALFORMED;
+    if ((rc = spec_validate(&s, __func__)) < 0)
+        return rc;
     struct pool_geometry g;
     struct pool_sections sec;
     geometry_of(&s, f->capacity, &g);
     if (pool_sections_of(&g, &sec) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "%s: the spec's table is too large for a fleet of %u nodes",
+                        __func__, f->capacity);
     if (f->observer)
         return open_as_observer(f, &s, &g, out);
     struct orbit_pool *p = handle_new(f);
@@ -233,7 +255,7 @@ int orbit_pool_open(struct orbit_fleet *f, const struct orbit_pool_spec *spec, s
         .populate_bytes = ORB_SEG_HEADER_BYTES + sec.res,   /* the shared part; lanes by their nodes */
         .init = pool_init, .ctx = &g,
     };
-    int rc = orb_fleet_table_open(f, &req, &p->seg);
+    rc = orb_fleet_table_open(f, &req, &p->seg);
     if (rc < 0) {
         free(p);
         return rc;
@@ -243,13 +265,16 @@ int orbit_pool_open(struct orbit_fleet *f, const struct orbit_pool_spec *spec, s
 
 int orbit_pool_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_pool **out)
 {
-    if (!f || !out)
-        return -ORBIT_EMALFORMED;
+    int rc = orb_enter_fleet(f, __func__);
+    if (rc < 0)
+        return rc;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     struct orbit_pool *p = handle_new(f);
     if (!p)
         return -ENOMEM;
     p->kind = kind;
-    int rc = orb_fleet_table_open_existing(f, kind, &p->seg);
+    rc = orb_fleet_table_open_existing(f, kind, &p->seg);
     if (rc < 0) {
         free(p);
         return rc;
@@ -271,8 +296,10 @@ int orbit_pool_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_p
     return handle_finish(p, &g, out);
 }
 
+/* In a fork child only the child's memory goes: the readiness fd is closed without its driver. */
 void orbit_pool_close(struct orbit_pool *p)
 {
+    orb_error_clear();
     if (!p)
         return;
     int fd = atomic_load(&p->readiness);
@@ -282,13 +309,15 @@ void orbit_pool_close(struct orbit_pool *p)
     free(p);
 }
 
-uint8_t  orbit_pool_kind(const struct orbit_pool *p) { return p ? p->kind : 0; }
-uint16_t orbit_pool_node(const struct orbit_pool *p) { return p ? p->node : ORBIT_NODE_NONE; }
-uint64_t orbit_pool_incarnation(const struct orbit_pool *p) { return p ? p->incarnation : 0; }
-uint64_t orbit_pool_epoch(struct orbit_pool *p) { return p ? pool_epoch_now(p) : 0; }
+/* What the handle says of itself reads no shared memory: a fork child may ask. */
+uint8_t  orbit_pool_kind(const struct orbit_pool *p) { orb_error_clear(); return p ? p->kind : 0; }
+uint16_t orbit_pool_node(const struct orbit_pool *p) { orb_error_clear(); return p ? p->node : ORBIT_NODE_NONE; }
+uint64_t orbit_pool_incarnation(const struct orbit_pool *p) { orb_error_clear(); return p ? p->incarnation : 0; }
+uint64_t orbit_pool_epoch(struct orbit_pool *p) { return pool_enter(p, __func__) == 0 ? pool_epoch_now(p) : 0; }
 
 void orbit_pool_spec_of(const struct orbit_pool *p, struct orbit_pool_spec *out)
 {
+    orb_error_clear();
     if (!p || !out)
         return;
     *out = (struct orbit_pool_spec){ .kind = p->kind, .key_capacity = p->geo.key_capacity,
@@ -298,9 +327,11 @@ void orbit_pool_spec_of(const struct orbit_pool *p, struct orbit_pool_spec *out)
 
 void orbit_pool_stats(struct orbit_pool *p, struct orbit_pool_stats *out)
 {
-    if (!p || !out)
+    if (!out)
         return;
     memset(out, 0, sizeof *out);
+    if (pool_enter(p, __func__) < 0)
+        return;
     out->parks = atomic_load(&p->stats.parks);
     out->wakes = atomic_load(&p->stats.wakes);
     out->doorbells = atomic_load(&p->stats.doorbells);
@@ -316,7 +347,7 @@ void orbit_pool_stats(struct orbit_pool *p, struct orbit_pool_stats *out)
  */
 void orbit_pool_reset_all(struct orbit_pool *p)
 {
-    if (!p)
+    if (pool_enter(p, __func__) < 0)
         return;
     bool locked = pool_key_lock(p) == 0;
     pool_resources_reset(p);
@@ -339,9 +370,11 @@ void orbit_pool_reset_all(struct orbit_pool *p)
 
 void orbit_pool_key_table(struct orbit_pool *p, struct orbit_pool_key_table *out)
 {
-    if (!p || !out)
+    if (!out)
         return;
     memset(out, 0, sizeof *out);
+    if (pool_enter(p, __func__) < 0)
+        return;
     out->capacity = p->geo.key_capacity;
     for (uint32_t i = 0; i < p->geo.key_capacity; i++) {
         unsigned st = KEY_TAG_STATE(atomic_load_explicit(&pool_key_at(p, i)->tag, memory_order_acquire));
@@ -356,8 +389,11 @@ void orbit_pool_key_table(struct orbit_pool *p, struct orbit_pool_key_table *out
 
 ssize_t orbit_pool_keys(struct orbit_pool *p, struct orbit_pool_key_info *out, size_t max)
 {
-    if (!p || (max && !out))
-        return -ORBIT_EMALFORMED;
+    int rc = pool_enter(p, __func__);
+    if (rc < 0)
+        return rc;
+    if (max && !out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL with max %zu", __func__, max);
     size_t n = 0;
     for (uint32_t i = 0; i < p->geo.key_capacity; i++) {
         struct pool_key *k = pool_key_at(p, i);
@@ -380,8 +416,9 @@ ssize_t orbit_pool_keys(struct orbit_pool *p, struct orbit_pool_key_info *out, s
 
 int orbit_key_format(orbit_key key, char *buf, size_t len)
 {
+    orb_error_clear();
     if (!buf)
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL", __func__);
     char tmp[ORBIT_KEY_TEXT_MAX];
     int n = snprintf(tmp, sizeof tmp, "key:%016llx%016llx", (unsigned long long)key.hi,
                      (unsigned long long)key.lo);

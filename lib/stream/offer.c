@@ -32,14 +32,24 @@ static void offers_signal(struct orbit_streams *s, struct stream_offers *o)
 
 int orbit_streams_offer(struct orbit_streams *s, const struct orbit_ticket *t, uint16_t to_node)
 {
+    int refused = streams_enter(s, __func__);
+    if (refused < 0)
+        return refused;
     size_t index;
-    if (!s || !t || to_node >= s->fleet_capacity || stream_locate(s, t->id, &index) < 0)
-        return -ORBIT_EMALFORMED;
+    if (!t)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: ticket is NULL", __func__);
+    if (to_node >= s->fleet_capacity)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: to_node %u: the fleet has %u nodes", __func__, to_node,
+                        s->fleet_capacity);
+    if (stream_locate(s, t->id, &index) < 0)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: ticket id %#llx is not a stream of this table", __func__,
+                        (unsigned long long)t->id);
     uint32_t gen = orbit_id_generation(t->id);
     struct stream_slot *slot = &s->slots[index];
     if (t->epoch != stream_epoch(s) ||
         atomic_load_explicit(&slot->tenancy, memory_order_acquire) != TENANCY(gen, SLOT_LIVE))
-        return -ORBIT_ESTALE;
+        return orb_fail(-ORBIT_ESTALE, "%s: ticket id %#llx: the stream ended or the table was reset",
+                        __func__, (unsigned long long)t->id);
     struct stream_offers *o = stream_offers_of(s, to_node);
     uint32_t lane = orbit_id_node(t->id);
     /* Slot word before lane bit: a taker that finds the bit finds the slot word. */
@@ -83,8 +93,11 @@ static bool take_in_lane(struct orbit_streams *s, uint32_t lane, struct orbit_ti
 
 int orbit_streams_take_offer(struct orbit_streams *s, struct orbit_ticket *out)
 {
-    if (!s || !out)
-        return -ORBIT_EMALFORMED;
+    int refused = streams_enter(s, __func__);
+    if (refused < 0)
+        return refused;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     if (!stream_is_member(s))
         return -ORBIT_ENOTOWNER;
     struct stream_offers *o = stream_offers_of(s, s->node);
@@ -150,10 +163,13 @@ static int offer_sleep(struct orbit_streams *s, struct offer_wait *ow, const str
 
 int orbit_streams_wait_offer(struct orbit_streams *s, int timeout_ms, struct orbit_ticket *out)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = streams_enter(s, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
-    if (!s || !out)
-        return -ORBIT_EMALFORMED;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     if (!stream_is_member(s))
         return -ORBIT_ENOTOWNER;
     struct offer_wait ow = { s, out };

@@ -291,8 +291,11 @@ static void watch(struct stream_dir *d, uint32_t bit)
 
 ssize_t orbit_endpoint_try_read(struct orbit_endpoint *ep, void *buf, size_t len)
 {
-    if (!ep || (!buf && len))
-        return -ORBIT_EMALFORMED;
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (!buf && len)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = read_some(ep, buf, len, false);
     if (r == -ORBIT_EAGAIN) {
         stream_reader_need(ep, 1);
@@ -304,8 +307,11 @@ ssize_t orbit_endpoint_try_read(struct orbit_endpoint *ep, void *buf, size_t len
 
 int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t len)
 {
-    if (!ep || (!buf && len))
-        return -ORBIT_EMALFORMED;
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (!buf && len)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = read_some(ep, buf, len, true);
     if (r == -ORBIT_EAGAIN) {
         stream_reader_need(ep, (uint32_t)len);   /* len <= buffer_bytes here */
@@ -317,10 +323,13 @@ int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t l
 
 ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
-    if (!ep || (!buf && len))
-        return -ORBIT_EMALFORMED;
+    if (!buf && len)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
     for (;;) {
         ssize_t r = read_some(ep, buf, len, false);
@@ -334,10 +343,13 @@ ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, in
 
 int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
-    if (!ep || (!buf && len))
-        return -ORBIT_EMALFORMED;
+    if (!buf && len)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
     for (;;) {
         ssize_t r = read_some(ep, buf, len, true);
@@ -351,8 +363,11 @@ int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, 
 
 ssize_t orbit_endpoint_try_write(struct orbit_endpoint *ep, const void *buf, size_t len)
 {
-    if (!ep || (!buf && len))
-        return -ORBIT_EMALFORMED;
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (!buf && len)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = write_some(ep, buf, len, false);
     if (r == -ORBIT_EAGAIN) {
         stream_writer_need(ep, 1);
@@ -364,8 +379,11 @@ ssize_t orbit_endpoint_try_write(struct orbit_endpoint *ep, const void *buf, siz
 
 int orbit_endpoint_try_write_exact(struct orbit_endpoint *ep, const void *buf, size_t len)
 {
-    if (!ep || (!buf && len))
-        return -ORBIT_EMALFORMED;
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (!buf && len)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = write_some(ep, buf, len, true);
     if (r == -ORBIT_EAGAIN) {
         stream_writer_need(ep, (uint32_t)len);   /* len <= buffer_bytes here */
@@ -377,10 +395,13 @@ int orbit_endpoint_try_write_exact(struct orbit_endpoint *ep, const void *buf, s
 
 ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
-    if (!ep || (!buf && len))
-        return -ORBIT_EMALFORMED;
+    if (!buf && len)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
     for (;;) {
         ssize_t r = write_some(ep, buf, len, false);
@@ -394,10 +415,13 @@ ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t 
 
 int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
-    if (!ep || (!buf && len))
-        return -ORBIT_EMALFORMED;
+    if (!buf && len)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     const unsigned char *p = buf;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
     size_t done = 0;
@@ -420,10 +444,13 @@ int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t 
 
 int orbit_endpoint_write_exact(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
-    if (!ep || (!buf && len))
-        return -ORBIT_EMALFORMED;
+    if (!buf && len)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
     for (;;) {
         ssize_t r = write_some(ep, buf, len, true);
@@ -437,7 +464,10 @@ int orbit_endpoint_write_exact(struct orbit_endpoint *ep, const void *buf, size_
 
 int orbit_endpoint_wait_readable(struct orbit_endpoint *ep, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     if (!ep)
         return -ORBIT_EMALFORMED;
@@ -447,7 +477,10 @@ int orbit_endpoint_wait_readable(struct orbit_endpoint *ep, int timeout_ms)
 
 int orbit_endpoint_wait_writable(struct orbit_endpoint *ep, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     if (!ep)
         return -ORBIT_EMALFORMED;
@@ -457,7 +490,10 @@ int orbit_endpoint_wait_writable(struct orbit_endpoint *ep, int timeout_ms)
 
 int orbit_endpoint_wait_writable_exact(struct orbit_endpoint *ep, size_t needed, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     if (!ep)
         return -ORBIT_EMALFORMED;
@@ -469,6 +505,9 @@ int orbit_endpoint_wait_writable_exact(struct orbit_endpoint *ep, size_t needed,
 
 int orbit_endpoint_finish(struct orbit_endpoint *ep)
 {
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
     if (!ep)
         return -ORBIT_EMALFORMED;
     int rc = stream_ep_check(ep);
@@ -483,6 +522,8 @@ int orbit_endpoint_finish(struct orbit_endpoint *ep)
 
 void orbit_endpoint_reset(struct orbit_endpoint *ep)
 {
+    if (endpoint_enter(ep, __func__) < 0)
+        return;
     if (!ep || stream_ep_check(ep) < 0)
         return;
     ep->write_shut = true;
@@ -491,6 +532,8 @@ void orbit_endpoint_reset(struct orbit_endpoint *ep)
 
 void orbit_endpoint_stop_reading(struct orbit_endpoint *ep)
 {
+    if (endpoint_enter(ep, __func__) < 0)
+        return;
     if (!ep || stream_ep_check(ep) < 0)
         return;
     stream_raise(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 1 : 0, DIR_READER_GONE);
@@ -508,6 +551,9 @@ static int pred_peer_closed(void *ctx)
 
 int orbit_endpoint_peer_closed(struct orbit_endpoint *ep)
 {
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
     if (!ep)
         return -ORBIT_EMALFORMED;
     int r = pred_peer_closed(ep);
@@ -520,7 +566,10 @@ int orbit_endpoint_peer_closed(struct orbit_endpoint *ep)
 
 int orbit_endpoint_wait_peer_closed(struct orbit_endpoint *ep, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     if (!ep)
         return -ORBIT_EMALFORMED;

@@ -108,6 +108,7 @@ static void endpoint_bind(struct orbit_endpoint *ep, struct orbit_streams *s, si
 {
     unsigned w = side == ORBIT_SIDE_A ? 0 : 1;
     ep->s = s;
+    ep->fork_generation = s->fork_generation;
     ep->slot = &s->slots[index];
     ep->wr = &ep->slot->dir[w];
     ep->rd = &ep->slot->dir[1 - w];
@@ -165,10 +166,13 @@ static int allocate(struct orbit_streams *s, size_t *index, uint32_t *gen)
 
 int orbit_streams_create(struct orbit_streams *s, struct orbit_endpoint **a, struct orbit_ticket *b_ticket)
 {
-    if (!s || !a || !b_ticket)
-        return -ORBIT_EMALFORMED;
+    int refused = streams_enter(s, __func__);
+    if (refused < 0)
+        return refused;
+    if (!a || !b_ticket)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__, !a ? "a" : "b_ticket");
     if (!stream_is_member(s))
-        return -ORBIT_ENOTOWNER;
+        return orb_fail(-ORBIT_ENOTOWNER, "%s: an observer creates no streams (join as a member)", __func__);
     int rc = stream_lane_ready(s);
     if (rc < 0)
         return rc;
@@ -228,16 +232,25 @@ static int side_take(struct orbit_streams *s, struct stream_slot *slot, unsigned
 int orbit_streams_open_ticket(struct orbit_streams *s, const struct orbit_ticket *t,
                               struct orbit_endpoint **out)
 {
+    int refused = streams_enter(s, __func__);
+    if (refused < 0)
+        return refused;
     size_t index;
-    if (!s || !t || !out || (t->side != ORBIT_SIDE_A && t->side != ORBIT_SIDE_B) ||
-        stream_locate(s, t->id, &index) < 0)
-        return -ORBIT_EMALFORMED;
+    if (!t || !out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__, !t ? "ticket" : "out");
+    if (t->side != ORBIT_SIDE_A && t->side != ORBIT_SIDE_B)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: ticket side %d: ORBIT_SIDE_A or ORBIT_SIDE_B", __func__,
+                        (int)t->side);
+    if (stream_locate(s, t->id, &index) < 0)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: ticket id %#llx is not a stream of this table", __func__,
+                        (unsigned long long)t->id);
     if (!stream_is_member(s))
-        return -ORBIT_ENOTOWNER;
+        return orb_fail(-ORBIT_ENOTOWNER, "%s: an observer opens no streams (join as a member)", __func__);
     uint32_t gen = orbit_id_generation(t->id), live = TENANCY(gen, SLOT_LIVE);
     struct stream_slot *slot = &s->slots[index];
     if (t->epoch != stream_epoch(s) || atomic_load(&slot->tenancy) != live)
-        return -ORBIT_ESTALE;
+        return orb_fail(-ORBIT_ESTALE, "%s: ticket id %#llx: the stream ended or the table was reset "
+                        "since the ticket was made", __func__, (unsigned long long)t->id);
     struct orbit_endpoint *ep = calloc(1, sizeof *ep);
     if (!ep)
         return -ENOMEM;
@@ -246,7 +259,9 @@ int orbit_streams_open_ticket(struct orbit_streams *s, const struct orbit_ticket
     int rc = side_take(s, slot, side, live);
     if (rc < 0) {
         free(ep);
-        return rc;
+        return rc == -ORBIT_ECLAIMED ? orb_fail(rc, "%s: side %c of stream %#llx is held already", __func__,
+                                                side ? 'B' : 'A', (unsigned long long)t->id)
+                                     : rc;
     }
     *out = ep;
     return 0;
@@ -254,11 +269,13 @@ int orbit_streams_open_ticket(struct orbit_streams *s, const struct orbit_ticket
 
 orbit_id orbit_endpoint_id(const struct orbit_endpoint *ep)
 {
+    orb_error_clear();
     return ep ? ep->id : 0;
 }
 
 enum orbit_side orbit_endpoint_side(const struct orbit_endpoint *ep)
 {
+    orb_error_clear();
     return ep ? ep->side : ORBIT_SIDE_A;
 }
 
@@ -284,14 +301,16 @@ int orbit_endpoint_peer(const struct orbit_endpoint *ep, struct orbit_owner *out
     return 0;
 }
 
+/* In a fork child only the child's memory goes: the side stays claimed by the parent. */
 void orbit_endpoint_close(struct orbit_endpoint *ep)
 {
+    orb_error_clear();
     if (!ep)
         return;
     struct orbit_streams *s = ep->s;
     struct stream_slot *slot = ep->slot;
     unsigned side = ep->side == ORBIT_SIDE_A ? 0 : 1;
-    if (stream_ep_check(ep) == 0 && atomic_load(&slot->claimed[side]) == SIDE_CLAIMED) {
+    if (orb_handle_ours(ep->fork_generation) && stream_ep_check(ep) == 0 && atomic_load(&slot->claimed[side]) == SIDE_CLAIMED) {
         /* Flags before the release: once released, a rearm may clear them. */
         if (!ep->write_shut)
             stream_raise(s, slot, side, DIR_RESET);
@@ -305,6 +324,9 @@ void orbit_endpoint_close(struct orbit_endpoint *ep)
 
 int orbit_endpoint_rearm(struct orbit_endpoint *ep)
 {
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
     if (!ep || ep->side != ORBIT_SIDE_A)
         return -ORBIT_EMALFORMED;
     int rc = stream_ep_check(ep);
@@ -334,6 +356,7 @@ int orbit_endpoint_rearm(struct orbit_endpoint *ep)
 
 int orbit_ticket_format(const struct orbit_ticket *t, char *buf, size_t len)
 {
+    orb_error_clear();
     char id[ORBIT_ID_TEXT_MAX], text[ORBIT_ID_TEXT_MAX + 32];
     if (!t || !buf || (t->side != ORBIT_SIDE_A && t->side != ORBIT_SIDE_B))
         return -ORBIT_EMALFORMED;
@@ -368,6 +391,7 @@ static int parse_u64(const char *p, uint64_t *out)
 
 int orbit_ticket_parse(const char *text, struct orbit_ticket *out)
 {
+    orb_error_clear();
     char buf[ORBIT_ID_TEXT_MAX + 32];
     if (!text || !out)
         return -ORBIT_EMALFORMED;

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <orbit/stream.h>
 #include "core/fleet_internal.h"
+#include "core/guard.h"
 #include "core/segment.h"
 #include "core/wait.h"
 
@@ -115,6 +116,7 @@ struct orbit_streams {
     struct stream_layout lay;
     uint8_t kind;
     uint16_t node;                    /* ORBIT_NODE_NONE: observer, creates nothing */
+    uint32_t fork_generation;         /* the fleet handle's: another is a fork child's (core/guard.h) */
     uint64_t incarnation;
     uint32_t fleet_capacity, lane_capacity, buffer_bytes, generation_limit;
     unsigned char *offers;
@@ -134,6 +136,7 @@ struct orbit_streams {
 struct orbit_endpoint {
     struct orbit_streams *s;
     struct stream_slot *slot;
+    uint32_t fork_generation;         /* its table's (core/guard.h) */
     struct stream_dir *rd, *wr;       /* the direction read, the one written */
     unsigned char *rd_ring, *wr_ring;
     orbit_id id;
@@ -145,6 +148,16 @@ struct orbit_endpoint {
     uint64_t tail_seen;               /* writer's last look at wr->tail: room it surely has */
     struct orb_spin read_spin, write_spin;
 };
+
+/* Every public call on a streams table or an endpoint begins here (core/guard.h). */
+static inline int streams_enter(const struct orbit_streams *s, const char *call)
+{
+    return orb_enter(s ? &s->fork_generation : (const uint32_t *)0, call, "streams handle");
+}
+static inline int endpoint_enter(const struct orbit_endpoint *ep, const char *call)
+{
+    return orb_enter(ep ? &ep->fork_generation : (const uint32_t *)0, call, "endpoint");
+}
 
 /* ---- account.c: the streams' death accounting (table ops) ---- */
 struct orbit_reclaim;

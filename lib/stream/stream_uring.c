@@ -23,6 +23,9 @@ static int prep(struct orb_waitword *w, orb_wait_pred pred, void *ctx, struct or
 int orbit_endpoint_prep_wait_readable_exact(struct orbit_endpoint *ep, size_t needed,
                                             struct io_uring_sqe *sqe)
 {
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return orb_uring_prep_result(sqe, refused);
     if (!ep || !sqe)
         return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     if (needed > ep->s->buffer_bytes)
@@ -35,6 +38,9 @@ int orbit_endpoint_prep_wait_readable_exact(struct orbit_endpoint *ep, size_t ne
 int orbit_endpoint_prep_wait_writable_exact(struct orbit_endpoint *ep, size_t needed,
                                             struct io_uring_sqe *sqe)
 {
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return orb_uring_prep_result(sqe, refused);
     if (!ep || !sqe)
         return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     if (needed > ep->s->buffer_bytes)
@@ -46,16 +52,25 @@ int orbit_endpoint_prep_wait_writable_exact(struct orbit_endpoint *ep, size_t ne
 
 int orbit_endpoint_prep_wait_readable(struct orbit_endpoint *ep, struct io_uring_sqe *sqe)
 {
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return orb_uring_prep_result(sqe, refused);
     return orbit_endpoint_prep_wait_readable_exact(ep, 1, sqe);
 }
 
 int orbit_endpoint_prep_wait_writable(struct orbit_endpoint *ep, struct io_uring_sqe *sqe)
 {
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return orb_uring_prep_result(sqe, refused);
     return orbit_endpoint_prep_wait_writable_exact(ep, 1, sqe);
 }
 
 int orbit_streams_prep_wait_offer(struct orbit_streams *s, struct io_uring_sqe *sqe)
 {
+    int refused = streams_enter(s, __func__);
+    if (refused < 0)
+        return orb_uring_prep_result(sqe, refused);
     if (!s || !sqe)
         return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     if (!stream_is_member(s))

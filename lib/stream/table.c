@@ -19,6 +19,23 @@ static int spec_check(const struct orbit_stream_spec *spec)
     return 0;
 }
 
+/* spec_check with the reason, for the caller's own spec. */
+static int spec_explain(const struct orbit_stream_spec *spec, const char *call)
+{
+    if (spec->kind == ORB_FLEET_KIND)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: spec.kind %u is the fleet segment's own", call, spec->kind);
+    if (!is_pow2(spec->lane_capacity) || spec->lane_capacity > ORBIT_ID_SLOT_MAX + 1u)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: spec.lane_capacity %u: a power of two, 1..%u", call,
+                        spec->lane_capacity, ORBIT_ID_SLOT_MAX + 1u);
+    if (!is_pow2(spec->buffer_bytes) || spec->buffer_bytes > (1u << 31))
+        return orb_fail(-ORBIT_EMALFORMED, "%s: spec.buffer_bytes %u: a power of two up to 2 GiB", call,
+                        spec->buffer_bytes);
+    if (spec->generation_limit > ORBIT_ID_GENERATION_MAX)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: spec.generation_limit %u: 0 (the most) or 1..%u", call,
+                        spec->generation_limit, (unsigned)ORBIT_ID_GENERATION_MAX);
+    return 0;
+}
+
 static struct stream_geometry geometry_of(const struct orbit_stream_spec *spec)
 {
     uint32_t limit = spec->generation_limit ? spec->generation_limit : ORBIT_ID_GENERATION_MAX;
@@ -79,6 +96,7 @@ static int handle_new(struct orbit_fleet *f, struct orbit_streams **out)
         return -ENOMEM;
     memset(s, 0, sizeof *s);
     s->fleet = f;
+    s->fork_generation = f->fork_generation;
     s->node = f->observer ? ORBIT_NODE_NONE : f->node;
     s->incarnation = f->incarnation;
     s->fleet_capacity = f->capacity;
@@ -124,12 +142,14 @@ int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *sp
                        struct orbit_streams **out)
 {
     static const struct orbit_stream_spec dflt = ORBIT_STREAM_SPEC_DEFAULT;
-    if (!f || !out)
-        return -ORBIT_EMALFORMED;
+    int rc = orb_enter_fleet(f, __func__);
+    if (rc < 0)
+        return rc;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     if (!spec)
         spec = &dflt;
-    int rc = spec_check(spec);
-    if (rc < 0)
+    if ((rc = spec_explain(spec, __func__)) < 0)
         return rc;
     struct stream_geometry g = geometry_of(spec);
     struct stream_layout l;
@@ -178,10 +198,13 @@ static int geometry_from_header(const struct orb_segment *seg, struct stream_geo
 
 int orbit_streams_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_streams **out)
 {
-    if (!f || !out)
-        return -ORBIT_EMALFORMED;
+    int rc = orb_enter_fleet(f, __func__);
+    if (rc < 0)
+        return rc;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     struct orbit_streams *s;
-    int rc = handle_new(f, &s);
+    rc = handle_new(f, &s);
     if (rc < 0)
         return rc;
     struct stream_geometry g;
@@ -197,8 +220,10 @@ int orbit_streams_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbi
     return 0;
 }
 
+/* Unmaps and frees: in a fork child the readiness fd goes without its driver (nothing shared). */
 void orbit_streams_close(struct orbit_streams *s)
 {
+    orb_error_clear();
     if (!s)
         return;
     if (s->readiness_fd >= 0)
@@ -208,16 +233,20 @@ void orbit_streams_close(struct orbit_streams *s)
 
 uint64_t orbit_streams_epoch(struct orbit_streams *s)
 {
+    if (streams_enter(s, __func__) < 0)
+        return 0;
     return s ? stream_epoch(s) : 0;
 }
 
 uint8_t orbit_streams_kind(const struct orbit_streams *s)
 {
+    orb_error_clear();
     return s ? s->kind : 0;
 }
 
 int orbit_streams_spec(const struct orbit_streams *s, struct orbit_stream_spec *out)
 {
+    orb_error_clear();
     if (!s || !out)
         return -ORBIT_EMALFORMED;
     *out = (struct orbit_stream_spec){ .kind = s->kind, .lane_capacity = s->lane_capacity,
@@ -227,6 +256,9 @@ int orbit_streams_spec(const struct orbit_streams *s, struct orbit_stream_spec *
 
 int orbit_streams_readiness(struct orbit_streams *s)
 {
+    int refused = streams_enter(s, __func__);
+    if (refused < 0)
+        return refused;
     if (!s)
         return -ORBIT_EMALFORMED;
     if (!stream_is_member(s))
@@ -244,6 +276,8 @@ int orbit_streams_readiness(struct orbit_streams *s)
 
 void orbit_streams_stats(struct orbit_streams *s, struct orbit_stream_stats *out)
 {
+    if (streams_enter(s, __func__) < 0)
+        return;
     if (!s || !out)
         return;
     memset(out, 0, sizeof *out);
@@ -256,6 +290,8 @@ void orbit_streams_stats(struct orbit_streams *s, struct orbit_stream_stats *out
 
 bool orbit_streams_is_live(struct orbit_streams *s, orbit_id id)
 {
+    if (streams_enter(s, __func__) < 0)
+        return false;
     size_t index;
     if (!s || stream_locate(s, id, &index) < 0)
         return false;
@@ -312,6 +348,8 @@ static void end_matching(struct orbit_streams *s, uint16_t node, uint64_t incarn
 
 void orbit_streams_node_dead(struct orbit_streams *s, uint16_t node, uint64_t incarnation)
 {
+    if (streams_enter(s, __func__) < 0)
+        return;
     if (!s || node >= s->fleet_capacity)
         return;
     end_matching(s, node, incarnation, false);
@@ -323,6 +361,8 @@ void orbit_streams_node_dead(struct orbit_streams *s, uint16_t node, uint64_t in
 
 void orbit_streams_supersede(struct orbit_streams *s)
 {
+    if (streams_enter(s, __func__) < 0)
+        return;
     if (s && stream_is_member(s))
         end_matching(s, s->node, s->incarnation, true);
 }
@@ -330,6 +370,8 @@ void orbit_streams_supersede(struct orbit_streams *s)
 /* Quiescent owner boot: a new epoch first, so every older handle reads stale. */
 void orbit_streams_reset_all(struct orbit_streams *s)
 {
+    if (streams_enter(s, __func__) < 0)
+        return;
     if (!s)
         return;
     uint64_t prev = stream_epoch(s);
@@ -384,6 +426,9 @@ static bool owners_push(struct owner_key **v, size_t *n, size_t *cap, struct own
 
 ssize_t orbit_streams_owners(struct orbit_streams *s, struct orbit_owner *out, size_t max)
 {
+    int refused = streams_enter(s, __func__);
+    if (refused < 0)
+        return refused;
     if (!s || (max && !out))
         return -ORBIT_EMALFORMED;
     struct owner_key *seen = NULL;
@@ -436,6 +481,9 @@ static void info_of(struct orbit_streams *s, size_t i, uint32_t t, struct orbit_
 
 ssize_t orbit_streams_list(struct orbit_streams *s, struct orbit_stream_info *out, size_t max)
 {
+    int refused = streams_enter(s, __func__);
+    if (refused < 0)
+        return refused;
     if (!s || (max && !out))
         return -ORBIT_EMALFORMED;
     size_t n = 0;

@@ -58,6 +58,7 @@ static int handle_new(struct orbit_fleet *f, struct orbit_arena **out)
         return -ENOMEM;
     memset(a, 0, sizeof *a);
     a->fleet = f;
+    a->fork_generation = f->fork_generation;
     a->node = f->observer ? ORBIT_NODE_NONE : f->node;
     a->incarnation = f->incarnation;
     a->fleet_capacity = f->capacity;
@@ -99,13 +100,17 @@ int arena_lane_ready(struct orbit_arena *a)
 int orbit_arena_open(struct orbit_fleet *f, const struct orbit_arena_spec *spec, struct orbit_arena **out)
 {
     static const struct orbit_arena_spec dflt = ORBIT_ARENA_SPEC_DEFAULT;
-    if (!f || !out)
-        return -ORBIT_EMALFORMED;
-    if (!spec)
-        spec = &dflt;
-    int rc = spec_check(spec);
+    int rc = orb_enter_fleet(f, __func__);
     if (rc < 0)
         return rc;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
+    if (!spec)
+        spec = &dflt;
+    if ((rc = spec_check(spec)) < 0)
+        return orb_fail(rc, "%s: spec: kind %u (not the fleet's), slot_bytes %u (a power of two) and "
+                        "slots_per_lane %u (1..%u): one is out of range", __func__, spec->kind,
+                        spec->slot_bytes, spec->slots_per_lane, ORBIT_ARENA_LANE_MAX);
     struct arena_geometry g = geometry_of(spec);
     struct arena_layout l;
     if ((rc = layout_of(&g, f->capacity, &l)) < 0)
@@ -149,10 +154,13 @@ static int geometry_from_header(const struct orb_segment *seg, struct arena_geom
 
 int orbit_arena_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_arena **out)
 {
-    if (!f || !out)
-        return -ORBIT_EMALFORMED;
+    int rc = orb_enter_fleet(f, __func__);
+    if (rc < 0)
+        return rc;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     struct orbit_arena *a;
-    int rc = handle_new(f, &a);
+    rc = handle_new(f, &a);
     if (rc < 0)
         return rc;
     struct arena_geometry g;
@@ -168,8 +176,10 @@ int orbit_arena_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_
     return 0;
 }
 
+/* Unmaps and frees: in a fork child the readiness fd goes without its driver (nothing shared). */
 void orbit_arena_close(struct orbit_arena *a)
 {
+    orb_error_clear();
     if (!a)
         return;
     if (a->readiness_fd >= 0)
@@ -179,6 +189,7 @@ void orbit_arena_close(struct orbit_arena *a)
 
 int orbit_arena_spec(const struct orbit_arena *a, struct orbit_arena_spec *out)
 {
+    orb_error_clear();
     if (!a || !out)
         return -ORBIT_EMALFORMED;
     *out = (struct orbit_arena_spec){ .kind = a->kind, .slot_bytes = a->slot_bytes, .slots_per_lane = a->slots_per_lane };
@@ -187,16 +198,22 @@ int orbit_arena_spec(const struct orbit_arena *a, struct orbit_arena_spec *out)
 
 uint8_t orbit_arena_kind(const struct orbit_arena *a)
 {
+    orb_error_clear();
     return a ? a->kind : 0;
 }
 
 uint64_t orbit_arena_epoch(struct orbit_arena *a)
 {
+    if (arena_enter(a, __func__) < 0)
+        return 0;
     return a ? atomic_load_explicit(a->epoch, memory_order_acquire) : 0;
 }
 
 int orbit_arena_readiness(struct orbit_arena *a)
 {
+    int refused = arena_enter(a, __func__);
+    if (refused < 0)
+        return refused;
     if (!a)
         return -ORBIT_EMALFORMED;
     if (!arena_is_member(a))
@@ -214,6 +231,8 @@ int orbit_arena_readiness(struct orbit_arena *a)
 
 void orbit_arena_stats(struct orbit_arena *a, struct orbit_arena_stats *out)
 {
+    if (arena_enter(a, __func__) < 0)
+        return;
     if (!a || !out)
         return;
     *out = (struct orbit_arena_stats){
@@ -308,6 +327,8 @@ static void finish_cut_short(struct orbit_arena *a, uint16_t node)
 
 void orbit_arena_node_dead(struct orbit_arena *a, uint16_t node, uint64_t incarnation)
 {
+    if (arena_enter(a, __func__) < 0)
+        return;
     if (!a || node >= a->fleet_capacity || incarnation == 0)
         return;
     finish_cut_short(a, node);
@@ -323,6 +344,8 @@ void orbit_arena_node_dead(struct orbit_arena *a, uint16_t node, uint64_t incarn
  * descriptor, reservation or chunk of before matches a slot again (nothing runs meanwhile). */
 void orbit_arena_reset_all(struct orbit_arena *a)
 {
+    if (arena_enter(a, __func__) < 0)
+        return;
     if (!a)
         return;
     uint64_t prev = atomic_load(a->epoch);
@@ -372,6 +395,9 @@ static void lane_info(struct orbit_arena *a, uint32_t node, struct orbit_arena_l
 
 ssize_t orbit_arena_lanes(struct orbit_arena *a, struct orbit_arena_lane_info *out, size_t max)
 {
+    int refused = arena_enter(a, __func__);
+    if (refused < 0)
+        return refused;
     if (!a || (max && !out))
         return -ORBIT_EMALFORMED;
     size_t n = 0;
@@ -403,6 +429,9 @@ static void chunk_info(struct orbit_arena *a, uint32_t node, uint32_t i, uint64_
 
 ssize_t orbit_arena_chunks(struct orbit_arena *a, struct orbit_chunk_info *out, size_t max)
 {
+    int refused = arena_enter(a, __func__);
+    if (refused < 0)
+        return refused;
     if (!a || (max && !out))
         return -ORBIT_EMALFORMED;
     size_t n = 0;

@@ -182,6 +182,9 @@ static int reserve_check(struct orbit_arena *a, size_t len, struct orbit_reserva
 
 int orbit_arena_try_reserve(struct orbit_arena *a, size_t len, struct orbit_reservation *out)
 {
+    int refused = arena_enter(a, __func__);
+    if (refused < 0)
+        return refused;
     uint32_t count;
     int rc = reserve_check(a, len, out, &count);
     if (rc < 0)
@@ -199,7 +202,10 @@ int orbit_arena_try_reserve(struct orbit_arena *a, size_t len, struct orbit_rese
 
 int orbit_arena_reserve(struct orbit_arena *a, size_t len, int timeout_ms, struct orbit_reservation *out)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = arena_enter(a, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     uint32_t count;
     int rc = reserve_check(a, len, out, &count);
@@ -291,6 +297,9 @@ int arena_unpublish(struct orbit_reservation *r)
 
 int orbit_arena_commit(struct orbit_reservation *r, size_t len, struct orbit_chunk_desc *desc)
 {
+    int refused = reservation_enter(r, __func__);
+    if (refused < 0)
+        return refused;
     if (!desc)
         return -ORBIT_EMALFORMED;
     int rc = arena_publish(r, len, 0, 0, desc);
@@ -299,9 +308,10 @@ int orbit_arena_commit(struct orbit_reservation *r, size_t len, struct orbit_chu
     return rc;
 }
 
+/* In a fork child the parent's reservation is left to the parent. */
 void orbit_arena_cancel(struct orbit_reservation *r)
 {
-    if (res_check(r) < 0)
+    if (reservation_enter(r, __func__) < 0 || res_check(r) < 0)
         return;
     struct orbit_arena *a = r->arena;
     r->done = true;
@@ -370,14 +380,20 @@ int arena_take(struct orbit_arena *a, const struct orbit_chunk_desc *d, orbit_id
 
 int orbit_arena_consume(struct orbit_arena *a, const struct orbit_chunk_desc *d, struct orbit_chunk *out)
 {
-    if (!a || !d || !out)
-        return -ORBIT_EMALFORMED;
+    int refused = arena_enter(a, __func__);
+    if (refused < 0)
+        return refused;
+    if (!d || !out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__,
+                        !d ? "d" : "out");
     return arena_take(a, d, 0, 0, out);
 }
 
+/* In a fork child the parent's chunk stays the parent's to release. */
 void orbit_chunk_release(struct orbit_chunk *c)
 {
-    if (!c || c->released || !c->arena)
+    orb_error_clear();
+    if (!c || c->released || !c->arena || !orb_handle_ours(c->arena->fork_generation))
         return;
     c->released = true;
     struct orbit_arena *a = c->arena;
@@ -392,8 +408,11 @@ void orbit_chunk_release(struct orbit_chunk *c)
 
 int orbit_arena_withdraw(struct orbit_arena *a, const struct orbit_chunk_desc *d)
 {
-    if (!a || !d)
-        return -ORBIT_EMALFORMED;
+    int refused = arena_enter(a, __func__);
+    if (refused < 0)
+        return refused;
+    if (!d)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: d is NULL", __func__);
     int rc = arena_check_desc(a, d);
     if (rc < 0)
         return rc;

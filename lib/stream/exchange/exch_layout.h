@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <orbit/exchange.h>
 #include "core/fleet_internal.h"
+#include "core/guard.h"
 #include "core/segment.h"
 #include "core/wait.h"
 
@@ -87,6 +88,7 @@ struct orbit_arena {
     struct arena_layout lay;
     uint8_t kind;
     uint16_t node;                    /* ORBIT_NODE_NONE: observer, allocates nothing */
+    uint32_t fork_generation;         /* the fleet handle's: another is a fork child's (core/guard.h) */
     uint64_t incarnation;
     uint32_t fleet_capacity, slot_bytes, slots_per_lane;
     struct arena_lane *lanes;
@@ -171,6 +173,7 @@ int  xframe_decode(const unsigned char in[XFRAME_BYTES], struct xframe *f);
 /* ---- exchanges ---- */
 struct orbit_exchanges {
     struct orbit_fleet *fleet;
+    uint32_t fork_generation;         /* the fleet handle's (core/guard.h) */
     struct orbit_streams *control;
     struct orbit_arena *arena[2];     /* [0] A->B, [1] B->A (the same handle when shared) */
     pthread_mutex_t lock;
@@ -182,6 +185,7 @@ struct orbit_exchanges {
 struct orbit_exchange {
     struct orbit_exchanges *ex;
     struct orbit_endpoint *ctl;
+    uint32_t fork_generation;         /* its table's (core/guard.h) */
     orbit_id id;
     enum orbit_side side;
     struct orbit_arena *out, *in;     /* the arenas this side sends and receives through */
@@ -194,5 +198,29 @@ struct orbit_exchange {
     struct orbit_chunk_desc last_desc;/* the latest of them */
 };
 
+/* Every public call on an arena, exchange table or exchange, or on a reservation or chunk of
+ * an arena, begins here (core/guard.h). */
+static inline int arena_enter(const struct orbit_arena *a, const char *call)
+{
+    return orb_enter(a ? &a->fork_generation : (const uint32_t *)0, call, "arena handle");
+}
+static inline int reservation_enter(const struct orbit_reservation *r, const char *call)
+{
+    return orb_enter(r && r->arena ? &r->arena->fork_generation : (const uint32_t *)0, call,
+                     "reservation (or its arena)");
+}
+static inline int chunk_enter(const struct orbit_chunk *c, const char *call)
+{
+    return orb_enter(c && c->arena ? &c->arena->fork_generation : (const uint32_t *)0, call,
+                     "chunk (or its arena)");
+}
+static inline int exchanges_enter(const struct orbit_exchanges *ex, const char *call)
+{
+    return orb_enter(ex ? &ex->fork_generation : (const uint32_t *)0, call, "exchanges handle");
+}
+static inline int exchange_enter(const struct orbit_exchange *x, const char *call)
+{
+    return orb_enter(x ? &x->fork_generation : (const uint32_t *)0, call, "exchange");
+}
 
 #endif

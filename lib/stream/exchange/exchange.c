@@ -21,8 +21,10 @@ static int spec_check(const struct orbit_exchange_spec *spec)
     return 0;
 }
 
+/* Its tables' closes: in a fork child they only unmap and free. */
 void orbit_exchanges_close(struct orbit_exchanges *ex)
 {
+    orb_error_clear();
     if (!ex)
         return;
     if (ex->readiness_fd >= 0)
@@ -39,18 +41,23 @@ int orbit_exchanges_open(struct orbit_fleet *f, const struct orbit_exchange_spec
                          struct orbit_exchanges **out)
 {
     static const struct orbit_exchange_spec dflt = ORBIT_EXCHANGE_SPEC_DEFAULT;
-    if (!f || !out)
-        return -ORBIT_EMALFORMED;
-    if (!spec)
-        spec = &dflt;
-    int rc = spec_check(spec);
+    int rc = orb_enter_fleet(f, __func__);
     if (rc < 0)
         return rc;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
+    if (!spec)
+        spec = &dflt;
+    if ((rc = spec_check(spec)) < 0)
+        return orb_fail(rc, "%s: spec: the control, a_to_b and b_to_a kinds must differ (b_to_a 0: "
+                        "shared) and control.buffer_bytes hold a frame (%u bytes)", __func__,
+                        (unsigned)XFRAME_BYTES);
     struct orbit_exchanges *ex = aligned_alloc(64, (sizeof *ex + 63) / 64 * 64);
     if (!ex)
         return -ENOMEM;
     memset(ex, 0, sizeof *ex);
     ex->fleet = f;
+    ex->fork_generation = f->fork_generation;
     ex->readiness_fd = -1;
     pthread_mutex_init(&ex->lock, NULL);
     rc = orbit_streams_open(f, &spec->control, &ex->control);
@@ -69,11 +76,15 @@ int orbit_exchanges_open(struct orbit_fleet *f, const struct orbit_exchange_spec
 
 struct orbit_streams *orbit_exchanges_streams(struct orbit_exchanges *ex)
 {
+    if (exchanges_enter(ex, __func__) < 0)
+        return NULL;
     return ex ? ex->control : NULL;
 }
 
 struct orbit_arena *orbit_exchanges_arena(struct orbit_exchanges *ex, enum orbit_flow flow)
 {
+    if (exchanges_enter(ex, __func__) < 0)
+        return NULL;
     if (!ex || (flow != ORBIT_FLOW_A_TO_B && flow != ORBIT_FLOW_B_TO_A))
         return NULL;
     return ex->arena[flow == ORBIT_FLOW_A_TO_B ? 0 : 1];
@@ -90,7 +101,7 @@ static int wrap(struct orbit_exchanges *ex, struct orbit_endpoint *ctl, struct o
     }
     bool a = orbit_endpoint_side(ctl) == ORBIT_SIDE_A;
     *x = (struct orbit_exchange){
-        .ex = ex, .ctl = ctl, .id = orbit_endpoint_id(ctl), .side = a ? ORBIT_SIDE_A : ORBIT_SIDE_B,
+        .ex = ex, .ctl = ctl, .fork_generation = ex->fork_generation, .id = orbit_endpoint_id(ctl), .side = a ? ORBIT_SIDE_A : ORBIT_SIDE_B,
         .out = ex->arena[a ? 0 : 1], .in = ex->arena[a ? 1 : 0],
         .out_flow = a ? ORBIT_FLOW_A_TO_B : ORBIT_FLOW_B_TO_A, .in_flow = a ? ORBIT_FLOW_B_TO_A : ORBIT_FLOW_A_TO_B,
         .send_state = ORBIT_FLOW_NEW, .recv_state = ORBIT_FLOW_NEW, .send_next = 1, .recv_next = 1,
@@ -101,8 +112,12 @@ static int wrap(struct orbit_exchanges *ex, struct orbit_endpoint *ctl, struct o
 
 int orbit_exchange_create(struct orbit_exchanges *ex, struct orbit_exchange **a, struct orbit_ticket *b_ticket)
 {
-    if (!ex || !a || !b_ticket)
-        return -ORBIT_EMALFORMED;
+    int refused = exchanges_enter(ex, __func__);
+    if (refused < 0)
+        return refused;
+    if (!a || !b_ticket)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__,
+                        !a ? "a" : "b_ticket");
     struct orbit_endpoint *ctl;
     int rc = orbit_streams_create(ex->control, &ctl, b_ticket);
     return rc < 0 ? rc : wrap(ex, ctl, a);
@@ -110,6 +125,9 @@ int orbit_exchange_create(struct orbit_exchanges *ex, struct orbit_exchange **a,
 
 int orbit_exchange_open(struct orbit_exchanges *ex, const struct orbit_ticket *t, struct orbit_exchange **b)
 {
+    int refused = exchanges_enter(ex, __func__);
+    if (refused < 0)
+        return refused;
     if (!ex || !t || !b || t->side != ORBIT_SIDE_B)
         return -ORBIT_EMALFORMED;
     struct orbit_endpoint *ctl;
@@ -119,38 +137,56 @@ int orbit_exchange_open(struct orbit_exchanges *ex, const struct orbit_ticket *t
 
 int orbit_exchanges_offer(struct orbit_exchanges *ex, const struct orbit_ticket *t, uint16_t to_node)
 {
+    int refused = exchanges_enter(ex, __func__);
+    if (refused < 0)
+        return refused;
     return ex ? orbit_streams_offer(ex->control, t, to_node) : -ORBIT_EMALFORMED;
 }
 
 int orbit_exchanges_take_offer(struct orbit_exchanges *ex, struct orbit_ticket *out)
 {
+    int refused = exchanges_enter(ex, __func__);
+    if (refused < 0)
+        return refused;
     return ex ? orbit_streams_take_offer(ex->control, out) : -ORBIT_EMALFORMED;
 }
 
 int orbit_exchanges_wait_offer(struct orbit_exchanges *ex, int timeout_ms, struct orbit_ticket *out)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = exchanges_enter(ex, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     return ex ? orbit_streams_wait_offer(ex->control, timeout_ms, out) : -ORBIT_EMALFORMED;
 }
 
-orbit_id orbit_exchange_id(const struct orbit_exchange *x) { return x ? x->id : 0; }
-enum orbit_side orbit_exchange_side(const struct orbit_exchange *x) { return x ? x->side : ORBIT_SIDE_A; }
+orbit_id orbit_exchange_id(const struct orbit_exchange *x) { orb_error_clear(); return x ? x->id : 0; }
+enum orbit_side orbit_exchange_side(const struct orbit_exchange *x)
+{
+    orb_error_clear();
+    return x ? x->side : ORBIT_SIDE_A;
+}
 int orbit_exchange_peer(const struct orbit_exchange *x, struct orbit_owner *out)
 {
     return x ? orbit_endpoint_peer(x->ctl, out) : -ORBIT_EMALFORMED;   /* whoever holds the other control side */
 }
 enum orbit_exchange_state orbit_exchange_send_state(const struct orbit_exchange *x)
 {
+    orb_error_clear();
     return x ? x->send_state : ORBIT_FLOW_FAILED;
 }
 enum orbit_exchange_state orbit_exchange_recv_state(const struct orbit_exchange *x)
 {
+    orb_error_clear();
     return x ? x->recv_state : ORBIT_FLOW_FAILED;
 }
 
 int orbit_exchanges_readiness(struct orbit_exchanges *ex)
 {
+    int refused = exchanges_enter(ex, __func__);
+    if (refused < 0)
+        return refused;
     if (!ex)
         return -ORBIT_EMALFORMED;
     if (ex->fleet->observer)
@@ -168,6 +204,8 @@ int orbit_exchanges_readiness(struct orbit_exchanges *ex)
 
 void orbit_exchanges_stats(struct orbit_exchanges *ex, struct orbit_exchange_stats *out)
 {
+    if (exchanges_enter(ex, __func__) < 0)
+        return;
     if (!ex || !out)
         return;
     *out = (struct orbit_exchange_stats){
@@ -270,30 +308,45 @@ static int send_chunk(struct orbit_exchange *x, uint8_t event, struct orbit_rese
 
 int orbit_exchange_try_start(struct orbit_exchange *x, struct orbit_reservation *res, size_t len)
 {
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return refused;
     return send_chunk(x, ORBIT_EXCHANGE_START, res, len, 0, true);
 }
 
 int orbit_exchange_start(struct orbit_exchange *x, struct orbit_reservation *res, size_t len, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     return send_chunk(x, ORBIT_EXCHANGE_START, res, len, timeout_ms, false);
 }
 
 int orbit_exchange_try_data(struct orbit_exchange *x, struct orbit_reservation *res, size_t len)
 {
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return refused;
     return send_chunk(x, ORBIT_EXCHANGE_DATA, res, len, 0, true);
 }
 
 int orbit_exchange_data(struct orbit_exchange *x, struct orbit_reservation *res, size_t len, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     return send_chunk(x, ORBIT_EXCHANGE_DATA, res, len, timeout_ms, false);
 }
 
 int orbit_exchange_try_reserve(struct orbit_exchange *x, size_t len, struct orbit_reservation *out)
 {
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return refused;
     if (!x)
         return -ORBIT_EMALFORMED;
     if (x->send_state == ORBIT_FLOW_FINISHED || x->send_state == ORBIT_FLOW_RESET)
@@ -303,7 +356,10 @@ int orbit_exchange_try_reserve(struct orbit_exchange *x, size_t len, struct orbi
 
 int orbit_exchange_reserve(struct orbit_exchange *x, size_t len, int timeout_ms, struct orbit_reservation *out)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     if (!x)
         return -ORBIT_EMALFORMED;
@@ -316,8 +372,8 @@ int orbit_exchange_reserve(struct orbit_exchange *x, size_t len, int timeout_ms,
 static int send_copy(struct orbit_exchange *x, uint8_t event, const void *buf, size_t len, int timeout_ms,
                      bool try_only)
 {
-    if (!x || (!buf && len))
-        return -ORBIT_EMALFORMED;
+    if (!buf && len)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     int rc = send_allowed(x, event);
     if (rc < 0)
         return rc;
@@ -337,20 +393,29 @@ static int send_copy(struct orbit_exchange *x, uint8_t event, const void *buf, s
 
 int orbit_exchange_send_start(struct orbit_exchange *x, const void *meta, size_t len, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     return send_copy(x, ORBIT_EXCHANGE_START, meta, len, timeout_ms, false);
 }
 
 int orbit_exchange_send_data(struct orbit_exchange *x, const void *buf, size_t len, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     return send_copy(x, ORBIT_EXCHANGE_DATA, buf, len, timeout_ms, false);
 }
 
 int orbit_exchange_try_send_data(struct orbit_exchange *x, const void *buf, size_t len)
 {
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return refused;
     return send_copy(x, ORBIT_EXCHANGE_DATA, buf, len, 0, true);
 }
 
@@ -368,20 +433,33 @@ static int send_end(struct orbit_exchange *x, uint8_t event, uint32_t code, int 
     return 0;
 }
 
-int orbit_exchange_try_finish(struct orbit_exchange *x) { return send_end(x, ORBIT_EXCHANGE_FIN, 0, 0, true); }
+int orbit_exchange_try_finish(struct orbit_exchange *x)
+{
+    int refused = exchange_enter(x, __func__);
+    return refused < 0 ? refused : send_end(x, ORBIT_EXCHANGE_FIN, 0, 0, true);
+}
 int orbit_exchange_finish(struct orbit_exchange *x, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     return send_end(x, ORBIT_EXCHANGE_FIN, 0, timeout_ms, false);
 }
 int orbit_exchange_try_reset(struct orbit_exchange *x, uint32_t code)
 {
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return refused;
     return send_end(x, ORBIT_EXCHANGE_RESET, code, 0, true);
 }
 int orbit_exchange_reset(struct orbit_exchange *x, uint32_t code, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     return send_end(x, ORBIT_EXCHANGE_RESET, code, timeout_ms, false);
 }

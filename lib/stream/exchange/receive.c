@@ -108,12 +108,18 @@ static int next_event(struct orbit_exchange *x, struct orbit_exchange_event *ev,
 
 int orbit_exchange_try_next(struct orbit_exchange *x, struct orbit_exchange_event *ev)
 {
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return refused;
     return next_event(x, ev, 0, true);
 }
 
 int orbit_exchange_next(struct orbit_exchange *x, struct orbit_exchange_event *ev, int timeout_ms)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     return next_event(x, ev, timeout_ms, false);
 }
@@ -131,10 +137,17 @@ static void drain(struct orbit_exchange *x)
     }
 }
 
+/* In a fork child only the child's memory goes: no flags, no drain, no withdraw. */
 void orbit_exchange_close(struct orbit_exchange *x)
 {
+    orb_error_clear();
     if (!x)
         return;
+    if (!orb_handle_ours(x->fork_generation)) {
+        orbit_endpoint_close(x->ctl);
+        free(x);
+        return;
+    }
     /* Reader gone first (an RMW on the direction's flags), then drain: an event published
      * after the flag is seen by its writer's peer check, one before it by our drain. */
     orbit_endpoint_stop_reading(x->ctl);

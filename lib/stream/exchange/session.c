@@ -58,7 +58,10 @@ static int ms_left(const struct orb_deadline *d)
 int orbit_exchange_open_session(struct orbit_exchanges *ex, const struct orbit_lease *lease, const void *meta,
                                 size_t len, int timeout_ms, struct orbit_exchange **a)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = exchanges_enter(ex, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     if (!ex || !lease || !a || (len && !meta) || len > ORBIT_ARENA_LANE_MAX)
         return -ORBIT_EMALFORMED;
@@ -91,10 +94,14 @@ int orbit_exchange_open_session(struct orbit_exchanges *ex, const struct orbit_l
 int orbit_exchange_accept_session(struct orbit_exchanges *ex, struct orbit_pool *pool,
                                   const struct orbit_ticket *t, int timeout_ms, struct orbit_session *out)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = exchanges_enter(ex, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
-    if (!ex || !pool || !t || !out)
-        return -ORBIT_EMALFORMED;
+    if (!pool || !t || !out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__,
+                        !pool ? "pool" : !t ? "t" : "out");
     memset(out, 0, sizeof *out);
     out->metadata.released = true;
     out->execution.done = true;
@@ -127,18 +134,24 @@ int orbit_exchange_accept_session(struct orbit_exchanges *ex, struct orbit_pool 
 int orbit_exchange_wait_session(struct orbit_exchanges *ex, struct orbit_pool *pool, int timeout_ms,
                                 struct orbit_session *out)
 {
-    if (!orb_timeout_valid(timeout_ms))
+    int refused = exchanges_enter(ex, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
-    if (!ex || !pool || !out)
-        return -ORBIT_EMALFORMED;
+    if (!pool || !out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__,
+                        !pool ? "pool" : "out");
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
     struct orbit_ticket t;
     int rc = orbit_exchanges_wait_offer(ex, timeout_ms, &t);
     return rc < 0 ? rc : orbit_exchange_accept_session(ex, pool, &t, ms_left(&deadline), out);
 }
 
+/* Each part's own close: in a fork child none of them touches shared state. */
 void orbit_session_end(struct orbit_session *s)
 {
+    orb_error_clear();
     if (!s)
         return;
     orbit_chunk_release(&s->metadata);

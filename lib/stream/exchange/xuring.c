@@ -8,6 +8,9 @@
 
 int orbit_arena_prep_wait_credit(struct orbit_arena *a, size_t len, struct io_uring_sqe *sqe)
 {
+    int refused = arena_enter(a, __func__);
+    if (refused < 0)
+        return orb_uring_prep_result(sqe, refused);
     if (!a || !sqe || len == 0)
         return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     if (!arena_is_member(a))
@@ -23,8 +26,11 @@ int orbit_arena_prep_wait_credit(struct orbit_arena *a, size_t len, struct io_ur
 
 int orbit_arena_register_buffers(struct orbit_arena *a, struct io_uring *ring)
 {
-    if (!a || !ring)
-        return -ORBIT_EMALFORMED;
+    int refused = arena_enter(a, __func__);
+    if (refused < 0)
+        return refused;
+    if (!ring)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: ring is NULL", __func__);
     if (!arena_is_member(a))
         return -ORBIT_ENOTOWNER;
     struct iovec *iov = calloc(a->fleet_capacity, sizeof *iov);
@@ -39,6 +45,7 @@ int orbit_arena_register_buffers(struct orbit_arena *a, struct io_uring *ring)
 
 int orbit_reservation_fixed(const struct orbit_reservation *r, struct orbit_fixed_buf *out)
 {
+    orb_error_clear();
     if (!r || !out || !r->arena || r->done || !arena_is_member(r->arena))
         return -ORBIT_EMALFORMED;
     *out = (struct orbit_fixed_buf){ r->arena->node, r->data, r->capacity };
@@ -47,6 +54,7 @@ int orbit_reservation_fixed(const struct orbit_reservation *r, struct orbit_fixe
 
 int orbit_chunk_fixed(const struct orbit_chunk *c, struct orbit_fixed_buf *out)
 {
+    orb_error_clear();
     if (!c || !out || !c->arena || c->released)
         return -ORBIT_EMALFORMED;
     *out = (struct orbit_fixed_buf){ c->desc.node, (void *)(uintptr_t)c->data, c->len };
@@ -55,6 +63,9 @@ int orbit_chunk_fixed(const struct orbit_chunk *c, struct orbit_fixed_buf *out)
 
 int orbit_exchange_prep_wait_event(struct orbit_exchange *x, struct io_uring_sqe *sqe)
 {
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return orb_uring_prep_result(sqe, refused);
     if (!x || !sqe)
         return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     if (x->recv_error || x->recv_state == ORBIT_FLOW_FINISHED || x->recv_state == ORBIT_FLOW_RESET)
@@ -64,6 +75,9 @@ int orbit_exchange_prep_wait_event(struct orbit_exchange *x, struct io_uring_sqe
 
 int orbit_exchange_prep_wait_sendable(struct orbit_exchange *x, struct io_uring_sqe *sqe)
 {
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return orb_uring_prep_result(sqe, refused);
     if (!x || !sqe)
         return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
     return orbit_endpoint_prep_wait_writable_exact(x->ctl, XFRAME_BYTES, sqe);
@@ -71,10 +85,16 @@ int orbit_exchange_prep_wait_sendable(struct orbit_exchange *x, struct io_uring_
 
 int orbit_exchange_prep_wait_credit(struct orbit_exchange *x, size_t len, struct io_uring_sqe *sqe)
 {
+    int refused = exchange_enter(x, __func__);
+    if (refused < 0)
+        return orb_uring_prep_result(sqe, refused);
     return x ? orbit_arena_prep_wait_credit(x->out, len, sqe) : orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
 }
 
 int orbit_exchanges_prep_wait_offer(struct orbit_exchanges *ex, struct io_uring_sqe *sqe)
 {
+    int refused = exchanges_enter(ex, __func__);
+    if (refused < 0)
+        return orb_uring_prep_result(sqe, refused);
     return ex ? orbit_streams_prep_wait_offer(ex->control, sqe) : orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
 }

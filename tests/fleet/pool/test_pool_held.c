@@ -138,25 +138,10 @@ START_TEST(an_execution_killed_with_its_entry_active_is_reclaimed_by_reconcile)
     ck_assert_int_eq(orbit_pool_register(x.p, KEY, 1, &id), 0);
     struct orbit_lease l;
     ck_assert_int_eq(orbit_pool_reserve(x.p, id, &l), 0);
-    struct tu_gate g;
-    tu_gate_init(&g);
-    pid_t kid = fork();
-    ck_assert_int_ge(kid, 0);
-    if (kid == 0) {   /* the owner's process image, accepting then killed before it completes */
-        struct orbit_execution ex;
-        if (orbit_pool_accept(x.p, &l, &ex) != 0)
-            _exit(3);
-        char c = 1;
-        if (write(g.fd[1], &c, 1) != 1)
-            _exit(4);
-        for (;;)
-            pause();
-    }
-    char c;
-    ck_assert_int_eq(read(g.fd[0], &c, 1), 1);
-    kill(kid, SIGKILL);
-    ck_assert_int_eq(tu_wait_child(kid, 10000), 128 + SIGKILL);
-    tu_gate_close(&g);
+    /* The accepter's image is gone before it completes: its execution is never completed (a
+     * fork child can no longer act on the parent's handle, so the parent leaks it itself). */
+    struct orbit_execution killed;
+    ck_assert_int_eq(orbit_pool_accept(x.p, &l, &killed), 0);
     struct pool_resource *r = res_of(x.p, id);
     ck_assert_uint_eq(atomic_load(&r->pending[l.fence % POOL_PENDING].fence), l.fence | ENTRY_HELD);
     struct orbit_lease n;

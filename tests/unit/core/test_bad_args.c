@@ -6,6 +6,7 @@
  * defined for every int.
  */
 #include <limits.h>
+#include <string.h>
 #include <orbit/admission.h>
 #include <orbit/exchange.h>
 #include <orbit/pool.h>
@@ -156,6 +157,76 @@ START_TEST(reconcile_refuses_more_active_than_capacity)
 }
 END_TEST
 
+/* orbit_last_error names the call and the rule, and is "" again after a call that succeeded. */
+#define ck_last_error_has(call, what)                                                              \
+    do {                                                                                           \
+        const char *e_ = orbit_last_error();                                                       \
+        ck_assert_msg(strstr(e_, call) && strstr(e_, what), "last error \"%s\": want %s, %s", e_, \
+                      call, what);                                                                 \
+    } while (0)
+
+START_TEST(the_last_error_says_what_was_wrong)
+{
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    struct orbit_fleet *f;
+    ck_assert_int_eq(orbit_fleet_join("my fleet", &o, &f), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_fleet_join", "name 'my fleet'");
+    o.capacity = 0;
+    ck_assert_int_eq(orbit_fleet_join(NULL, &o, &f), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_fleet_join", "capacity 0");
+    o = (struct orbit_fleet_opts)ORBIT_FLEET_OPTS_DEFAULT;
+    o.mode = 0666;
+    ck_assert_int_eq(orbit_fleet_join(NULL, &o, &f), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_fleet_join", "mode 0666");
+    o = (struct orbit_fleet_opts)ORBIT_FLEET_OPTS_DEFAULT;
+    o.resv[2] = 1;
+    ck_assert_int_eq(orbit_fleet_join(NULL, &o, &f), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_fleet_join", "resv[2]");
+    struct fx x;
+    fx_open(&x);
+    ck_assert_str_eq(orbit_last_error(), "");
+    char buf[8];
+    ck_assert_int_eq(orbit_endpoint_read(x.b, buf, sizeof buf, -5), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_endpoint_read", "timeout -5 ms");
+    ck_assert_int_eq(orbit_endpoint_try_write(x.a, "x", 1), 1);
+    ck_assert_str_eq(orbit_last_error(), "");
+    ck_assert_int_eq(orbit_pool_reserve(x.pool, x.res, NULL), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_pool_reserve", "out is NULL");
+    ck_assert_int_eq(orbit_pool_register(x.pool, KEY, 0, &x.res), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_pool_register", "capacity 0");
+    ck_assert_int_eq(orbit_pool_reserve(NULL, x.res, NULL), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_pool_reserve", "pool handle is NULL");
+    struct orbit_lease l;
+    struct orbit_execution e;
+    ck_assert_int_eq(orbit_pool_reserve(x.pool, x.res, &l), 0);
+    ck_assert_str_eq(orbit_last_error(), "");
+    ck_assert_int_eq(orbit_pool_accept(x.pool, &l, &e), 0);
+    ck_assert_int_eq(orbit_pool_accept(x.pool, &l, &e), -ORBIT_ENOTRESERVED);
+    ck_last_error_has("orbit_pool_accept", "not an unaccepted reservation");
+    struct orbit_pool_spec ps = ORBIT_POOL_SPEC_DEFAULT;
+    struct orbit_pool *p2;
+    ps.key_capacity = 100;
+    ck_assert_int_eq(orbit_pool_open(x.f, &ps, &p2), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_pool_open", "spec.key_capacity 100");
+    struct orbit_ticket t = { 0 };
+    struct orbit_endpoint *ep;
+    ck_assert_int_eq(orbit_streams_open_ticket(x.streams, &t, &ep), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_streams_open_ticket", "ticket");
+    struct orbit_admission_spec as = ORBIT_ADMISSION_SPEC_DEFAULT;
+    struct orbit_admission *a2;
+    as.max_domains = 0;
+    ck_assert_int_eq(orbit_admission_open(x.f, &as, &a2), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_admission_open", "spec.max_domains 0");
+    struct orbit_demand d = { 0 };
+    struct orbit_admit_result r;
+    ck_assert_int_eq(orbit_admission_try_claim(x.adm, &d, &r), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_admission_try_claim", "n_claim");
+    orbit_execution_complete(&e);
+    ck_assert_str_eq(orbit_last_error(), "");
+    fx_close(&x);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("bad_args");
@@ -165,6 +236,7 @@ int main(void)
     tcase_add_test(tc, strerror_is_defined_for_every_int);
     tcase_add_loop_test(tc, a_timeout_below_minus_one_is_malformed_on_every_timed_call, 0, 2);
     tcase_add_test(tc, reconcile_refuses_more_active_than_capacity);
+    tcase_add_test(tc, the_last_error_says_what_was_wrong);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one entry check of every public call on a table handle (pools, streams,
+ * endpoints, admission, arenas, exchanges, readiness descriptors, and the
+ * executions, permits, reservations and chunks made from them):
+ *
+ *     int rc = pool_enter(p, __func__);   (a table's wrapper of orb_enter)
+ *     if (rc < 0)
+ *         return rc;
+ *
+ * It forgets the thread's last error, refuses a NULL handle with
+ * -ORBIT_EMALFORMED and a parent's handle in a fork child with -ORBIT_EFORKED,
+ * each with its sentence for orbit_last_error. A handle copies the fork
+ * generation of its fleet handle when it is opened, so the check is a load of
+ * the handle's own line, one of the process-global generation (read-mostly:
+ * only a fork child writes it) and a compare.
+ *
+ * Closes use orb_handle_ours: in a fork child they free the child's memory and
+ * unmap, and touch nothing shared (no holds, sides, claims or chunks given
+ * back, no wakes).
+ */
+#ifndef ORB_CORE_GUARD_H
+#define ORB_CORE_GUARD_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "error_internal.h"
+#include "life.h"
+
+/* The generation a handle opened now carries. */
+static inline uint32_t orb_generation_now(void)
+{
+    return atomic_load_explicit(&orb_fork_generation, memory_order_relaxed);
+}
+
+/* Was a handle of generation gen made by this process (not by the parent of a fork child)? */
+static inline bool orb_handle_ours(uint32_t gen)
+{
+    return __builtin_expect(gen == orb_generation_now(), 1);
+}
+
+/* orb_enter's refusals, out of line: "call: the <what> is NULL", or the fork sentence. */
+int orb_enter_refused(const uint32_t *gen, const char *call, const char *what)
+    __attribute__((cold, noinline));
+
+/* gen: the handle's copied generation, NULL for a NULL handle; what names the handle. */
+static inline int orb_enter(const uint32_t *gen, const char *call, const char *what)
+{
+    orb_error_clear();
+    if (__builtin_expect(gen && orb_handle_ours(*gen), 1))
+        return 0;
+    return orb_enter_refused(gen, call, what);
+}
+
+/* The entry of a call that opens a table on fleet handle f (life.h's check of f). */
+static inline int orb_enter_fleet(const struct orbit_fleet *f, const char *call)
+{
+    orb_error_clear();
+    if (!f)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: the fleet handle is NULL", call);
+    return orb_fleet_usable(f, call);
+}
+
+/* A timeout argument: -1 (forever), 0 or more; else -ORBIT_EMALFORMED with the reason. */
+static inline int orb_check_timeout(int timeout_ms, const char *call)
+{
+    if (__builtin_expect(timeout_ms >= -1, 1))
+        return 0;
+    return orb_fail(-ORBIT_EMALFORMED, "%s: timeout %d ms: -1 (forever), 0 or more", call, timeout_ms);
+}
+
+#endif
