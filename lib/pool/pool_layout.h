@@ -10,7 +10,7 @@
  *   intents[fleet][POOL_INTENTS] x 64 B  what a node is doing under a key's op lock
  *   keys[key_capacity] x 64 B          pool_key: dense, so a probe chain is contiguous
  *   bitmaps[key_capacity] x key_stride watcher bitmap (fleet bits) + member bitmap (fleet x lane)
- *   resources[fleet][lane] x 384 B     pool_resource
+ *   resources[fleet][lane] x 640 B     pool_resource
  *
  * Keys: open addressing (linear probing) on the 128-bit digest. A key slot is
  * EMPTY, CLAIMING (being inserted, under the lock), LIVE or TOMB (reclaimed).
@@ -80,13 +80,31 @@
  * waiter about to sleep runs the membarrier and folds the key's DONE entries
  * (pool_key_fold_after_fence).
  *
- * Death: node_dead settles the node's intents, closes the incarnation's slots
- * and returns the node's holds, claims and watches (a close or register cut
- * short is finished from the slot's state). A reserver killed between its
- * unit CAS and its stamp leaves an unstamped entry, which the owner's
- * reconcile stamps and then ages like any other. A watcher killed between
- * its bit's pin and the bit, or a deliverer between taking bits and their
- * pins, is settled from its intent like any op.
+ * Death: node_dead settles the node's intents, closes the incarnation's slots,
+ * frees the unaccepted reservations that incarnation holds on every slot of
+ * the pool (whoever owns it), returns the node's holds, claims and watches (a
+ * close or register cut short is finished from the slot's state) and wakes
+ * every key. A reserve names its holder in its entry before the publish:
+ * since carries its node (+1, above the ms) and holder its incarnation, so a
+ * report for an earlier life of the node, or for another node, matches
+ * nothing of it. A reporter frees a published PENDING entry f it matches the
+ * way an accept takes it, so the two exclude each other: held entries and
+ * lapped leases (and every entry without the pair CAS) by the entry's CAS f
+ * -> TAKEN (which also excludes aging and another reporter), then the bit,
+ * then the wipe; a young counted lease by the pair CAS that clears its bit
+ * (a young accept's step: one of the two wins; aging tolerates it as it
+ * tolerates that accept), then the wipe. A late accept of a freed lease
+ * finds its fence gone (ENOTRESERVED); a later lease in the entry shows
+ * another fence. Wipes are CASes on what the entry showed, so a reporter
+ * that ends late never clears a later holder's words. The windows: a
+ * reserver killed between its unit CAS and its publish leaves an entry
+ * showing 0 (or a released f|HELD) whose holder is not yet known: the
+ * report leaves it, and the owner's reconcile stamps it and ages it like any
+ * unstamped entry. ACTIVE and DONE entries (accepted leases) are the
+ * owner's, never the reserver's report's. A stamp lost to aging's restamp
+ * or a late DONE names no node: that entry, too, is left to aging. A
+ * watcher killed between its bit's pin and the bit, or a deliverer between
+ * taking bits and their pins, is settled from its intent like any op.
  */
 #ifndef ORB_POOL_LAYOUT_H
 #define ORB_POOL_LAYOUT_H
@@ -102,7 +120,7 @@
 
 #define ORB_TABLE_POOL       2                    /* the segment header's table_type */
 #define POOL_MAGIC           0x4c4f4f50u          /* "POOL" */
-#define POOL_LAYOUT_VERSION  7u   /* 7: released words; 6: held entries; 5: watch bits hold pins */
+#define POOL_LAYOUT_VERSION  8u   /* 8: entries name their holder; 7: released words; 6: held entries */
 #define POOL_PENDING         16u
 #define POOL_INTENTS         8u                   /* per node: threads mid-way under op locks */
 #define POOL_GEN_MAX         ORBIT_ID_GENERATION_MAX
@@ -233,10 +251,30 @@ static inline uint32_t gen_tag(uint32_t gen)    { return gen & 0xffff; }
 /* An entry word of an accepted lease (FENCE_TAKEN, all ones, is not one). */
 static inline bool entry_held(uint64_t e) { return (e & ENTRY_HELD) && e != FENCE_TAKEN; }
 
+/*
+ * The since word: 0 not stamped yet; a reserve's stamp, ms | (node + 1) << 48
+ * (its clock tick and a member's node; 0 in the node field: none known); or
+ * f|DONE. A node field fits below SINCE_DONE: nodes are < 4096.
+ */
+#define SINCE_NODE_SHIFT 48
+#define SINCE_MS_MASK    ((1ull << SINCE_NODE_SHIFT) - 1)
+_Static_assert(ORBIT_FLEET_CAPACITY_MAX < (1u << 14), "a node field stays below SINCE_DONE");
+static inline uint64_t since_ms(uint64_t s) { return s & SINCE_MS_MASK; }
+/* node + 1 of the member that stamped s, 0 for none (unstamped, restamped, DONE). */
+static inline uint32_t since_node(uint64_t s)
+{
+    return s & SINCE_DONE ? 0 : (uint32_t)(s >> SINCE_NODE_SHIFT);
+}
+
+/* One pending-reservation entry: two to a cache line, everything a reserve writes in it. */
 struct pool_pending {
     _Atomic uint64_t fence;       /* 0 free or not yet published, FENCE_TAKEN being freed */
-    _Atomic uint64_t since_ms;    /* 0 not stamped yet */
+    _Atomic uint64_t since;       /* see above */
+    _Atomic uint64_t holder;      /* the incarnation of the reserver that stamped since */
+    /* The fence the entry was folded at, once a reserver may take it again (held entries). */
+    _Atomic uint64_t released;
 };
+_Static_assert(sizeof(struct pool_pending) == 32, "two entries to a line");
 
 struct pool_resource {
     _Atomic uint32_t state;       /* RES_WORD(generation, state) */
@@ -254,10 +292,8 @@ struct pool_resource {
     _Atomic uint64_t last_reserve_ms;
     uint8_t pad2[40];
     struct pool_pending pending[POOL_PENDING];
-    /* Per entry: the fence it was folded at, once a reserver may take it again (held entries). */
-    _Atomic uint64_t released[POOL_PENDING];
 };
-_Static_assert(sizeof(struct pool_resource) == 512, "resource slot is 128 + 16 x 16 + 16 x 8 bytes");
+_Static_assert(sizeof(struct pool_resource) == 640, "resource slot is 128 + 16 x 32 bytes");
 _Static_assert(offsetof(struct pool_resource, units) == 64 &&
                offsetof(struct pool_resource, fence) == 72, "units and fence: one 16-byte aligned pair");
 
@@ -276,6 +312,7 @@ struct orbit_pool {
     uint16_t node;                /* ORBIT_NODE_NONE for observers */
     uint32_t fork_generation;     /* the fleet handle's: another is a fork child's (core/guard.h) */
     uint64_t incarnation;
+    uint64_t stamp_node;          /* (node + 1) << SINCE_NODE_SHIFT for a member, 0 for observers */
     uint32_t key_mask, lane_mask;
     uint32_t watch_words, member_words;
     uint64_t total_resources;     /* fleet x lane */
@@ -416,6 +453,8 @@ bool pool_counts_add(_Atomic uint64_t *counts, int64_t live, int64_t creating);
 
 /* ---- resource.c ---- */
 void pool_resources_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
+/* The unaccepted reservations that incarnation of node holds on every resource: freed. */
+void pool_reservations_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
 /* orbit_pool_node_dead with its outcome: -ORBIT_ECORRUPT when an op lock could not be taken
  * (a live member kept it past the bound, or a forged word): the report is to be run again. */
 int  pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);

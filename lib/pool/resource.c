@@ -88,8 +88,9 @@ static void resource_fill(struct orbit_pool *p, struct pool_resource *r, uint32_
     atomic_store(&r->last_reserve_ms, 0);
     for (unsigned b = 0; b < POOL_PENDING; b++) {
         atomic_store(&r->pending[b].fence, 0);
-        atomic_store(&r->pending[b].since_ms, 0);
-        atomic_store(&r->released[b], 0);
+        atomic_store(&r->pending[b].since, 0);
+        atomic_store(&r->pending[b].holder, 0);
+        atomic_store(&r->pending[b].released, 0);
     }
     /* A new tag: CASes prepared against the previous tenancy fail from here on. */
     atomic_store(&r->units, units_make(gen_tag(gen), 0, 0));
@@ -314,7 +315,7 @@ struct folded { uint32_t bits; uint64_t fence[POOL_PENDING]; };
 HOT bool entry_released(struct pool_resource *r, uint32_t b, uint64_t e)
 {
     /* Acquire: pairs with the release that let the new holder take it. */
-    return atomic_load_explicit(&r->released[b], memory_order_acquire) == (e & ~ENTRY_HELD);
+    return atomic_load_explicit(&r->pending[b].released, memory_order_acquire) == (e & ~ENTRY_HELD);
 }
 
 /*
@@ -332,7 +333,7 @@ HOT void held_entries(struct pool_resource *r, uint32_t bits, uint32_t *held, st
         if (!entry_held(e) || entry_released(r, b, e))
             continue;
         /* Acquire: a DONE pairs with the completer's release, its execution's work before it. */
-        if (atomic_load_explicit(&r->pending[b].since_ms, memory_order_acquire) == ((e & ~ENTRY_HELD) | SINCE_DONE)) {
+        if (atomic_load_explicit(&r->pending[b].since, memory_order_acquire) == ((e & ~ENTRY_HELD) | SINCE_DONE)) {
             done->bits |= 1u << b;
             done->fence[b] = e & ~ENTRY_HELD;
         } else {
@@ -353,7 +354,7 @@ HOT void release_folded(struct pool_resource *r, const struct folded *f)
 {
     for (uint32_t bits = f->bits; bits; bits &= bits - 1) {
         uint32_t b = (uint32_t)__builtin_ctz(bits);
-        atomic_store_explicit(&r->released[b], f->fence[b], memory_order_release);
+        atomic_store_explicit(&r->pending[b].released, f->fence[b], memory_order_release);
     }
 }
 
@@ -415,13 +416,15 @@ HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence, struct
     return (int)b;
 }
 
-static void give_back(struct pool_resource *r, uint32_t gen, uint32_t b)
+/* Clear entry b's bit in tenancy gen; whether this call cleared it. */
+static bool give_back(struct pool_resource *r, uint32_t gen, uint32_t b)
 {
     uint64_t u = atomic_load(&r->units), bit = 1ull << (32 + b);
     do {
         if (units_tag(u) != gen_tag(gen) || !(u & bit))
-            return;   /* the tenancy ended: its units were voided already */
+            return false;   /* the tenancy ended: its units were voided already */
     } while (!atomic_compare_exchange_weak(&r->units, &u, u & ~bit));
+    return true;
 }
 
 int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *out)
@@ -459,9 +462,12 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
         give_back(r, gen, (uint32_t)b);
         return -ORBIT_ESTALE;
     }
-    /* Entry b is ours by its bit: stamp it, then publish the fence (release: the stamp first). */
-    atomic_store_explicit(&r->pending[b].since_ms, now ? now : 1, memory_order_relaxed);
-    atomic_store_explicit(&r->pending[b].fence, fence, memory_order_release);
+    /* Entry b is ours by its bit: stamp it with our node, name our incarnation, then publish
+     * the fence (release: a reader that acquires f sees f's stamp and holder). */
+    struct pool_pending *e = &r->pending[b];
+    atomic_store_explicit(&e->since, (now ? now : 1) | p->stamp_node, memory_order_relaxed);
+    atomic_store_explicit(&e->holder, p->incarnation, memory_order_relaxed);
+    atomic_store_explicit(&e->fence, fence, memory_order_release);
     atomic_store_explicit(&r->last_reserve_ms, now, memory_order_relaxed);
     *out = (struct orbit_lease){ .id = id, .fence = fence, .holder = p->node,
                                  .holder_incarnation = p->incarnation, .epoch = pool_epoch_now(p) };
@@ -472,7 +478,7 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
 static int entry_to_active(struct pool_resource *r, uint32_t gen, uint32_t b)
 {
     /* Plain stores: the CAS below is a full barrier, so both land before the entry is free. */
-    atomic_store_explicit(&r->pending[b].since_ms, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->pending[b].since, 0, memory_order_relaxed);
     atomic_store_explicit(&r->pending[b].fence, 0, memory_order_relaxed);
     uint64_t u = atomic_load(&r->units), bit = 1ull << (32 + b);
     do {
@@ -550,7 +556,7 @@ HOT int accept_unit(struct pool_resource *r, uint32_t gen, uint64_t fence)
             break;
     }
     /* The entry is free but not yet reusable: the stamp first, then the fence (release). */
-    atomic_store_explicit(&e->since_ms, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->since, 0, memory_order_relaxed);
     atomic_store_explicit(&e->fence, 0, memory_order_release);
     return 0;
 }
@@ -637,7 +643,7 @@ void orbit_execution_complete(struct orbit_execution *ex)
         atomic_load_explicit(&e->fence, memory_order_relaxed) == (fence | ENTRY_HELD)) {
         /* Our entry (only our accept wrote f|HELD): DONE by a release store, the execution's
          * work before it; a reserver folds it. Retaken since, the DONE matches nobody. */
-        atomic_store_explicit(&e->since_ms, fence | SINCE_DONE, memory_order_release);
+        atomic_store_explicit(&e->since, fence | SINCE_DONE, memory_order_release);
         pool_key_changed_after_store(p, atomic_load_explicit(&r->key_index, memory_order_relaxed));
         return;
     }
@@ -678,13 +684,13 @@ static void age_entries(struct pool_resource *r, uint64_t grace_ms, struct aged 
     uint32_t bits = units_bits(atomic_load(&r->units));
     for (uint32_t b = 0; b < POOL_PENDING; b++) {
         struct pool_pending *e = &r->pending[b];
-        uint64_t f = atomic_load(&e->fence), since = atomic_load(&e->since_ms);
+        uint64_t f = atomic_load(&e->fence), since = atomic_load(&e->since);
         if (!(bits & (1u << b))) {
             /* Free but showing a fence (a late stamp, a wipe cut short, a fold whose folder died
              * before its release): reserves skip it until it reads 0. The CAS names the fence,
              * so a holder that took it since keeps its own. A released one is free as it is. */
             if (f != 0 && f != FENCE_TAKEN && !(entry_held(f) && entry_released(r, b, f))) {
-                atomic_store(&e->since_ms, 0);   /* clobbering a new holder's stamp only delays its aging */
+                atomic_store(&e->since, 0);   /* clobbering a new holder's stamp only delays its aging */
                 atomic_compare_exchange_strong(&e->fence, &f, 0);
             }
             continue;
@@ -693,20 +699,22 @@ static void age_entries(struct pool_resource *r, uint64_t grace_ms, struct aged 
          * released fence is a new holder's before its publish: aged like an unpublished one. */
         if (f == FENCE_TAKEN || (entry_held(f) && !entry_released(r, b, f)))
             continue;
-        /* Unstamped, or a late complete's DONE over the stamp: stamped now. */
+        /* Unstamped, or a late complete's DONE over the stamp: stamped now, naming no holder
+         * (a death report leaves such an entry to aging). */
         if ((since == 0 || (since & SINCE_DONE)) && grace_ms != 0) {
-            atomic_compare_exchange_strong(&e->since_ms, &since, now);
+            atomic_compare_exchange_strong(&e->since, &since, now);
             continue;
         }
         /* Stamps are clock ticks (coarse): grace 0 ages at once, whatever the tick says. */
-        if (grace_ms != 0 && since != 0 && (now <= since || now - since <= grace_ms))
+        uint64_t at = since_ms(since);
+        if (grace_ms != 0 && since != 0 && (now <= at || now - at <= grace_ms))
             continue;
         /* Taking the fence excludes an accept through the entry: one of the two frees it. */
         if (!atomic_compare_exchange_strong(&e->fence, &f, FENCE_TAKEN))
             continue;
         /* Wiped while its bit is still set, by CAS: an accept by the pair may have freed it and
          * wiped it meanwhile, and a reserver taken it since. */
-        atomic_store(&e->since_ms, 0);
+        atomic_store(&e->since, 0);
         uint64_t taken = FENCE_TAKEN;
         atomic_compare_exchange_strong(&e->fence, &taken, 0);
         a->bits |= 1u << b;
@@ -972,6 +980,131 @@ void pool_resources_node_dead(struct orbit_pool *p, uint16_t node, uint64_t inca
     }
 }
 
+/* ---- a dead reserver's unaccepted reservations ---- */
+
+/*
+ * Wipe an entry this call freed, each word by CAS on what it showed: an ager
+ * holding it finishes its own wipe, and a holder of a later tenancy (the slot
+ * reinstalled meanwhile) keeps its own words. The stamp first, then the fence
+ * (release): a reserver that takes the entry at 0 stamps after the wipe.
+ */
+static void wipe_dropped(struct pool_pending *e, uint64_t fence, uint64_t since)
+{
+    /* Fails only on a restamp (aging, a late DONE) or a later holder's stamp: theirs stays. */
+    atomic_compare_exchange_strong(&e->since, &since, 0);
+    /* Release: the stamp's wipe is visible to the reserver that acquires this 0. */
+    atomic_compare_exchange_strong_explicit(&e->fence, &fence, 0, memory_order_release,
+                                            memory_order_relaxed);
+}
+
+/*
+ * Through the entry: its CAS f -> TAKEN excludes every accept that goes
+ * through the entry (held, lapped), aging and another reporter, all of which
+ * take it by CAS. No young accept can win either: the pair loaded before it
+ * showed f lapped with its bit set (or every accept goes through the entry),
+ * so the bit is f's. It is cleared before the wipe, while no reserver can
+ * take the entry (it shows TAKEN).
+ */
+static bool drop_taken(struct pool_resource *r, uint32_t gen, uint64_t f, uint32_t b, uint64_t since)
+{
+    struct pool_pending *e = &r->pending[b];
+    uint64_t seen = f;
+    if (!atomic_compare_exchange_strong(&e->fence, &seen, FENCE_TAKEN))
+        return false;   /* accepted, aged or dropped first */
+    /* The bit is f's; TAKEN keeps reservers off the entry until the wipe below. */
+    bool freed = give_back(r, gen, b);
+    wipe_dropped(e, FENCE_TAKEN, since);
+    return freed;
+}
+
+/*
+ * A young lease (fewer than 16 fences old): while the pair's fence is below
+ * f + 16 no other fence can land in entry b, so its set bit is f's and one
+ * pair CAS frees it, the step a young accept takes too: one of the two wins.
+ * Aging tolerates this as it tolerates that accept. Lapped meanwhile (h is a
+ * pair loaded before the entry's CAS, bit set): through the entry.
+ */
+static bool drop_young(struct pool_resource *r, uint32_t gen, uint64_t f, uint32_t b, uint64_t since,
+                       struct hot h)
+{
+    uint64_t bit = 1ull << (32 + b);
+    for (;;) {
+        if (units_tag(h.units) != gen_tag(gen) || !(h.units & bit))
+            return false;   /* the tenancy ended, or an accept or aging freed it first */
+        if (h.fence - f >= POOL_PENDING)
+            return drop_taken(r, gen, f, b, since);
+        /* One CAS proves both: the fence still below f + 16, and the bit still set. */
+        if (hot_cas(r, &h, (struct hot){ h.units & ~bit, h.fence }))
+            break;
+    }
+    /* After the CAS (a full barrier), as an accept wipes: reserves skip it until it reads 0. */
+    wipe_dropped(&r->pending[b], f, since);
+    return true;
+}
+
+/*
+ * Entry b of tenancy gen, freed if it is an unaccepted reservation stamped by
+ * that incarnation of node; whether its unit came back. Only a published
+ * PENDING entry names its holder: one whose reserver died before its publish
+ * (fence 0, or a released f|HELD) is left to the owner's aging, as are
+ * ACTIVE and DONE entries (accepted leases) and entries being freed.
+ */
+static bool drop_entry(struct pool_resource *r, uint32_t gen, uint32_t b, uint16_t node, uint64_t inc,
+                       bool held)
+{
+    struct pool_pending *e = &r->pending[b];
+    /* Acquire: pairs with f's publish, so the stamp and holder below are f's (they change only
+     * when a reserve retakes the entry, after f has left it; the CASes below name f). */
+    uint64_t f = atomic_load_explicit(&e->fence, memory_order_acquire);
+    if (f == 0 || f >= FENCE_MAX)
+        return false;   /* free or unpublished, TAKEN, or f|HELD */
+    /* Relaxed, after that acquire: the reserver wrote both before its release. */
+    uint64_t since = atomic_load_explicit(&e->since, memory_order_relaxed);
+    if (since_node(since) != (uint32_t)node + 1u ||
+        atomic_load_explicit(&e->holder, memory_order_relaxed) != inc)
+        return false;
+    /* The pair after the entry (acquire loads): f was given before it was published. */
+    struct hot h = hot_load(r);
+    if (units_tag(h.units) != gen_tag(gen) || !(h.units & (1ull << (32 + b))) || f > h.fence)
+        return false;
+    if (!held && POOL_PAIR_CAS && h.fence - f < POOL_PENDING)
+        return drop_young(r, gen, f, b, since, h);
+    return drop_taken(r, gen, f, b, since);
+}
+
+/* The slot's unaccepted reservations of that incarnation of node: freed; whether any were. */
+static bool resource_drop(struct pool_resource *r, uint16_t node, uint64_t inc)
+{
+    /* Acquire: a LIVE or DRAINING word shows its tenancy's capacity (written before it). */
+    uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
+    if (!RES_IN_USE(w))
+        return false;
+    uint32_t gen = RES_GEN(w);
+    bool held = holds_entries(atomic_load(&r->capacity));
+    /* The units after the state: a tag of another tenancy means the slot moved on; skip it. */
+    uint64_t u = atomic_load(&r->units);
+    if (units_tag(u) != gen_tag(gen))
+        return false;
+    bool freed = false;
+    for (uint32_t bits = units_bits(u); bits; bits &= bits - 1)
+        freed |= drop_entry(r, gen, (uint32_t)__builtin_ctz(bits), node, inc, held);
+    return freed;
+}
+
+void pool_reservations_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation)
+{
+    for (uint32_t owner = 0; owner < p->geo.fleet_capacity; owner++) {
+        if (!lane_ready(p, owner))
+            continue;   /* nothing was ever registered there */
+        for (uint32_t s = 0; s < p->geo.lane_capacity; s++) {
+            struct pool_resource *r = pool_res_at(p, (uint64_t)owner * p->geo.lane_capacity + s);
+            /* Units came back: the key's waiters re-check (an index past the table is ignored). */
+            if (resource_drop(r, node, incarnation))
+                pool_key_changed(p, atomic_load(&r->key_index));
+        }
+    }
+}
+
 int pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation)
 {
     if (!p || node >= p->geo.fleet_capacity)
@@ -979,6 +1112,7 @@ int pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation)
     /* What the node (or a reporter before us) was doing under an op lock, first. */
     int rc = pool_intents_settle_node(p, node);
     pool_resources_node_dead(p, node, incarnation);
+    pool_reservations_node_dead(p, node, incarnation);
     int r = pool_key_return_node(p, node);
     /* Any node signals any key: the dead may have died mid-wake on any key's word. */
     for (uint32_t k = 0; k < p->geo.key_capacity; k++)
@@ -1005,8 +1139,9 @@ void pool_resources_reset(struct orbit_pool *p)
             atomic_store(&r->units, units_make(gen_tag(gen), 0, 0));
             for (unsigned b = 0; b < POOL_PENDING; b++) {
                 atomic_store(&r->pending[b].fence, 0);
-                atomic_store(&r->pending[b].since_ms, 0);
-                atomic_store(&r->released[b], 0);
+                atomic_store(&r->pending[b].since, 0);
+                atomic_store(&r->pending[b].holder, 0);
+                atomic_store(&r->pending[b].released, 0);
             }
             /* Generation kept: an id from before names no later tenant. */
             atomic_store(&r->state, RES_WORD(gen, RES_EMPTY));

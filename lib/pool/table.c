@@ -177,6 +177,7 @@ static struct orbit_pool *handle_new(struct orbit_fleet *f)
     p->observer = f->observer || f->node == ORBIT_NODE_NONE;
     p->node = p->observer ? ORBIT_NODE_NONE : f->node;
     p->incarnation = p->observer ? 0 : f->incarnation;
+    p->stamp_node = p->observer ? 0 : (uint64_t)(p->node + 1u) << SINCE_NODE_SHIFT;
     atomic_init(&p->readiness, -1);
     p->park = park_from_env();
     return p;

@@ -11,7 +11,8 @@
  * owner accepts the lease, does the work, and completing the execution gives
  * the unit back and wakes the key. A caller that gives up frees nothing: only
  * the owner knows when the resource is idle, so a reservation the owner never
- * saw is aged out by the owner's reconcile.
+ * saw is aged out by the owner's reconcile (a dead caller's unaccepted ones
+ * are freed by its death report, orbit_pool_node_dead).
  *
  * A per-key creation budget (claim_create) keeps a fleet that finds a key
  * empty from creating everything at once. Waiters park on the key's change
@@ -235,8 +236,12 @@ ssize_t orbit_pool_owners(struct orbit_pool *, struct orbit_owner *out, size_t m
  * orbit_pool_node_dead - a confirmed death: every resource that incarnation of
  * node owned is closed, and the creation claims and key holds the node had
  * are returned (claims are counted per node, so whichever incarnation is
- * named). Leases it held on others' resources are their owners' to reconcile.
- * Every key's waiters are woken once (see orbit_fleet_node_dead). A key
+ * named). Every unaccepted reservation that incarnation holds, on any
+ * resource of the pool, is freed (a late accept of it is
+ * -ORBIT_ENOTRESERVED); leases an owner accepted stay the owner's, and a
+ * reservation its reserver was killed before publishing is left to the
+ * owner's reconcile. Every key's waiters are woken once (see
+ * orbit_fleet_node_dead). A key
  * update the node (or an earlier report) was killed in the middle of is
  * finished or undone first, so each count moves exactly once; a key lock
  * a live member keeps past the bound leaves that part to the next report

@@ -7,8 +7,8 @@
  * its entry ACTIVE is reclaimed by the owner's reconcile; above 16 units the
  * counted path is kept. Members killed -9 in the protocol's windows: a
  * reserver between its fold and the release, one after taking a released entry
- * and before its publish, one whose lease was never accepted, an owner with
- * held entries (its worker's late complete frees nothing).
+ * and before its publish, one whose lease was never accepted (its report frees
+ * it), an owner with held entries (its worker's late complete frees nothing).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -74,14 +74,14 @@ START_TEST(a_done_entry_counts_free_and_is_folded_once_by_the_next_reserve)
     orbit_execution_complete(&e1);
     /* DONE: the bit is still set, but the unit counts as free. */
     ck_assert_uint_eq(units_bits(atomic_load(&r->units)) & (1u << b1), 1u << b1);
-    ck_assert_uint_eq(atomic_load(&r->pending[b1].since_ms), l1.fence | SINCE_DONE);
+    ck_assert_uint_eq(atomic_load(&r->pending[b1].since), l1.fence | SINCE_DONE);
     ck_assert_uint_eq(candidate(x.p).active, 0);
     ck_assert_uint_eq(candidate(x.p).reserved, 0);
     take(x.p, id, &l2, &e2);
     /* Folded by that reserve: bit cleared, entry released (it names the fence it shows). */
     ck_assert_uint_eq(units_bits(atomic_load(&r->units)) & (1u << b1), 0);
     ck_assert_uint_eq(atomic_load(&r->pending[b1].fence), l1.fence | ENTRY_HELD);
-    ck_assert_uint_eq(atomic_load(&r->released[b1]), l1.fence);
+    ck_assert_uint_eq(atomic_load(&r->pending[b1].released), l1.fence);
     take(x.p, id, &l3, &e3);
     /* Two held: the DONE unit came back once, not twice. */
     ck_assert_int_eq(orbit_pool_reserve(x.p, id, &l4), -ORBIT_EBUSY);
@@ -121,7 +121,7 @@ START_TEST(a_late_done_on_a_retaken_entry_frees_nothing)
     orbit_execution_complete(&e1);
     ck_assert_int_eq(orbit_pool_reserve(x.p, id, &l1), -ORBIT_EBUSY);
     /* A completer past its check whose DONE lands now (its store raced the retake). */
-    atomic_store(&r->pending[b1].since_ms, (l.fence - POOL_PENDING) | SINCE_DONE);
+    atomic_store(&r->pending[b1].since, (l.fence - POOL_PENDING) | SINCE_DONE);
     ck_assert_int_eq(orbit_pool_reserve(x.p, id, &l1), -ORBIT_EBUSY);
     ck_assert_uint_eq(candidate(x.p).active, 1);
     orbit_execution_complete(&ex);
@@ -177,12 +177,12 @@ START_TEST(a_waiter_about_to_sleep_folds_a_done_whose_wake_it_missed)
     ck_assert_int_eq(orbit_pool_version(x.p, KEY, &v), 0);
     ck_assert_int_eq(orbit_pool_reserve(x.p, id, &n), -ORBIT_EBUSY);
     /* A completer whose read of the key's words came before the version: its DONE, no wake. */
-    atomic_store(&r->pending[l.fence % POOL_PENDING].since_ms, l.fence | SINCE_DONE);
+    atomic_store(&r->pending[l.fence % POOL_PENDING].since, l.fence | SINCE_DONE);
     int64_t t0 = tu_now_ns();
     ck_assert_int_eq(orbit_pool_wait_capacity(x.p, KEY, v, 5000, NULL), 0);
     ck_assert_int_lt(tu_now_ns() - t0, 4000 * 1000000ll);   /* woken by the fold, not the timeout */
     ck_assert_uint_eq(units_bits(atomic_load(&r->units)), 0);   /* folded by the waiter */
-    ck_assert_uint_eq(atomic_load(&r->released[l.fence % POOL_PENDING]), l.fence);   /* and released */
+    ck_assert_uint_eq(atomic_load(&r->pending[l.fence % POOL_PENDING].released), l.fence);   /* and released */
     /* Nothing left to fold: the next wait sleeps to its timeout. */
     ck_assert_int_eq(orbit_pool_version(x.p, KEY, &v), 0);
     ck_assert_int_eq(orbit_pool_wait_capacity(x.p, KEY, v, 50, NULL), -ORBIT_ETIMEDOUT);
@@ -374,10 +374,11 @@ START_TEST(a_reserver_killed_between_its_fold_and_the_release_costs_no_unit_afte
 }
 END_TEST
 
-/* Capacity 4: three accepted; a remote reserver's lease, never accepted (killed); one of the
- * three completes: one DONE, two ACTIVE, one PENDING of the dead. _i 0: the owner's count
- * covers the two ACTIVE (kept); _i 1: it does not (all reclaimed, completes counted). */
-START_TEST(a_killed_reservers_unaccepted_lease_is_aged_among_held_entries)
+/* Capacity 4: three accepted; a remote reserver's lease, never accepted (killed): its death
+ * report frees it and leaves the held entries alone; one of the three completes: one DONE,
+ * two ACTIVE. _i 0: the owner's count covers the two ACTIVE (kept); _i 1: it does not (all
+ * reclaimed, completes counted). */
+START_TEST(a_killed_reservers_unaccepted_lease_is_freed_among_held_entries)
 {
     struct fixture x;
     setup(&x, "hunacc");
@@ -389,16 +390,19 @@ START_TEST(a_killed_reservers_unaccepted_lease_is_aged_among_held_entries)
     for (unsigned i = 0; i < 3; i++)
         take(x.p, id, &l[i], &ex[i]);
     remote_killed(&x, id, NULL, &dead);
+    /* Freed by the report: bit and entry, and the late accept fails by its fence. */
+    ck_assert_uint_eq(bits_of(r) & (1u << entry_of(&dead)), 0);
+    ck_assert_uint_eq(fence_at(r, entry_of(&dead)), 0);
+    ck_assert_int_eq(orbit_pool_accept(x.p, &dead, &never), -ORBIT_ENOTRESERVED);
+    assert_counts(x.p, 3, 0);
     orbit_execution_complete(&ex[0]);
-    assert_counts(x.p, 2, 1);
-    /* Within grace the dead's lease stays (it may yet be accepted); the DONE is folded. */
+    assert_counts(x.p, 2, 0);
+    /* The DONE is folded by the owner's reconcile. */
     ck_assert_int_eq(orbit_pool_reconcile(x.p, id, 2, 60000), 0);
     ck_assert_uint_eq(bits_of(r) & (1u << entry_of(&l[0])), 0);
     ck_assert_uint_eq(fence_at(r, entry_of(&l[0])), 0);
-    assert_counts(x.p, 2, 1);
+    assert_counts(x.p, 2, 0);
     ck_assert_int_eq(orbit_pool_reconcile(x.p, id, _i == 0 ? 2 : 1, 0), 0);
-    ck_assert_int_eq(orbit_pool_accept(x.p, &dead, &never), -ORBIT_ENOTRESERVED);
-    ck_assert_uint_eq(fence_at(r, entry_of(&dead)), 0);
     if (_i == 0) {   /* kept: still held, their completes are stores the next reserve folds */
         assert_counts(x.p, 2, 0);
         for (unsigned i = 1; i < 3; i++)
@@ -456,7 +460,7 @@ START_TEST(a_folders_late_release_leaves_a_retaken_entry_to_its_new_holder)
                   (unsigned long long)fence_at(r, entry_of(&n)), (unsigned long long)n.fence);
     ck_assert_int_eq(orbit_pool_accept(x.p, &n, &e), 0);
     orbit_execution_complete(&e);
-    assert_counts(x.p, 0, 1);   /* the folder's own lease, never accepted */
+    assert_counts(x.p, 0, 0);   /* the folder's own lease, never accepted: freed by its report */
     teardown(&x);
 }
 END_TEST
@@ -481,7 +485,7 @@ START_TEST(a_new_holder_before_its_publish_is_neither_folded_nor_lost)
     uint32_t next = (uint32_t)((l.fence + 1) % POOL_PENDING);
     uint64_t shown = fence_at(r, next);
     ck_assert(entry_held(shown));
-    ck_assert_uint_eq(atomic_load(&r->released[next]), shown & ~ENTRY_HELD);   /* released: takeable */
+    ck_assert_uint_eq(atomic_load(&r->pending[next].released), shown & ~ENTRY_HELD);   /* released: takeable */
     remote_killed(&x, id, "fold", NULL);
     ck_assert_uint_eq(bits_of(r), 1u << next);
     ck_assert_uint_eq(fence_at(r, next), shown);   /* the dead reserver never published */
@@ -541,7 +545,7 @@ START_TEST(a_waiter_without_membarrier_finds_an_unannounced_done_within_a_slice)
     while (!atomic_load(&pool_key_at(x.p, ki)->wait.parked) && tu_now_ns() < until)
         usleep(1000);
     ck_assert_msg(atomic_load(&pool_key_at(x.p, ki)->wait.parked), "the waiter never parked");
-    atomic_store(&r->pending[l.fence % POOL_PENDING].since_ms, l.fence | SINCE_DONE);
+    atomic_store(&r->pending[l.fence % POOL_PENDING].since, l.fence | SINCE_DONE);
     ck_assert_int_eq(tu_wait_child(kid, 20000), 0);
     ck_assert_uint_eq(units_bits(atomic_load(&r->units)), 0);   /* folded by the waiter */
     ck_assert_int_eq(orbit_fleet_node_dead(x.f, REMOTE_NODE, REMOTE_INC), 0);
@@ -673,7 +677,7 @@ START_TEST(an_owner_killed_with_held_entries_closes_and_a_late_complete_frees_no
     ck_assert_int_eq(write(go.wr, "g", 1), 1);
     ck_assert_int_eq(tu_wait_child(worker, 10000), 0);
     assert_counts(x.p, 1, 0);   /* the heir's execution still holds its entry */
-    ck_assert_uint_eq(atomic_load(&r->pending[o.entry].since_ms) & SINCE_DONE, 0);
+    ck_assert_uint_eq(atomic_load(&r->pending[o.entry].since) & SINCE_DONE, 0);
     ck_assert_int_eq(orbit_pool_reserve(x.p, id, &n), -ORBIT_EBUSY);
     kill(heir, SIGKILL);
     ck_assert_int_eq(tu_wait_child(heir, 10000), 128 + SIGKILL);
@@ -758,7 +762,7 @@ int main(void)
         tcase_add_test(held, a_waiter_about_to_sleep_folds_a_done_whose_wake_it_missed);
         tcase_add_test(held, sixteen_units_all_done_are_folded_when_no_entry_is_free);
         tcase_add_test(held, a_reserver_killed_between_its_fold_and_the_release_costs_no_unit_after_reconcile);
-        tcase_add_loop_test(held, a_killed_reservers_unaccepted_lease_is_aged_among_held_entries, 0, 2);
+        tcase_add_loop_test(held, a_killed_reservers_unaccepted_lease_is_freed_among_held_entries, 0, 2);
         tcase_add_test(held, an_owner_killed_with_held_entries_closes_and_a_late_complete_frees_nothing);
         tcase_add_test(held, a_folders_late_release_leaves_a_retaken_entry_to_its_new_holder);
         tcase_add_test(held, a_new_holder_before_its_publish_is_neither_folded_nor_lost);
