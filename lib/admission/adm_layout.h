@@ -28,7 +28,7 @@
 #include "core/wait.h"
 
 #define ORB_TABLE_ADMISSION 4u   /* the segment header's table_type */
-#define ADM_LAYOUT_VERSION 5u   /* 5: a 64-bit lock word (holder start time) and its sleepers */
+#define ADM_LAYOUT_VERSION 5u   /* another version of the layout above is -ORBIT_EGEOMETRY */
 #define ADM_DOMAINS_MAX    1024u        /* spec.max_domains upper bound */
 #define ADM_CLAIMS_MAX     (1u << 20)   /* spec.max_claims upper bound */
 #define ADM_TABLE_MAX      (1ull << 30) /* table bytes upper bound */

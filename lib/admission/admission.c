@@ -156,6 +156,9 @@ int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spe
     if (!out)
         return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     struct adm_geometry g;
+    if (spec && (rc = orb_check_resv(spec->resv, sizeof spec->resv / sizeof spec->resv[0], __func__,
+                                     "ORBIT_ADMISSION_SPEC_DEFAULT")) < 0)
+        return rc;
     if (adm_geometry_make(spec ? spec : &dflt, &g) < 0)
         return spec_explain(spec ? spec : &dflt, __func__);
     if (f->observer)

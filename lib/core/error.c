@@ -60,6 +60,15 @@ int orb_fail(int rc, const char *fmt, ...)
     return rc;
 }
 
+int orb_check_resv(const uint64_t *resv, size_t n, const char *call, const char *dflt)
+{
+    for (size_t i = 0; i < n; i++)
+        if (resv[i])
+            return orb_fail(-ORBIT_EMALFORMED, "%s: resv[%zu] is not zero: start from %s and set fields",
+                            call, i, dflt);
+    return 0;
+}
+
 int orb_enter_refused(const uint32_t *gen, const char *call, const char *what)
 {
     if (!gen)

@@ -244,10 +244,9 @@ static int check_opts(const char *name, const struct orbit_fleet_opts *o)
         return orb_fail(-ORBIT_EMALFORMED, "%s: backing %d is not an enum orbit_backing", call, (int)o->backing);
     if (o->gid < -1 || o->gid > 4294967294LL)   /* (gid_t)-1 means "no change" to chown */
         return orb_fail(-ORBIT_EMALFORMED, "%s: gid %lld: -1 or 0..4294967294", call, (long long)o->gid);
-    for (size_t i = 0; i < sizeof o->resv / sizeof o->resv[0]; i++)
-        if (o->resv[i])
-            return orb_fail(-ORBIT_EMALFORMED, "%s: opts.resv[%zu] is not zero: start from "
-                            "ORBIT_FLEET_OPTS_DEFAULT", call, i);
+    int rc = orb_check_resv(o->resv, sizeof o->resv / sizeof o->resv[0], call, "ORBIT_FLEET_OPTS_DEFAULT");
+    if (rc < 0)
+        return rc;
     if (name && !orb_fleet_name_valid(name))
         return orb_fail(-ORBIT_EMALFORMED, "%s: name '%.80s': 1-64 bytes of letters, digits, '_', '.' and '-'",
                         call, name);

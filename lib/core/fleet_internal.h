@@ -22,7 +22,7 @@ struct orb_node_record {
 };
 _Static_assert(sizeof(struct orb_node_record) == 64, "node record is one cache line");
 
-/* Version 2: members hold kernel locks on their node's bytes of the fleet file (life.h). */
+/* Members hold kernel locks on their node's bytes of the fleet file (life.h). */
 #define ORB_FLEET_LAYOUT_VERSION 2u
 
 struct orb_fleet_geometry {        /* the fleet segment's geometry */

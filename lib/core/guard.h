@@ -62,6 +62,14 @@ static inline int orb_enter_fleet(const struct orbit_fleet *f, const char *call)
     return orb_fleet_usable(f, call);
 }
 
+/*
+ * A struct's reserved tail (resv[n], "zero; a later release may give it
+ * meaning"): all zero, else -ORBIT_EMALFORMED naming the field, as libbpf's
+ * OPTS_VALID refuses unknown bytes, so a caller's garbage there never starts
+ * to mean something in a later release.
+ */
+int  orb_check_resv(const uint64_t *resv, size_t n, const char *call, const char *dflt);
+
 /* A timeout argument: -1 (forever), 0 or more; else -ORBIT_EMALFORMED with the reason. */
 static inline int orb_check_timeout(int timeout_ms, const char *call)
 {

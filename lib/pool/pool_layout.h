@@ -120,7 +120,7 @@
 
 #define ORB_TABLE_POOL       2                    /* the segment header's table_type */
 #define POOL_MAGIC           0x4c4f4f50u          /* "POOL" */
-#define POOL_LAYOUT_VERSION  8u   /* 8: entries name their holder; 7: released words; 6: held entries */
+#define POOL_LAYOUT_VERSION  8u   /* another version of the layout above is -ORBIT_EGEOMETRY */
 #define POOL_PENDING         16u
 #define POOL_INTENTS         8u                   /* per node: threads mid-way under op locks */
 #define POOL_GEN_MAX         ORBIT_ID_GENERATION_MAX

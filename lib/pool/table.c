@@ -26,11 +26,7 @@ static int spec_validate(const struct orbit_pool_spec *s, const char *call)
     if (s->generation_limit > POOL_GEN_MAX)
         return orb_fail(-ORBIT_EMALFORMED, "%s: spec.generation_limit %u: 0 (the most) or 1..%u", call,
                         s->generation_limit, (unsigned)POOL_GEN_MAX);
-    for (size_t i = 0; i < sizeof s->resv / sizeof s->resv[0]; i++)
-        if (s->resv[i])
-            return orb_fail(-ORBIT_EMALFORMED, "%s: spec.resv[%zu] is not zero: start from "
-                            "ORBIT_POOL_SPEC_DEFAULT", call, i);
-    return 0;
+    return orb_check_resv(s->resv, sizeof s->resv / sizeof s->resv[0], call, "ORBIT_POOL_SPEC_DEFAULT");
 }
 
 static void geometry_of(const struct orbit_pool_spec *s, uint16_t fleet_capacity,

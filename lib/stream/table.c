@@ -33,7 +33,8 @@ static int spec_explain(const struct orbit_stream_spec *spec, const char *call)
     if (spec->generation_limit > ORBIT_ID_GENERATION_MAX)
         return orb_fail(-ORBIT_EMALFORMED, "%s: spec.generation_limit %u: 0 (the most) or 1..%u", call,
                         spec->generation_limit, (unsigned)ORBIT_ID_GENERATION_MAX);
-    return 0;
+    return orb_check_resv(spec->resv, sizeof spec->resv / sizeof spec->resv[0], call,
+                          "ORBIT_STREAM_SPEC_DEFAULT");
 }
 
 static struct stream_geometry geometry_of(const struct orbit_stream_spec *spec)

@@ -107,6 +107,9 @@ int orbit_arena_open(struct orbit_fleet *f, const struct orbit_arena_spec *spec,
         return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     if (!spec)
         spec = &dflt;
+    if ((rc = orb_check_resv(spec->resv, sizeof spec->resv / sizeof spec->resv[0], __func__,
+                             "ORBIT_ARENA_SPEC_DEFAULT")) < 0)
+        return rc;
     if ((rc = spec_check(spec)) < 0)
         return orb_fail(rc, "%s: spec: kind %u (not the fleet's), slot_bytes %u (a power of two) and "
                         "slots_per_lane %u (1..%u): one is out of range", __func__, spec->kind,

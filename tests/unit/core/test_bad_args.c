@@ -165,6 +165,43 @@ END_TEST
                       call, what);                                                                 \
     } while (0)
 
+/* Every options and spec struct's reserved tail: a non-zero word is refused, named, and nothing opens. */
+START_TEST(a_non_zero_reserved_word_is_refused_in_every_options_and_spec_struct)
+{
+    struct orbit_fleet *f;
+    ck_assert_int_eq(orbit_fleet_join(NULL, NULL, &f), 0);
+    for (size_t i = 0; i < 4; i++) {
+        struct orbit_pool_spec ps = ORBIT_POOL_SPEC_DEFAULT;
+        struct orbit_stream_spec ss = ORBIT_STREAM_SPEC_DEFAULT;
+        struct orbit_admission_spec as = ORBIT_ADMISSION_SPEC_DEFAULT;
+        struct orbit_arena_spec rs = ORBIT_ARENA_SPEC_DEFAULT;
+        struct orbit_pool *pool = NULL;
+        struct orbit_streams *streams = NULL;
+        struct orbit_admission *adm = NULL;
+        struct orbit_arena *arena = NULL;
+        char field[16];
+        snprintf(field, sizeof field, "resv[%zu]", i);
+        ps.resv[i] = ss.resv[i] = as.resv[i] = rs.resv[i] = 1ull << (i * 16);
+        ck_assert_int_eq(orbit_pool_open(f, &ps, &pool), -ORBIT_EMALFORMED);
+        ck_last_error_has("orbit_pool_open", field);
+        ck_assert_int_eq(orbit_streams_open(f, &ss, &streams), -ORBIT_EMALFORMED);
+        ck_last_error_has("orbit_streams_open", field);
+        ck_assert_int_eq(orbit_admission_open(f, &as, &adm), -ORBIT_EMALFORMED);
+        ck_last_error_has("orbit_admission_open", field);
+        ck_assert_int_eq(orbit_arena_open(f, &rs, &arena), -ORBIT_EMALFORMED);
+        ck_last_error_has("orbit_arena_open", field);
+        ck_assert(!pool && !streams && !adm && !arena);
+        struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+        struct orbit_fleet *g = NULL;
+        o.resv[i] = 1;
+        ck_assert_int_eq(orbit_fleet_join(NULL, &o, &g), -ORBIT_EMALFORMED);
+        ck_last_error_has("orbit_fleet_join", field);
+        ck_assert_ptr_null(g);
+    }
+    orbit_fleet_leave(f);
+}
+END_TEST
+
 START_TEST(the_last_error_says_what_was_wrong)
 {
     struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
@@ -237,6 +274,7 @@ int main(void)
     tcase_add_loop_test(tc, a_timeout_below_minus_one_is_malformed_on_every_timed_call, 0, 2);
     tcase_add_test(tc, reconcile_refuses_more_active_than_capacity);
     tcase_add_test(tc, the_last_error_says_what_was_wrong);
+    tcase_add_test(tc, a_non_zero_reserved_word_is_refused_in_every_options_and_spec_struct);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
