@@ -427,6 +427,101 @@ START_TEST(a_fleet_nobody_lives_in_is_collected_and_a_live_one_never)
 }
 END_TEST
 
+#define DOMAIN 1
+
+static int claim_units(struct orbit_admission *a, uint64_t units)
+{
+    struct orbit_units u = { DOMAIN, units };
+    struct orbit_demand d = { .claim = &u, .n_claim = 1 };
+    struct orbit_admit_result r;
+    int rc = orbit_admission_try_claim(a, &d, &r);
+    return rc < 0 ? rc : r.outcome == ORBIT_ADMIT_CLAIMED ? 0 : -ORBIT_EBUSY;
+}
+
+/* pid 2 of a new pid namespace (pid 1 ignores its own SIGSTOP): joins, stops inside the ledger lock. */
+static void parked_in_namespace(const char *name, int resp)
+{
+    if (unshare(CLONE_NEWNS | CLONE_NEWPID) != 0)
+        tp_die("unshare: %s", strerror(errno));
+    pid_t init = fork();
+    if (init < 0)
+        tp_die("fork: %s", strerror(errno));
+    if (init > 0) {
+        tp_send(resp, &init, sizeof init);
+        waitpid(init, NULL, 0);
+        _exit(0);
+    }
+    die_with_parent();
+    if (own_proc(false) < 0)
+        tp_die("mount proc");
+    pid_t member = fork();
+    if (member == 0) {
+        die_with_parent();
+        struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+        o.capacity = 8;
+        o.node = 1;
+        o.backing = backing;
+        struct orbit_fleet *f;
+        struct orbit_admission *a;
+        setenv("ORBIT_TEST_ADMISSION_PARK_IN_MUTEX", "claim-commit", 1);
+        TP_CHECK(orbit_fleet_join(name, &o, &f) == 0, "join");
+        TP_CHECK(orbit_admission_open_existing(f, ORBIT_ADMISSION_KIND, &a) == 0, "open");
+        claim_units(a, 4);   /* stops itself inside the ledger lock */
+        _exit(0);
+    }
+    int st;
+    char ok = waitpid(member, &st, WUNTRACED) == member && WIFSTOPPED(st) ? 's' : 'x';
+    tp_send(resp, &ok, 1);
+    waitpid(member, &st, 0);   /* until the test kills this namespace */
+    _exit(0);
+}
+
+/*
+ * A ledger lock held by a member of another pid namespace: its pid names nobody (or someone
+ * else) here, yet it is never taken over while it lives; once its namespace is killed, the
+ * death report takes the lock over and repairs the ledger.
+ */
+START_TEST(a_lock_holder_in_another_pid_namespace_is_taken_over_only_once_dead)
+{
+    const char *name = tu_fleet_name("nslock");
+    struct orbit_fleet *f = tu_join(name, 8, 0, 0, backing);
+    struct orbit_admission *a;
+    ck_assert_int_eq(orbit_admission_open(f, NULL, &a), 0);
+    ck_assert_int_eq(orbit_admission_set_capacity(a, DOMAIN, 10), 0);
+    int r[2];
+    ck_assert_int_eq(pipe(r), 0);
+    fflush(NULL);
+    pid_t mid = fork();
+    ck_assert_int_ge(mid, 0);
+    if (mid == 0) {
+        die_with_parent();
+        parked_in_namespace(name, r[1]);
+    }
+    pid_t init;
+    char parked;
+    ck_assert(tp_recv(r[0], &init, sizeof init) && tp_recv(r[0], &parked, 1));
+    ck_assert_msg(parked == 's', "the namespaced member did not stop inside the lock");
+    /* Alive and holding: our claim waits out the bound and takes nothing over. */
+    ck_assert_int_lt(claim_units(a, 1), 0);
+    ck_assert(!orbit_admission_poisoned(a));
+    ck_assert_int_eq(orbit_fleet_reap(f), 0);
+    kill(init, SIGKILL);   /* the namespace's init: every process in it dies */
+    ck_assert_int_eq(waitpid(mid, NULL, 0), mid);
+    int64_t until = tu_now_ns() + 5000 * 1000000LL;
+    int reaped = 0;
+    while (reaped == 0 && tu_now_ns() < until)
+        reaped = orbit_fleet_reap(f);   /* the kernel lock says dead once its holder is gone */
+    ck_assert_int_eq(reaped, 1);
+    ck_assert_int_eq(claim_units(a, 10), 0);   /* the whole capacity: the dead claim gave back */
+    ck_assert(!orbit_admission_poisoned(a));
+    close(r[0]);
+    close(r[1]);
+    orbit_admission_close(a);
+    orbit_fleet_leave(f);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
 /* Root and namespaces are what these tests are about: without them there is nothing to run. */
 static const char *namespaces_unavailable(void)
 {
@@ -459,6 +554,7 @@ int main(void)
     tcase_add_test(tc, a_forked_child_watches_a_life_for_itself);
     tcase_add_test(tc, joining_a_node_this_process_holds_is_claimed);
     tcase_add_test(tc, a_fleet_nobody_lives_in_is_collected_and_a_live_one_never);
+    tcase_add_test(tc, a_lock_holder_in_another_pid_namespace_is_taken_over_only_once_dead);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
