@@ -13,6 +13,7 @@
 #include "error_internal.h"
 #include "guard.h"
 #include "life.h"
+#include "lock.h"
 
 #define LIFE_BASE  (1ll << 40)
 #define OWNER_BASE (2ll << 40)
@@ -142,7 +143,34 @@ static void fork_child(void)
     pthread_mutex_unlock(&registry);
 }
 
-static void fork_hooks(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+/*
+ * The bounded lock's last word on a holder whose pid-namespace tag equals
+ * ours: a live member record of one of this process's fleets that names the
+ * holder with another namespace behind the same tag means its pid is not
+ * ours to judge.
+ */
+static bool holder_in_other_namespace(uint64_t identity)
+{
+    uint64_t mine = orb_pidns_self();
+    bool foreign = false;
+    pthread_mutex_lock(&registry);
+    for (struct orbit_fleet *h = handles; h && !foreign; h = h->next_live)
+        for (uint32_t i = 0; !h->is_private && i < h->capacity && !foreign; i++) {
+            struct orb_node_record *rec = &h->nodes[i];
+            uint64_t ns = atomic_load(&rec->pidns);
+            foreign = ns && ns != mine && atomic_load(&rec->state) == ORBIT_NODE_LIVE &&
+                      orb_lock_identity((uint32_t)atomic_load(&rec->pid), atomic_load(&rec->start_time), ns) ==
+                          identity;
+        }
+    pthread_mutex_unlock(&registry);
+    return foreign;
+}
+
+static void fork_hooks(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    orb_lock_set_foreign_check(holder_in_other_namespace);
+}
 
 void orb_life_register(struct orbit_fleet *f)
 {

@@ -83,12 +83,21 @@ bool orb_lock_fence_others(void)
 
 static uint32_t ns_tag(uint64_t pidns)
 {
-    return pidns ? 1u + (uint32_t)(pidns % 255u) : 0u;
+    return pidns ? 1u + (uint32_t)(pidns % 65535u) : 0u;
 }
 
 uint64_t orb_lock_identity(uint32_t pid, uint64_t start_time, uint64_t pidns)
 {
-    return (uint64_t)(uint32_t)start_time << 32 | ns_tag(pidns) << ORB_LOCK_NS_SHIFT | (pid & ORB_LOCK_PID_MASK);
+    uint32_t tag = ns_tag(pidns);
+    return (uint64_t)(start_time & 0xffffffu) << 40 | (uint64_t)(tag >> 8) << 32 |
+           (tag & 0xffu) << ORB_LOCK_NS_SHIFT | (pid & ORB_LOCK_PID_MASK);
+}
+
+static bool (*_Atomic foreign_check)(uint64_t identity);
+
+void orb_lock_set_foreign_check(bool (*foreign)(uint64_t identity))
+{
+    atomic_store(&foreign_check, foreign);
 }
 
 static _Thread_local uint64_t reported_dead;
@@ -102,7 +111,7 @@ void orb_lock_set_dead(uint64_t identity)
 static int pid_reused(uint32_t pid, uint32_t start)
 {
     uint64_t now = start ? orb_proc_start_time((int)pid) : 0;
-    return now != 0 && (uint32_t)now != start;   /* unreadable /proc: no evidence either way */
+    return now != 0 && (now & 0xffffffu) != start;   /* unreadable /proc: no evidence either way */
 }
 
 /* The holder's process has exited (a zombie counts: it can never release), or its pid is another's. */
@@ -111,8 +120,11 @@ static int holder_gone(uint64_t v)
     uint32_t pid = (uint32_t)v & ORB_LOCK_PID_MASK;
     if (reported_dead && (v & ~(uint64_t)ORB_LOCK_WAITERS) == reported_dead)
         return 1;   /* the kernel's lock said this holder's node is dead: we report it */
-    if (((uint32_t)v & ORB_LOCK_NS_MASK) != ((uint32_t)me() & ORB_LOCK_NS_MASK))
+    if ((v & ORB_LOCK_TAG_BITS) != (me() & ORB_LOCK_TAG_BITS))
         return 0;   /* a pid of another namespace names nobody here: never judged by it */
+    bool (*foreign)(uint64_t) = atomic_load(&foreign_check);
+    if (foreign && foreign(v & ~(uint64_t)ORB_LOCK_WAITERS))
+        return 0;   /* the same tag, yet a member record says another namespace */
     if (pid == ((uint32_t)me() & ORB_LOCK_PID_MASK))
         return 0;
 #ifdef SYS_pidfd_open

@@ -3,12 +3,16 @@
  * A lock in shared memory whose holder may die and whose word another member
  * may overwrite: every take is bounded and every word it reads is validated.
  *
- * word = 0 (free) or holder start << 32 | LOCK_WAITERS | ns << 23 | holder pid:
- * start is the low 32 bits of the holder's start time (clock ticks since
- * boot), so a pid reused by a later process does not pass for the dead
- * holder; ns tags the holder's pid namespace, whose pids only its own
- * members may judge (others learn of its death from its node's kernel lock,
- * through the death report: orb_lock_set_dead). The futex
+ * word = 0 (free) or start << 40 | ns_hi << 32 | LOCK_WAITERS | ns_lo << 23 |
+ * holder pid: start is the low 24 bits of the holder's start time (clock
+ * ticks since boot, 46 hours at 100 Hz), so a pid reused by a later process
+ * does not pass for the dead holder; ns is a 16-bit tag of the holder's pid
+ * namespace (1 + inode % 65535: namespace inodes are handed out densely, so
+ * two namespaces alive together differ), whose pids only processes of that
+ * namespace may judge. Others learn of the holder's death from its node's
+ * kernel lock, through the death report (orb_lock_set_dead), and a member of
+ * this process's fleets whose record names another namespace behind the same
+ * tag is never judged by pid either. The futex
  * is the low half (pid and waiters bit). A waiter that finds the holder's
  * process gone takes the word over by CAS and is told so (repair what the
  * dead holder left half-done). A word no holder could have written is
@@ -32,9 +36,11 @@ struct orb_lock {
 
 #define ORB_LOCK_WAITERS   0x80000000u
 #define ORB_LOCK_PID_MASK  0x007fffffu   /* pids are at most 2^22 (PID_MAX_LIMIT) */
-#define ORB_LOCK_NS_SHIFT  23            /* bits 23..30: the holder's pid namespace tag */
+#define ORB_LOCK_NS_SHIFT  23            /* bits 23..30: the low byte of the holder's pid namespace tag */
 #define ORB_LOCK_NS_MASK   0x7f800000u
-#define ORB_LOCK_START(v)  ((uint32_t)((v) >> 32))
+#define ORB_LOCK_NS_HI_MASK 0x000000ff00000000ull   /* bits 32..39: its high byte */
+#define ORB_LOCK_TAG_BITS  (ORB_LOCK_NS_HI_MASK | ORB_LOCK_NS_MASK)
+#define ORB_LOCK_START(v)  ((uint32_t)((v) >> 40))   /* the low 24 bits of the start time */
 #define ORB_LOCK_BOUND_MS  2000          /* critical sections take microseconds */
 
 enum { ORB_LOCK_TAKEN = 0, ORB_LOCK_RECOVERED = 1 };
@@ -47,14 +53,16 @@ int  orb_lock_try(struct orb_lock *l);
 void orb_lock_give(struct orb_lock *l);
 
 /*
- * The identity part of a held word (start << 32 | ns << 23 | pid, waiters bit
- * clear) a process with that pid, start time and pid namespace writes. ns is
- * 1..255 from the namespace's inode (0 unknown): a holder whose ns differs
- * from ours is judged only through orb_lock_set_dead, never by its pid.
+ * The identity part of a held word (waiters bit clear) a process with that
+ * pid, start time and pid namespace writes (pidns 0: unknown, tag 0). A
+ * holder whose tag differs from ours is judged only through
+ * orb_lock_set_dead, never by its pid.
  */
 uint64_t orb_lock_identity(uint32_t pid, uint64_t start_time, uint64_t pidns);
 /* This thread's death report: a holder with that identity is dead (0: none). */
 void orb_lock_set_dead(uint64_t identity);
+/* Set by the fleet layer: does a member record name this holder in another pid namespace? */
+void orb_lock_set_foreign_check(bool (*foreign)(uint64_t identity));
 
 /* This process's held word (start << 32 | pid) once a take has run (0 before, and in a
  * fresh fork child). */
