@@ -18,12 +18,17 @@
 #define CHAOS_DOMAINS 3
 #define CHAOS_FRAME 64               /* stream frames: header + pattern */
 #define CHAOS_CHUNK_MAX 2048         /* exchange DATA chunk bytes */
+#define CHAOS_EXIT_FALSE_DEATH 44    /* a member that found its own life reaped while it lived */
+#define CHAOS_EXIT_NS_SETUP 43       /* a namespaced member whose pid namespace or /proc mount failed */
 
 /* What a member is doing right now: the table a kill lands in. */
 enum chaos_table { T_POOL, T_STREAMS, T_EXCHANGE, T_ADMISSION, T_URING, T_COUNT };
 static const char *const chaos_table_name[T_COUNT] = { "pool", "streams", "exchange", "admission", "uring" };
 
-/* One member slot, in memory shared with the supervisor (written by the member). */
+/*
+ * One member slot, in memory shared with the supervisor (written by the
+ * member), or one forked child's (written by the child; pid by its parent too).
+ */
 struct chaos_slot {
     _Atomic uint32_t focus;          /* enum chaos_table: 3 of 4 operations of this life go there */
     _Atomic uint32_t table;          /* enum chaos_table of the current operation */
@@ -32,19 +37,35 @@ struct chaos_slot {
     _Atomic uint64_t incarnation;
     _Atomic uint64_t beats;          /* operations finished */
     _Atomic int64_t  last_beat_ns;   /* CLOCK_MONOTONIC of the last one */
+    /* Set by the supervisor at spawn, for a member: */
+    _Atomic uint32_t fork_at;        /* fork a child after this many operations; 0: never */
+    _Atomic uint32_t kid_ops;        /* its child exits after this many; 0: runs until killed */
+    /* A forked child's: */
+    _Atomic int32_t  pid;            /* -1 while its parent forks it, then its pid; 0: slot free */
+    _Atomic int32_t  ppid;           /* the parent member's pid */
+    _Atomic int32_t  exited;         /* it is about to exit by itself (after kid_ops operations) */
 };
 
 struct chaos_shared {
     struct chaos_slot slot[CHAOS_MEMBERS_MAX];
+    struct chaos_slot kid[CHAOS_MEMBERS_MAX];   /* kid[i]: the child a member of slot i forked */
     _Atomic uint64_t ops[T_COUNT], errors[T_COUNT];
     _Atomic uint64_t bytes_checked;       /* payload bytes members verified */
     _Atomic uint64_t wrong_bytes;         /* payload bytes that arrived wrong (no scribbler running) */
     _Atomic uint64_t scribbled_bytes;     /* the same while a scribbler runs: it may have hit payloads */
     _Atomic uint32_t hostile;             /* a scribbler is running */
     _Atomic uint64_t hostile_rounds, hostile_bytes;
+    _Atomic uint64_t false_deaths;        /* members and children that found themselves reaped alive */
+    _Atomic uint64_t kids_forked, fork_checks, fork_violations;
+    _Atomic uint64_t member_reaps, member_reaped;   /* members' own orbit_fleet_reap calls, nodes they reported */
 };
 
-/* Member main: joins fleet, opens every table, runs random operations until killed. */
+/*
+ * Member main: joins fleet, opens every table, runs random operations until
+ * killed. Outside the hostile phase it also reaps now and then, checks that
+ * its node still carries its life (else it reports a false death and exits
+ * CHAOS_EXIT_FALSE_DEATH), and forks a child at fork_at if the supervisor asked.
+ */
 void chaos_member(const char *fleet, struct chaos_shared *sh, int slot, uint64_t seed);
 /* The scribbler: rounds of random bytes written at random offsets of the fleet's live segments. */
 void chaos_scribbler(const char *fleet, struct chaos_shared *sh, uint64_t rounds, uint64_t seed);

@@ -3,8 +3,18 @@
  * A chaos member: random operations on every table through the public API,
  * each bounded by a timeout, until the supervisor kills it. Payloads carry a
  * pattern the receiver checks byte by byte (stream frames, exchange chunks).
+ * Outside the hostile phase a member also runs orbit_fleet_reap now and then
+ * and checks its own node still carries its life (a live member reaped is a
+ * false death). A member asked to (fork_at) forks a child mid-run: the child
+ * checks the parent's fleet and table handles are refused (-ORBIT_EFORKED,
+ * the parent's own resources and claims among them), that the parent's node
+ * is -ORBIT_ECLAIMED and untouched, then joins as its own node and works like any
+ * member until it is killed -9 or exits after kid_ops operations. The parent
+ * never waits for it: a child's pid stays pinned until the supervisor (the
+ * subreaper of orphans) reaps it.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <orbit/inspect.h>
 #include <orbit/uring.h>
 #include "chaos.h"
 
@@ -22,6 +33,9 @@ static const orbit_key chaos_keys[CHAOS_KEYS] = {
 struct member {
     struct chaos_shared *sh;
     struct chaos_slot *slot;
+    const char *fleet;
+    int index;                       /* the slot's index in sh->slot (a child's: in sh->kid) */
+    bool kid;                        /* a forked child */
     uint64_t rng;
     struct orbit_fleet *f;
     struct orbit_pool *pool;
@@ -371,14 +385,15 @@ static int op_uring(struct member *m)
 
 /* ---- the member ------------------------------------------------------------ */
 
-static int member_open(struct member *m, const char *fleet)
+static int member_open(struct member *m, int32_t node)
 {
     struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
     o.capacity = CHAOS_FLEET_CAPACITY;
+    o.node = node;
     struct orbit_pool_spec ps = chaos_pool_spec();
     struct orbit_stream_spec ss = chaos_stream_spec();
     struct orbit_exchange_spec es = chaos_exchange_spec();
-    int rc = orbit_fleet_join(fleet, &o, &m->f);
+    int rc = m->f ? 0 : orbit_fleet_join(m->fleet, &o, &m->f);
     if (rc == 0)
         rc = orbit_pool_open(m->f, &ps, &m->pool);
     if (rc == 0)
@@ -390,10 +405,193 @@ static int member_open(struct member *m, const char *fleet)
     return rc;
 }
 
+static const char *who(const struct member *m)
+{
+    return m->kid ? "forked child" : "member";
+}
+
+/* Does our node still carry our life? (Unknown counts as yes: only a record proves a false death.) */
+static bool self_intact(struct member *m)
+{
+    struct orbit_node_info n[CHAOS_FLEET_CAPACITY];
+    ssize_t got = orbit_fleet_nodes(m->f, n, CHAOS_FLEET_CAPACITY);
+    uint16_t me = orbit_fleet_node(m->f);
+    if (got < 0)
+        return true;
+    for (ssize_t k = 0; k < got && k < CHAOS_FLEET_CAPACITY; k++)
+        if (n[k].node == me)
+            return n[k].state == ORBIT_NODE_LIVE && n[k].incarnation == orbit_fleet_incarnation(m->f);
+    return false;
+}
+
+static void false_death(struct member *m)
+{
+    atomic_fetch_add(&m->sh->false_deaths, 1);
+    fprintf(stderr, "chaos: FALSE DEATH: %s %d (pid %d here, node %u, incarnation %llx) found its node "
+            "no longer carrying its life while it lived\n", who(m), m->index, (int)getpid(),
+            (unsigned)orbit_fleet_node(m->f), (unsigned long long)orbit_fleet_incarnation(m->f));
+    _exit(CHAOS_EXIT_FALSE_DEATH);
+}
+
+/* Between operations, outside the hostile phase: a reap of our own now and then, and the self-check. */
+static void housekeeping(struct member *m, uint64_t beats)
+{
+    if (atomic_load_explicit(&m->sh->hostile, memory_order_relaxed))
+        return;
+    if (chaos_below(&m->rng, 48) == 0) {
+        int rc = orbit_fleet_reap(m->f);
+        atomic_fetch_add_explicit(&m->sh->member_reaps, 1, memory_order_relaxed);
+        if (rc > 0)
+            atomic_fetch_add_explicit(&m->sh->member_reaped, (uint64_t)rc, memory_order_relaxed);
+    }
+    if (beats % 16 == 0 && !self_intact(m))
+        false_death(m);
+}
+
+static _Noreturn void member_loop(struct member *m);
+
+/* A parent's fleet call in a forked child must be refused, and change nothing. */
+static void expect_forked(struct member *kid, const char *call, int rc)
+{
+    atomic_fetch_add(&kid->sh->fork_checks, 1);
+    if (rc == -ORBIT_EFORKED)
+        return;
+    atomic_fetch_add(&kid->sh->fork_violations, 1);
+    fprintf(stderr, "chaos: FORK: %s on the parent's handle in forked child %d answered %d (%s), "
+            "not -ORBIT_EFORKED\n", call, kid->index, rc, rc < 0 ? orbit_strerror(rc) : "no error");
+}
+
+static void fork_violation(struct member *kid, const char *what)
+{
+    atomic_fetch_add(&kid->sh->fork_violations, 1);
+    fprintf(stderr, "chaos: FORK: forked child %d: %s\n", kid->index, what);
+}
+
+/* The parent's node record, as the child's own handle sees it: its life, alive, unless the parent is going. */
+static void check_parent_untouched(struct member *kid, pid_t parent, uint16_t node, uint64_t inc)
+{
+    struct orbit_node_info n[CHAOS_FLEET_CAPACITY];
+    ssize_t got = orbit_fleet_nodes(kid->f, n, CHAOS_FLEET_CAPACITY);
+    bool intact = false;
+    for (ssize_t k = 0; k < got && k < CHAOS_FLEET_CAPACITY; k++)
+        intact |= n[k].node == node && n[k].incarnation == inc && n[k].alive;
+    atomic_fetch_add(&kid->sh->fork_checks, 1);
+    if (!intact && got >= 0 && orbit_process_exiting(parent) == 0)
+        fork_violation(kid, "the running parent's node no longer carries its live life");
+}
+
+/* Table calls on the parent's handles, the parent's own objects among them: each refused. */
+static void parent_tables_refused(struct member *kid, struct member *parent)
+{
+    orbit_key key = chaos_keys[chaos_below(&kid->rng, CHAOS_KEYS)];
+    uint32_t version;
+    orbit_id id;
+    struct orbit_endpoint *a;
+    struct orbit_ticket t;
+    struct orbit_units u = { 1, 1 };
+    struct orbit_demand d = { .claim = &u, .n_claim = 1 };
+    struct orbit_admit_result r;
+    expect_forked(kid, "orbit_pool_version", orbit_pool_version(parent->pool, key, &version));
+    expect_forked(kid, "orbit_pool_register", orbit_pool_register(parent->pool, key, 1, &id));
+    expect_forked(kid, "orbit_streams_create", orbit_streams_create(parent->st, &a, &t));
+    expect_forked(kid, "orbit_exchanges_wait_offer", orbit_exchanges_wait_offer(parent->ex, 0, &t));
+    expect_forked(kid, "orbit_admission_try_claim", orbit_admission_try_claim(parent->adm, &d, &r));
+    if (parent->n_res)
+        expect_forked(kid, "orbit_pool_unregister (the parent's resource)",
+                      orbit_pool_unregister(parent->pool, parent->res[0]));
+    if (parent->n_claims)
+        expect_forked(kid, "orbit_admission_release (the parent's claim)",
+                      orbit_admission_release(parent->adm, &parent->claims[0]));
+}
+
+/* The forked child: the parent's handle refused, then a node of its own and ordinary work. */
+static _Noreturn void kid_main(struct member *parent)
+{
+    struct chaos_slot *ks = &parent->sh->kid[parent->index];
+    atomic_store(&ks->pid, (int32_t)getpid());
+    atomic_store(&ks->last_beat_ns, chaos_now_ns());
+    struct member kid = { .sh = parent->sh, .slot = ks, .fleet = parent->fleet, .index = parent->index,
+                          .kid = true, .rng = chaos_rand(&parent->rng) | 1 };
+    struct orbit_fleet *pf = parent->f;
+    uint16_t pnode = orbit_fleet_node(pf);
+    uint64_t pinc = orbit_fleet_incarnation(pf);
+    struct orbit_node_info n[CHAOS_FLEET_CAPACITY];
+    expect_forked(&kid, "orbit_fleet_nodes", (int)orbit_fleet_nodes(pf, n, CHAOS_FLEET_CAPACITY));
+    expect_forked(&kid, "orbit_fleet_reap", orbit_fleet_reap(pf));
+    expect_forked(&kid, "orbit_fleet_wait_node_death", orbit_fleet_wait_node_death(pf, pnode, pinc, 0));
+    expect_forked(&kid, "orbit_fleet_node_dead", orbit_fleet_node_dead(pf, pnode, pinc));
+    parent_tables_refused(&kid, parent);
+    /* The parent's node: held by a live process (ours no longer), unless the parent is gone. */
+    pid_t parent_pid = getppid();
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    o.capacity = CHAOS_FLEET_CAPACITY;
+    o.node = pnode;
+    int rc = orbit_fleet_join(kid.fleet, &o, &kid.f);
+    atomic_fetch_add(&kid.sh->fork_checks, 1);
+    if (rc == 0 && orbit_process_exiting(atomic_load(&ks->ppid)) == 0)
+        fork_violation(&kid, "joined the node of its running parent");
+    if (rc < 0 && rc != -ORBIT_ECLAIMED)
+        fork_violation(&kid, "joining the parent's node failed other than -ORBIT_ECLAIMED");
+    if (rc < 0)
+        kid.f = NULL;   /* then any node: member_open joins */
+    rc = member_open(&kid, -1);
+    if (rc < 0) {
+        fprintf(stderr, "chaos: forked child: open: %s\n", orbit_strerror(rc));
+        _exit(41);
+    }
+    if (parent_pid == atomic_load(&ks->ppid))
+        check_parent_untouched(&kid, parent_pid, pnode, pinc);
+    member_loop(&kid);
+}
+
+/* At the operation count the supervisor chose, fork a child (never waited for: the supervisor reaps it). */
+static void maybe_fork(struct member *m, uint64_t beats)
+{
+    uint32_t at = atomic_load_explicit(&m->slot->fork_at, memory_order_relaxed);
+    struct chaos_slot *ks = &m->sh->kid[m->index];
+    int32_t free_slot = 0;
+    if (m->kid || !at || beats != at || !atomic_compare_exchange_strong(&ks->pid, &free_slot, -1))
+        return;
+    atomic_store(&ks->ppid, (int32_t)getpid());
+    atomic_store(&ks->kid_ops, atomic_load(&m->slot->kid_ops));
+    pid_t pid = fork();
+    if (pid == 0)
+        kid_main(m);
+    if (pid < 0) {
+        atomic_store(&ks->pid, 0);
+        return;
+    }
+    atomic_store(&ks->pid, (int32_t)pid);
+    atomic_fetch_add(&m->sh->kids_forked, 1);
+}
+
+static _Noreturn void member_loop(struct member *m)
+{
+    atomic_store(&m->slot->node, orbit_fleet_node(m->f));
+    atomic_store(&m->slot->incarnation, orbit_fleet_incarnation(m->f));
+    atomic_store(&m->slot->ready, 1);
+    static int (*const ops[T_COUNT])(struct member *) = { op_pool, op_streams, op_exchange, op_admission, op_uring };
+    uint32_t kid_ops = m->kid ? atomic_load(&m->slot->kid_ops) : 0;
+    for (uint64_t beats = 1;; beats++) {
+        uint32_t focus = atomic_load_explicit(&m->slot->focus, memory_order_relaxed) % T_COUNT;
+        enum chaos_table t = (enum chaos_table)(chaos_below(&m->rng, 4) ? focus : chaos_below(&m->rng, T_COUNT));
+        atomic_store_explicit(&m->slot->table, t, memory_order_relaxed);
+        count(m, t, ops[t](m));
+        atomic_fetch_add_explicit(&m->slot->beats, 1, memory_order_relaxed);
+        atomic_store_explicit(&m->slot->last_beat_ns, chaos_now_ns(), memory_order_release);
+        housekeeping(m, beats);
+        maybe_fork(m, beats);
+        if (kid_ops && beats >= kid_ops) {
+            atomic_store(&m->slot->exited, 1);   /* an exit, not a leave: reclaimed as a death */
+            _exit(0);
+        }
+    }
+}
+
 void chaos_member(const char *fleet, struct chaos_shared *sh, int slot, uint64_t seed)
 {
-    struct member m = { .sh = sh, .slot = &sh->slot[slot], .rng = seed | 1 };
-    int rc = member_open(&m, fleet);
+    struct member m = { .sh = sh, .slot = &sh->slot[slot], .fleet = fleet, .index = slot, .rng = seed | 1 };
+    int rc = member_open(&m, -1);
     if (rc < 0) {
         /* A scribbled fleet may refuse us (corrupt, or every node record garbled): a clean exit. */
         bool refused = rc == -ORBIT_ECORRUPT || rc == -ORBIT_EGEOMETRY || rc == -ORBIT_EFULL;
@@ -401,18 +599,7 @@ void chaos_member(const char *fleet, struct chaos_shared *sh, int slot, uint64_t
             fprintf(stderr, "chaos member: open: %s\n", orbit_strerror(rc));
         _exit(refused ? 42 : 41);
     }
-    atomic_store(&m.slot->node, orbit_fleet_node(m.f));
-    atomic_store(&m.slot->incarnation, orbit_fleet_incarnation(m.f));
-    atomic_store(&m.slot->ready, 1);
-    static int (*const ops[T_COUNT])(struct member *) = { op_pool, op_streams, op_exchange, op_admission, op_uring };
-    for (;;) {
-        uint32_t focus = atomic_load_explicit(&m.slot->focus, memory_order_relaxed) % T_COUNT;
-        enum chaos_table t = (enum chaos_table)(chaos_below(&m.rng, 4) ? focus : chaos_below(&m.rng, T_COUNT));
-        atomic_store_explicit(&m.slot->table, t, memory_order_relaxed);
-        count(&m, t, ops[t](&m));
-        atomic_fetch_add_explicit(&m.slot->beats, 1, memory_order_relaxed);
-        atomic_store_explicit(&m.slot->last_beat_ns, chaos_now_ns(), memory_order_release);
-    }
+    member_loop(&m);
 }
 
 /* ---- the scribbler ---------------------------------------------------------- */
