@@ -9,10 +9,11 @@
  *   reaper_judges_namespaced_member_alive: a member that is pid 1 of a pid
  *     namespace of its own (own /proc) is watched by liborbit-reaper (pidfd and
  *     BPF backends): its node must stay its own while it lives.
- *   lock_holder_of_a_colliding_namespace: bounded locks tag their holder's pid
- *     namespace with 8 bits of its inode; a member of a namespace whose tag
- *     equals ours, stopped inside the admission ledger lock under a pid that
- *     names nobody here, must not have its lock taken over while it lives.
+ *   lock_holder_of_a_colliding_namespace: a member of a namespace whose inode
+ *     equals ours modulo 255 (what an 8-bit namespace tag in the lock word
+ *     confused with ours), stopped inside the admission ledger lock under a
+ *     pid that names nobody here, must not have its lock taken over while it
+ *     lives.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -165,7 +166,7 @@ static int reaper_case(enum orbit_reaper_backend b, const char *bname)
 }
 
 #define HOLDERS_MAX 1024
-#define NS_TAG(ino) ((ino) % 255u)   /* what tells namespaces apart in a lock word */
+#define NS_TAG(ino) ((ino) % 255u)   /* namespaces an 8-bit lock-word tag could not tell apart */
 
 static uint64_t pidns_inode(pid_t pid)
 {
