@@ -53,18 +53,19 @@ static void member_main(const struct dcfg *c, int out)
         pause();
 }
 
-/* --pidns: a helper unshares, forks the member (pid 1 there) and says its pid as we see it. */
-static void nested_main(const struct dcfg *c, int out)
+/* --pidns: a helper unshares, forks the member (pid 1 there) and says its pid as we see it on pidfd. */
+static void nested_main(const struct dcfg *c, int out, int pidfd_out)
 {
     if (unshare(CLONE_NEWPID) != 0)
         _exit(1);
     pid_t pid = fork();   /* not bench_fork: the member's parent is outside its namespace (ppid 0) */
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close(pidfd_out);
         member_main(c, out);
     }
     uint64_t seen = (uint64_t)pid;
-    bench_put(out, &seen, sizeof seen);
+    bench_put(pidfd_out, &seen, sizeof seen);
     waitpid(pid, NULL, 0);
     _exit(0);
 }
@@ -72,21 +73,29 @@ static void nested_main(const struct dcfg *c, int out)
 /* A member: joins, says its node, then sleeps until killed. *waitee is what to waitpid for. */
 static pid_t member_start(const struct dcfg *c, uint16_t *node, uint64_t *inc, pid_t *waitee)
 {
-    int p[2];
+    int p[2], q[2];   /* p: the member's hello; q: its pid, from the --pidns helper */
     if (pipe(p) != 0)
         return -1;
+    if (pipe(q) != 0) {
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
     pid_t pid = bench_fork();
     if (pid == 0) {
         close(p[0]);
+        close(q[0]);
         if (c->pidns)
-            nested_main(c, p[1]);
+            nested_main(c, p[1], q[1]);
         member_main(c, p[1]);
     }
     close(p[1]);
+    close(q[1]);
     uint64_t seen = (uint64_t)pid, hello[3];
-    bool ok = pid > 0 && (!c->pidns || bench_get(p[0], &seen, sizeof seen)) &&
+    bool ok = pid > 0 && (!c->pidns || bench_get(q[0], &seen, sizeof seen)) &&
               bench_get(p[0], hello, sizeof hello) && hello[1] != UINT64_MAX;
     close(p[0]);
+    close(q[0]);
     *waitee = pid;
     if (!ok) {
         if (pid > 0) {
@@ -126,6 +135,8 @@ static int64_t one_reaper_kill(const struct dcfg *c, struct orbit_reaper *r, str
     kill(pid, SIGKILL);
     while (g->n == before && now_ns() - t0 < 2000000000)
         orbit_reaper_process(r, 100);
+    if (g->n == before)
+        kill(waitee, SIGKILL);   /* not reported: the wait below stays bounded */
     waitpid(waitee, NULL, 0);
     return g->n > before ? g->at - t0 : -1;
 }
@@ -157,7 +168,9 @@ static int64_t one_wait_kill(const struct dcfg *c, struct orbit_fleet *obs)
     nanosleep(&settle, NULL);   /* the waiter parks on the life's word first */
     int64_t t0 = now_ns();
     kill(pid, SIGKILL);
-    pthread_join(t, NULL);
+    pthread_join(t, NULL);   /* the wait is bounded (2 s) */
+    if (w.rc != 0)
+        kill(waitee, SIGKILL);
     waitpid(waitee, NULL, 0);
     orbit_fleet_node_dead(obs, w.node, w.inc);   /* the node is free for the next member */
     return w.rc == 0 ? w.at - t0 : -1;
