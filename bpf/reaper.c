@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -58,9 +59,9 @@ bool rp_pidfd_exited(int pidfd)
 /*
  * Open a pidfd, then check the start time: if /proc still shows the start
  * time of the record, the pidfd pins that very process (opened before the
- * check, so a reuse in between would show another start time). Dead only
- * on evidence: no such pid, the group exited, or another start time; an
- * unreadable /proc (hidepid) leaves the pidfd to decide.
+ * check, so a reuse in between would show another start time). Seen only
+ * on evidence: a /proc that cannot tell (hidepid) shows nothing, and the
+ * caller watches that member through the token instead.
  */
 bool rp_probe_alive(int32_t pid, uint64_t start_time, int *pidfd)
 {
@@ -68,10 +69,10 @@ bool rp_probe_alive(int32_t pid, uint64_t start_time, int *pidfd)
         return false;
     int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
     if (fd < 0)
-        return errno != ESRCH && errno != EINVAL;   /* ESRCH: gone; EINVAL: now a thread id */
+        return false;
     uint64_t now = 0;
-    int rc = orbit_process_start_time(pid, &now);   /* -ESRCH: gone or exited */
-    bool alive = rc != -ESRCH && (rc < 0 || now == start_time) && !rp_pidfd_exited(fd);
+    int rc = orbit_process_start_time(pid, &now);
+    bool alive = rc == 0 && now == start_time && !rp_pidfd_exited(fd);
     if (alive && pidfd)
         *pidfd = fd;
     else
@@ -88,6 +89,24 @@ bool rp_probe_alive(int32_t pid, uint64_t start_time, int *pidfd)
 bool rp_member_alive(int32_t pid, uint64_t start_time)
 {
     return rp_probe_alive(pid, start_time, NULL) && orbit_process_exiting(pid) != 1;
+}
+
+bool rp_life_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
+{
+    /* 0: the kernel let the life's lock go (or the record moved on); -ORBIT_ETIMEDOUT: it lives. */
+    return orbit_fleet_wait_node_death(f, node, incarnation, 0) == 0;
+}
+
+uint64_t rp_pidns_self(void)
+{
+    struct stat st;
+    char self[32];
+    ssize_t n = readlink("/proc/self", self, sizeof self - 1);
+    if (n <= 0 || stat("/proc/self/ns/pid", &st) != 0)
+        return 0;
+    self[n] = 0;
+    /* A /proc of another pid namespace names other processes by our pids: trust none of it. */
+    return atoi(self) == (int)getpid() ? (uint64_t)st.st_ino : 0;
 }
 
 /* Best effort: PIDFD_GET_INFO (Linux 6.15) gives the status once the task is reaped. */
@@ -133,14 +152,15 @@ static bool tgid_watched(struct orbit_reaper *r, int32_t pid)
     for (size_t i = 0; i < r->n_fleets; i++) {
         struct rp_fleet *rf = r->fleets[i];
         for (uint32_t n = 0; rf->f && n < rf->capacity; n++)
-            if (rf->nodes[n].watched && rf->nodes[n].seen.pid == pid)
+            if (rf->nodes[n].watched && rf->nodes[n].via == RP_VIA_BPF && rf->nodes[n].seen.pid == pid)
                 return true;
     }
     return false;
 }
 
-static void unwatch(struct orbit_reaper *r, struct rp_watch *w)
+static void unwatch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node)
 {
+    struct rp_watch *w = &rf->nodes[node];
     if (!w->watched)
         return;
     w->watched = false;
@@ -150,8 +170,11 @@ static void unwatch(struct orbit_reaper *r, struct rp_watch *w)
         close(w->pidfd);
         w->pidfd = -1;
     }
-    if (r->backend == ORBIT_REAPER_BPF && !tgid_watched(r, w->seen.pid))
+    if (w->via == RP_VIA_BPF && !tgid_watched(r, w->seen.pid))
         rp_bpf_unwatch(r, w->seen.pid);
+    if (w->via == RP_VIA_TOKEN)
+        rp_token_cancel(r, rf, node, w);
+    w->via = RP_VIA_NONE;
 }
 
 static void queue_found_dead(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node,
@@ -162,38 +185,76 @@ static void queue_found_dead(struct orbit_reaper *r, struct rp_fleet *rf, uint16
     rp_queue_push(r, &e);
 }
 
+static void watched_via(struct orbit_reaper *r, struct rp_watch *w, enum rp_via via)
+{
+    w->watched = true;
+    w->via = via;
+    r->stats.watched++;
+}
+
 /*
- * Start watching a LIVE record. The kernel filter is armed before the
- * liveness probe, so a member that dies in between is caught by one or the
- * other (a second report then finds the node already freed).
+ * Watch through the token: the kernel-held lock of the life, from any pid
+ * namespace. Over already: queued as found dead (the queue confirms it).
+ * Without the token ring the lock is tested on each re-read instead.
  */
-static void watch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, const struct rp_snap *s)
+static void watch_token(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node)
+{
+    struct rp_watch *w = &rf->nodes[node];
+    int rc = rp_token_arm(r, rf, node, w);
+    if (rc == 0 && !w->watched)
+        watched_via(r, w, RP_VIA_TOKEN);
+    else if (rc > 0 || rp_life_over(rf->f, node, w->seen.incarnation))
+        queue_found_dead(r, rf, node, &w->seen);
+}
+
+/* The kernel filter is armed before the probe, so an exit in between is caught by one or the other. */
+static bool watch_bpf(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node)
+{
+    struct rp_watch *w = &rf->nodes[node];
+    if (rp_bpf_watch(r, w->seen.pid) < 0)
+        return false;   /* the map is full: the token watches it */
+    watched_via(r, w, RP_VIA_BPF);
+    if (rp_member_alive(w->seen.pid, w->seen.start_time))
+        return true;
+    unwatch(r, rf, node);   /* not seen, or already exiting (the filter came too late) */
+    return false;
+}
+
+static bool watch_pidfd(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node)
+{
+    struct rp_watch *w = &rf->nodes[node];
+    int fd = -1;
+    if (!rp_probe_alive(w->seen.pid, w->seen.start_time, &fd))
+        return false;
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = ((uint64_t)rf->id << 16) | node };
+    if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(fd);
+        return false;
+    }
+    w->pidfd = fd;
+    watched_via(r, w, RP_VIA_PIDFD);
+    return true;
+}
+
+/*
+ * Start watching a LIVE record. The backend only for a member of the
+ * reaper's own pid namespace that /proc shows with the recorded start time;
+ * every other one (and any the backend cannot take) through the token.
+ */
+static void watch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, const struct rp_snap *s,
+                  uint64_t pidns)
 {
     struct rp_watch *w = &rf->nodes[node];
     w->seen = *s;
     w->pidfd = -1;
-    if (r->backend == ORBIT_REAPER_BPF) {
-        if (rp_bpf_watch(r, s->pid) < 0)
-            return;   /* the map is full: retried on the next re-read */
-        w->watched = true;
-        r->stats.watched++;
-        if (!rp_member_alive(s->pid, s->start_time))
-            queue_found_dead(r, rf, node, s);
+    w->via = RP_VIA_NONE;
+    w->hinted = false;
+    bool visible = r->pidns != 0 && pidns == r->pidns;
+    if (visible && r->backend == ORBIT_REAPER_BPF && watch_bpf(r, rf, node))
         return;
-    }
-    int fd = -1;
-    if (!rp_probe_alive(s->pid, s->start_time, &fd)) {
-        queue_found_dead(r, rf, node, s);
+    if (visible && r->backend == ORBIT_REAPER_PIDFD && watch_pidfd(r, rf, node))
         return;
-    }
-    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = ((uint64_t)rf->id << 16) | node };
-    if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        close(fd);
-        return;   /* out of resources: retried on the next re-read */
-    }
-    w->pidfd = fd;
-    w->watched = true;
-    r->stats.watched++;
+    watch_token(r, rf, node);
 }
 
 /* Is that life's death with the fleet's worker already? */
@@ -209,9 +270,21 @@ static void resume_report(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t 
     rp_report(r, rf, &job);   /* merged into the node's pending report, if any */
 }
 
+/* The member's pid namespace, read with the node list once per re-read that needs it. */
+static uint64_t member_pidns(struct rp_fleet *rf, ssize_t *n_info, const struct rp_snap *s, uint16_t node)
+{
+    if (*n_info < 0)
+        *n_info = orbit_fleet_nodes(rf->f, rf->info, rf->capacity);
+    for (ssize_t i = 0; i < *n_info && i < rf->capacity; i++)
+        if (rf->info[i].node == node)   /* the same incarnation: the namespace is that life's */
+            return rf->info[i].incarnation == s->incarnation ? rf->info[i].pid_namespace : 0;
+    return 0;
+}
+
 /* Bring one fleet's watches in step with its node table. */
 static void rescan_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
 {
+    ssize_t n_info = -1;
     for (uint32_t n = 0; n < rf->capacity; n++) {
         struct rp_watch *w = &rf->nodes[n];
         struct rp_snap s;
@@ -220,11 +293,13 @@ static void rescan_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
         /* Mid-way (joining or being reported): the worker finishes it if whoever was at it is gone. */
         if (s.state != ORBIT_NODE_FREE && s.state != ORBIT_NODE_LIVE)
             resume_report(r, rf, (uint16_t)n, &s);
-        bool live = s.state == ORBIT_NODE_LIVE && s.pid > 0;
+        bool live = s.state == ORBIT_NODE_LIVE;
         if (w->watched && (!live || !same_life(&w->seen, &s)))
-            unwatch(r, w);
+            unwatch(r, rf, (uint16_t)n);
         if (live && !w->watched && !reporting(w, &s))
-            watch(r, rf, (uint16_t)n, &s);
+            watch(r, rf, (uint16_t)n, &s, member_pidns(rf, &n_info, &s, (uint16_t)n));
+        else if (live && w->watched && w->via == RP_VIA_TOKEN && !w->token_armed)
+            watch_token(r, rf, (uint16_t)n);   /* an arming that failed, or a spurious wake */
     }
 }
 
@@ -235,9 +310,11 @@ static void detach_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
     if (!rf->f)
         return;
     for (uint32_t n = 0; n < rf->capacity; n++)
-        unwatch(r, &rf->nodes[n]);
+        unwatch(r, rf, (uint16_t)n);
     free(rf->nodes);
     rf->nodes = NULL;
+    free(rf->info);
+    rf->info = NULL;
     rp_worker_detach(r, rf);   /* the worker leaves the fleet handle after its try under way */
     rf->f = NULL;
     rf->capacity = 0;
@@ -252,7 +329,12 @@ static int attach_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
         return rc;
     uint16_t capacity = orbit_fleet_capacity(f);
     rf->nodes = calloc(capacity, sizeof *rf->nodes);
-    if (!rf->nodes) {
+    rf->info = calloc(capacity, sizeof *rf->info);
+    if (!rf->nodes || !rf->info) {
+        free(rf->nodes);
+        free(rf->info);
+        rf->nodes = NULL;
+        rf->info = NULL;
         orbit_fleet_leave(f);
         return -ENOMEM;
     }
@@ -261,7 +343,9 @@ static int attach_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
     rf->f = f;
     if ((rc = rp_worker_attach(r, rf)) < 0) {
         free(rf->nodes);
+        free(rf->info);
         rf->nodes = NULL;
+        rf->info = NULL;
         rf->f = NULL;
         orbit_fleet_leave(f);
         return rc;
@@ -285,7 +369,7 @@ static struct rp_fleet *find_fleet_name(struct orbit_reaper *r, const char *name
     return NULL;
 }
 
-static struct rp_fleet *find_fleet_id(struct orbit_reaper *r, uint32_t id)
+struct rp_fleet *rp_find_fleet_id(struct orbit_reaper *r, uint32_t id)
 {
     for (size_t i = 0; i < r->n_fleets; i++)
         if (r->fleets[i]->id == id)
@@ -376,7 +460,7 @@ static int hand_off(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node,
     if (rp_report(r, rf, &job) < 0)
         return 0;   /* no thread or memory: the next re-read finds it dead again */
     struct rp_watch *w = &rf->nodes[node];
-    unwatch(r, w);
+    unwatch(r, rf, node);
     w->reporting = true;
     w->seen = *s;
     return 1;
@@ -389,18 +473,55 @@ static bool still_held(struct rp_fleet *rf, uint16_t node, const struct rp_snap 
            now->state == ORBIT_NODE_LIVE && same_life(seen, now);
 }
 
-/* A BPF report names (tgid, start time): end every node that life holds. */
+/*
+ * Something says the life may be over: only the kernel's lock decides. Over,
+ * and the record still that LIVE life when read after the lock (a member that
+ * leaves frees its record before it lets the lock go; a joiner takes the lock
+ * before it publishes LIVE): a death. Not over: a backend saw the exit before
+ * the kernel let the lock go (the BPF tracepoint fires before the files are
+ * closed), a pid that names someone else, or a spurious wake: the token
+ * watches the life from here on. Returns deaths handed off.
+ */
+static int confirm(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, const struct rp_exit *e)
+{
+    struct rp_watch *w = &rf->nodes[node];
+    struct rp_snap now;
+    bool over = rp_life_over(rf->f, node, e->seen.incarnation);
+    if (!still_held(rf, node, &e->seen, &now) || reporting(w, &now))
+        return 0;
+    if (over)
+        return hand_off(r, rf, node, &now, e);
+    if (e->kind != RP_FOUND_DEAD && e->exit_ns) {
+        w->hinted = true;   /* the token's report keeps what the backend saw */
+        w->hint_status = e->status;
+        w->hint_exit_ns = e->exit_ns;
+    }
+    if (w->watched && w->via != RP_VIA_TOKEN)
+        unwatch(r, rf, node);
+    if (!w->watched)
+        w->seen = now;
+    if (!w->watched || !w->token_armed)
+        watch_token(r, rf, node);
+    return 0;
+}
+
+/* A BPF report names (tgid, start time) of the reaper's namespace: every node it watches that way. */
 static int handle_tgid(struct orbit_reaper *r, const struct rp_exit *e)
 {
     int handled = 0;
     for (size_t i = 0; i < r->n_fleets; i++) {
         struct rp_fleet *rf = r->fleets[i];
         for (uint32_t n = 0; rf->f && n < rf->capacity; n++) {
-            struct rp_snap s;
-            if (read_record(rf->f, (uint16_t)n, &s) && s.state == ORBIT_NODE_LIVE &&
-                s.pid == (int32_t)e->tgid && s.start_time == e->start_ticks &&
-                !reporting(&rf->nodes[n], &s))
-                handled += hand_off(r, rf, (uint16_t)n, &s, e);
+            struct rp_watch *w = &rf->nodes[n];
+            if (!w->watched || w->via != RP_VIA_BPF || w->seen.pid != (int32_t)e->tgid ||
+                w->seen.start_time != e->start_ticks)
+                continue;
+            struct rp_exit one = *e;
+            one.kind = RP_EXIT_NODE;
+            one.fleet_id = rf->id;
+            one.node = (uint16_t)n;
+            one.seen = w->seen;
+            handled += confirm(r, rf, (uint16_t)n, &one);
         }
     }
     return handled;
@@ -410,13 +531,10 @@ static int handle_exit(struct orbit_reaper *r, struct rp_exit *e)
 {
     if (e->kind == RP_EXIT_TGID)
         return handle_tgid(r, e);
-    struct rp_fleet *rf = find_fleet_id(r, e->fleet_id);
-    struct rp_snap now;
-    if (!rf || !still_held(rf, e->node, &e->seen, &now) || reporting(&rf->nodes[e->node], &now))
+    struct rp_fleet *rf = rp_find_fleet_id(r, e->fleet_id);
+    if (!rf || !rf->f || e->node >= rf->capacity)
         return 0;
-    if (e->kind == RP_FOUND_DEAD && rp_member_alive(now.pid, now.start_time))
-        return 0;   /* a queued probe result is re-checked: never end a live process */
-    return hand_off(r, rf, e->node, &now, e);
+    return confirm(r, rf, e->node, e);
 }
 
 /* Hands the queued deaths to their fleets' workers; returns how many. */
@@ -454,7 +572,7 @@ static void deliver_deferral(struct orbit_reaper *r, const struct rp_result *res
 static int deliver_finished(struct orbit_reaper *r, const struct rp_result *res)
 {
     const struct rp_job *j = &res->job;
-    struct rp_fleet *rf = find_fleet_id(r, res->fleet_id);
+    struct rp_fleet *rf = rp_find_fleet_id(r, res->fleet_id);
     if (rf && rf->f && j->node < rf->capacity && reporting(&rf->nodes[j->node], &j->seen))
         rf->nodes[j->node].reporting = false;   /* the node is freed: its next life is watched */
     if (!j->death)
@@ -491,7 +609,7 @@ static int deliver_results(struct orbit_reaper *r)
 
 static void pidfd_event(struct orbit_reaper *r, uint64_t tag)
 {
-    struct rp_fleet *rf = find_fleet_id(r, (uint32_t)(tag >> 16));
+    struct rp_fleet *rf = rp_find_fleet_id(r, (uint32_t)(tag >> 16));
     uint16_t node = (uint16_t)(tag & 0xffff);
     if (!rf || !rf->f || node >= rf->capacity)
         return;
@@ -503,7 +621,7 @@ static void pidfd_event(struct orbit_reaper *r, uint64_t tag)
                          .status = rp_pidfd_status(w->pidfd), .detected_ns = rp_now_ns() };
     r->stats.events++;
     rp_queue_push(r, &e);
-    unwatch(r, w);   /* its pidfd stays readable: out of the set now */
+    unwatch(r, rf, node);   /* its pidfd stays readable: out of the set now */
 }
 
 /* The membership timer: follow fleets and members even inside one long process call. */
@@ -526,6 +644,8 @@ static int dispatch(struct orbit_reaper *r, struct epoll_event *evs, int n)
             timer_event(r);
         else if (tag == RP_TAG_RING)
             swept |= rp_bpf_consume(r);
+        else if (tag == RP_TAG_TOKEN)
+            rp_token_consume(r);
         else if (tag != RP_TAG_DONE)   /* results are taken below, whatever woke us */
             pidfd_event(r, tag);
     }
@@ -534,7 +654,7 @@ static int dispatch(struct orbit_reaper *r, struct epoll_event *evs, int n)
         for (size_t i = 0; i < r->n_fleets; i++)
             for (uint32_t k = 0; r->fleets[i]->f && k < r->fleets[i]->capacity; k++) {
                 struct rp_watch *w = &r->fleets[i]->nodes[k];
-                if (w->watched && !rp_member_alive(w->seen.pid, w->seen.start_time))
+                if (w->watched && w->via == RP_VIA_BPF && !rp_member_alive(w->seen.pid, w->seen.start_time))
                     queue_found_dead(r, r->fleets[i], (uint16_t)k, &w->seen);
             }
     }
@@ -619,6 +739,18 @@ static int pick_backend(struct orbit_reaper *r, enum orbit_reaper_backend want)
     return 0;
 }
 
+/* Members the backend cannot see are watched through the token; without it, on each re-read. */
+static void open_token(struct orbit_reaper *r)
+{
+    char why[96] = "";
+    r->pidns = rp_pidns_self();
+    if (rp_token_open(r, why, sizeof why) == 0)
+        return;
+    size_t used = strlen(r->note);
+    snprintf(r->note + used, sizeof r->note - used, "%stoken ring unavailable (%s): members the backend "
+             "cannot see are tested on each re-read", used ? "; " : "", why);
+}
+
 int orbit_reaper_open(enum orbit_reaper_backend backend, struct orbit_reaper **out)
 {
     if (!out || backend > ORBIT_REAPER_PIDFD)
@@ -635,6 +767,8 @@ int orbit_reaper_open(enum orbit_reaper_backend backend, struct orbit_reaper **o
         rc = rp_reports_open(r);
     if (rc == 0)
         rc = pick_backend(r, backend);
+    if (rc == 0)
+        open_token(r);
     if (rc < 0) {
         orbit_reaper_close(r);
         return rc;
@@ -650,6 +784,7 @@ void orbit_reaper_close(struct orbit_reaper *r)
     while (r->n_fleets)
         remove_fleet(r, r->n_fleets - 1);
     rp_reports_close(r);   /* joins every worker: none is left running */
+    rp_token_close(r);
     if (r->backend == ORBIT_REAPER_BPF)
         rp_bpf_close(r);
     if (r->timerfd >= 0)

@@ -11,6 +11,7 @@
 #define RP_TAG_TIMER   (~0ull)
 #define RP_TAG_RING    (~0ull - 1)
 #define RP_TAG_DONE    (~0ull - 2)   /* a fleet's worker has results (reaper_report.c) */
+#define RP_TAG_TOKEN   (~0ull - 3)   /* the token ring has completions (reaper_token.c) */
 
 /* One node record as read at one moment. */
 struct rp_snap {
@@ -19,12 +20,26 @@ struct rp_snap {
     uint64_t start_time, incarnation, joins;
 };
 
+/*
+ * How a member is watched. PIDFD and BPF only for a member the reaper can
+ * see: in its own pid namespace, with the recorded pid and start time. Any
+ * other (another pid namespace, /proc hiding it) through the token: the
+ * kernel-held lock of its life, waited for in the token ring.
+ */
+enum rp_via { RP_VIA_NONE, RP_VIA_PIDFD, RP_VIA_BPF, RP_VIA_TOKEN };
+
 /* A node of a watched fleet: the member we watch there, if any. */
 struct rp_watch {
     bool watched;
     bool reporting;             /* seen's death is with the fleet's worker: not watched again */
     struct rp_snap seen;        /* the LIVE record we watch (or whose death is being reported) */
-    int pidfd;                  /* PIDFD backend; -1 otherwise */
+    enum rp_via via;
+    int pidfd;                  /* RP_VIA_PIDFD; -1 otherwise */
+    uint16_t token_seq;         /* RP_VIA_TOKEN: tells this arming's completion from older ones */
+    bool token_armed;           /* RP_VIA_TOKEN: a wait is in the ring */
+    bool hinted;                /* a backend saw the exit before the kernel let the lock go */
+    int hint_status;            /* what it said: kept for the report the token confirms */
+    uint64_t hint_exit_ns;
 };
 
 struct rp_worker;
@@ -36,9 +51,11 @@ struct rp_fleet {
     struct orbit_fleet *f;      /* observer handle; NULL while detached */
     uint16_t capacity;
     struct rp_watch *nodes;     /* capacity entries */
+    struct orbit_node_info *info;   /* capacity entries: a rescan's orbit_fleet_nodes, when needed */
     struct rp_worker *worker;   /* runs this fleet's reports; NULL while detached */
 };
 
+/* RP_EXIT_NODE: a pidfd or the token fired for one node; RP_EXIT_TGID: a BPF event. */
 enum rp_kind { RP_EXIT_TGID, RP_EXIT_NODE, RP_FOUND_DEAD };
 
 /* A queued exit, handled after the events are read. */
@@ -82,6 +99,7 @@ struct rp_result {
 };
 
 struct rp_bpf;
+struct rp_token;
 
 struct orbit_reaper {
     pthread_mutex_t lock;
@@ -100,6 +118,8 @@ struct orbit_reaper {
     unsigned flags;
     struct orbit_reaper_stats stats;
     struct rp_bpf *bpf;
+    struct rp_token *token;     /* NULL when io_uring futex waits are unavailable (note says so) */
+    uint64_t pidns;             /* the reaper's pid namespace inode; 0: no member counts as visible */
     orbit_reaper_deferral_fn on_deferral;
     void *deferral_ctx;
     /* reaper_report.c: the workers' side, under work_lock (taken after lock, never before). */
@@ -114,10 +134,18 @@ struct orbit_reaper {
 /* reaper.c */
 int  rp_queue_push(struct orbit_reaper *r, const struct rp_exit *e);
 uint64_t rp_now_ns(void);
-/* Is the process with this pid and start time alive? Keeps its pidfd in *pidfd if asked. */
+/*
+ * Does this pid (of the reaper's own namespace) name a live process with that
+ * start time, as /proc confirms? Keeps its pidfd in *pidfd if asked. False
+ * means "not seen", not "dead": only the life's lock says dead.
+ */
 bool rp_probe_alive(int32_t pid, uint64_t start_time, int *pidfd);
 /* rp_probe_alive, and not every thread already inside do_exit. */
 bool rp_member_alive(int32_t pid, uint64_t start_time);
+/* Is that life of the node over as the kernel says (its lock released, or the record moved on)? */
+bool rp_life_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnation);
+/* The reaper's pid namespace, when its /proc is of that namespace (else 0: nothing is visible). */
+uint64_t rp_pidns_self(void);
 bool rp_pidfd_exited(int pidfd);
 int  rp_pidfd_status(int pidfd);
 
@@ -134,6 +162,18 @@ void rp_worker_detach(struct orbit_reaper *r, struct rp_fleet *rf);
 int  rp_report(struct orbit_reaper *r, struct rp_fleet *rf, const struct rp_job *job);
 /* The results so far (caller frees), and retired workers that ended are joined. */
 struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n);
+
+/* reaper_token.c: a private io_uring with one orbit_fleet_prep_wait_node_death per token watch. */
+int  rp_token_open(struct orbit_reaper *r, char *why, size_t why_len);
+void rp_token_close(struct orbit_reaper *r);
+/* Wait for the end of w->seen's life of node: 0 armed, 1 over already, or a negative code. */
+int  rp_token_arm(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, struct rp_watch *w);
+void rp_token_cancel(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, struct rp_watch *w);
+/* Queues an RP_EXIT_NODE for every armed wait that completed. */
+void rp_token_consume(struct orbit_reaper *r);
+
+/* reaper.c, for reaper_token.c */
+struct rp_fleet *rp_find_fleet_id(struct orbit_reaper *r, uint32_t id);
 
 /* reaper_bpf.c (stubs returning -ORBIT_ENOTSUP when built without BPF). */
 int  rp_bpf_open(struct orbit_reaper *r, char *why, size_t why_len);

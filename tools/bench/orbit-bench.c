@@ -16,6 +16,8 @@
 static const char usage[] =
 "usage: orbit-bench SUBCOMMAND [OPTIONS]   (SUBCOMMAND --help for its options)\n"
 "\n"
+"  death       kill -9 -> notification latency: orbit-reaper (BPF, pidfd) and\n"
+"              orbit_fleet_wait_node_death (no reaper)\n"
 "  wake        one-way wake and ping-pong latency, 1-byte messages: orbit stream\n"
 "              (spin+park, park only, io_uring wait), eventfd, pipe, AF_UNIX socketpair\n"
 #ifdef ORBIT_WITH_STREAM
@@ -177,6 +179,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(sub, "wake") == 0) return bench_wake(argc - 1, argv + 1);
+    if (strcmp(sub, "death") == 0) return bench_death(argc - 1, argv + 1);
 #ifdef ORBIT_WITH_STREAM
     if (strcmp(sub, "stream") == 0) return bench_stream(argc - 1, argv + 1);
 #endif

@@ -25,6 +25,7 @@ int ctl_show_exchange(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out)
  * prints ratios. Returns the process exit code.
  */
 int bench_wake(int argc, char **argv);
+int bench_death(int argc, char **argv);
 int bench_pool(int argc, char **argv);
 int bench_stream(int argc, char **argv);
 int bench_admission(int argc, char **argv);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include <bpf/libbpf.h>
 #endif
 #include "cli.h"
+#include "gc.h"
 
 #define TOOL "orbit-reaper"
 
@@ -34,11 +36,18 @@ static const char usage[] =
 "logged as deferred and retried, and delays no other fleet. SIGTERM or SIGINT\n"
 "stop it cleanly.\n"
 "\n"
+"Members are judged alive by the lock the kernel holds for each member's life,\n"
+"so the reaper may run in the host's pid namespace or in any member's: the\n"
+"backend watches the members it can see (its own pid namespace, shown by its\n"
+"/proc), and every other one is watched through that lock.\n"
+"\n"
 "  -f, --fleet NAME       watch this fleet (repeatable; it may appear later)\n"
 "  -a, --all              watch every fleet on this host, as they come and go\n"
 "  -b, --backend KIND     auto (default: BPF when it loads, else pidfd), bpf, pidfd\n"
 "  -i, --interval MS      membership re-read period (default 100)\n"
 "  -n, --no-account       do not count what each death gave back (faster)\n"
+"  -g, --gc SECONDS       remove a watched fleet once no member has lived in it\n"
+"                         for SECONDS (orbit_fleet_collect; logged as collected)\n"
 "  -v, --verbose          forward libbpf's log to stderr (why a BPF load failed)\n"
 "  -h, --help             this text\n"
 "  -V, --version          print the version\n"
@@ -46,6 +55,7 @@ static const char usage[] =
 "Examples:\n"
 "  orbit-reaper --all                       every fleet on this host (the systemd unit)\n"
 "  orbit-reaper -f web -f batch -b pidfd    two fleets, without BPF\n"
+"  orbit-reaper --all --gc 600              and remove fleets empty for 10 minutes\n"
 "\n"
 "Exit status: 0 after a clean stop, 1 on an error, 2 on a bad argument.\n";
 
@@ -55,6 +65,7 @@ struct opts {
     bool all, account;
     enum orbit_reaper_backend backend;
     int interval_ms;
+    int gc_seconds;              /* 0: no --gc */
     bool verbose;
 };
 
@@ -160,7 +171,7 @@ static void log_start(struct orbit_reaper *r, const struct opts *o)
             putchar(',');
         json_str(o->fleets[i]);
     }
-    printf("]}\n");
+    printf("],\"gc_seconds\":%d}\n", o->gc_seconds);
     fflush(stdout);
 }
 
@@ -174,6 +185,23 @@ static void log_stop(struct orbit_reaper *r, const char *why)
            ",\"ignored\":" CLI_JSON_U64 ",\"drops\":" CLI_JSON_U64 ",\"fleets\":%u,\"watched\":%u}\n",
            why, s.deaths, s.events, s.ignored, s.drops,
            s.fleets, s.watched);
+    fflush(stdout);
+}
+
+/* --gc: a fleet removed (rc 0), or one whose removal was refused (someone joined meanwhile). */
+static void log_collected(const char *fleet, uint64_t empty_ms, int rc)
+{
+    putchar('{');
+    json_time();
+    printf(",\"event\":\"%s\",\"fleet\":", rc == 0 ? "collected" : "collect-refused");
+    json_str(fleet);
+    printf(",\"empty_ms\":" CLI_JSON_U64 ",\"error\":", empty_ms);
+    if (rc == 0)
+        printf("null}\n");
+    else {
+        json_str(orbit_strerror(rc));
+        printf("}\n");
+    }
     fflush(stdout);
 }
 
@@ -192,6 +220,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         { "fleet", required_argument, 0, 'f' }, { "all", no_argument, 0, 'a' },
         { "backend", required_argument, 0, 'b' }, { "interval", required_argument, 0, 'i' },
         { "no-account", no_argument, 0, 'n' }, { "verbose", no_argument, 0, 'v' },
+        { "gc", required_argument, 0, 'g' },
         { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
     };
     o->fleets = calloc((size_t)argc, sizeof *o->fleets);
@@ -199,7 +228,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return 2;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":f:ab:i:nvhV", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":f:ab:i:g:nvhV", longs, NULL)) != -1) {
         switch (c) {
         case 'f': o->fleets[o->n_fleets++] = cli_fleet_name(TOOL, "--fleet", optarg); break;
         case 'a': o->all = true; break;
@@ -209,6 +238,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'V': cli_version(TOOL); return 1;
         case 'b': o->backend = parse_backend(optarg); break;
         case 'i': o->interval_ms = cli_int(TOOL, "--interval", optarg, 1, 60000); break;
+        case 'g': o->gc_seconds = cli_int(TOOL, "--gc", optarg, 1, 31536000); break;
         default: cli_getopt_error(TOOL, c, optopt, argv[optind - 1]);
         }
     }
@@ -268,24 +298,59 @@ static int setup(struct orbit_reaper **out, const struct opts *o)
     return 0;
 }
 
-/* Waits on the reaper's fd and a signalfd; returns the stop reason. */
-static const char *run(struct orbit_reaper *r, int sigfd)
+/* --gc's timer (-1 without --gc). */
+static int gc_timer(const struct gc *g)
+{
+    if (!g->after_ns)
+        return -1;
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    int ms = gc_period_ms(g);
+    struct itimerspec its = { .it_interval = { ms / 1000, (long)(ms % 1000) * 1000000L } };
+    its.it_value = its.it_interval;
+    if (fd >= 0 && timerfd_settime(fd, 0, &its, NULL) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void gc_tick(struct gc *g, int tfd, const struct opts *o)
+{
+    uint64_t ticks;
+    if (read(tfd, &ticks, sizeof ticks) < 0 && errno == EAGAIN)
+        return;
+    gc_pass(g, o->all ? NULL : o->fleets, o->all ? 0 : (size_t)o->n_fleets, log_collected);
+}
+
+/* Waits on the reaper's fd, a signalfd and --gc's timer; returns the stop reason. */
+static const char *run(struct orbit_reaper *r, int sigfd, const struct opts *o)
 {
     int ep = epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0)
         return "error";
+    struct gc g = { .after_ns = (uint64_t)o->gc_seconds * 1000000000ull };
+    int tfd = gc_timer(&g);
+    if (g.after_ns && tfd < 0) {
+        close(ep);
+        return "error";
+    }
     struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
     epoll_ctl(ep, EPOLL_CTL_ADD, orbit_reaper_fd(r), &ev);
     ev.data.u32 = 1;
     epoll_ctl(ep, EPOLL_CTL_ADD, sigfd, &ev);
+    ev.data.u32 = 2;
+    if (tfd >= 0)
+        epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
     const char *why = NULL;
     while (!why) {
-        struct epoll_event got[2];
-        int n = epoll_wait(ep, got, 2, -1);
+        struct epoll_event got[3];
+        int n = epoll_wait(ep, got, 3, -1);
         if (n < 0 && errno != EINTR)
             why = "error";
         for (int i = 0; i < n && !why; i++) {
-            if (got[i].data.u32 == 1) {
+            if (got[i].data.u32 == 2) {
+                gc_tick(&g, tfd, o);
+            } else if (got[i].data.u32 == 1) {
                 struct signalfd_siginfo si;
                 why = read(sigfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo == SIGINT
                           ? "SIGINT" : "SIGTERM";
@@ -299,6 +364,9 @@ static const char *run(struct orbit_reaper *r, int sigfd)
         }
     }
     close(ep);
+    if (tfd >= 0)
+        close(tfd);
+    gc_free(&g);
     return why;
 }
 
@@ -325,7 +393,7 @@ int main(int argc, char **argv)
         return 1;
     }
     log_start(r, &o);
-    const char *why = run(r, sigfd);
+    const char *why = run(r, sigfd, &o);
     log_stop(r, why);
     orbit_reaper_close(r);   /* detaches the BPF program, closes every pidfd */
     close(sigfd);

@@ -42,10 +42,14 @@
  * report must wait for a table lock delays no other fleet (see
  * orbit_reaper_on_deferral).
  *
- * Pid namespaces: node records hold pids as the members see them. Both
- * backends name processes as the reaper's own pid namespace sees them (the
- * BPF program translates), so run the reaper in the members' pid namespace
- * (the host's, usually).
+ * Pid namespaces: node records hold pids as the members see them, and the
+ * member's pid namespace. Both backends watch only members of the reaper's
+ * own pid namespace that its /proc shows with the recorded pid and start
+ * time; every other member (another pid namespace, hidden by hidepid) is
+ * watched through the lock the kernel holds for its life (an io_uring wait
+ * inside the reaper, behind the same fd). A death is confirmed by that lock
+ * whatever reported it, so the reaper may run in any pid namespace and never
+ * reports a live member.
  */
 #ifndef ORBIT_REAPER_H
 #define ORBIT_REAPER_H

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * orbit-reaper --gc SECONDS. Each pass asks the kernel-held liveness test how
+ * many members of each watched fleet live (orbit_fleet_live_members); a fleet
+ * found with none on every pass for SECONDS is removed with
+ * orbit_fleet_collect, which takes the fleet's gate alone and refuses if a
+ * member lives or a joiner is mid-way: a fleet with a live member is never
+ * touched, however the passes fall.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "gc.h"
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int gc_period_ms(const struct gc *g)
+{
+    uint64_t ms = g->after_ns / 1000000 / 10;   /* ten looks per period: "continuously" within 10 % */
+    return ms < 20 ? 20 : ms > 1000 ? 1000 : (int)ms;
+}
+
+static struct gc_fleet *gc_find(struct gc *g, const char *name)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (strcmp(g->v[i].name, name) == 0)
+            return &g->v[i];
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 16;
+        struct gc_fleet *v = realloc(g->v, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        g->v = v;
+        g->cap = cap;
+    }
+    struct gc_fleet *f = &g->v[g->n++];
+    memset(f, 0, sizeof *f);
+    snprintf(f->name, sizeof f->name, "%s", name);
+    return f;
+}
+
+static void gc_one(struct gc *g, const char *name, uint64_t now, gc_log_fn log)
+{
+    struct gc_fleet *f = gc_find(g, name);
+    if (!f)
+        return;
+    f->seen = true;
+    ssize_t live = orbit_fleet_live_members(name);
+    if (live != 0) {
+        f->empty_since_ns = 0;   /* one lives, or it is gone or not ours to judge */
+        return;
+    }
+    if (!f->empty_since_ns)
+        f->empty_since_ns = now;
+    if (now - f->empty_since_ns < g->after_ns)
+        return;
+    int rc = orbit_fleet_collect(name);
+    if (rc != -ENOENT)
+        log(name, (now - f->empty_since_ns) / 1000000, rc);
+    f->empty_since_ns = 0;
+}
+
+/* Every fleet there is (--all); NULL when none or out of memory. */
+static char (*list_all(size_t *n))[ORBIT_FLEET_NAME_MAX + 1]
+{
+    ssize_t want = orbit_fleet_list(NULL, 0);
+    char (*names)[ORBIT_FLEET_NAME_MAX + 1] = want > 0 ? calloc((size_t)want, sizeof *names) : NULL;
+    ssize_t got = names ? orbit_fleet_list(names, (size_t)want) : 0;
+    *n = got < 0 ? 0 : got < want ? (size_t)got : (size_t)want;
+    return names;
+}
+
+void gc_pass(struct gc *g, const char *const *names, size_t n_names, gc_log_fn log)
+{
+    uint64_t now = now_ns();
+    for (size_t i = 0; i < g->n; i++)
+        g->v[i].seen = false;
+    if (names) {
+        for (size_t i = 0; i < n_names; i++)
+            gc_one(g, names[i], now, log);
+    } else {
+        size_t n = 0;
+        char (*all)[ORBIT_FLEET_NAME_MAX + 1] = list_all(&n);
+        for (size_t i = 0; i < n; i++)
+            gc_one(g, all[i], now, log);
+        free(all);
+    }
+    for (size_t i = 0; i < g->n;)   /* fleets no longer there are forgotten */
+        if (!g->v[i].seen)
+            g->v[i] = g->v[--g->n];
+        else
+            i++;
+}
+
+void gc_free(struct gc *g)
+{
+    free(g->v);
+    g->v = NULL;
+    g->n = g->cap = 0;
+}
