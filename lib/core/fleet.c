@@ -66,11 +66,6 @@ static int map_fleet(struct orbit_fleet *f, enum orbit_backing backing)
     return rc;
 }
 
-static uint64_t derived_incarnation(int32_t pid, uint64_t start_time)
-{
-    /* Unique per process life: no two lives share both pid and start tick. */
-    return (start_time << 22) ^ (uint64_t)(uint32_t)pid ^ 0x8000000000000000ull;
-}
 
 /* Owner byte held on a JOINING node: take the life's lock byte, then publish the life. */
 static int publish_node(struct orbit_fleet *f, struct orb_node_record *rec)
@@ -340,8 +335,7 @@ int orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, stru
         fleet_free(f);
         return rc;
     }
-    int32_t pid = (int32_t)getpid();
-    f->incarnation = o.incarnation ? o.incarnation : derived_incarnation(pid, orb_proc_start_time(pid));
+    f->incarnation = o.incarnation ? o.incarnation : orb_life_incarnation();
     rc = o.node < 0 ? claim_any(f) : claim_exact(f, (uint16_t)o.node);
     if (rc == 0 && (rc = publish_node(f, &f->nodes[f->node])) < 0)
         atomic_store_explicit(&f->nodes[f->node].state, ORBIT_NODE_FREE, memory_order_release);
@@ -484,6 +478,23 @@ static int report_node(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool 
     return rc;
 }
 
+/*
+ * A sweep's report: the life it judged dead (its incarnation and joins) is
+ * judged again under the owner byte, where no joiner can publish a new one,
+ * so a death seen a moment ago never ends a life that took the node since.
+ */
+static int reap_node(struct orbit_fleet *f, uint16_t node, uint64_t inc, uint64_t joins)
+{
+    if (!orb_owner_take(f, node))
+        return 0;   /* a live reporter or joiner is mid-way: it finishes */
+    struct orb_node_record *rec = &f->nodes[node];
+    uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
+    bool ended = state != ORBIT_NODE_LIVE || (atomic_load(&rec->joins) == joins && !orb_node_alive(f, node));
+    int rc = ended ? run_report(f, node, inc, false, ORBIT_NODE_FREE) : 0;
+    orb_owner_drop(f, node);
+    return rc;
+}
+
 int orbit_fleet_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
 {
     int rc = orb_enter_fleet(f, "orbit_fleet_node_dead");
@@ -517,11 +528,11 @@ int orbit_fleet_reap(struct orbit_fleet *f)
         uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
         if (state == ORBIT_NODE_FREE)
             continue;
-        uint64_t inc = atomic_load(&rec->incarnation);
+        uint64_t inc = atomic_load(&rec->incarnation), joins = atomic_load(&rec->joins);
         if (state == ORBIT_NODE_LIVE && orb_node_alive(f, (uint16_t)i))
             continue;
         /* LIVE and gone, or mid-way under a mover that may be gone: the owner byte decides. */
-        reported += report_node(f, (uint16_t)i, inc, false) == 1;
+        reported += reap_node(f, (uint16_t)i, inc, joins) == 1;
     }
     return reported;
 }

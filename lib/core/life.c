@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -113,11 +114,35 @@ uint64_t orb_pidns_self(void)
     return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
+/* ---- this process life's incarnation ---- */
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void fork_hooks(void);
+
+static _Atomic uint64_t life_incarnation;   /* 0 until the first join; forgotten in a fork child */
+
+/*
+ * A pid and its start tick name a life only inside one pid namespace (two
+ * containers' pid 1 started in the same tick share both), so the number is
+ * random: 63 bits, the top one set. Every join of this process life shares it.
+ */
+uint64_t orb_life_incarnation(void)
+{
+    pthread_once(&fork_once, fork_hooks);   /* a fork child forgets it */
+    uint64_t r = atomic_load(&life_incarnation);
+    if (r)
+        return r;
+    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+        r = (uint64_t)orb_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32;
+    r |= 0x8000000000000000ull;
+    uint64_t none = 0;
+    return atomic_compare_exchange_strong(&life_incarnation, &none, r) ? r : none;   /* one per life */
+}
+
 /* ---- the process's handles, and fork ---- */
 
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 static struct orbit_fleet *handles;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static void forget_watchers(void);
 static void fork_prepare(void) { pthread_mutex_lock(&registry); }
@@ -133,6 +158,7 @@ static void fork_parent(void) { pthread_mutex_unlock(&registry); }
 static void fork_child(void)
 {
     atomic_fetch_add(&orb_fork_generation, 1);
+    atomic_store(&life_incarnation, 0);   /* a new process life */
     for (struct orbit_fleet *f = handles; f; f = f->next_live)
         if (f->life_fd >= 0) {
             close(f->life_fd);

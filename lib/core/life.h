@@ -64,6 +64,9 @@ void orb_gate_leave(struct orbit_fleet *f);
 /* A collector's: 0, -EAGAIN (a joiner is in), or another -errno. Given back with the descriptor. */
 int  orb_gate_take_alone(struct orbit_fleet *f);
 
+/* This process life's incarnation: random, the same for every join of this life. */
+uint64_t orb_life_incarnation(void);
+
 /* This process's pid namespace (its inode), 0 when /proc cannot tell. */
 uint64_t orb_pidns_self(void);
 

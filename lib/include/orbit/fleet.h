@@ -78,7 +78,7 @@ enum orbit_backing {
 struct orbit_fleet_opts {
     uint16_t capacity;          /* nodes, 1..4096; must match an existing fleet */
     int32_t  node;              /* -1: first free node; otherwise claim exactly this node */
-    uint64_t incarnation;       /* 0: derived from pid and process start time */
+    uint64_t incarnation;       /* 0: a random one (top bit set), unique per process life */
     enum orbit_backing backing;
     uint32_t mode;              /* 0: 0600 */
     int64_t  gid;               /* -1: none; 0..4294967294: segments are chowned to it and 0660 */
