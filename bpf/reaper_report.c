@@ -137,7 +137,10 @@ static int try_report(struct rp_worker *w, struct rp_job *job)
         job->accounted = true;
     }
     job->attempts++;
-    return orbit_fleet_node_dead(w->f, job->node, job->seen.incarnation);
+    /* A resumed report names no life: a record seen mid-join may already show the joiner's
+     * incarnation, and incarnation 0 (never a life's) resumes REAPING or frees a dead
+     * joiner's node without ever matching the life published since. */
+    return orbit_fleet_node_dead(w->f, job->node, job->death ? job->seen.incarnation : 0);
 }
 
 /* work_lock held: settle the job after a try (finished, or deferred with the next backoff). */
