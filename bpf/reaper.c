@@ -281,6 +281,17 @@ static uint64_t member_pidns(struct rp_fleet *rf, ssize_t *n_info, const struct 
     return 0;
 }
 
+/* Whether that life still holds its kernel lock, by the node list read once per re-read. */
+static bool member_alive(struct rp_fleet *rf, ssize_t *n_info, const struct rp_snap *s, uint16_t node)
+{
+    if (*n_info < 0)
+        *n_info = orbit_fleet_nodes(rf->f, rf->info, rf->capacity);
+    for (ssize_t i = 0; i < *n_info && i < rf->capacity; i++)
+        if (rf->info[i].node == node)
+            return rf->info[i].incarnation != s->incarnation || rf->info[i].alive;
+    return true;   /* not listed: no life of it to end */
+}
+
 /* Bring one fleet's watches in step with its node table. */
 static void rescan_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
 {
@@ -300,6 +311,9 @@ static void rescan_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
             watch(r, rf, (uint16_t)n, &s, member_pidns(rf, &n_info, &s, (uint16_t)n));
         else if (live && w->watched && w->via == RP_VIA_TOKEN && !w->token_armed)
             watch_token(r, rf, (uint16_t)n);   /* an arming that failed, or a spurious wake */
+        /* Whatever the backend said or missed, a watched life without its lock is a death to confirm. */
+        if (live && w->watched && !reporting(w, &s) && !member_alive(rf, &n_info, &s, (uint16_t)n))
+            queue_found_dead(r, rf, (uint16_t)n, &s);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <time.h>
 #include <unistd.h>
 #include "fleet_internal.h"
 #include "life.h"
@@ -469,10 +470,34 @@ ssize_t orbit_fleet_nodes(struct orbit_fleet *f, struct orbit_node_info *out, si
 }
 
 /* run_report under the owner byte: 1 ran, 0 nothing to run, or the dispatch's error. */
+#define REPORT_WAIT_MS (ORB_LOCK_BOUND_MS + 1000)   /* a mover's step: a report's table locks, bounded */
+
+/* Does the node still owe that life's report (LIVE with it, or REAPING)? */
+static bool report_owed(struct orb_node_record *rec, uint64_t inc)
+{
+    uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
+    return state == NODE_REAPING || (state == ORBIT_NODE_LIVE && atomic_load(&rec->incarnation) == inc);
+}
+
+/*
+ * orbit_fleet_node_dead's report. Another mover holding the owner byte may be
+ * a reporter of this very death (it finishes), or a sweep or joiner that lets
+ * go in a moment: either way the report is owed until the record says
+ * otherwise, so wait for the byte (bounded) instead of taking its holder's
+ * word for it. -ORBIT_EAGAIN when the byte stayed taken past the bound.
+ */
 static int report_node(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool any)
 {
-    if (!orb_owner_take(f, node))
-        return 0;   /* a live reporter or joiner is mid-way: it finishes */
+    struct orb_deadline d = orb_deadline_in(REPORT_WAIT_MS);
+    while (!orb_owner_take(f, node)) {
+        if (!report_owed(&f->nodes[node], inc))
+            return 0;   /* finished by whoever held the byte, or a later life's now */
+        if (orb_deadline_passed(&d))
+            return orb_fail(-ORBIT_EAGAIN, "orbit_fleet_node_dead: node %u: another reporter or joiner has "
+                            "held it for %d ms", (unsigned)node, REPORT_WAIT_MS);
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
     int rc = run_report(f, node, inc, any, ORBIT_NODE_FREE);
     orb_owner_drop(f, node);
     return rc;

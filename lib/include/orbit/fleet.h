@@ -223,7 +223,10 @@ ssize_t orbit_fleet_nodes(struct orbit_fleet *, struct orbit_node_info *out, siz
  * life is left alone. Returns 0, or -ORBIT_EMALFORMED for node >= capacity,
  * or the error of a table that could not give the share back yet (a live
  * member held its lock past the bound: -ORBIT_ECORRUPT); the node then stays
- * reserved, and a later orbit_fleet_reap or report finishes it.
+ * reserved, and a later orbit_fleet_reap or report finishes it. While another
+ * reporter, sweep or joiner is moving the node the call waits for it (up to
+ * about 3 s) and then reports what is still owed; -ORBIT_EAGAIN when it stayed
+ * busy that long (try again).
  * orbit_fleet_reap and the reaper use it; call it yourself only for a process
  * you know is gone. Reports are resumable: the node records who is reporting
  * (pid and start time), and a report whose reporter died half-way is finished
