@@ -258,7 +258,7 @@ static void roundtrip_pair(struct opts *o, struct exchange_figures *f, int pair)
                 struct rt_result r = m == M_LOOP ? bx_loop_run(o, cfgs[i], (enum transport)t)
                                                  : bx_thread_run(o, cfgs[i], (enum transport)t);
                 series_put(&f->rt[m][i][t].gbps, pair, r.gbps);
-                series_put(&f->rt[m][i][t].sleeps, pair, r.gbps > 0 ? r.sleeps_per_rt : 0);
+                series_put_count(&f->rt[m][i][t].sleeps, pair, r.gbps > 0 ? r.sleeps_per_rt : -1);
             }
 }
 

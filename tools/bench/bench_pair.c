@@ -20,13 +20,24 @@ static double median_of(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-void series_put(struct series *s, int pair, double v)
+static void put(struct series *s, int pair, double v, bool ok)
 {
     if (pair < 0 || pair >= PAIRS_MAX)
         return;
-    s->v[pair] = v > 0 ? v : 0;
+    s->v[pair] = ok ? v : 0;
+    s->ok[pair] = ok;
     if (pair + 1 > s->n)
         s->n = pair + 1;
+}
+
+void series_put(struct series *s, int pair, double v)
+{
+    put(s, pair, v, v > 0);
+}
+
+void series_put_count(struct series *s, int pair, double v)
+{
+    put(s, pair, v, v >= 0);
 }
 
 struct side_stats series_stats(const struct series *s, bool higher_better)
@@ -34,7 +45,7 @@ struct side_stats series_stats(const struct series *s, bool higher_better)
     double v[PAIRS_MAX];
     struct side_stats st = { 0, 0, 0, 0, 0 };
     for (int i = 0; i < s->n; i++)
-        if (s->v[i] > 0)
+        if (s->ok[i])
             v[st.n++] = s->v[i];
     if (!st.n)
         return st;
@@ -51,7 +62,7 @@ struct ratio_stats ratio_stats(const struct series *a, const struct series *b, b
     struct ratio_stats st = { 0, 0, 0, 0, 0 };
     int n = a->n < b->n ? a->n : b->n;
     for (int i = 0; i < n; i++)
-        if (a->v[i] > 0 && b->v[i] > 0)
+        if (a->ok[i] && b->ok[i] && b->v[i] > 0)
             v[st.n++] = a->v[i] / b->v[i];
     if (!st.n)
         return st;
@@ -154,7 +165,7 @@ void series_print_json(const struct series *s, bool higher_better, FILE *out)
     fprintf(out, "{\"median\":%.6g,\"min\":%.6g,\"max\":%.6g,\"best\":%.6g,\"per_pair\":[", st.median, st.min,
             st.max, st.best);
     for (int i = 0; i < s->n; i++)
-        fprintf(out, "%s%.6g", i ? "," : "", s->v[i]);
+        s->ok[i] ? fprintf(out, "%s%.6g", i ? "," : "", s->v[i]) : fprintf(out, "%snull", i ? "," : "");
     fputs("]}", out);
 }
 

@@ -18,13 +18,16 @@
 #define PAIRS_MAX 100
 #define PAIRS_DEFAULT 9
 
-/* One side's figure in every pair; 0 marks a pair where it failed or did not run. */
-struct series { int n; double v[PAIRS_MAX]; };
+/* One side's figure in every pair, and whether the pair produced it. */
+struct series { int n; double v[PAIRS_MAX]; bool ok[PAIRS_MAX]; };
 
 struct side_stats { int n; double median, min, max, best; };
 struct ratio_stats { int n; double median, min, max, best_of; };
 
+/* A rate or a latency: v <= 0 marks a pair where the side failed or did not run. */
 void series_put(struct series *s, int pair, double v);
+/* A count (parks per ring-ful): 0 is a figure, v < 0 a failure. */
+void series_put_count(struct series *s, int pair, double v);
 /* higher_better: "best" is the largest value (a rate), else the smallest (a latency). */
 struct side_stats series_stats(const struct series *s, bool higher_better);
 /* a[i] / b[i] over the pairs where both ran; best_of is the ratio of the two sides' bests. */

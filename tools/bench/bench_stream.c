@@ -691,7 +691,7 @@ static void run_orbit_cells(struct bench *b, int c, int pair)
             struct orbit_result o = orbit_run(b, r, chunk_sizes[c], m == 1);
             struct orbit_cell *cell = &b->orbit[c][r][m];
             series_put(&cell->gbps, pair, o.ok ? o.gbps : 0);
-            series_put(&cell->parks, pair, o.ok ? o.parks_per_ringful : 0);
+            series_put_count(&cell->parks, pair, o.ok ? o.parks_per_ringful : -1);
             cell->ok = cell->ok || o.ok;
         }
 }
