@@ -48,7 +48,8 @@ MEASURED = re.compile(r"^(median|median_ns|p50|count)$")
 WIDE = re.compile(r"^(p50|p99|p999|bytes|bytes_per_run|bytes_per_pair|ops_per_process|chunk|body)$")
 HIST_WIDE = re.compile(r"^(count|min|p50|p90|p99|p999|p9999|max)$")   # in a histogram (ns)
 # Every report says where it ran and how its pairs went.
-REPORT_KEYS = {"host": ["cpu_model", "kernel", "cpus_allowed", "hugepages_total", "loadavg_begin", "loadavg_end"],
+REPORT_KEYS = {"host": ["cpu_model", "kernel", "cpus_allowed", "hugepages_total", "loadavg_begin", "loadavg_end",
+                        "others_runnable", "steal_fraction"],
                "floor": ["kind", "cpus", "median_ns", "min_ns", "max_ns", "per_pair_ns", "flagged_pairs"]}
 
 
