@@ -3,8 +3,11 @@
 """orbit-bench's files: --plot writes an SVG that rsvg-convert renders to a PNG that is
 not blank (several colours, a fair share of non-white pixels), and --hist writes
 HdrHistogram percentile files that parse: values and percentiles never go down,
-counts add up to the footer's total and to the samples taken. Formats, not timings.
+counts add up to the footer's total and to the samples taken; report writes one
+HTML page whose inline charts render and that refers to nothing outside itself.
+Formats, not timings.
 Skips (77) without rsvg-convert (Debian librsvg2-bin)."""
+import json
 import os
 import re
 import shutil
@@ -115,6 +118,30 @@ def check_hgrm(path, samples):
     return bad
 
 
+def check_report(out):
+    """orbit-bench report --quick: a page with an inline SVG per bench that renders, nothing fetched."""
+    page = os.path.join(out, "report.html")
+    proc = subprocess.run([BENCH, "report", "--quick", "--pairs", "1", "--out", page, "--json"], capture_output=True,
+                          text=True, timeout=300, check=False)
+    if proc.returncode != 0:
+        return [f"report: exit {proc.returncode}: {proc.stderr.strip()}"]
+    doc = json.loads(proc.stdout)
+    with open(page, encoding="utf-8") as f:
+        html = f.read()
+    svgs = re.findall(r"<svg.*?</svg>", html, re.S)
+    bad = [f"report: {s['bench']} exit {s['exit']}" for s in doc["sections"] if s["exit"] != 0]
+    if not html.startswith("<!DOCTYPE html>") or len(svgs) != len(doc["sections"]):
+        bad.append(f"report: {len(svgs)} inline SVGs for {len(doc['sections'])} benches")
+    if re.search(r"<script|\bsrc=|\bhref=|url\(|@import", html):
+        bad.append("report: the page refers to something outside itself")
+    for i, svg in enumerate(svgs):
+        path = os.path.join(out, f"report-{i}.svg")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(svg)
+        bad += check_svg(path)
+    return bad
+
+
 def run(args):
     proc = subprocess.run([BENCH, *args], capture_output=True, text=True, timeout=120, check=False)
     return [] if proc.returncode == 0 else [f"{' '.join(args)}: exit {proc.returncode}: {proc.stderr.strip()}"]
@@ -138,6 +165,10 @@ def main():
         bad = bad or check_svg(os.path.join(out, f"{name}.svg"))
         print(("FAIL " if bad else "ok   ") + f"orbit-bench {name} --plot renders" + "".join("\n  " + b for b in bad))
         failed = failed or bool(bad)
+    bad = check_report(out)
+    print(("FAIL " if bad else "ok   ") + "orbit-bench report: one page, every chart renders" +
+          "".join("\n  " + b for b in bad))
+    failed = failed or bool(bad)
     hist = os.path.join(out, "hist")
     files = sorted(os.listdir(hist)) if os.path.isdir(hist) else []
     bad = [] if any(f.startswith("wake-pipe-rtt") for f in files) else [f"no wake-pipe-rtt.hgrm in {files}"]

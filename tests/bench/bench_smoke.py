@@ -35,7 +35,8 @@ BAD_NUMBERS = {"pool": ["--ops", "-5"], "admission": ["--seconds", "-1"], "strea
 # Other bad input, refused the same way: pairs out of range, a CPU not ours, an unwritable plot.
 BAD_INPUT = [["wake", "--pairs", "0"], ["stream", "--pairs", "101"], ["wake", "--cpus", "0,4095"],
              ["stream", "--cpus", "1"], ["wake", "--plot", "/nonexistent-dir/x.svg"],
-             ["pool", "--plot", "x.svg"], ["wake", "--hist", "/proc/self/status"]]
+             ["pool", "--plot", "x.svg"], ["wake", "--hist", "/proc/self/status"], ["report", "--pairs", "x"],
+             ["report", "--out", "/nonexistent-dir/r.html"], ["report", "extra"]]
 # Long runs interrupted by SIGTERM: the bench removes its segments and exits 128 + 15.
 LONG = {"pool": ["--ops", "1000000000000"], "admission": ["--seconds", "60"],
         "wake": ["--oneway", "10000000"]}
@@ -172,6 +173,16 @@ def check_bad_input(args):
     return []
 
 
+def check_help_version(sub):
+    """SUB --help prints its usage, SUB --version the version; both exit 0 and run nothing."""
+    bad = []
+    for flag, want in (("--help", f"usage: orbit-bench {sub}"), ("--version", "orbit-bench ")):
+        proc = subprocess.run([BENCH, sub, flag], capture_output=True, text=True, timeout=30, check=False)
+        if proc.returncode != 0 or not proc.stdout.startswith(want) or proc.stderr:
+            bad.append(f"{sub} {flag}: exit {proc.returncode}, stdout {proc.stdout[:60]!r}")
+    return bad
+
+
 def check_sigterm(sub):
     """Interrupt a long run once its fleet exists; nothing may be left behind."""
     proc = subprocess.Popen([BENCH, sub, *LONG[sub]], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -199,11 +210,15 @@ def check_sigterm(sub):
 
 failed = False
 for args in BAD_INPUT:
-    if args[0] in sys.argv[2:]:
+    if args[0] in sys.argv[2:] or args[0] == "report":
         bad = check_bad_input(args)
         print(("FAIL " if bad else "ok   ") + "orbit-bench " + " ".join(args) + ": refused" +
               "".join("\n  " + b for b in bad))
         failed = failed or bool(bad)
+for sub in [*sys.argv[2:], "report"]:
+    bad = check_help_version(sub)
+    print(("FAIL " if bad else "ok   ") + f"orbit-bench {sub} --help, --version" + "".join("\n  " + b for b in bad))
+    failed = failed or bool(bad)
 for sub in sys.argv[2:]:
     bad = check_bad_number(sub) + (check_sigterm(sub) if sub in LONG else [])
     print(("FAIL " if bad else "ok   ") + f"orbit-bench {sub}: bad numbers, SIGTERM" + "".join("\n  " + b for b in bad))

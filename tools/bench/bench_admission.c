@@ -313,7 +313,8 @@ static int parse(int argc, char **argv, struct bench_cfg *c, int *procs, bool *s
                                           { "pairs", required_argument, 0, 'r' },
                                           { "plot", required_argument, 0, 'P' },
                                           { "json", no_argument, 0, 'j' },
-                                          { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+                                          { "help", no_argument, 0, 'h' },
+                                          { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, ":s:d:p:r:P:jh", opts, NULL)) != -1) {
@@ -326,6 +327,7 @@ static int parse(int argc, char **argv, struct bench_cfg *c, int *procs, bool *s
         case 'S': *scale = true; break;
         case 'j': c->json = true; break;
         case 'h': fputs(help, stdout); return 0;
+        case 'V': cli_version(BENCH_TOOL); return 0;
         default: cli_getopt_error(BENCH_TOOL, ch, optopt, argv[optind - 1]);
         }
     }

@@ -117,6 +117,7 @@ static int parse(int argc, char **argv, struct opts *o)
         { "json", no_argument, 0, 'j' }, { "touch", no_argument, 0, 't' }, { "bytes", required_argument, 0, 'b' },
         { "relay-bytes", required_argument, 0, 'r' }, { "no-relay", no_argument, 0, 'R' },
         { "no-roundtrip", no_argument, 0, 'T' }, { "help", no_argument, 0, 'h' },
+        { "version", no_argument, 0, 'V' },
         { "only", required_argument, 0, 'o' }, { "conc", required_argument, 0, 'c' },
         { "body", required_argument, 0, 'B' }, { "chunk", required_argument, 0, 'C' },
         { "model", required_argument, 0, 'm' }, { "repeat", required_argument, 0, 'n' },
@@ -128,8 +129,8 @@ static int parse(int argc, char **argv, struct opts *o)
                         .only = -1, .model = -1, .pairs = PAIRS_DEFAULT, .cpu = { -1, -1 } };
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1;) {
-        if (c == 'h') {
-            usage(stdout);
+        if (c == 'h' || c == 'V') {
+            c == 'h' ? usage(stdout) : cli_version(BENCH_TOOL);
             return 1;
         }
         parse_one(o, c, argv);

@@ -281,7 +281,8 @@ static int parse(int argc, char **argv, struct options *o)
         { "procs", required_argument, 0, 'p' }, { "scale", no_argument, 0, 's' },
         { "repeat", required_argument, 0, 'r' }, { "pairs", required_argument, 0, 'r' },
         { "floor", no_argument, 0, 'f' }, { "plot", required_argument, 0, 'P' },
-        { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+        { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' },
+        { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
     *o = (struct options){ .ops = 1000000, .capacity = 4, .pairs = PAIRS_DEFAULT };
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, ":n:c:p:r:P:sfjh", longopts, NULL)) != -1;) {
@@ -303,8 +304,8 @@ static int parse(int argc, char **argv, struct options *o)
             o->floor = true;
         else if (c == 'j')
             o->json = true;
-        else if (c == 'h') {
-            fputs(usage, stdout);
+        else if (c == 'h' || c == 'V') {
+            c == 'h' ? (void)fputs(usage, stdout) : cli_version(BENCH_TOOL);
             return 0;
         } else
             cli_getopt_error(BENCH_TOOL, c, optopt, argv[optind - 1]);

@@ -420,7 +420,8 @@ static void parse(int argc, char **argv, struct bench *b, int *procs, bool *scal
                                           { "hist", required_argument, 0, 'H' },
                                           { "plot", required_argument, 0, 'P' },
                                           { "json", no_argument, 0, 'j' },
-                                          { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+                                          { "help", no_argument, 0, 'h' },
+                                          { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
     int mib = 128;
     b->rounds = 0;
     b->pairs = PAIRS_DEFAULT;
@@ -440,6 +441,7 @@ static void parse(int argc, char **argv, struct bench *b, int *procs, bool *scal
         case 'P': plot_check_path("--plot", optarg, false); b->plot = optarg; break;
         case 'j': *json = true; break;
         case 'h': usage(); exit(0);
+        case 'V': cli_version(BENCH_TOOL); exit(0);
         default: cli_getopt_error(BENCH_TOOL, c, optopt, argv[optind - 1]);
         }
     }

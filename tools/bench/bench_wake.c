@@ -507,7 +507,8 @@ static void parse(int argc, char **argv, struct wake_opts *o)
                                           { "hist", required_argument, 0, 'H' },
                                           { "plot", required_argument, 0, 'P' },
                                           { "json", no_argument, 0, 'j' },
-                                          { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+                                          { "help", no_argument, 0, 'h' },
+                                          { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
     *o = (struct wake_opts){ .oneway = 500, .rtt = 5000, .pairs = PAIRS_DEFAULT, .cpu = { -1, -1 } };
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, ":o:r:n:c:H:P:jh", opts, NULL)) != -1;) {
@@ -520,6 +521,7 @@ static void parse(int argc, char **argv, struct wake_opts *o)
         case 'P': plot_check_path("--plot", optarg, false); o->plot = optarg; break;
         case 'j': o->json = true; break;
         case 'h': fputs(help, stdout); exit(0);
+        case 'V': cli_version(BENCH_TOOL); exit(0);
         default: cli_getopt_error(BENCH_TOOL, c, optopt, argv[optind - 1]);
         }
     }

@@ -13,6 +13,8 @@
 #include "cli.h"
 #include "tool.h"
 
+#include "bench_report.h"
+
 static const char usage[] =
 "usage: orbit-bench SUBCOMMAND [OPTIONS]   (SUBCOMMAND --help for its options)\n"
 "\n"
@@ -30,6 +32,7 @@ static const char usage[] =
 #ifdef ORBIT_WITH_EXCHANGE
 "  exchange    paired exchanges through the payload arena beside streams and a socketpair\n"
 #endif
+"  report      run a set of the above with --plot, write one HTML page (inline SVG)\n"
 "\n"
 "Every subcommand takes --help, --json (one JSON object) and --pairs N.\n"
 "  -h, --help     this text\n"
@@ -194,6 +197,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(sub, "wake") == 0) return bench_wake(argc - 1, argv + 1);
+    if (strcmp(sub, "report") == 0) return bench_report(argc - 1, argv + 1);
 #ifdef ORBIT_WITH_STREAM
     if (strcmp(sub, "stream") == 0) return bench_stream(argc - 1, argv + 1);
 #endif
