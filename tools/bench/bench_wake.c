@@ -418,7 +418,7 @@ static void print_text(const struct bench_run *run, const struct wake_figures *w
         struct side_stats s = series_stats(&w->rtt_p50[k], false);
         struct ratio_stats vs_pipe = ratio_stats(&w->rtt_p50[K_PIPE], &w->rtt_p50[k], false);
         struct ratio_stats vs_floor = ratio_stats(&w->rtt_p50[k], &run->floor_ns, false);
-        printf("  %-27s %6.2f [%.2f-%.2f]   %-22s %s\n", kind_name[k], s.median / 1e3, s.min / 1e3, s.max / 1e3,
+        printf("  %-27s %6.2f [%.2f-%.2f]   %-24s %s\n", kind_name[k], s.median / 1e3, s.min / 1e3, s.max / 1e3,
                ratio_text(&vs_pipe, a, sizeof a), ratio_text(&vs_floor, b, sizeof b));
     }
     printf("  pipe/it above 1: faster than a pipe; it/floor: times the floor, the pair's busy-poll round trip\n");
