@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Smoke test of orbit-bench: every subcommand runs briefly with --json, exits 0,
-reports a positive figure for every transport it measured and leaves no segment
-behind. No figure is compared with a threshold (speed is for the bench, not for
+reports its host and floor, a positive median for every transport it measured, and
+leaves no segment behind; bad input is refused with one line. No figure is compared with a threshold (speed is for the bench, not for
 tests); a run that failed reports 0."""
 import glob
 import json
@@ -15,13 +15,16 @@ import time
 
 BENCH = sys.argv[1]   # then the subcommands this build has
 SHORT = {
-    "wake": ["--oneway", "50", "--rtt", "200"],
-    "stream": ["--bytes", "8", "--rounds", "200", "--repeat", "1"],
-    "pool": ["--ops", "20000"],
-    "admission": ["--seconds", "0.05"],
-    "exchange": ["--bytes", "4M", "--relay-bytes", "4M"],
+    "wake": ["--oneway", "20", "--rtt", "200", "--pairs", "2"],
+    "stream": ["--bytes", "4", "--rounds", "200", "--pairs", "2"],
+    "pool": ["--ops", "20000", "--pairs", "2"],
+    "admission": ["--seconds", "0.02", "--pairs", "2"],
+    "exchange": ["--bytes", "2M", "--relay-bytes", "2M", "--pairs", "1"],
 }
 RUNS = [[sub, *SHORT[sub]] for sub in sys.argv[2:]]
+# Latency benches pinned, on two CPUs and both sides on one.
+PINNED = {"wake": [["--cpus", "0,0"]], "stream": [["--cpus", "0,0"]]}
+RUNS += [[sub, *SHORT[sub], *extra] for sub in sys.argv[2:] for extra in PINNED.get(sub, [])]
 # Scaling runs: an explicit process count and the sweep over this host's CPUs.
 SCALING = {"pool": [["--procs", "3"], ["--scale"]], "admission": [["--procs", "3"], ["--scale"]],
            "stream": [["--procs", "2"], ["--scale"]], "exchange": [["--procs", "2"], ["--scale"]]}
@@ -29,15 +32,37 @@ RUNS += [[sub, *SHORT[sub], *extra] for sub in sys.argv[2:] for extra in SCALING
 # A bad number is refused with one line on stderr and exit 2, before anything runs.
 BAD_NUMBERS = {"pool": ["--ops", "-5"], "admission": ["--seconds", "-1"], "stream": ["--rounds", "1x"],
                "wake": ["--rtt", "0"], "exchange": ["--bytes", "-4M"]}
+# Other bad input, refused the same way: pairs out of range, a CPU not ours, an unwritable plot.
+BAD_INPUT = [["wake", "--pairs", "0"], ["stream", "--pairs", "101"], ["wake", "--cpus", "0,4095"],
+             ["stream", "--cpus", "1"], ["wake", "--plot", "/nonexistent-dir/x.svg"],
+             ["pool", "--plot", "x.svg"], ["wake", "--hist", "/proc/self/status"], ["report", "--pairs", "x"],
+             ["report", "--out", "/nonexistent-dir/r.html"], ["report", "extra"]]
 # Long runs interrupted by SIGTERM: the bench removes its segments and exits 128 + 15.
 LONG = {"pool": ["--ops", "1000000000000"], "admission": ["--seconds", "60"],
         "wake": ["--oneway", "10000000"]}
 
 
-MEASURED = re.compile(r"gbps|per_s|^p50$")
+COUNTS = re.compile(r"parks|sleeps")   # may be 0
+MEASURED = re.compile(r"^(median|median_ns|p50|count)$")
 # 64-bit integers (byte and op counts, nanoseconds, sizes) are JSON strings of digits,
 # so readers that hold numbers as doubles do not round them.
-WIDE = re.compile(r"^(p50|p99|p999|p50_ns|p99_ns|bytes|bytes_per_run|bytes_per_pair|ops_per_process|chunk|body)$")
+WIDE = re.compile(r"^(p50|p99|p999|bytes|bytes_per_run|bytes_per_pair|ops_per_process|chunk|body)$")
+HIST_WIDE = re.compile(r"^(count|min|p50|p90|p99|p999|p9999|max)$")   # in a histogram (ns)
+# Every report says where it ran and how its pairs went.
+REPORT_KEYS = {"host": ["cpu_model", "kernel", "cpus_allowed", "hugepages_total", "loadavg_begin", "loadavg_end",
+                        "others_runnable", "steal_fraction"],
+               "floor": ["kind", "cpus", "median_ns", "min_ns", "max_ns", "per_pair_ns", "flagged_pairs"]}
+
+
+def report_keys(doc, args):
+    """The host and floor objects, and a floor figure per pair."""
+    bad = [f"{k}.{f} missing" for k, fields in REPORT_KEYS.items() for f in fields if f not in doc.get(k, {})]
+    pairs = int(args[args.index("--pairs") + 1]) if "--pairs" in args else 9
+    if doc.get("pairs") != pairs:
+        bad.append(f"pairs = {doc.get('pairs')}, not {pairs}")
+    if len(doc.get("floor", {}).get("per_pair_ns", [])) != pairs:
+        bad.append("floor.per_pair_ns has not one figure per pair")
+    return bad
 
 
 def figure(value):
@@ -53,12 +78,15 @@ def positive_numbers(node, path, bad):
     """Collect every measured figure (GB/s, per second, a median) that is not positive,
     every 64-bit integer that is not a string, and every "ok" that is not true."""
     if isinstance(node, dict):
+        wide = HIST_WIDE if "p9999" in node else WIDE
         for key, value in node.items():
             here = f"{path}.{key}"
+            if COUNTS.search(key):
+                continue
             if key == "ok" and value is not True:
                 bad.append(f"{here} = {value}")
             elif figure(value) is not None:
-                if WIDE.search(key) and not isinstance(value, str):
+                if wide.search(key) and not isinstance(value, str):
                     bad.append(f"{here} = {value}: a 64-bit integer, not a JSON string")
                 if MEASURED.search(key) and figure(value) <= 0:
                     bad.append(f"{here} = {value}")
@@ -121,7 +149,7 @@ def check(args):
         doc = json.loads(out)
     except json.JSONDecodeError as err:
         return [f"not JSON ({err})", out[:400]]
-    bad = []
+    bad = report_keys(doc, args)
     positive_numbers(doc, args[0], bad)
     if errs.strip():
         bad.append("stderr: " + errs.strip())
@@ -135,6 +163,24 @@ def check_bad_number(sub):
     if proc.returncode != 2 or len(lines) != 1 or proc.stdout:
         return [f"{' '.join(args[1:])}: exit {proc.returncode}, stderr {proc.stderr!r}"]
     return []
+
+
+def check_bad_input(args):
+    proc = subprocess.run([BENCH, *args], capture_output=True, text=True, timeout=30, check=False)
+    lines = proc.stderr.strip().splitlines()
+    if proc.returncode != 2 or len(lines) != 1 or not lines[0].startswith("orbit-bench: ") or proc.stdout:
+        return [f"{' '.join(args)}: exit {proc.returncode}, stderr {proc.stderr!r}"]
+    return []
+
+
+def check_help_version(sub):
+    """SUB --help prints its usage, SUB --version the version; both exit 0 and run nothing."""
+    bad = []
+    for flag, want in (("--help", f"usage: orbit-bench {sub}"), ("--version", "orbit-bench ")):
+        proc = subprocess.run([BENCH, sub, flag], capture_output=True, text=True, timeout=30, check=False)
+        if proc.returncode != 0 or not proc.stdout.startswith(want) or proc.stderr:
+            bad.append(f"{sub} {flag}: exit {proc.returncode}, stdout {proc.stdout[:60]!r}")
+    return bad
 
 
 def check_sigterm(sub):
@@ -163,6 +209,16 @@ def check_sigterm(sub):
 
 
 failed = False
+for args in BAD_INPUT:
+    if args[0] in sys.argv[2:] or args[0] == "report":
+        bad = check_bad_input(args)
+        print(("FAIL " if bad else "ok   ") + "orbit-bench " + " ".join(args) + ": refused" +
+              "".join("\n  " + b for b in bad))
+        failed = failed or bool(bad)
+for sub in [*sys.argv[2:], "report"]:
+    bad = check_help_version(sub)
+    print(("FAIL " if bad else "ok   ") + f"orbit-bench {sub} --help, --version" + "".join("\n  " + b for b in bad))
+    failed = failed or bool(bad)
 for sub in sys.argv[2:]:
     bad = check_bad_number(sub) + (check_sigterm(sub) if sub in LONG else [])
     print(("FAIL " if bad else "ok   ") + f"orbit-bench {sub}: bad numbers, SIGTERM" + "".join("\n  " + b for b in bad))

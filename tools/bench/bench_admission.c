@@ -5,7 +5,8 @@
  * all-or-nothing multi-domain charge: a bare robust process-shared pthread
  * mutex over counters (the ledger's floor), and the kernel's own multi-counter
  * admission, a SysV semaphore set with semop(IPC_NOWAIT|SEM_UNDO).
- * Default: 1 and 2 processes; --procs N runs N, --scale sweeps 1..CPUs.
+ * Default: 1 and 2 processes; --procs N runs N, --scale sweeps 1..CPUs; every
+ * cell beside its baselines in --pairs pairs run back to back.
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -23,6 +24,8 @@
 #include <orbit/admission.h>
 #include "cli.h"
 #include "tool.h"
+#include "bench_pair.h"
+#include "bench_plot.h"
 
 enum bkind { B_ORBIT, B_MUTEX, B_SEMOP, B_COUNT };
 static const char *bkind_name[B_COUNT] = { "orbit admission ledger", "pthread robust mutex + counters",
@@ -32,7 +35,7 @@ static const char *bkind_key[B_COUNT] = { "orbit", "pthread_mutex", "semop" };
 #define BENCH_DOMAINS_MAX 16
 #define BENCH_PROCS_MAX 256
 
-struct bench_cfg { double seconds; int domains; unsigned repeat; char fleet[64]; int semid; };
+struct bench_cfg { double seconds; int domains, pairs; char fleet[64]; int semid; const char *plot; bool json; };
 
 /* MAP_SHARED between the parent and its workers. */
 struct bench_shared {
@@ -226,79 +229,140 @@ static int setup(struct bench_cfg *c, struct bench_shared *sh)
     return rc;
 }
 
-static void print_text(const struct bench_cfg *c, const int *procs, size_t n, double r[][B_COUNT])
+/* Every baseline's rate per pair, for each process count. */
+typedef struct series adm_rates[B_COUNT];
+
+static void print_text(const struct bench_cfg *c, const struct bench_run *run, const int *procs, size_t n,
+                       const adm_rates *r)
 {
-    printf("orbit-bench admission: claim+release pairs per second, %d domains per claim, %.1f s per run%s\n\n",
-           c->domains, c->seconds, c->repeat > 1 ? ", best of repeats" : "");
-    printf("%-10s %14s %14s %14s %12s %12s\n", "processes", "orbit", "robust mutex", "semop",
-           "orbit/mutex", "orbit/semop");
+    char t1[48], t2[48];
+    printf("orbit-bench admission: claim+release pairs per second, %d domains per claim, %.2f s per run, %d pairs\n",
+           c->domains, c->seconds, c->pairs);
+    run_print_text(run, stdout);
+    printf("%-10s %12s %13s %10s  %-20s %8s  %-20s\n", "processes", "orbit", "robust mutex", "semop",
+           "orbit/mutex", "best-of", "orbit/semop");
     for (size_t i = 0; i < n; i++) {
-        printf("%-10d", procs[i]);
-        for (int k = 0; k < B_COUNT; k++)
-            r[i][k] > 0 ? printf(" %14.0f", r[i][k]) : printf(" %14s", "n/a");
-        for (int k = B_MUTEX; k <= B_SEMOP; k++)
-            r[i][k] > 0 ? printf(" %11.2fx", r[i][B_ORBIT] / r[i][k]) : printf(" %12s", "n/a");
-        printf("\n");
+        struct ratio_stats m = ratio_stats(&r[i][B_ORBIT], &r[i][B_MUTEX], true);
+        struct ratio_stats s = ratio_stats(&r[i][B_ORBIT], &r[i][B_SEMOP], true);
+        printf("%-10d %12.0f %13.0f %10.0f  %-20s %7.2fx  %-20s\n", procs[i],
+               series_stats(&r[i][B_ORBIT], true).median, series_stats(&r[i][B_MUTEX], true).median,
+               series_stats(&r[i][B_SEMOP], true).median, ratio_text(&m, t1, sizeof t1), m.best_of,
+               ratio_text(&s, t2, sizeof t2));
     }
 }
 
-static void print_json(const struct bench_cfg *c, const int *procs, size_t n, double r[][B_COUNT])
+static void print_json(const struct bench_cfg *c, const struct bench_run *run, const int *procs, size_t n,
+                       const adm_rates *r)
 {
-    printf("{\"bench\":\"admission\",\"domains\":%d,\"seconds\":%.3f,\"repeat\":%u,\"cpus\":%d,"
-           "\"baseline\":\"pthread_mutex\",\"results\":[", c->domains, c->seconds, c->repeat, bench_cpus());
+    printf("{\"bench\":\"admission\",");
+    run_print_json(run, stdout);
+    printf(",\"domains\":%d,\"seconds\":%.3f,\"cpus\":%d,\"baseline\":\"pthread_mutex\",\"results\":[", c->domains,
+           c->seconds, bench_cpus());
     for (size_t i = 0; i < n; i++) {
         printf("%s{\"processes\":%d", i ? "," : "", procs[i]);
-        for (int k = 0; k < B_COUNT; k++)
-            if (k != B_SEMOP || r[i][k] > 0)
-                printf(",\"%s_pairs_per_s\":%.0f", bkind_key[k], r[i][k] > 0 ? r[i][k] : 0);
-        printf(",\"orbit_over_mutex\":%.3f}", r[i][B_MUTEX] > 0 ? r[i][B_ORBIT] / r[i][B_MUTEX] : 0);
+        for (int k = 0; k < B_COUNT; k++) {
+            if (k == B_SEMOP && !series_stats(&r[i][k], true).n)
+                continue;
+            printf(",\"%s_pairs_per_s\":", bkind_key[k]);
+            series_print_json(&r[i][k], true, stdout);
+        }
+        struct ratio_stats m = ratio_stats(&r[i][B_ORBIT], &r[i][B_MUTEX], true);
+        printf(",\"orbit_over_mutex\":");
+        ratio_print_json(&m, stdout);
+        printf("}");
     }
     printf("]}\n");
 }
 
-static int parse(int argc, char **argv, struct bench_cfg *c, bool *json, int *procs, bool *scale)
+static int plot(const struct bench_cfg *c, const int *procs, size_t n, const adm_rates *r)
+{
+    static struct chart ch;
+    snprintf(ch.title, sizeof ch.title, "orbit-bench admission --scale: claim+release, %d domains, median of %d pairs",
+             c->domains, c->pairs);
+    snprintf(ch.x_label, sizeof ch.x_label, "processes");
+    snprintf(ch.y_label, sizeof ch.y_label, "claim+release pairs/s, all processes");
+    for (int k = 0; k < B_COUNT; k++) {
+        struct chart_series *s = chart_add(&ch, bkind_name[k]);
+        for (size_t i = 0; i < n; i++)
+            plot_scale_point(s, procs[i], &r[i][k], 1);
+    }
+    return plot_save("admission", c->plot, &ch, 1);
+}
+
+static int parse(int argc, char **argv, struct bench_cfg *c, int *procs, bool *scale)
 {
     static const char help[] =
-        "usage: orbit-bench admission [--seconds S] [--domains D] [--procs N | --scale] [--repeat N] [--json]\n"
-        "  --seconds S  length of each run (default 0.5, at most 60)\n"
+        "usage: orbit-bench admission [--seconds S] [--domains D] [--procs N | --scale] [--pairs N]\n"
+        "                             [--plot FILE.svg] [--json]\n"
+        "  --seconds S  length of each run (default 0.2, at most 60)\n"
         "  --domains D  domains charged by each claim, 1..16 (default 2)\n"
         "  --procs N    N processes at once (1..256; default: 1, then 2)\n"
         "  --scale      every process count from 1 to the CPUs this process may use\n"
-        "  --repeat N   run every cell N times, interleaved, keep the best (default 1)\n"
-        "  --json       one JSON object on stdout\n";
+        "  --pairs N    run every cell beside its baselines N times, back to back, the order\n"
+        "               alternating (default 9, at most 100; --repeat N is the same)\n"
+        "  --plot FILE  with --scale or --procs: pairs/s against processes as SVG\n"
+        "  --json       one JSON object on stdout\n"
+        "orbit/mutex is the median over the pairs of orbit's rate over the mutex's in the same\n"
+        "pair, [min-max] its spread; best-of is the ratio of each side's best pair, for\n"
+        "comparison only. See orbit-bench(1) on reading the output.\n";
     static const struct option opts[] = { { "seconds", required_argument, 0, 's' },
                                           { "domains", required_argument, 0, 'd' },
                                           { "procs", required_argument, 0, 'p' },
                                           { "scale", no_argument, 0, 'S' },
                                           { "repeat", required_argument, 0, 'r' },
+                                          { "pairs", required_argument, 0, 'r' },
+                                          { "plot", required_argument, 0, 'P' },
                                           { "json", no_argument, 0, 'j' },
-                                          { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+                                          { "help", no_argument, 0, 'h' },
+                                          { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, ":s:d:p:r:jh", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":s:d:p:r:P:jh", opts, NULL)) != -1) {
         switch (ch) {
         case 's': c->seconds = cli_double(BENCH_TOOL, "--seconds", optarg, 0.001, 60); break;
         case 'd': c->domains = cli_int(BENCH_TOOL, "--domains", optarg, 1, BENCH_DOMAINS_MAX); break;
         case 'p': *procs = cli_int(BENCH_TOOL, "--procs", optarg, 1, BENCH_PROCS_MAX); break;
-        case 'r': c->repeat = (unsigned)cli_int(BENCH_TOOL, "--repeat", optarg, 1, 100); break;
+        case 'r': c->pairs = pairs_arg(argv[optind - 1][2] == 'r' ? "--repeat" : "--pairs", optarg); break;
+        case 'P': plot_check_path("--plot", optarg, false); c->plot = optarg; break;
         case 'S': *scale = true; break;
-        case 'j': *json = true; break;
+        case 'j': c->json = true; break;
         case 'h': fputs(help, stdout); return 0;
+        case 'V': cli_version(BENCH_TOOL); return 0;
         default: cli_getopt_error(BENCH_TOOL, ch, optopt, argv[optind - 1]);
         }
     }
     bench_no_operands(argc, argv);
     if (*scale && *procs)
         cli_usage_error(BENCH_TOOL, "--procs or --scale, not both");
+    if (c->plot && !*scale && !*procs)
+        cli_usage_error(BENCH_TOOL, "--plot draws a process-count curve: give --scale or --procs");
     return -1;
+}
+
+/* One pair: the floor, then every process count's kinds back to back, the order alternating. */
+static bool run_pair(struct bench_cfg *c, struct bench_run *run, struct bench_shared *sh, const int *procs,
+                     size_t n, adm_rates *r, int pair)
+{
+    bool ok = true;
+    run_floor(run, pair);
+    for (size_t i = 0; i < n; i++)
+        for (int j = 0; j < B_COUNT; j++) {
+            int k = run_orbit_first(pair) ? j : B_COUNT - 1 - j;
+            if (k == B_SEMOP && c->semid < 0)
+                continue;
+            double got = measure((enum bkind)k, c, sh, procs[i]);
+            ok = ok && (k != B_ORBIT || got > 0);
+            series_put(&r[i][k], pair, got);
+        }
+    return ok;
 }
 
 int bench_admission(int argc, char **argv)
 {
-    struct bench_cfg c = { .seconds = 0.5, .domains = 2, .repeat = 1 };
-    bool json = false, scale = false;
+    struct bench_cfg c = { .seconds = 0.2, .domains = 2, .pairs = PAIRS_DEFAULT };
+    bool scale = false;
     int one = 0;
-    int rc = parse(argc, argv, &c, &json, &one, &scale);
+    int rc = parse(argc, argv, &c, &one, &scale);
     if (rc >= 0)
         return rc;
     static int procs[BENCH_PROCS_MAX];
@@ -315,16 +379,14 @@ int bench_admission(int argc, char **argv)
         return 1;
     memset(sh, 0, sizeof *sh);
     rc = setup(&c, sh);
-    static double r[BENCH_PROCS_MAX][B_COUNT];
+    static adm_rates r[BENCH_PROCS_MAX];
+    static struct bench_run run;
+    const int none[2] = { -1, -1 };
+    run_begin(&run, c.pairs, none);
     bool ok = true;
-    for (unsigned rep = 0; rep < c.repeat; rep++)
-        for (size_t i = 0; i < n && rc == 0; i++)
-            for (int k = 0; k < B_COUNT; k++)
-                if (k != B_SEMOP || c.semid >= 0) {
-                    double got = measure((enum bkind)k, &c, sh, procs[i]);
-                    ok = ok && (k != B_ORBIT || got > 0);
-                    r[i][k] = got > r[i][k] ? got : r[i][k];   /* the best of the repeats */
-                }
+    for (int pair = 0; pair < c.pairs && rc == 0; pair++)
+        ok = run_pair(&c, &run, sh, procs, n, r, pair) && ok;
+    run_end(&run);
     if (c.semid >= 0)
         semctl(c.semid, 0, IPC_RMID);
     orbit_fleet_unlink(c.fleet);
@@ -333,6 +395,8 @@ int bench_admission(int argc, char **argv)
         fprintf(stderr, "orbit-bench admission: setup: %s\n", orbit_strerror(rc));
         return 1;
     }
-    json ? print_json(&c, procs, n, r) : print_text(&c, procs, n, r);
+    c.json ? print_json(&c, &run, procs, n, r) : print_text(&c, &run, procs, n, r);
+    if (c.plot && plot(&c, procs, n, r) != 0)
+        return 1;
     return ok ? 0 : 1;
 }

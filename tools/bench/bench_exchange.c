@@ -20,6 +20,9 @@
  * makes every receiver also read each byte it got (a sum over 64-bit words).
  * "sleeps/rt" is futex parks (thread model) or blocking poll(2) calls (loop model) per
  * round trip, both processes together.
+ *
+ * This file holds the thread model's round trips, the relay and the --scale runs;
+ * bench_exchange_cli.c the options, the pairing and the report.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -48,13 +51,6 @@
 #include "bench_exchange.h"
 
 const char *const bx_transport_name[T_COUNT] = { "exchange", "stream", "socketpair" };
-static const char *const model_name[M_COUNT] = { "thread", "loop" };
-
-#define NCFG 8
-static const struct cfg cfgs[NCFG] = {
-    { 1, 65536, 4096 }, { 1, 65536, 65536 }, { 1, 1u << 20, 4096 }, { 1, 1u << 20, 65536 },
-    { 8, 65536, 4096 }, { 8, 65536, 65536 }, { 8, 1u << 20, 4096 }, { 8, 1u << 20, 65536 },
-};
 
 /* ---- small helpers ---------------------------------------------------------------- */
 
@@ -431,7 +427,7 @@ static bool rt_clients_open(struct rt *r, struct worker *w, uint64_t iters)
 }
 
 /* GB/s of request + response bytes and futex sleeps per round trip; 0 if the run failed. */
-static struct rt_result rt_run(struct opts *o, struct cfg c, enum transport t)
+struct rt_result bx_thread_run(struct opts *o, struct cfg c, enum transport t)
 {
     struct rt r = { .o = o, .c = c, .t = t };
     struct rt_result res = { 0, 0 };
@@ -475,9 +471,6 @@ static struct rt_result rt_run(struct opts *o, struct cfg c, enum transport t)
 
 /* ---- the relay --------------------------------------------------------------------- */
 
-enum relay_kind { R_ARENA, R_SPLICE, R_COPY, R_COUNT };
-static const char *r_key[R_COUNT] = { "arena", "splice", "copy" };
-#define RCHUNK 65536u
 
 static int listen_loopback(void)
 {
@@ -659,7 +652,7 @@ static void relay_splice(struct relay *r) { relay_plain(r, true); }
 static void relay_copy(struct relay *r) { relay_plain(r, false); }
 
 /* GB/s through the relay, as the sink sees it (0 on failure). */
-static double relay_run(struct opts *o, enum relay_kind kind)
+double bx_relay_run(struct opts *o, enum relay_kind kind)
 {
     struct relay r = { .o = o, .l_in = listen_loopback(), .l_out = listen_loopback() };
     if (r.l_in < 0 || r.l_out < 0 || pipe(r.go) != 0)
@@ -692,186 +685,8 @@ static double relay_run(struct opts *o, enum relay_kind kind)
     return ok && t1 > t0 ? (double)got / (double)(t1 - t0) : 0;
 }
 
-/* ---- the command --------------------------------------------------------------------- */
-
-static void usage(FILE *out)
-{
-    fprintf(out,
-        "usage: orbit-bench exchange [--json] [--touch] [--bytes N] [--relay-bytes N] [--no-relay]\n"
-        "                            [--no-roundtrip] [--only T] [--model M] [--conc N] [--body N]\n"
-        "                            [--chunk N] [--repeat N] [--cpus C,S] [--procs N | --scale]\n"
-        "  Round trips between two processes (request then response of one body each, a fresh\n"
-        "  exchange per round trip) through the payload arena, beside persistent orbit streams and\n"
-        "  persistent AF_UNIX socketpairs: bodies of 64 KiB and 1 MiB in 4 KiB and 64 KiB chunks,\n"
-        "  1 and 8 concurrent exchanges. GB/s counts request + response bytes. Two models:\n"
-        "    thread  each concurrent round trip is a thread (and fleet node) in each process,\n"
-        "            using the blocking calls\n"
-        "    loop    each process is one thread keeping every round trip in flight with try_*\n"
-        "            (non-blocking) calls, then poll(2) on a readiness eventfd or the sockets\n"
-        "  Relay: TCP -> arena (READ_FIXED) -> another process -> TCP (WRITE_FIXED) against a\n"
-        "  splice(2) relay and a read/write relay in one process.\n"
-        "  --bytes N        bytes per round-trip configuration (default 1G; K/M/G suffixes)\n"
-        "  --relay-bytes N  bytes through each relay (default 512M)\n"
-        "  --touch          receivers also read every byte they receive\n"
-        "  --only T         one round-trip transport: exchange, stream or socketpair\n"
-        "  --model M        one model: thread or loop (default both)\n"
-        "  --conc N, --body N, --chunk N   only the configurations with that value\n"
-        "  --repeat N       run every round-trip cell N times, interleaved, keep the best (default 1)\n"
-        "  --cpus C,S       pin the client process (every thread) to CPU C, the server to CPU S\n"
-        "  --procs N        instead: N client/server pairs at once (2N processes), each doing\n"
-        "                   round trips of 64 KiB bodies in 64 KiB chunks (thread model, conc 1)\n"
-        "                   through the exchange, then through a socketpair: GB/s of all pairs\n"
-        "  --scale          the same for every pair count from 1 to the CPUs (at most 64)\n"
-        "  --json           one JSON object instead of the table\n");
-}
-
-#define SIZE_MAX_ARG (1ull << 40)   /* 1 TiB: any size option */
-
-/* The index of arg in names, or a one-line error naming opt (exit 2). */
-static int name_index(const char *opt, const char *const *names, int n, const char *arg)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(arg, names[i]) == 0)
-            return i;
-    cli_bad(BENCH_TOOL, opt, arg, "unknown (see --help)");
-}
-
-static int parse(int argc, char **argv, struct opts *o)
-{
-    static const struct option longopts[] = {
-        { "json", no_argument, 0, 'j' }, { "touch", no_argument, 0, 't' }, { "bytes", required_argument, 0, 'b' },
-        { "relay-bytes", required_argument, 0, 'r' }, { "no-relay", no_argument, 0, 'R' },
-        { "no-roundtrip", no_argument, 0, 'T' }, { "help", no_argument, 0, 'h' },
-        { "only", required_argument, 0, 'o' }, { "conc", required_argument, 0, 'c' },
-        { "body", required_argument, 0, 'B' }, { "chunk", required_argument, 0, 'C' },
-        { "model", required_argument, 0, 'm' }, { "repeat", required_argument, 0, 'n' },
-        { "cpus", required_argument, 0, 'p' }, { "procs", required_argument, 0, 'P' },
-        { "scale", no_argument, 0, 'S' }, { 0, 0, 0, 0 },
-    };
-    *o = (struct opts){ .bytes = 1ull << 30, .relay_bytes = 512ull << 20, .relay = true, .roundtrip = true,
-                        .only = -1, .model = -1, .repeat = 1, .cpu = { -1, -1 } };
-    optind = 1;
-    for (int c; (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1;) {
-        switch (c) {
-        case 'j': o->json = true; break;
-        case 't': o->touch = true; break;
-        case 'b': o->bytes = cli_size(BENCH_TOOL, "--bytes", optarg, 1, SIZE_MAX_ARG); break;
-        case 'r':
-            o->relay_bytes = cli_size(BENCH_TOOL, "--relay-bytes", optarg, RCHUNK, SIZE_MAX_ARG);
-            o->relay_bytes = o->relay_bytes / RCHUNK * RCHUNK;
-            break;
-        case 'R': o->relay = false; break;
-        case 'T': o->roundtrip = false; break;
-        case 'h': usage(stdout); return 1;
-        case 'o': o->only = name_index("--only", bx_transport_name, T_COUNT, optarg); break;
-        case 'm': o->model = name_index("--model", model_name, M_COUNT, optarg); break;
-        case 'p': bench_cpu_pair("--cpus", optarg, o->cpu); break;
-        case 'n': o->repeat = (unsigned)cli_int(BENCH_TOOL, "--repeat", optarg, 1, 100); break;
-        case 'c': o->conc = (unsigned)cli_int(BENCH_TOOL, "--conc", optarg, 1, 1 << 16); break;
-        case 'P': o->procs = cli_int(BENCH_TOOL, "--procs", optarg, 1, 64); break;
-        case 'S': o->procs = -1; break;
-        case 'B': o->body = cli_size(BENCH_TOOL, "--body", optarg, 1, SIZE_MAX_ARG); break;
-        case 'C': o->chunk = cli_size(BENCH_TOOL, "--chunk", optarg, 1, SIZE_MAX_ARG); break;
-        default: cli_getopt_error(BENCH_TOOL, c, optopt, argv[optind - 1]);
-        }
-    }
-    bench_no_operands(argc, argv);
-    snprintf(o->fleet, sizeof o->fleet, "bench-exch-%d", (int)getpid());
-    bench_unlink_on_signal(o->fleet);
-    return 0;
-}
-
-static bool wanted(const struct opts *o, int i, int t)
-{
-    return (o->only < 0 || t < 0 || o->only == t) && (!o->conc || o->conc == cfgs[i].conc) &&
-           (!o->body || o->body == cfgs[i].body) && (!o->chunk || o->chunk == cfgs[i].chunk);
-}
-
-static const char *size_text(size_t v, char *buf, size_t len)
-{
-    if (v >= (1u << 20))
-        snprintf(buf, len, "%zuM", v >> 20);
-    else
-        snprintf(buf, len, "%zuK", v >> 10);
-    return buf;
-}
-
-static bool model_wanted(const struct opts *o, int m) { return o->model < 0 || o->model == m; }
-
-static void print_table(const struct opts *o, struct rt_result res[M_COUNT][NCFG][T_COUNT],
-                        const double relay[R_COUNT])
-{
-    if (o->roundtrip) {
-        printf("exchange round trips between two processes (GB/s of request + response)%s%s\n",
-               o->touch ? ", receivers touch every byte" : "", o->repeat > 1 ? ", best of repeats" : "");
-        printf("  %-6s %-4s %-5s %-5s %9s %9s %11s %10s  %s\n", "model", "conc", "body", "chunk", "exchange",
-               "stream", "socketpair", "exch/sock", "sleeps/rt exch|stream|sock");
-        for (int m = 0; m < M_COUNT; m++) {
-            for (int i = 0; model_wanted(o, m) && i < NCFG; i++) {
-                if (!wanted(o, i, -1))
-                    continue;
-                char b[16], c[16], k[16] = "-";
-                const struct rt_result *r = res[m][i];
-                double x = r[T_EXCH].gbps, so = r[T_SOCK].gbps;
-                if (m == M_LOOP)
-                    snprintf(k, sizeof k, "%.2f", r[T_SOCK].sleeps_per_rt);
-                printf("  %-6s %-4u %-5s %-5s %9.2f %9.2f %11.2f %9.2fx  %.2f|%.2f|%s\n", model_name[m],
-                       cfgs[i].conc, size_text(cfgs[i].body, b, sizeof b), size_text(cfgs[i].chunk, c, sizeof c),
-                       x, r[T_STREAM].gbps, so, so > 0 ? x / so : 0, r[T_EXCH].sleeps_per_rt,
-                       r[T_STREAM].sleeps_per_rt, k);
-            }
-        }
-        printf("  sleeps/rt: futex parks per round trip (thread model, orbit only) or blocking poll(2)\n"
-               "  calls per round trip (loop model), both processes together\n");
-    }
-    if (o->relay)
-        printf("relay of %" PRIu64 " MiB, TCP -> relay -> TCP (GB/s): arena (2 processes, fixed buffers) %.2f, "
-               "splice %.2f, read/write %.2f\n", o->relay_bytes >> 20, relay[R_ARENA], relay[R_SPLICE],
-               relay[R_COPY]);
-}
-
-static void print_json(const struct opts *o, struct rt_result res[M_COUNT][NCFG][T_COUNT],
-                       const double relay[R_COUNT])
-{
-    printf("{\"bench\":\"exchange\",\"touch\":%s,\"bytes\":" CLI_JSON_U64
-           ",\"repeat\":%u,\"cpus\":[%d,%d],\"roundtrip\":[",
-           o->touch ? "true" : "false", o->bytes, o->repeat, o->cpu[0], o->cpu[1]);
-    for (int m = 0, n = 0; o->roundtrip && m < M_COUNT; m++) {
-        for (int i = 0; model_wanted(o, m) && i < NCFG; i++) {
-            if (!wanted(o, i, -1))
-                continue;
-            const struct rt_result *r = res[m][i];
-            printf("%s{\"model\":\"%s\",\"concurrency\":%u,\"body\":" CLI_JSON_SIZE ",\"chunk\":" CLI_JSON_SIZE,
-                   n++ ? "," : "",
-                   model_name[m], cfgs[i].conc, cfgs[i].body, cfgs[i].chunk);
-            for (int t = 0; t < T_COUNT; t++) {
-                printf(",\"%s_gbps\":%.3f,\"%s_sleeps_per_rt\":", bx_transport_name[t], r[t].gbps,
-                       bx_transport_name[t]);
-                if (m == M_THREAD && t == T_SOCK)
-                    printf("null");   /* blocking sockets sleep inside read(2): not counted */
-                else
-                    printf("%.3f", r[t].sleeps_per_rt);
-            }
-            printf(",\"exchange_over_socketpair\":%.3f}", r[T_SOCK].gbps > 0 ? r[T_EXCH].gbps / r[T_SOCK].gbps : 0);
-        }
-    }
-    printf("]");
-    if (o->relay) {
-        printf(",\"relay\":{\"bytes\":" CLI_JSON_U64, o->relay_bytes);
-        for (int k = 0; k < R_COUNT; k++)
-            printf(",\"%s_gbps\":%.3f", r_key[k], relay[k]);
-        printf("}");
-    }
-    printf("}\n");
-}
-
 /* ---- --procs / --scale: pairs at once ---------------------------------------------- */
 
-#define SCALE_PAIRS_MAX 64
-
-struct scale_gate { _Atomic int ready, go, failed; double gbps[SCALE_PAIRS_MAX]; };
-
-/* One pair's driver: its own fleet, waits for the gate, one round-trip run, its GB/s. */
 static void scale_driver(struct opts *o, int pair, enum transport t, struct scale_gate *g)
 {
     prctl(PR_SET_PDEATHSIG, SIGTERM);   /* on the bench's death: unlink this pair's fleet */
@@ -881,14 +696,14 @@ static void scale_driver(struct opts *o, int pair, enum transport t, struct scal
     while (!atomic_load(&g->go))
         usleep(100);
     struct cfg c = { 1, 65536, 65536 };
-    struct rt_result r = rt_run(o, c, t);
+    struct rt_result r = bx_thread_run(o, c, t);
     orbit_fleet_unlink(o->fleet);
     g->gbps[pair] = r.gbps;
     _exit(r.gbps > 0 ? 0 : 1);
 }
 
 /* GB/s of `pairs` pairs running at once through transport t (their sum), or -1. */
-static double scale_once(struct opts *o, int pairs, enum transport t, struct scale_gate *g)
+double bx_scale_once(struct opts *o, int pairs, enum transport t, struct scale_gate *g)
 {
     memset(g, 0, sizeof *g);
     pid_t kids[SCALE_PAIRS_MAX];
@@ -910,76 +725,4 @@ static double scale_once(struct opts *o, int pairs, enum transport t, struct sca
         sum += g->gbps[i];
     }
     return ok ? sum : -1;
-}
-
-static int exchange_scale(struct opts *o)
-{
-    int lo = o->procs > 0 ? o->procs : 1, hi = o->procs > 0 ? o->procs : bench_cpus();
-    hi = hi > SCALE_PAIRS_MAX ? SCALE_PAIRS_MAX : hi;
-    struct scale_gate *g = mmap(NULL, sizeof *g, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (g == MAP_FAILED)
-        return 1;
-    if (o->json)
-        printf("{\"bench\":\"exchange_scale\",\"body\":\"65536\",\"chunk\":\"65536\""
-               ",\"bytes_per_pair\":" CLI_JSON_U64
-               ",\"cpus\":%d,\"baseline\":\"socketpair\",\"results\":[", o->bytes, bench_cpus());
-    else
-        printf("exchange round trips, 64 KiB bodies in 64 KiB chunks, N client/server pairs at once\n\n"
-               "%-6s %14s %16s %12s\n", "pairs", "exchange GB/s", "socketpair GB/s", "exch/sock");
-    int status = 0;
-    for (int p = lo; p <= hi; p++) {
-        double x = scale_once(o, p, T_EXCH, g), k = scale_once(o, p, T_SOCK, g);
-        if (x < 0 || k < 0) {
-            status = 1;
-            break;
-        }
-        if (o->json)
-            printf("%s{\"processes\":%d,\"pairs\":%d,\"exchange_gbps\":%.3f,\"socketpair_gbps\":%.3f,"
-                   "\"exchange_over_socketpair\":%.3f}", p > lo ? "," : "", 2 * p, p, x, k, x / k);
-        else
-            printf("%-6d %14.2f %16.2f %11.2fx\n", p, x, k, x / k);
-    }
-    if (o->json)
-        printf("]}\n");
-    munmap(g, sizeof *g);
-    if (status)
-        fprintf(stderr, "orbit-bench exchange: a scaling run failed\n");
-    return status;
-}
-
-int bench_exchange(int argc, char **argv)
-{
-    struct opts o;
-    int prc = parse(argc, argv, &o);
-    if (prc)
-        return prc == 1 ? 0 : 2;
-    if (o.procs)
-        return exchange_scale(&o);
-    static struct rt_result res[M_COUNT][NCFG][T_COUNT];
-    cpu_set_t before;
-    sched_getaffinity(0, sizeof before, &before);
-    bx_pin(&o, 0);
-    double relay[R_COUNT] = { 0 };
-    memset(res, 0, sizeof res);
-    /* Repeats are interleaved, and each cell keeps its best run. */
-    for (unsigned rep = 0; rep < o.repeat; rep++)
-        for (int i = 0; o.roundtrip && i < NCFG; i++)
-            for (int t = 0; t < T_COUNT; t++)
-                for (int m = 0; m < M_COUNT; m++) {
-                    if (!wanted(&o, i, t) || !model_wanted(&o, m))
-                        continue;
-                    struct rt_result r = m == M_LOOP ? bx_loop_run(&o, cfgs[i], (enum transport)t)
-                                                     : rt_run(&o, cfgs[i], (enum transport)t);
-                    if (r.gbps > res[m][i][t].gbps)
-                        res[m][i][t] = r;
-                }
-    sched_setaffinity(0, sizeof before, &before);   /* the relay is not pinned */
-    for (int k = 0; o.relay && k < R_COUNT; k++)
-        relay[k] = relay_run(&o, (enum relay_kind)k);
-    orbit_fleet_unlink(o.fleet);
-    if (o.json)
-        print_json(&o, res, relay);
-    else
-        print_table(&o, res, relay);
-    return 0;
 }

@@ -27,7 +27,8 @@ struct opts {
     int only;                        /* a transport, or -1 for all */
     int model;                       /* a model, or -1 for both */
     unsigned conc;                   /* 0: both */
-    unsigned repeat;                 /* runs per round-trip cell; the best is kept */
+    int pairs;                       /* runs of every cell beside its baselines */
+    const char *plot;                /* --plot FILE (--scale), or NULL */
     int cpu[2];                      /* --cpus: client, server; -1: not pinned */
     size_t body, chunk;              /* 0: both */
     int procs;                       /* --procs N (0: none); --scale: -1 */
@@ -57,6 +58,19 @@ uint64_t bx_round_trips(const struct opts *o, struct cfg c);    /* per concurren
 pid_t bx_fork_server(const struct opts *o, struct bx_channels *ch, void (*server)(void *), void *arg,
                      uint64_t iters);
 void bx_pin(const struct opts *o, int role);   /* 0 client, 1 server: to --cpus' CPU */
+
+/* One round-trip configuration in the thread model: client here, server in a child. */
+struct rt_result bx_thread_run(struct opts *o, struct cfg c, enum transport t);
+
+/* The relay: TCP -> arena -> another process -> TCP, or splice(2) / read+write in one process. */
+enum relay_kind { R_ARENA, R_SPLICE, R_COPY, R_COUNT };
+#define RCHUNK 65536u
+double bx_relay_run(struct opts *o, enum relay_kind kind);   /* GB/s, 0 if it failed */
+
+/* --procs / --scale: `pairs` client/server pairs at once through t; GB/s of all, or -1. */
+#define SCALE_PAIRS_MAX 64
+struct scale_gate { _Atomic int ready, go, failed; double gbps[SCALE_PAIRS_MAX]; };
+double bx_scale_once(struct opts *o, int pairs, enum transport t, struct scale_gate *g);
 
 /* One round-trip configuration in the event-loop model: client here, server in a child. */
 struct rt_result bx_loop_run(const struct opts *o, struct cfg c, enum transport t);

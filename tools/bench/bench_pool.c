@@ -10,7 +10,7 @@
  * active), complete (unit back; the key's change word moves only if someone
  * looks). On one key the processes share the key's line (read only when
  * nobody waits); on distinct keys nothing. --procs N runs N processes, --scale
- * sweeps 1..CPUs, each beside the mutex. --floor adds the pool's atomic steps
+ * sweeps 1..CPUs, each beside the mutex, in --pairs pairs run back to back. --floor adds the pool's atomic steps
  * alone, inline, without the API's checks: the most any implementation of
  * that protocol can reach on this machine.
  */
@@ -28,6 +28,8 @@
 #include "cli.h"
 #include "tool.h"
 #include "bench_clock.h"
+#include "bench_pair.h"
+#include "bench_plot.h"
 
 #define POOL_BENCH_PROCS_MAX 256
 
@@ -61,8 +63,9 @@ struct options {
     uint64_t ops;
     uint32_t capacity;
     int procs;                      /* 0: the default scenarios */
-    unsigned repeat;                /* every cell this many times, interleaved; the best kept */
+    int pairs;                      /* every cell beside its baselines this many times */
     bool scale, json, floor;
+    const char *plot;
 };
 
 /* MUTEX stamps with the coarse clock the pool uses (the same work); MUTEX_FINE with
@@ -72,7 +75,8 @@ enum impl { ORBIT, MUTEX, MUTEX_FINE, FLOOR, IMPLS };
 struct scenario { int procs; bool shared_key; };
 
 static const char usage[] =
-"usage: orbit-bench pool [--ops N] [--capacity C] [--procs N | --scale] [--repeat N] [--floor] [--json]\n"
+"usage: orbit-bench pool [--ops N] [--capacity C] [--procs N | --scale] [--pairs N] [--floor]\n"
+"                        [--plot FILE.svg] [--json]\n"
 "\n"
 "  reserve -> accept -> complete operations per second on a pool resource,\n"
 "  beside a process-shared pthread mutex protecting the same counters (same\n"
@@ -86,12 +90,18 @@ static const char usage[] =
 "  --capacity C   units per resource (default 4)\n"
 "  --procs N      N processes, on one key and on distinct keys (1..256)\n"
 "  --scale        every process count from 1 to the CPUs this process may use\n"
-"  --repeat N     run every cell N times, interleaved, keep the best (default 1)\n"
+"  --pairs N      run every cell beside its baselines N times, back to back, the order\n"
+"                 alternating (default 9, at most 100; --repeat N is the same)\n"
+"  --plot FILE    with --scale: ops/s against processes as SVG, orbit beside the mutex\n"
 "  --floor        also run the pool's atomic steps alone, inline, without the\n"
 "                 API (two locked operations, the stamp, the waiter check): the\n"
 "                 ceiling of any implementation of the protocol on this machine\n"
 "  --json         one JSON object instead of the table\n"
-"  -h, --help     this text\n";
+"  -h, --help     this text\n"
+"\n"
+"  orbit/mutex is the median over the pairs of orbit's rate over the mutex's in\n"
+"  the same pair, [min-max] its spread; best-of is the ratio of each side's best\n"
+"  pair, shown for comparison only. See orbit-bench(1) on reading the output.\n";
 
 static int mutex_init(pthread_mutex_t *m)
 {
@@ -269,11 +279,13 @@ static int parse(int argc, char **argv, struct options *o)
     static const struct option longopts[] = {
         { "ops", required_argument, 0, 'n' }, { "capacity", required_argument, 0, 'c' },
         { "procs", required_argument, 0, 'p' }, { "scale", no_argument, 0, 's' },
-        { "repeat", required_argument, 0, 'r' }, { "floor", no_argument, 0, 'f' },
-        { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
-    *o = (struct options){ .ops = 1000000, .capacity = 4, .repeat = 1 };
+        { "repeat", required_argument, 0, 'r' }, { "pairs", required_argument, 0, 'r' },
+        { "floor", no_argument, 0, 'f' }, { "plot", required_argument, 0, 'P' },
+        { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' },
+        { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
+    *o = (struct options){ .ops = 1000000, .capacity = 4, .pairs = PAIRS_DEFAULT };
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, ":n:c:p:r:sfjh", longopts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, ":n:c:p:r:P:sfjh", longopts, NULL)) != -1;) {
         if (c == 'n')
             o->ops = cli_u64(BENCH_TOOL, "--ops", optarg, 1, UINT64_MAX / POOL_BENCH_PROCS_MAX);
         else if (c == 'c')
@@ -281,15 +293,19 @@ static int parse(int argc, char **argv, struct options *o)
         else if (c == 'p')
             o->procs = cli_int(BENCH_TOOL, "--procs", optarg, 1, POOL_BENCH_PROCS_MAX);
         else if (c == 'r')
-            o->repeat = (unsigned)cli_int(BENCH_TOOL, "--repeat", optarg, 1, 100);
+            o->pairs = pairs_arg(argv[optind - 1][2] == 'r' ? "--repeat" : "--pairs", optarg);
+        else if (c == 'P') {
+            plot_check_path("--plot", optarg, false);
+            o->plot = optarg;
+        }
         else if (c == 's')
             o->scale = true;
         else if (c == 'f')
             o->floor = true;
         else if (c == 'j')
             o->json = true;
-        else if (c == 'h') {
-            fputs(usage, stdout);
+        else if (c == 'h' || c == 'V') {
+            c == 'h' ? (void)fputs(usage, stdout) : cli_version(BENCH_TOOL);
             return 0;
         } else
             cli_getopt_error(BENCH_TOOL, c, optopt, argv[optind - 1]);
@@ -297,6 +313,8 @@ static int parse(int argc, char **argv, struct options *o)
     bench_no_operands(argc, argv);
     if (o->scale && o->procs)
         cli_usage_error(BENCH_TOOL, "--procs or --scale, not both");
+    if (o->plot && !o->scale && !o->procs)
+        cli_usage_error(BENCH_TOOL, "--plot draws a process-count curve: give --scale or --procs");
     return -1;
 }
 
@@ -331,43 +349,114 @@ static void scenario_name(const struct scenario *sc, char *buf, size_t len, bool
         snprintf(buf, len, "%d processes, %s", sc->procs, sc->shared_key ? "one key" : "distinct keys");
 }
 
-static void report(const struct options *o, const struct scenario *sc, const double rate[][IMPLS], size_t n)
+/* Every implementation's rate per pair, for each scenario. */
+typedef struct series pool_rates[IMPLS];
+
+static void json_cell(const char *key, const struct series *s)
+{
+    printf(",\"%s\":", key);
+    series_print_json(s, true, stdout);
+}
+
+static void json_ratio(const char *key, const struct series *a, const struct series *b)
+{
+    struct ratio_stats r = ratio_stats(a, b, true);
+    printf(",\"%s\":", key);
+    ratio_print_json(&r, stdout);
+}
+
+static void report_json(const struct options *o, const struct bench_run *run, const struct scenario *sc,
+                        const pool_rates *rate, size_t n)
 {
     char name[64];
-    if (o->json) {
-        printf("{\"bench\":\"pool\",\"ops_per_process\":" CLI_JSON_U64 ",\"capacity\":%" PRIu32
-               ",\"repeat\":%u,\"cpus\":%d,\"baseline\":\"mutex\",\"results\":[", o->ops, o->capacity,
-               o->repeat, bench_cpus());
-        for (size_t i = 0; i < n; i++) {
-            scenario_name(&sc[i], name, sizeof name, true);
-            printf("%s{\"scenario\":\"%s\",\"processes\":%d,\"shared_key\":%s,\"orbit_ops_per_s\":%.0f,"
-                   "\"mutex_ops_per_s\":%.0f,\"orbit_over_mutex\":%.3f,\"mutex_fine_clock_ops_per_s\":%.0f,"
-                   "\"orbit_over_mutex_fine_clock\":%.3f",
-                   i ? "," : "", name, sc[i].procs, sc[i].shared_key ? "true" : "false",
-                   rate[i][ORBIT], rate[i][MUTEX], rate[i][ORBIT] / rate[i][MUTEX], rate[i][MUTEX_FINE],
-                   rate[i][ORBIT] / rate[i][MUTEX_FINE]);
-            if (o->floor)
-                printf(",\"floor_ops_per_s\":%.0f,\"floor_over_mutex\":%.3f}", rate[i][FLOOR],
-                       rate[i][FLOOR] / rate[i][MUTEX]);
-            else
-                printf("}");
+    printf("{\"bench\":\"pool\",");
+    run_print_json(run, stdout);
+    printf(",\"ops_per_process\":" CLI_JSON_U64 ",\"capacity\":%" PRIu32 ",\"cpus\":%d,\"baseline\":\"mutex\","
+           "\"results\":[", o->ops, o->capacity, bench_cpus());
+    for (size_t i = 0; i < n; i++) {
+        scenario_name(&sc[i], name, sizeof name, true);
+        printf("%s{\"scenario\":\"%s\",\"processes\":%d,\"shared_key\":%s", i ? "," : "", name, sc[i].procs,
+               sc[i].shared_key ? "true" : "false");
+        json_cell("orbit_ops_per_s", &rate[i][ORBIT]);
+        json_cell("mutex_ops_per_s", &rate[i][MUTEX]);
+        json_ratio("orbit_over_mutex", &rate[i][ORBIT], &rate[i][MUTEX]);
+        json_cell("mutex_fine_clock_ops_per_s", &rate[i][MUTEX_FINE]);
+        json_ratio("orbit_over_mutex_fine_clock", &rate[i][ORBIT], &rate[i][MUTEX_FINE]);
+        if (o->floor) {
+            json_cell("floor_ops_per_s", &rate[i][FLOOR]);
+            json_ratio("floor_over_mutex", &rate[i][FLOOR], &rate[i][MUTEX]);
         }
-        printf("]}\n");
+        printf("}");
+    }
+    printf("]}\n");
+}
+
+static void report(const struct options *o, const struct bench_run *run, const struct scenario *sc,
+                   const pool_rates *rate, size_t n)
+{
+    char name[64], r1[48], r2[48], r3[48];
+    if (o->json) {
+        report_json(o, run, sc, rate, n);
         return;
     }
-    printf("pool reserve->accept->complete: %" PRIu64 " ops per process, capacity %" PRIu32 "%s\n\n",
-           o->ops, o->capacity, o->repeat > 1 ? ", best of repeats" : "");
-    printf("%-28s %14s %14s %12s %16s %11s", "scenario", "orbit ops/s", "mutex ops/s", "orbit/mutex",
-           "mutex, fine clk", "orbit/that");
-    printf(o->floor ? " %14s %12s\n" : "\n", "floor ops/s", "floor/mutex");
+    printf("orbit-bench pool: reserve->accept->complete, %" PRIu64 " ops per process, capacity %" PRIu32 ", %d pairs\n",
+           o->ops, o->capacity, o->pairs);
+    run_print_text(run, stdout);
+    printf("%-26s %12s %12s  %-20s %8s  %-20s", "scenario", "orbit ops/s", "mutex ops/s", "orbit/mutex",
+           "best-of", "orbit/mutex fine clk");
+    printf(o->floor ? "  %12s %s\n" : "\n", "floor ops/s", "floor/mutex");
     for (size_t i = 0; i < n; i++) {
+        struct ratio_stats m = ratio_stats(&rate[i][ORBIT], &rate[i][MUTEX], true);
+        struct ratio_stats f = ratio_stats(&rate[i][ORBIT], &rate[i][MUTEX_FINE], true);
         scenario_name(&sc[i], name, sizeof name, false);
-        printf("%-28s %14.0f %14.0f %11.2fx %16.0f %10.2fx", name, rate[i][ORBIT], rate[i][MUTEX],
-               rate[i][ORBIT] / rate[i][MUTEX], rate[i][MUTEX_FINE], rate[i][ORBIT] / rate[i][MUTEX_FINE]);
-        if (o->floor)
-            printf(" %14.0f %11.2fx", rate[i][FLOOR], rate[i][FLOOR] / rate[i][MUTEX]);
+        printf("%-26s %12.0f %12.0f  %-20s %7.2fx  %-20s", name, series_stats(&rate[i][ORBIT], true).median,
+               series_stats(&rate[i][MUTEX], true).median, ratio_text(&m, r1, sizeof r1), m.best_of,
+               ratio_text(&f, r2, sizeof r2));
+        if (o->floor) {
+            struct ratio_stats fl = ratio_stats(&rate[i][FLOOR], &rate[i][MUTEX], true);
+            printf("  %12.0f %s", series_stats(&rate[i][FLOOR], true).median, ratio_text(&fl, r3, sizeof r3));
+        }
         printf("\n");
     }
+}
+
+/* --plot: ops/s against processes, orbit and the mutex, on one key and on distinct keys. */
+static int plot(const struct options *o, const struct scenario *sc, const pool_rates *rate, size_t n)
+{
+    static struct chart ch;
+    snprintf(ch.title, sizeof ch.title, "orbit-bench pool --scale: reserve->accept->complete, median of %d pairs",
+             o->pairs);
+    snprintf(ch.x_label, sizeof ch.x_label, "processes");
+    snprintf(ch.y_label, sizeof ch.y_label, "operations/s, all processes");
+    struct chart_series *s[4] = { chart_add(&ch, "orbit, one key"), chart_add(&ch, "mutex, one key"),
+                                  chart_add(&ch, "orbit, distinct keys"), chart_add(&ch, "mutex, distinct keys") };
+    for (size_t i = 0; i < n; i++) {
+        int base = sc[i].shared_key ? 0 : 2;
+        plot_scale_point(s[base], sc[i].procs, &rate[i][ORBIT], 1);
+        plot_scale_point(s[base + 1], sc[i].procs, &rate[i][MUTEX], 1);
+        if (sc[i].procs == 1) {                  /* one process: both curves start here */
+            plot_scale_point(s[2], 1, &rate[i][ORBIT], 1);
+            plot_scale_point(s[3], 1, &rate[i][MUTEX], 1);
+        }
+    }
+    return plot_save("pool", o->plot, &ch, 1);
+}
+
+/* One pair: the floor, then every scenario's implementations back to back. */
+static int run_pair(const char *fleet, const struct options *o, struct bench_run *run, const struct scenario *sc,
+                    size_t n, pool_rates *rate, struct shared *sh, int pair)
+{
+    int impls = o->floor ? IMPLS : FLOOR;
+    run_floor(run, pair);
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < impls; k++) {
+            int impl = run_orbit_first(pair) ? k : impls - 1 - k;
+            double r = run_one(fleet, (enum impl)impl, &sc[i], o, sh);
+            if (r < 0)
+                return 1;
+            series_put(&rate[i][impl], pair, r);
+        }
+    return 0;
 }
 
 int bench_pool(int argc, char **argv)
@@ -385,23 +474,21 @@ int bench_pool(int argc, char **argv)
         return 1;
     }
     static struct scenario sc[2 * POOL_BENCH_PROCS_MAX];
-    static double rate[2 * POOL_BENCH_PROCS_MAX][IMPLS];
+    static pool_rates rate[2 * POOL_BENCH_PROCS_MAX];
+    static struct bench_run run;
+    const int none[2] = { -1, -1 };
     size_t n = plan(&o, sc, 2 * POOL_BENCH_PROCS_MAX);
+    run_begin(&run, o.pairs, none);
     int status = 0;
-    for (unsigned rep = 0; rep < o.repeat && status == 0; rep++)
-        for (size_t i = 0; i < n && status == 0; i++)
-            for (int impl = ORBIT; impl < (o.floor ? IMPLS : FLOOR) && status == 0; impl++) {
-                double r = run_one(fleet, (enum impl)impl, &sc[i], &o, sh);
-                if (r < 0)
-                    status = 1;
-                else if (r > rate[i][impl])
-                    rate[i][impl] = r;   /* the best: load from elsewhere only slows a run */
-            }
+    for (int pair = 0; pair < o.pairs && status == 0; pair++)
+        status = run_pair(fleet, &o, &run, sc, n, rate, sh, pair);
+    run_end(&run);
     orbit_fleet_unlink(fleet);
     munmap(sh, sizeof *sh);
-    if (status == 0)
-        report(&o, sc, (const double (*)[IMPLS])rate, n);
-    else
+    if (status) {
         fprintf(stderr, "orbit-bench pool: a run failed\n");
-    return status;
+        return status;
+    }
+    report(&o, &run, sc, rate, n);
+    return o.plot ? plot(&o, sc, rate, n) : 0;
 }

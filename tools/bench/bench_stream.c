@@ -20,75 +20,50 @@
 #include <orbit/uring.h>
 #include "cli.h"
 #include "tool.h"
+#include "bench_stream.h"
 #include "bench_stream_scale.h"
 #include "bench_clock.h"
+#include "bench_place.h"
+#include "bench_plot.h"
 
-#define NCHUNK 3
-#define NRING  2
-static const size_t chunk_sizes[NCHUNK] = { 4096, 65536, 1u << 20 };
-static const uint32_t ring_sizes[NRING] = { 65536, 1u << 20 };
 static const uint8_t ring_kinds[NRING] = { 240, 241 };
-
-enum alt { ALT_PIPE, ALT_PIPE1M, ALT_SOCK, ALT_MEMCPY, ALT_COUNT };
-static const char *alt_name[ALT_COUNT] = { "pipe", "pipe 1M", "socketpair", "memcpy" };
-static const char *alt_key[ALT_COUNT] = { "pipe", "pipe_1m", "socketpair", "memcpy" };
+const size_t chunk_sizes[NCHUNK] = { 4096, 65536, 1u << 20 };
+const uint32_t ring_sizes[NRING] = { 65536, 1u << 20 };
+const char *const alt_name[ALT_COUNT] = { "pipe", "pipe 1M", "socketpair", "memcpy" };
+const char *const alt_key[ALT_COUNT] = { "pipe", "pipe_1m", "socketpair", "memcpy" };
 
 struct orbit_result { double gbps, parks_per_ringful; bool ok; };
-struct pp_result { int64_t p50, p99; bool ok; };
-
-struct bench {
-    int cpu[2];                                  /* --cpus: reader/parent, writer/child; -1 none */
-    uint64_t bytes;
-    int rounds, repeat;
-    bool modes[2];                               /* [0] blocking, [1] io_uring */
-    char fleet[64];
-    struct orbit_fleet *f;
-    struct orbit_streams *s[NRING];
-    struct orbit_result orbit[NCHUNK][NRING][2];
-    double alt[NCHUNK][ALT_COUNT];               /* GB/s; 0 when unavailable */
-    struct pp_result pp_orbit, pp_pipe, pp_sock;
-};
 
 /* ---- small pipe protocol between parent and child ------------------------- */
 
-static struct bench *g_bench;
-
 /* Pin the caller to --cpus' CPU for its role (0 parent/reader, 1 child/writer). */
-static void pin(int role)
+static void pin(const struct bench *b, int role)
 {
-    if (!g_bench || g_bench->cpu[role] < 0)
-        return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(g_bench->cpu[role], &set);
-    sched_setaffinity(0, sizeof set, &set);
+    place_pin(b->cpu[role]);
 }
 
-/* fork() with the child pinned to the writer's CPU. */
-static pid_t spawn(void)
+pid_t bs_spawn(const struct bench *b)
 {
     fflush(NULL);
     pid_t pid = bench_fork();
     if (pid == 0)
-        pin(1);
+        pin(b, 1);
     return pid;
 }
 
-struct ctl { int down[2], up[2]; };   /* down: parent -> child, up: child -> parent */
-
-static int ctl_open(struct ctl *c)
+int bs_ctl_open(struct ctl *c)
 {
     return pipe(c->down) == 0 && pipe(c->up) == 0 ? 0 : -1;
 }
 
-static void ctl_close(struct ctl *c)
+void bs_ctl_close(struct ctl *c)
 {
     close(c->down[0]); close(c->down[1]); close(c->up[0]); close(c->up[1]);
 }
 
 /* ---- orbit throughput ------------------------------------------------------ */
 
-static struct orbit_fleet *join_node(const char *name, int node)
+struct orbit_fleet *bs_join_node(const char *name, int node)
 {
     struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
     o.capacity = 2;
@@ -98,7 +73,7 @@ static struct orbit_fleet *join_node(const char *name, int node)
     return orbit_fleet_join(name, &o, &f) == 0 ? f : NULL;
 }
 
-static struct orbit_stream_spec spec_for(int ring)
+struct orbit_stream_spec bs_spec_for(int ring)
 {
     return (struct orbit_stream_spec){ .kind = ring_kinds[ring], .lane_capacity = 4,
                                        .buffer_bytes = ring_sizes[ring] };
@@ -172,8 +147,8 @@ struct orbit_job { struct bench *b; int ring; size_t chunk; bool uring; struct c
 /* The writer process: opens the ticket, waits for go, writes b->bytes, reports its parks. */
 static void orbit_writer(struct orbit_job *j)
 {
-    struct orbit_fleet *f = join_node(j->b->fleet, 1);
-    struct orbit_stream_spec spec = spec_for(j->ring);
+    struct orbit_fleet *f = bs_join_node(j->b->fleet, 1);
+    struct orbit_stream_spec spec = bs_spec_for(j->ring);
     struct orbit_streams *s = NULL;
     struct orbit_ticket t;
     struct orbit_endpoint *ep = NULL;
@@ -210,13 +185,13 @@ static struct orbit_result orbit_run(struct bench *b, int ring_i, size_t chunk, 
     struct orbit_endpoint *a;
     struct orbit_ticket t;
     struct io_uring ring;
-    if (ctl_open(&j.c) < 0 || orbit_streams_create(b->s[ring_i], &a, &t) != 0)
+    if (bs_ctl_open(&j.c) < 0 || orbit_streams_create(b->s[ring_i], &a, &t) != 0)
         return res;
     if (uring && io_uring_queue_init(8, &ring, 0) != 0) {
         orbit_endpoint_close(a);
         return res;
     }
-    pid_t pid = spawn();
+    pid_t pid = bs_spawn(b);
     if (pid == 0)
         orbit_writer(&j);
     unsigned char *buf = malloc(chunk);
@@ -251,7 +226,7 @@ static struct orbit_result orbit_run(struct bench *b, int ring_i, size_t chunk, 
         io_uring_queue_exit(&ring);
     free(buf);
     orbit_endpoint_close(a);
-    ctl_close(&j.c);
+    bs_ctl_close(&j.c);
     return res;
 }
 
@@ -271,7 +246,7 @@ static int fd_pair(enum alt kind, int fd[2])
     return 0;
 }
 
-static double fd_run(enum alt kind, size_t chunk, uint64_t bytes)
+static double fd_run(const struct bench *b, enum alt kind, size_t chunk)
 {
     int fd[2], go[2];
     if (fd_pair(kind, fd) != 0)
@@ -283,13 +258,13 @@ static double fd_run(enum alt kind, size_t chunk, uint64_t bytes)
     }
     unsigned char *buf = malloc(chunk);
     memset(buf, 0x5a, chunk);
-    pid_t pid = spawn();
+    pid_t pid = bs_spawn(b);
     if (pid == 0) {
         close(fd[0]);
         char g;
         if (read(go[0], &g, 1) != 1)
             _exit(3);
-        for (uint64_t sent = 0; sent < bytes;) {
+        for (uint64_t sent = 0; sent < b->bytes;) {
             ssize_t w = write(fd[1], buf, chunk);
             if (w <= 0)
                 _exit(4);
@@ -310,7 +285,7 @@ static double fd_run(enum alt kind, size_t chunk, uint64_t bytes)
     close(go[0]);
     close(go[1]);
     free(buf);
-    return got >= bytes && t1 > t0 ? (double)got / (double)(t1 - t0) : 0;
+    return got >= b->bytes && t1 > t0 ? (double)got / (double)(t1 - t0) : 0;
 }
 
 static double memcpy_run(size_t chunk, uint64_t bytes)
@@ -329,240 +304,17 @@ static double memcpy_run(size_t chunk, uint64_t bytes)
     return t1 > t0 ? (double)bytes / (double)(t1 - t0) : 0;
 }
 
-/* ---- 64-byte ping-pong -------------------------------------------------------- */
-
-#define PP_BYTES 64
-#define PP_WARMUP 1000
-
-static struct pp_result summarize(int64_t *rt, int n)
-{
-    return (struct pp_result){ tool_percentile(rt, (size_t)n, 0.50), tool_percentile(rt, (size_t)n, 0.99), true };
-}
-
-static void orbit_echo(struct bench *b, struct ctl *c, int total)
-{
-    struct orbit_fleet *f = join_node(b->fleet, 1);
-    struct orbit_stream_spec spec = spec_for(0);
-    struct orbit_streams *s = NULL;
-    struct orbit_ticket t;
-    struct orbit_endpoint *ep = NULL;
-    if (!f || orbit_streams_open(f, &spec, &s) != 0 || !bench_get(c->down[0], &t, sizeof t) ||
-        orbit_streams_open_ticket(s, &t, &ep) != 0)
-        _exit(2);
-    bench_put(c->up[1], "r", 1);
-    unsigned char msg[PP_BYTES];
-    for (int i = 0; i < total; i++)
-        if (orbit_endpoint_read_exact(ep, msg, PP_BYTES, -1) != 0 ||
-            orbit_endpoint_write_all(ep, msg, PP_BYTES, -1) != 0)
-            _exit(4);
-    orbit_endpoint_finish(ep);   /* a clean end: closing unfinished would reset the last echo */
-    orbit_endpoint_close(ep);
-    orbit_streams_close(s);
-    orbit_fleet_leave(f);
-    _exit(0);
-}
-
-static struct pp_result orbit_pingpong(struct bench *b)
-{
-    struct pp_result res = { 0, 0, false };
-    struct ctl c;
-    struct orbit_endpoint *a;
-    struct orbit_ticket t;
-    int total = b->rounds + PP_WARMUP;
-    if (ctl_open(&c) < 0 || orbit_streams_create(b->s[0], &a, &t) != 0)
-        return res;
-    pid_t pid = spawn();
-    if (pid == 0)
-        orbit_echo(b, &c, total);
-    bench_put(c.down[1], &t, sizeof t);
-    int64_t *rt = calloc((size_t)b->rounds, sizeof *rt);
-    unsigned char msg[PP_BYTES] = { 1 };
-    char ready;
-    bool ok = bench_get(c.up[0], &ready, 1);
-    for (int i = 0; ok && i < total; i++) {
-        int64_t t0 = bench_now_ns();
-        ok = orbit_endpoint_write_all(a, msg, PP_BYTES, -1) == 0 &&
-             orbit_endpoint_read_exact(a, msg, PP_BYTES, -1) == 0;
-        if (i >= PP_WARMUP)
-            rt[i - PP_WARMUP] = bench_now_ns() - t0;
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    if (ok && WIFEXITED(st) && WEXITSTATUS(st) == 0)
-        res = summarize(rt, b->rounds);
-    free(rt);
-    orbit_endpoint_close(a);
-    ctl_close(&c);
-    return res;
-}
-
-static bool fd_full(int fd, void *p, size_t n, bool rd)
-{
-    char *c = p;
-    while (n) {
-        ssize_t r = rd ? read(fd, c, n) : write(fd, c, n);
-        if (r <= 0)
-            return false;
-        c += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
-/* Two pipes, or one socketpair used both ways. */
-static struct pp_result fd_pingpong(struct bench *b, bool sock)
-{
-    struct pp_result res = { 0, 0, false };
-    int ab[2], ba[2];
-    if (sock ? socketpair(AF_UNIX, SOCK_STREAM, 0, ab) != 0 : (pipe(ab) != 0 || pipe(ba) != 0))
-        return res;
-    int p_out = ab[1], p_in = sock ? ab[1] : ba[0], c_in = ab[0], c_out = sock ? ab[0] : ba[1];
-    int total = b->rounds + PP_WARMUP;
-    pid_t pid = spawn();
-    if (pid == 0) {
-        unsigned char m[PP_BYTES];
-        for (int i = 0; i < total; i++)
-            if (!fd_full(c_in, m, PP_BYTES, true) || !fd_full(c_out, m, PP_BYTES, false))
-                _exit(4);
-        _exit(0);
-    }
-    int64_t *rt = calloc((size_t)b->rounds, sizeof *rt);
-    unsigned char msg[PP_BYTES] = { 1 };
-    bool ok = true;
-    for (int i = 0; ok && i < total; i++) {
-        int64_t t0 = bench_now_ns();
-        ok = fd_full(p_out, msg, PP_BYTES, false) && fd_full(p_in, msg, PP_BYTES, true);
-        if (i >= PP_WARMUP)
-            rt[i - PP_WARMUP] = bench_now_ns() - t0;
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    if (ok && WIFEXITED(st) && WEXITSTATUS(st) == 0)
-        res = summarize(rt, b->rounds);
-    free(rt);
-    close(ab[0]);
-    close(ab[1]);
-    if (!sock) {
-        close(ba[0]);
-        close(ba[1]);
-    }
-    return res;
-}
-
-/* ---- output ---------------------------------------------------------------------- */
-
-static double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : 0; }
-
-static const char *size_text(size_t v, char *buf, size_t len)
-{
-    if (v >= (1u << 20))
-        snprintf(buf, len, "%zu MiB", v >> 20);
-    else
-        snprintf(buf, len, "%zu KiB", v >> 10);
-    return buf;
-}
-
-static void print_text(const struct bench *b)
-{
-    char c1[32], c2[32];
-    printf("orbit-bench stream: %" PRIu64 " MiB one way per run, best of %d, writer and reader in two processes,"
-           " spin %u ns", b->bytes >> 20, b->repeat, orbit_spin_ns());
-    if (b->cpu[0] >= 0)
-        printf(", reader on CPU %d, writer on CPU %d", b->cpu[0], b->cpu[1]);
-    printf("\n\n");
-    printf("baselines (GB/s)   ");
-    for (int k = 0; k < ALT_COUNT; k++)
-        printf("%12s", alt_name[k]);
-    printf("\n");
-    for (int c = 0; c < NCHUNK; c++) {
-        printf("  chunk %-10s ", size_text(chunk_sizes[c], c1, sizeof c1));
-        for (int k = 0; k < ALT_COUNT; k++)
-            printf("%12.2f", b->alt[c][k]);
-        printf("\n");
-    }
-    printf("\norbit stream        chunk     ring    GB/s  parks/ring-ful   x pipe x pipe1M  x sock x memcpy\n");
-    for (int m = 0; m < 2; m++)
-        for (int r = 0; r < NRING; r++)
-            for (int c = 0; c < NCHUNK; c++) {
-                if (!b->modes[m])
-                    continue;
-                const struct orbit_result *o = &b->orbit[c][r][m];
-                printf("  %-16s %8s %8s", m ? "io_uring" : "blocking", size_text(chunk_sizes[c], c1, sizeof c1),
-                       size_text(ring_sizes[r], c2, sizeof c2));
-                if (!o->ok) {
-                    printf("   (failed or not available)\n");
-                    continue;
-                }
-                printf(" %7.2f %15.3f", o->gbps, o->parks_per_ringful);
-                for (int k = 0; k < ALT_COUNT; k++)
-                    printf(" %7.2fx", ratio(o->gbps, b->alt[c][k]));
-                printf("\n");
-            }
-    printf("\n64-byte ping-pong round trip (us)   p50      p99    p50 vs orbit\n");
-    const struct pp_result *pp[3] = { &b->pp_orbit, &b->pp_pipe, &b->pp_sock };
-    const char *names[3] = { "orbit stream", "pipe", "socketpair" };
-    for (int i = 0; i < 3; i++) {
-        if (!pp[i]->ok) {
-            printf("  %-30s (failed)\n", names[i]);
-            continue;
-        }
-        printf("  %-30s %7.2f %8.2f   %6.1fx\n", names[i], (double)pp[i]->p50 / 1e3, (double)pp[i]->p99 / 1e3,
-               ratio((double)pp[i]->p50, (double)b->pp_orbit.p50));
-    }
-}
-
-static void print_pp_json(const char *key, const struct pp_result *p, bool comma)
-{
-    printf("%s\"%s\":{\"ok\":%s,\"p50_ns\":" CLI_JSON_I64 ",\"p99_ns\":" CLI_JSON_I64 "}", comma ? "," : "", key,
-           p->ok ? "true" : "false", p->p50, p->p99);
-}
-
-static void print_json(const struct bench *b)
-{
-    printf("{\"bench\":\"stream\",\"bytes_per_run\":" CLI_JSON_U64 ",\"repeat\":%d,\"spin_ns\":%u,"
-           "\"cpus\":[%d,%d],\"baselines\":[", b->bytes, b->repeat, orbit_spin_ns(), b->cpu[0], b->cpu[1]);
-    for (int c = 0; c < NCHUNK; c++) {
-        printf("%s{\"chunk\":" CLI_JSON_SIZE, c ? "," : "", chunk_sizes[c]);
-        for (int k = 0; k < ALT_COUNT; k++)
-            printf(",\"%s_gbps\":%.4f", alt_key[k], b->alt[c][k]);
-        printf("}");
-    }
-    printf("],\"orbit\":[");
-    bool first = true;
-    for (int m = 0; m < 2; m++)
-        for (int r = 0; r < NRING; r++)
-            for (int c = 0; c < NCHUNK; c++) {
-                if (!b->modes[m])
-                    continue;
-                const struct orbit_result *o = &b->orbit[c][r][m];
-                printf("%s{\"mode\":\"%s\",\"chunk\":" CLI_JSON_SIZE ",\"ring\":%u,\"ok\":%s,\"gbps\":%.4f,"
-                       "\"parks_per_ringful\":%.4f,\"ratio\":{", first ? "" : ",", m ? "io_uring" : "blocking",
-                       chunk_sizes[c], ring_sizes[r], o->ok ? "true" : "false", o->gbps, o->parks_per_ringful);
-                for (int k = 0; k < ALT_COUNT; k++)
-                    printf("%s\"%s\":%.4f", k ? "," : "", alt_key[k], ratio(o->gbps, b->alt[c][k]));
-                printf("}}");
-                first = false;
-            }
-    printf("],\"pingpong_64\":{\"rounds\":%d", b->rounds);
-    print_pp_json("orbit", &b->pp_orbit, true);
-    print_pp_json("pipe", &b->pp_pipe, true);
-    print_pp_json("socketpair", &b->pp_sock, true);
-    printf(",\"p50_speedup_vs_pipe\":%.3f,\"p50_speedup_vs_socketpair\":%.3f}}\n",
-           ratio((double)b->pp_pipe.p50, (double)b->pp_orbit.p50),
-           ratio((double)b->pp_sock.p50, (double)b->pp_orbit.p50));
-}
-
 /* ---- main ------------------------------------------------------------------------- */
 
 static int open_tables(struct bench *b)
 {
     snprintf(b->fleet, sizeof b->fleet, "bench-stream-%d", (int)getpid());
     bench_unlink_on_signal(b->fleet);
-    b->f = join_node(b->fleet, 0);
+    b->f = bs_join_node(b->fleet, 0);
     if (!b->f)
         return -1;
     for (int r = 0; r < NRING; r++) {
-        struct orbit_stream_spec spec = spec_for(r);
+        struct orbit_stream_spec spec = bs_spec_for(r);
         int rc = orbit_streams_open(b->f, &spec, &b->s[r]);
         if (rc != 0) {
             fprintf(stderr, "orbit-bench stream: open: %s\n", orbit_strerror(rc));
@@ -581,114 +333,162 @@ static void close_tables(struct bench *b)
     orbit_fleet_unlink(b->fleet);
 }
 
-static void keep_best_pp(struct pp_result *best, struct pp_result r)
+static void run_baselines(struct bench *b, int c, int pair)
 {
-    if (r.ok && (!best->ok || r.p50 < best->p50))
-        *best = r;
+    for (int k = 0; k < ALT_COUNT; k++)
+        series_put(&b->alt[c][k], pair, k == ALT_MEMCPY ? memcpy_run(chunk_sizes[c], b->bytes)
+                                                        : fd_run(b, (enum alt)k, chunk_sizes[c]));
 }
 
-/* Every configuration once per repetition, interleaved, keeping each one's best:
- * load from elsewhere on the machine then hits every transport alike. */
-static void run_all(struct bench *b)
+static void run_orbit_cells(struct bench *b, int c, int pair)
 {
-    for (int rep = 0; rep < b->repeat; rep++) {
-        for (int c = 0; c < NCHUNK; c++) {
-            for (int k = 0; k < ALT_COUNT; k++) {
-                double g = k == ALT_MEMCPY ? memcpy_run(chunk_sizes[c], b->bytes)
-                                           : fd_run((enum alt)k, chunk_sizes[c], b->bytes);
-                if (g > b->alt[c][k])
-                    b->alt[c][k] = g;
-            }
-            for (int m = 0; m < 2; m++)
-                for (int r = 0; r < NRING && b->modes[m]; r++) {
-                    struct orbit_result o = orbit_run(b, r, chunk_sizes[c], m == 1);
-                    if (o.ok && o.gbps > b->orbit[c][r][m].gbps)
-                        b->orbit[c][r][m] = o;
-                }
+    for (int m = 0; m < 2; m++)
+        for (int r = 0; r < NRING && b->modes[m]; r++) {
+            struct orbit_result o = orbit_run(b, r, chunk_sizes[c], m == 1);
+            struct orbit_cell *cell = &b->orbit[c][r][m];
+            series_put(&cell->gbps, pair, o.ok ? o.gbps : 0);
+            series_put_count(&cell->parks, pair, o.ok ? o.parks_per_ringful : -1);
+            cell->ok = cell->ok || o.ok;
         }
-        keep_best_pp(&b->pp_orbit, orbit_pingpong(b));
-        keep_best_pp(&b->pp_pipe, fd_pingpong(b, false));
-        keep_best_pp(&b->pp_sock, fd_pingpong(b, true));
-    }
 }
 
-int bench_stream(int argc, char **argv)
+/* One pair: the floor, then every configuration and its baselines back to back, orbit
+ * first in even pairs and last in odd ones. */
+static void run_pair(struct bench *b, int pair)
 {
-    static const char help[] =
-        "usage: orbit-bench stream [--bytes MiB] [--rounds N] [--repeat N] [--mode blocking|uring|both]\n"
-        "                          [--cpus R,W] [--procs N | --scale] [--json]\n"
-        "  --bytes MiB   bytes moved one way per throughput run (default 256)\n"
-        "  --rounds N    64-byte ping-pong round trips (default 20000, after 1000 warm-up)\n"
-        "  --repeat N    run every configuration N times, interleaved, and keep the best (default 3)\n"
-        "  --mode M      how orbit waits: blocking (futex), uring (io_uring FUTEX_WAIT), both (default)\n"
-        "  --cpus R,W    pin the reader (and ping-pong initiator) to CPU R, the writer to CPU W\n"
-        "  --procs N     instead: N ping-pong pairs at once (2N processes) beside N socketpair\n"
-        "                pairs, round trips per second of all (--rounds per pair; 1..128)\n"
-        "  --scale       the same for every pair count from 1 to the CPUs this process may use\n"
-        "  --json        one JSON object on stdout\n"
-        "Every throughput figure is one writer process and one reader process; orbit's\n"
-        "rings are 64 KiB and 1 MiB, chunks 4 KiB, 64 KiB and 1 MiB, side by side with a\n"
-        "pipe (default and 1 MiB F_SETPIPE_SZ), an AF_UNIX socketpair and memcpy.\n";
+    bool orbit_first = run_orbit_first(pair);
+    run_floor(&b->run, pair);
+    for (int c = 0; c < NCHUNK; c++) {
+        if (orbit_first)
+            run_orbit_cells(b, c, pair);
+        run_baselines(b, c, pair);
+        if (!orbit_first)
+            run_orbit_cells(b, c, pair);
+    }
+    if (orbit_first)
+        bs_orbit_pingpong(b, pair);
+    bs_fd_pingpong(b, false, pair);
+    bs_fd_pingpong(b, true, pair);
+    if (!orbit_first)
+        bs_orbit_pingpong(b, pair);
+}
+
+static void usage(void)
+{
+    fputs("usage: orbit-bench stream [--bytes MiB] [--rounds N] [--pairs N] [--mode blocking|uring|both]\n"
+          "                          [--cpus R,W] [--hist DIR] [--plot FILE.svg] [--json]\n"
+          "       orbit-bench stream (--procs N | --scale) [--rounds N] [--pairs N] [--plot FILE.svg] [--json]\n"
+          "  --bytes MiB   bytes moved one way per throughput run (default 128)\n"
+          "  --rounds N    64-byte ping-pong round trips per transport and pair (default 5000, after 500\n"
+          "                warm-up; with --procs/--scale, per pair of processes, default 20000)\n"
+          "  --pairs N     run every configuration beside its baselines N times, the order\n"
+          "                alternating (default 9, at most 100; --repeat N is the same)\n"
+          "  --mode M      how orbit waits: blocking (futex), uring (io_uring FUTEX_WAIT), both (default)\n"
+          "  --cpus R,W    pin the reader (and ping-pong initiator) to CPU R, the writer to CPU W\n"
+          "  --hist DIR    write DIR/stream-pingpong-TRANSPORT.hgrm (HdrHistogram text, microseconds)\n"
+          "  --plot FILE   write the ping-pong percentile curves (or with --scale the scale curve) as SVG\n"
+          "  --procs N     instead: N ping-pong pairs at once (2N processes) beside N socketpair\n"
+          "                pairs, round trips per second of all (1..128)\n"
+          "  --scale       the same for every pair count from 1 to the CPUs this process may use\n"
+          "  --json        one JSON object on stdout\n"
+          "Every throughput figure is one writer process and one reader process; orbit's\n"
+          "rings are 64 KiB and 1 MiB, chunks 4 KiB, 64 KiB and 1 MiB, side by side with a\n"
+          "pipe (default and 1 MiB F_SETPIPE_SZ), an AF_UNIX socketpair and memcpy. A ratio\n"
+          "is the median over the pairs of orbit's figure over the baseline's in the same pair,\n"
+          "[min-max] its spread. See orbit-bench(1) on reading the output.\n", stdout);
+}
+
+static void parse_mode(struct bench *b, const char *arg)
+{
+    b->modes[0] = strcmp(arg, "uring") != 0;
+    b->modes[1] = strcmp(arg, "blocking") != 0;
+    if (strcmp(arg, "uring") && strcmp(arg, "blocking") && strcmp(arg, "both"))
+        cli_bad(BENCH_TOOL, "--mode", arg, "not blocking, uring or both");
+}
+
+/* Options into b; --procs into *procs, --scale into *scale. */
+static void parse(int argc, char **argv, struct bench *b, int *procs, bool *scale, bool *json)
+{
     static const struct option opts[] = { { "bytes", required_argument, 0, 'b' },
                                           { "rounds", required_argument, 0, 'r' },
-                                          { "repeat", required_argument, 0, 'R' },
+                                          { "pairs", required_argument, 0, 'n' },
+                                          { "repeat", required_argument, 0, 'n' },
                                           { "mode", required_argument, 0, 'm' },
                                           { "cpus", required_argument, 0, 'c' },
                                           { "procs", required_argument, 0, 'p' },
                                           { "scale", no_argument, 0, 'S' },
+                                          { "hist", required_argument, 0, 'H' },
+                                          { "plot", required_argument, 0, 'P' },
                                           { "json", no_argument, 0, 'j' },
-                                          { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
-    static struct bench b;
-    int mib = 256, procs = 0;
-    bool json = false, scale = false;
-    b.rounds = 20000;
-    b.repeat = 3;
-    b.cpu[0] = b.cpu[1] = -1;
-    g_bench = &b;
-    b.modes[0] = b.modes[1] = true;
+                                          { "help", no_argument, 0, 'h' },
+                                          { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
+    int mib = 128;
+    b->rounds = 0;
+    b->pairs = PAIRS_DEFAULT;
+    b->cpu[0] = b->cpu[1] = -1;
+    b->modes[0] = b->modes[1] = true;
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, ":b:r:R:m:c:p:jh", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, ":b:r:n:m:c:p:H:P:jh", opts, NULL)) != -1;) {
         switch (c) {
-        case 'p': procs = cli_int(BENCH_TOOL, "--procs", optarg, 1, 128); break;
-        case 'S': scale = true; break;
+        case 'p': *procs = cli_int(BENCH_TOOL, "--procs", optarg, 1, 128); break;
+        case 'S': *scale = true; break;
         case 'b': mib = cli_int(BENCH_TOOL, "--bytes", optarg, 1, 1 << 20); break;
-        case 'r': b.rounds = cli_int(BENCH_TOOL, "--rounds", optarg, 1, 10000000); break;
-        case 'R': b.repeat = cli_int(BENCH_TOOL, "--repeat", optarg, 1, 100); break;
-        case 'm':
-            b.modes[0] = strcmp(optarg, "uring") != 0;
-            b.modes[1] = strcmp(optarg, "blocking") != 0;
-            if (strcmp(optarg, "uring") && strcmp(optarg, "blocking") && strcmp(optarg, "both"))
-                cli_bad(BENCH_TOOL, "--mode", optarg, "not blocking, uring or both");
-            break;
-        case 'c': bench_cpu_pair("--cpus", optarg, b.cpu); break;
-        case 'j': json = true; break;
-        case 'h': fputs(help, stdout); return 0;
+        case 'r': b->rounds = cli_int(BENCH_TOOL, "--rounds", optarg, 1, 10000000); break;
+        case 'n': b->pairs = pairs_arg(argv[optind - 1][2] == 'r' ? "--repeat" : "--pairs", optarg); break;
+        case 'm': parse_mode(b, optarg); break;
+        case 'c': bench_cpu_pair("--cpus", optarg, b->cpu); break;
+        case 'H': plot_check_path("--hist", optarg, true); b->hist_dir = optarg; break;
+        case 'P': plot_check_path("--plot", optarg, false); b->plot = optarg; break;
+        case 'j': *json = true; break;
+        case 'h': usage(); exit(0);
+        case 'V': cli_version(BENCH_TOOL); exit(0);
         default: cli_getopt_error(BENCH_TOOL, c, optopt, argv[optind - 1]);
         }
     }
     bench_no_operands(argc, argv);
-    b.bytes = (uint64_t)mib << 20;
+    bench_check_cpus("--cpus", b->cpu);
+    if (*procs && *scale)
+        cli_usage_error(BENCH_TOOL, "--procs or --scale, not both");
+    if ((*procs || *scale) && (b->hist_dir || b->cpu[0] >= 0))
+        cli_usage_error(BENCH_TOOL, "--hist and --cpus are for the two-process runs, not --procs or --scale");
+    b->bytes = (uint64_t)mib << 20;
+}
+
+int bench_stream(int argc, char **argv)
+{
+    static struct bench b;
+    int procs = 0;
+    bool json = false, scale = false;
+    parse(argc, argv, &b, &procs, &scale, &json);
     if (procs || scale) {
-        if (procs && scale)
-            cli_usage_error(BENCH_TOOL, "--procs or --scale, not both");
         snprintf(b.fleet, sizeof b.fleet, "bench-stream-%d", (int)getpid());
         bench_unlink_on_signal(b.fleet);
-        return bench_stream_scale(b.fleet, procs, b.rounds, json);
+        struct stream_scale_opts so = { b.fleet, procs, b.rounds ? b.rounds : 20000, b.pairs, json, b.plot };
+        return bench_stream_scale(&so);
     }
+    if (!b.rounds)
+        b.rounds = 5000;
     if (b.modes[1] && !orbit_uring_futex_supported()) {
         fputs("orbit-bench stream: io_uring futex ops unavailable; blocking mode only\n", stderr);
         b.modes[1] = false;
     }
-    pin(0);
+    for (int k = 0; k < PP_COUNT; k++) {
+        hist_reset(&b.pp[k].rtt);
+        place_begin(&b.pp[k].where, b.cpu);
+    }
+    run_begin(&b.run, b.pairs, b.cpu);
+    pin(&b, 0);
     if (open_tables(&b) != 0) {
         close_tables(&b);
         return 1;
     }
-    run_all(&b);
+    for (int pair = 0; pair < b.pairs; pair++)
+        run_pair(&b, pair);
     close_tables(&b);
+    run_end(&b.run);
     if (json)
-        print_json(&b);
+        bs_print_json(&b);
     else
-        print_text(&b);
-    return 0;
+        bs_print_text(&b);
+    return bs_write_outputs(&b);
 }

@@ -3,7 +3,8 @@
  * orbit-bench stream --procs N / --scale: N ping-pong pairs at once (2N
  * processes), each pair a client and an echo exchanging 64-byte messages
  * through its own orbit stream, beside N socketpair pairs doing the same.
- * Prints round trips per second of all pairs together per pair count.
+ * Prints round trips per second of all pairs together per pair count, both sides
+ * run back to back --pairs times, the order alternating.
  */
 #include <inttypes.h>
 #include <sched.h>
@@ -19,6 +20,8 @@
 #include "tool.h"
 #include "bench_stream_scale.h"
 #include "bench_clock.h"
+#include "bench_pair.h"
+#include "bench_plot.h"
 
 #define SCALE_MSG 64
 #define SCALE_PAIRS_MAX 128
@@ -149,37 +152,89 @@ static double scale_run(const char *fleet, bool orbit, int pairs, int rounds, st
     return atomic_load(&sh->failed) ? -1 : (double)pairs * rounds * 1e9 / (double)slowest;
 }
 
-int bench_stream_scale(const char *fleet, int procs, int rounds, bool json)
+static void print_row(const struct stream_scale_opts *o, int p, int lo, const struct series *orbit,
+                      const struct series *sock)
 {
-    int lo = procs ? procs : 1, hi = procs ? procs : bench_cpus();
+    struct side_stats so = series_stats(orbit, true), sk = series_stats(sock, true);
+    struct ratio_stats r = ratio_stats(orbit, sock, true);
+    char rt[48];
+    if (!o->json) {
+        printf("%-6d %18.0f %18.0f   %s\n", p, so.median, sk.median, ratio_text(&r, rt, sizeof rt));
+        return;
+    }
+    printf("%s{\"processes\":%d,\"pairs\":%d,\"orbit_rt_per_s\":", p > lo ? "," : "", 2 * p, p);
+    series_print_json(orbit, true, stdout);
+    printf(",\"socketpair_rt_per_s\":");
+    series_print_json(sock, true, stdout);
+    printf(",\"orbit_over_socketpair\":");
+    ratio_print_json(&r, stdout);
+    printf("}");
+}
+
+/* One process count: pairs rounds of orbit and socketpair back to back, the order alternating. */
+static int scale_point(const struct stream_scale_opts *o, struct bench_run *run, int p, struct scale_shared *sh,
+                       struct series *orbit, struct series *sock)
+{
+    for (int i = 0; i < o->pairs; i++) {
+        run_floor(run, i);
+        for (int side = 0; side < 2; side++) {
+            bool is_orbit = (side == 0) == run_orbit_first(i);
+            double v = scale_run(o->fleet, is_orbit, p, o->rounds, sh);
+            if (is_orbit)
+                orbit_fleet_unlink(o->fleet);
+            if (v < 0)
+                return 1;
+            series_put(is_orbit ? orbit : sock, i, v);
+        }
+    }
+    return 0;
+}
+
+int bench_stream_scale(const struct stream_scale_opts *o)
+{
+    int lo = o->procs ? o->procs : 1, hi = o->procs ? o->procs : bench_cpus();
     hi = hi > SCALE_PAIRS_MAX ? SCALE_PAIRS_MAX : hi;
     struct scale_shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED)
         return 1;
-    if (json)
-        printf("{\"bench\":\"stream_scale\",\"message_bytes\":%d,\"rounds_per_pair\":%d,\"cpus\":%d,"
-               "\"baseline\":\"socketpair\",\"results\":[", SCALE_MSG, rounds, bench_cpus());
-    else
-        printf("64-byte ping-pong, N pairs at once (2N processes), %d round trips per pair\n\n"
-               "%-6s %18s %18s %12s\n", rounds, "pairs", "orbit rt/s", "socketpair rt/s", "orbit/sock");
+    static struct bench_run run;
+    static struct series orbit[SCALE_PAIRS_MAX + 1], sock[SCALE_PAIRS_MAX + 1];
+    const int none[2] = { -1, -1 };
+    run_begin(&run, o->pairs, none);
     int status = 0;
-    for (int p = lo; p <= hi && status == 0; p++) {
-        double o = scale_run(fleet, true, p, rounds, sh), k = scale_run(fleet, false, p, rounds, sh);
-        orbit_fleet_unlink(fleet);
-        if (o < 0 || k < 0) {
-            status = 1;
-            break;
-        }
-        if (json)
-            printf("%s{\"processes\":%d,\"pairs\":%d,\"orbit_rt_per_s\":%.0f,\"socketpair_rt_per_s\":%.0f,"
-                   "\"orbit_over_socketpair\":%.3f}", p > lo ? "," : "", 2 * p, p, o, k, o / k);
-        else
-            printf("%-6d %18.0f %18.0f %11.2fx\n", p, o, k, o / k);
-    }
-    if (json)
-        printf("]}\n");
+    for (int p = lo; p <= hi && status == 0; p++)
+        status = scale_point(o, &run, p, sh, &orbit[p], &sock[p]);
+    run_end(&run);
     munmap(sh, sizeof *sh);
-    if (status)
+    if (status) {
         fprintf(stderr, "orbit-bench stream: a scaling run failed\n");
-    return status;
+        return status;
+    }
+    if (o->json) {
+        printf("{\"bench\":\"stream_scale\",");
+        run_print_json(&run, stdout);
+        printf(",\"message_bytes\":%d,\"rounds_per_pair\":%d,\"baseline\":\"socketpair\",\"results\":[",
+               SCALE_MSG, o->rounds);
+    } else {
+        printf("orbit-bench stream: 64-byte ping-pong, N pairs at once (2N processes), %d round trips per pair\n",
+               o->rounds);
+        run_print_text(&run, stdout);
+        printf("%-6s %18s %18s   %s\n", "pairs", "orbit rt/s", "socketpair rt/s", "orbit/socketpair");
+    }
+    for (int p = lo; p <= hi; p++)
+        print_row(o, p, lo, &orbit[p], &sock[p]);
+    if (o->json)
+        printf("]}\n");
+    if (!o->plot)
+        return 0;
+    static struct chart ch;
+    snprintf(ch.title, sizeof ch.title, "orbit-bench stream --scale: 64-byte ping-pong, N pairs at once");
+    snprintf(ch.x_label, sizeof ch.x_label, "pairs of processes");
+    snprintf(ch.y_label, sizeof ch.y_label, "round trips/s, all pairs");
+    struct chart_series *a = chart_add(&ch, "orbit stream"), *b = chart_add(&ch, "socketpair");
+    for (int p = lo; p <= hi; p++) {
+        plot_scale_point(a, p, &orbit[p], 1);
+        plot_scale_point(b, p, &sock[p], 1);
+    }
+    return plot_save("stream", o->plot, &ch, 1);
 }

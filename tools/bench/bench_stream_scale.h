@@ -1,8 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* orbit-bench stream --procs / --scale: concurrent ping-pong pairs. */
 #ifndef ORBIT_BENCH_STREAM_SCALE_H
 #define ORBIT_BENCH_STREAM_SCALE_H
 #include <stdbool.h>
-/* procs 0: sweep 1..CPUs pairs. Prints the table or JSON; returns the exit code. */
-int bench_stream_scale(const char *fleet, int procs, int rounds, bool json);
+
+struct stream_scale_opts {
+    const char *fleet;
+    int procs;                 /* 0: 1..CPUs */
+    int rounds, pairs;
+    bool json;
+    const char *plot;          /* or NULL */
+};
+
+/* orbit-bench stream --procs N / --scale: returns the exit status. */
+int bench_stream_scale(const struct stream_scale_opts *o);
 #endif

@@ -4,7 +4,9 @@
  * processes, one byte a message: through an orbit stream (a blocking read that
  * spins then parks, one that parks at once, and an io_uring loop waiting with
  * orbit_endpoint_prep_wait_readable), an eventfd, a pipe and an AF_UNIX
- * socketpair.
+ * socketpair. Every transport runs once per pair, the order alternating; every
+ * sample goes into the transport's histogram, every pair's medians into its
+ * series, and both sides sample the CPU they run on.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -16,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +31,10 @@
 #include "cli.h"
 #include "tool.h"
 #include "bench_clock.h"
+#include "bench_hist.h"
+#include "bench_pair.h"
+#include "bench_place.h"
+#include "bench_plot.h"
 
 enum kind { K_SPIN, K_PARK, K_URING, K_EVENTFD, K_PIPE, K_SOCKET, K_COUNT };
 static const char *kind_name[K_COUNT] = { "orbit stream (spin+park)", "orbit stream (park only)",
@@ -43,6 +50,7 @@ static bool is_orbit(enum kind k)
 
 struct shared {                      /* MAP_SHARED between parent (A) and child (B) */
     _Atomic int64_t stamp;
+    struct place_log where[2];       /* A's and B's CPU on the same round trips */
     int64_t samples[];               /* one-way samples, written by B */
 };
 
@@ -251,7 +259,20 @@ static void ch_close(struct channel *c)
     }
 }
 
-struct result { int64_t oneway[3], rtt[3]; bool ok; };
+
+struct wake_opts {
+    int oneway, rtt, pairs, cpu[2];
+    bool json;
+    const char *hist_dir, *plot;
+};
+
+/* Every transport's figures over all pairs. */
+struct wake_figures {
+    bool ran[K_COUNT];
+    struct hist oneway[K_COUNT], rtt[K_COUNT];
+    struct series oneway_p50[K_COUNT], rtt_p50[K_COUNT];
+    struct place_summary where[K_COUNT];
+};
 
 static void sleep_us(long us)
 {
@@ -260,17 +281,20 @@ static void sleep_us(long us)
 }
 
 /* B: echo every ping; for one-way rounds record now - stamp. */
-static void child_loop(struct channel *c, int oneway, int rtt)
+static void child_loop(struct channel *c, const struct wake_opts *o)
 {
+    place_pin(o->cpu[1]);
     if (ch_connect(c, false) != 0)
         _exit(3);
-    for (int i = 0; i < oneway; i++) {
+    for (int i = 0; i < o->oneway; i++) {
         ch_recv(c, 0);
         c->sh->samples[i] = bench_now_ns() - atomic_load(&c->sh->stamp);
         ch_send(c, 1);
     }
-    for (int i = 0; i < rtt; i++) {
+    for (int i = 0; i < o->rtt; i++) {
         ch_recv(c, 0);
+        if (place_due(i))
+            place_sample(&c->sh->where[1]);
         ch_send(c, 1);
     }
     ch_close(c);
@@ -278,144 +302,263 @@ static void child_loop(struct channel *c, int oneway, int rtt)
 }
 
 /* A: the pings, timed; then B's exit status. */
-static bool parent_loop(struct channel *c, pid_t pid, int oneway, int rtt, int64_t *rt)
+static bool parent_loop(struct channel *c, pid_t pid, const struct wake_opts *o, int64_t *rt)
 {
     if (ch_connect(c, true) != 0) {
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
         return false;
     }
-    for (int i = 0; i < oneway; i++) {
+    for (int i = 0; i < o->oneway; i++) {
         sleep_us(200);                                /* let B go to sleep first */
         atomic_store(&c->sh->stamp, bench_now_ns());
         ch_send(c, 0);
         ch_recv(c, 1);
     }
-    for (int i = 0; i < rtt; i++) {
+    for (int i = 0; i < o->rtt; i++) {
         int64_t t0 = bench_now_ns();
         ch_send(c, 0);
         ch_recv(c, 1);
         rt[i] = bench_now_ns() - t0;
+        if (place_due(i))
+            place_sample(&c->sh->where[0]);
     }
     int st = 0;
     waitpid(pid, &st, 0);
     return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-static int run_one(enum kind kind, const char *fleet, int oneway, int rtt, struct result *res)
+/* Both processes of one transport's run, A here (pinned to --cpus' first CPU), B forked. */
+static bool run_processes(enum kind kind, const char *fleet, const struct wake_opts *o, struct shared *sh,
+                          int64_t *rt)
 {
-    size_t bytes = sizeof(struct shared) + (size_t)oneway * sizeof(int64_t);
-    struct shared *sh = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    int ctl[2] = { -1, -1 };
-    int64_t *rt = calloc((size_t)rtt, sizeof *rt);
+    int ctl[2];
     struct channel c;
-    res->ok = false;
-    if (sh == MAP_FAILED || !rt || !kind_available(kind) || socketpair(AF_UNIX, SOCK_STREAM, 0, ctl) != 0 ||
-        ch_open(&c, kind, sh, fleet, -1) < 0)
-        goto out;
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, ctl) != 0)
+        return false;
+    bool opened = ch_open(&c, kind, sh, fleet, -1) == 0, ok = opened;
     /* Process-wide, inherited by B: park only and io_uring rows never spin. */
     uint32_t saved_spin = orbit_spin_ns();
-    if (kind != K_SPIN)
+    if (ok && kind != K_SPIN)
         orbit_set_spin_ns(0);
-    pid_t pid = bench_fork();
+    pid_t pid = ok ? bench_fork() : -1;
     if (pid == 0) {
         close(ctl[0]);
         c.ctl = ctl[1];
-        child_loop(&c, oneway, rtt);
+        child_loop(&c, o);
     }
     close(ctl[1]);                  /* so B's exit is EOF here: A never waits on a dead B */
-    ctl[1] = -1;
     c.ctl = ctl[0];
-    res->ok = pid > 0 && parent_loop(&c, pid, oneway, rtt, rt);
+    ok = pid > 0 && parent_loop(&c, pid, o, rt);
     orbit_set_spin_ns(saved_spin);
-    ch_close(&c);
+    if (opened)
+        ch_close(&c);
     if (is_orbit(kind))
         orbit_fleet_unlink(fleet);
-    double ps[3] = { 0.50, 0.99, 0.999 };
-    for (int k = 0; res->ok && k < 3; k++) {
-        res->oneway[k] = tool_percentile(sh->samples, (size_t)oneway, ps[k]);
-        res->rtt[k] = tool_percentile(rt, (size_t)rtt, ps[k]);
+    close(ctl[0]);
+    return ok;
+}
+
+/* One transport in one pair: its samples into the histograms, its medians into the series. */
+static bool run_one(enum kind kind, const char *fleet, const struct wake_opts *o, int pair, struct wake_figures *w)
+{
+    size_t bytes = sizeof(struct shared) + (size_t)o->oneway * sizeof(int64_t);
+    struct shared *sh = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int64_t *rt = calloc((size_t)o->rtt, sizeof *rt);
+    bool ok = sh != MAP_FAILED && rt && kind_available(kind) && run_processes(kind, fleet, o, sh, rt);
+    if (ok) {
+        for (int i = 0; i < o->oneway; i++)
+            hist_record(&w->oneway[kind], sh->samples[i]);
+        for (int i = 0; i < o->rtt; i++)
+            hist_record(&w->rtt[kind], rt[i]);
+        series_put(&w->oneway_p50[kind], pair, (double)tool_percentile(sh->samples, (size_t)o->oneway, 0.5));
+        series_put(&w->rtt_p50[kind], pair, (double)tool_percentile(rt, (size_t)o->rtt, 0.5));
+        place_add(&w->where[kind], &sh->where[0], &sh->where[1]);
     }
-out:
-    for (int i = 0; i < 2; i++)
-        if (ctl[i] >= 0)
-            close(ctl[i]);
     free(rt);
     if (sh != MAP_FAILED)
         munmap(sh, bytes);
-    return res->ok ? 0 : -1;
+    return ok;
 }
 
-static void print_text(struct result *r, bool *ran, int oneway, int rtt)
+static void print_hist_row(const char *name, const struct hist *h, const char *tail)
 {
-    printf("orbit-bench wake: %d one-way wakes (receiver parked), %d ping-pong round trips, 2 processes\n\n",
-           oneway, rtt);
-    printf("%-28s %26s   %26s   %s\n", "", "one-way wake (us)", "round trip (us)", "RTT p50 vs pipe");
-    printf("%-28s %8s %8s %8s   %8s %8s %8s\n", "transport", "p50", "p99", "p99.9", "p50", "p99", "p99.9");
+    printf("  %-27s", name);
+    for (int p = 0; p < HIST_NPCT; p++)
+        printf(" %8.2f", (double)hist_value_at(h, hist_pct[p]) / 1e3);
+    printf(" %9.2f  %s\n", (double)h->max / 1e3, tail);
+}
+
+static void print_hist_head(const char *what)
+{
+    printf("%s (us)\n  %-27s %8s %8s %8s %8s %8s %9s\n", what, "transport", "p50", "p90", "p99", "p99.9",
+           "p99.99", "max");
+}
+
+static void print_text(const struct bench_run *run, const struct wake_figures *w, const struct wake_opts *o)
+{
+    char a[64], b[64], where[96];
+    printf("orbit-bench wake: %d pairs; per transport and pair %d one-way wakes (receiver parked) and %d "
+           "ping-pong round trips, 1 byte, 2 processes, spin %u ns\n", o->pairs, o->oneway, o->rtt, orbit_spin_ns());
+    run_print_text(run, stdout);
+    print_hist_head("round trip, every sample of every pair");
+    for (int k = 0; k < K_COUNT; k++)
+        if (w->ran[k])
+            print_hist_row(kind_name[k], &w->rtt[k], place_text(&w->where[k], where, sizeof where));
+        else
+            printf("  %-27s (not available here)\n", kind_name[k]);
+    print_hist_head("\none-way wake");
+    for (int k = 0; k < K_COUNT; k++)
+        if (w->ran[k])
+            print_hist_row(kind_name[k], &w->oneway[k], "");
+    printf("\npaired, per pair    RTT p50 us: median [min-max]   pipe/it, RTT p50     it/floor, RTT p50\n");
     for (int k = 0; k < K_COUNT; k++) {
-        if (!ran[k]) {
-            printf("%-28s (not available here)\n", kind_name[k]);
+        if (!w->ran[k])
             continue;
-        }
-        printf("%-28s %8.2f %8.2f %8.2f   %8.2f %8.2f %8.2f   %.2fx faster\n", kind_name[k],
-               (double)r[k].oneway[0] / 1e3, (double)r[k].oneway[1] / 1e3, (double)r[k].oneway[2] / 1e3,
-               (double)r[k].rtt[0] / 1e3, (double)r[k].rtt[1] / 1e3, (double)r[k].rtt[2] / 1e3,
-               ran[K_PIPE] && r[k].rtt[0] ? (double)r[K_PIPE].rtt[0] / (double)r[k].rtt[0] : 0.0);
+        struct side_stats s = series_stats(&w->rtt_p50[k], false);
+        struct ratio_stats vs_pipe = ratio_stats(&w->rtt_p50[K_PIPE], &w->rtt_p50[k], false);
+        struct ratio_stats vs_floor = ratio_stats(&w->rtt_p50[k], &run->floor_ns, false);
+        printf("  %-27s %6.2f [%.2f-%.2f]   %-24s %s\n", kind_name[k], s.median / 1e3, s.min / 1e3, s.max / 1e3,
+               ratio_text(&vs_pipe, a, sizeof a), ratio_text(&vs_floor, b, sizeof b));
     }
+    printf("  pipe/it above 1: faster than a pipe; it/floor: times the floor, the pair's busy-poll round trip\n");
 }
 
-static void print_json(struct result *r, bool *ran, int oneway, int rtt)
+static void print_json(const struct bench_run *run, const struct wake_figures *w, const struct wake_opts *o)
 {
-    printf("{\"bench\":\"wake\",\"oneway_samples\":%d,\"rtt_samples\":%d,\"spin_ns\":%u,\"results\":[",
-           oneway, rtt, orbit_spin_ns());
-    int first = 1;
-    for (int k = 0; k < K_COUNT; k++) {
-        if (!ran[k])
+    printf("{\"bench\":\"wake\",");
+    run_print_json(run, stdout);
+    printf(",\"oneway_per_pair\":%d,\"rtt_per_pair\":%d,\"spin_ns\":%u,\"cpus\":[%d,%d],\"results\":[", o->oneway,
+           o->rtt, orbit_spin_ns(), o->cpu[0], o->cpu[1]);
+    for (int k = 0, n = 0; k < K_COUNT; k++) {
+        if (!w->ran[k])
             continue;
-        printf("%s{\"transport\":\"%s\",\"oneway_ns\":{\"p50\":" CLI_JSON_I64 ",\"p99\":" CLI_JSON_I64
-               ",\"p999\":" CLI_JSON_I64 "},\"rtt_ns\":{\"p50\":" CLI_JSON_I64 ",\"p99\":" CLI_JSON_I64
-               ",\"p999\":" CLI_JSON_I64 "},\"rtt_p50_speedup_vs_pipe\":%.3f}", first ? "" : ",", kind_key[k],
-               r[k].oneway[0], r[k].oneway[1], r[k].oneway[2], r[k].rtt[0], r[k].rtt[1], r[k].rtt[2],
-               ran[K_PIPE] && r[k].rtt[0] ? (double)r[K_PIPE].rtt[0] / (double)r[k].rtt[0] : 0.0);
-        first = 0;
+        struct ratio_stats vs_pipe = ratio_stats(&w->rtt_p50[K_PIPE], &w->rtt_p50[k], false);
+        struct ratio_stats vs_floor = ratio_stats(&w->rtt_p50[k], &run->floor_ns, false);
+        printf("%s{\"transport\":\"%s\",\"rtt_ns\":", n++ ? "," : "", kind_key[k]);
+        hist_print_json(&w->rtt[k], stdout);
+        printf(",\"oneway_ns\":");
+        hist_print_json(&w->oneway[k], stdout);
+        printf(",\"rtt_p50_ns\":");
+        series_print_json(&w->rtt_p50[k], false, stdout);
+        printf(",\"oneway_p50_ns\":");
+        series_print_json(&w->oneway_p50[k], false, stdout);
+        printf(",\"rtt_p50_speedup_vs_pipe\":");
+        ratio_print_json(&vs_pipe, stdout);
+        printf(",\"rtt_p50_over_floor\":");
+        ratio_print_json(&vs_floor, stdout);
+        printf(",\"placement\":");
+        place_print_json(&w->where[k], stdout);
+        printf("}");
     }
     printf("]}\n");
 }
 
-int bench_wake(int argc, char **argv)
+static int write_outputs(const struct wake_figures *w, const struct wake_opts *o)
+{
+    int rc = 0;
+    char name[64];
+    for (int k = 0; o->hist_dir && k < K_COUNT; k++) {
+        if (!w->ran[k])
+            continue;
+        snprintf(name, sizeof name, "wake-%s-rtt", kind_key[k]);
+        rc |= hgrm_save("wake", o->hist_dir, name, &w->rtt[k]);
+        snprintf(name, sizeof name, "wake-%s-oneway", kind_key[k]);
+        rc |= hgrm_save("wake", o->hist_dir, name, &w->oneway[k]);
+    }
+    if (!o->plot)
+        return rc;
+    static struct chart charts[2];
+    memset(charts, 0, sizeof charts);
+    for (int c = 0; c < 2; c++) {
+        snprintf(charts[c].title, sizeof charts[c].title, "orbit-bench wake: %s, 1 byte, 2 processes",
+                 c ? "one-way wake (receiver parked)" : "ping-pong round trip");
+        snprintf(charts[c].x_label, sizeof charts[c].x_label, "percentile");
+        snprintf(charts[c].y_label, sizeof charts[c].y_label, "latency (us, log)");
+        charts[c].axes = CHART_PERCENTILE_LOG;
+        for (int k = 0; k < K_COUNT; k++)
+            if (w->ran[k])
+                plot_latency(&charts[c], kind_name[k], c ? &w->oneway[k] : &w->rtt[k]);
+    }
+    return rc | plot_save("wake", o->plot, charts, 2);
+}
+
+static void parse(int argc, char **argv, struct wake_opts *o)
 {
     static const char help[] =
-        "usage: orbit-bench wake [--oneway N] [--rtt N] [--json]\n"
-        "  --oneway N  one-way wake samples per transport (default 2000)\n"
-        "  --rtt N     ping-pong round trips per transport (default 20000)\n"
-        "  --json      one JSON object on stdout\n";
+        "usage: orbit-bench wake [--oneway N] [--rtt N] [--pairs N] [--cpus A,B] [--hist DIR]\n"
+        "                        [--plot FILE.svg] [--json]\n"
+        "  --oneway N     one-way wake samples per transport and pair (default 500)\n"
+        "  --rtt N        ping-pong round trips per transport and pair (default 5000)\n"
+        "  --pairs N      rounds of every transport, order alternating (default 9, at most 100)\n"
+        "  --cpus A,B     pin the pinging process to CPU A, the echoing one to CPU B (A may equal B)\n"
+        "  --hist DIR     write DIR/wake-TRANSPORT-{rtt,oneway}.hgrm (HdrHistogram text, microseconds)\n"
+        "  --plot FILE    write latency percentile curves of every transport as SVG\n"
+        "  --json         one JSON object on stdout\n"
+        "Percentiles are over every sample of every pair. The paired columns are per pair: its\n"
+        "median round trip, a pipe's median over it in the same pair, and it over the floor (the\n"
+        "busy-poll round trip between the same CPUs, taken just before the pair). The placement\n"
+        "column says where each side ran (A pings, B echoes), how often it moved, and, unpinned\n"
+        "or on one CPU, how often both were on the same CPU. See orbit-bench(1).\n";
     static const struct option opts[] = { { "oneway", required_argument, 0, 'o' },
                                           { "rtt", required_argument, 0, 'r' },
+                                          { "pairs", required_argument, 0, 'n' },
+                                          { "cpus", required_argument, 0, 'c' },
+                                          { "hist", required_argument, 0, 'H' },
+                                          { "plot", required_argument, 0, 'P' },
                                           { "json", no_argument, 0, 'j' },
-                                          { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
-    int oneway = 2000, rtt = 20000, c;
-    bool json = false;
+                                          { "help", no_argument, 0, 'h' },
+                                          { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 } };
+    *o = (struct wake_opts){ .oneway = 500, .rtt = 5000, .pairs = PAIRS_DEFAULT, .cpu = { -1, -1 } };
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":o:r:jh", opts, NULL)) != -1) {
+    for (int c; (c = getopt_long(argc, argv, ":o:r:n:c:H:P:jh", opts, NULL)) != -1;) {
         switch (c) {
-        case 'o': oneway = cli_int(BENCH_TOOL, "--oneway", optarg, 1, 10000000); break;
-        case 'r': rtt = cli_int(BENCH_TOOL, "--rtt", optarg, 1, 10000000); break;
-        case 'j': json = true; break;
-        case 'h': fputs(help, stdout); return 0;
+        case 'o': o->oneway = cli_int(BENCH_TOOL, "--oneway", optarg, 1, 10000000); break;
+        case 'r': o->rtt = cli_int(BENCH_TOOL, "--rtt", optarg, 1, 10000000); break;
+        case 'n': o->pairs = pairs_arg("--pairs", optarg); break;
+        case 'c': bench_cpu_pair("--cpus", optarg, o->cpu); break;
+        case 'H': plot_check_path("--hist", optarg, true); o->hist_dir = optarg; break;
+        case 'P': plot_check_path("--plot", optarg, false); o->plot = optarg; break;
+        case 'j': o->json = true; break;
+        case 'h': fputs(help, stdout); exit(0);
+        case 'V': cli_version(BENCH_TOOL); exit(0);
         default: cli_getopt_error(BENCH_TOOL, c, optopt, argv[optind - 1]);
         }
     }
     bench_no_operands(argc, argv);
+    bench_check_cpus("--cpus", o->cpu);
+}
+
+int bench_wake(int argc, char **argv)
+{
+    struct wake_opts o;
+    parse(argc, argv, &o);
     char fleet[64];
     snprintf(fleet, sizeof fleet, "bench-wake-%d", (int)getpid());
     bench_unlink_on_signal(fleet);
-    struct result r[K_COUNT];
-    bool ran[K_COUNT];
-    for (int k = 0; k < K_COUNT; k++)
-        ran[k] = run_one((enum kind)k, fleet, oneway, rtt, &r[k]) == 0;
-    if (json)
-        print_json(r, ran, oneway, rtt);
+    static struct wake_figures w;
+    static struct bench_run run;
+    for (int k = 0; k < K_COUNT; k++) {
+        hist_reset(&w.oneway[k]);
+        hist_reset(&w.rtt[k]);
+        place_begin(&w.where[k], o.cpu);
+    }
+    run_begin(&run, o.pairs, o.cpu);
+    cpu_set_t all;
+    sched_getaffinity(0, sizeof all, &all);
+    for (int pair = 0; pair < o.pairs; pair++) {
+        run_floor(&run, pair);
+        place_pin(o.cpu[0]);
+        for (int i = 0; i < K_COUNT; i++) {
+            enum kind k = run_orbit_first(pair) ? (enum kind)i : (enum kind)(K_COUNT - 1 - i);
+            w.ran[k] = run_one(k, fleet, &o, pair, &w) || w.ran[k];
+        }
+        sched_setaffinity(0, sizeof all, &all);
+    }
+    run_end(&run);
+    if (o.json)
+        print_json(&run, &w, &o);
     else
-        print_text(r, ran, oneway, rtt);
-    return 0;
+        print_text(&run, &w, &o);
+    return write_outputs(&w, &o);
 }

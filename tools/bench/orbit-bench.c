@@ -13,6 +13,8 @@
 #include "cli.h"
 #include "tool.h"
 
+#include "bench_report.h"
+
 static const char usage[] =
 "usage: orbit-bench SUBCOMMAND [OPTIONS]   (SUBCOMMAND --help for its options)\n"
 "\n"
@@ -32,10 +34,28 @@ static const char usage[] =
 #ifdef ORBIT_WITH_EXCHANGE
 "  exchange    paired exchanges through the payload arena beside streams and a socketpair\n"
 #endif
+"  report      run a set of the above with --plot, write one HTML page (inline SVG)\n"
 "\n"
-"Every subcommand takes --json for machine-readable output.\n"
+"Every subcommand takes --help, --json (one JSON object) and --pairs N.\n"
 "  -h, --help     this text\n"
-"  -V, --version  print the version\n";
+"  -V, --version  print the version\n"
+"\n"
+"Reading the output. Absolute figures on a VM move 2-4x within minutes: the host\n"
+"moves vCPUs and runs other guests. So every comparison is paired: orbit and its\n"
+"baseline run back to back, N times (--pairs, default 9), the order alternating,\n"
+"and a ratio is the median of the N per-pair ratios, [min-max] their spread,\n"
+"beside each side's median. A host state that moves both sides alike cancels in\n"
+"the ratio; a wide spread says the pairs disagreed. \"best-of\" (the ratio of each\n"
+"side's best pair) is shown for comparison only.\n"
+"Every report starts with the host (CPU, kernel, CPUs, huge pages, load average,\n"
+"other tasks running, CPU time stolen by the hypervisor during the run)\n"
+"and the floor: a busy-poll cache-line round trip between two threads on the CPUs\n"
+"used (--cpus, else the first two allowed), taken before each pair; with one CPU a\n"
+"spin-then-yield hand-off. A slow floor is a slow host, not a slow library; a pair\n"
+"whose floor is beyond 2x of the run's median is flagged. Latency benches print\n"
+"p50..p99.99 and max of every sample, the median over the floor, and where each\n"
+"side ran: A pings, B echoes, how often each moved, and unpinned how often both\n"
+"sat on one CPU (then a ping-pong runs at the scheduler's pace). See orbit-bench(1).\n";
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -180,6 +200,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(sub, "wake") == 0) return bench_wake(argc - 1, argv + 1);
     if (strcmp(sub, "death") == 0) return bench_death(argc - 1, argv + 1);
+    if (strcmp(sub, "report") == 0) return bench_report(argc - 1, argv + 1);
 #ifdef ORBIT_WITH_STREAM
     if (strcmp(sub, "stream") == 0) return bench_stream(argc - 1, argv + 1);
 #endif

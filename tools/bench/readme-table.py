@@ -4,12 +4,16 @@
 
     tools/bench/readme-table.py [--bench PATH] [--json-dir DIR] [--write README.md]
 
-Runs `orbit-bench stream|exchange|pool|admission --json` (pool and admission
-best of 3 interleaved runs: their cells last well under a second) and the
-stream and exchange --scale sweeps (or reads DIR/<name>.json from an earlier run, names
-stream, exchange, pool, admission, stream-scale, exchange-scale: --json-dir), prints the markdown table, and with
---write replaces the table between the README's bench-table markers. Every
-figure comes from the JSON; nothing is typed by hand."""
+Runs `orbit-bench stream|exchange|pool|admission --json` and the stream and
+exchange --scale sweeps, every one paired (--pairs, default 9: orbit and its
+baseline back to back, the order alternating), or reads DIR/<name>.json from an
+earlier run (names stream, exchange, pool, admission, stream-scale,
+exchange-scale: --json-dir). Prints the markdown table: each side's median over
+the pairs, and each ratio as the median of the per-pair ratios with its
+[min-max] spread; a last line names the host, its floor and the load. With
+--write it replaces the table between the README's bench-table markers. Every
+figure comes from the JSON; nothing is typed by hand. Run it on a quiet host:
+the load average it prints says whether it was."""
 import argparse
 import json
 import os
@@ -20,8 +24,8 @@ import sys
 SUBS = {
     "stream": [],
     "exchange": ["--no-relay"],
-    "pool": ["--scale", "--repeat", "3"],
-    "admission": ["--scale", "--repeat", "3"],
+    "pool": ["--scale"],
+    "admission": ["--scale"],
     "stream-scale": ["--scale"],
     "exchange-scale": ["--scale", "--bytes", "256M"],
 }
@@ -44,22 +48,35 @@ def mops(v):
     return f"{v / 1e6:.1f} M"
 
 
+def med(side):
+    """A measured side's median over the pairs."""
+    return side["median"]
+
+
+def ratio(r, unit="×"):
+    """A paired ratio: its median with the [min–max] spread of the pairs."""
+    return f"{r['median']:.2f}{unit} [{r['min']:.2f}–{r['max']:.2f}]"
+
+
 def stream_rows(d):
     rows = []
     pp = d.get("pingpong_64")
     if pp and pp["orbit"]["ok"]:
-        us = {k: int(pp[k]["p50_ns"]) / 1000 for k in ("orbit", "pipe", "socketpair")}   # 64-bit: strings
-        rows.append(("64-byte ping-pong p50 (`orbit-bench stream`)", f"{us['orbit']:.1f} µs",
-                     f"pipe {us['pipe']:.0f} µs, socketpair {us['socketpair']:.0f} µs"))
+        us = {k: med(pp[k]["p50_ns"]) / 1000 for k in ("orbit", "pipe", "socketpair")}
+        rows.append(("64-byte ping-pong p50, 2 processes (`orbit-bench stream`)", f"{us['orbit']:.1f} µs",
+                     f"pipe {us['pipe']:.0f} µs ({ratio(pp['orbit_p50_speedup_vs_pipe'])}), "
+                     f"socketpair {us['socketpair']:.0f} µs ({ratio(pp['orbit_p50_speedup_vs_socketpair'])})"))
     runs = [r for r in d.get("orbit", []) if r.get("ok") and int(r["chunk"]) == 65536]
     base = {int(b["chunk"]): b for b in d.get("baselines", [])}.get(65536)
     if runs and base:
-        best = max(runs, key=lambda r: r["gbps"])
-        rows.append((f"one-way stream, 64 KiB chunks, {best['ring'] >> 10} KiB ring", f"{best['gbps']:.1f} GB/s",
-                     f"socketpair {base['socketpair_gbps']:.1f} GB/s, pipe (1 MiB) {base['pipe_1m_gbps']:.1f} GB/s"))
-    parks = [r["parks_per_ringful"] for r in d.get("orbit", []) if r.get("ok")]
+        best = max(runs, key=lambda r: med(r["gbps"]))
+        rows.append((f"one-way stream, 64 KiB chunks, {best['ring'] >> 10} KiB ring, {best['mode']}",
+                     f"{med(best['gbps']):.1f} GB/s",
+                     f"socketpair {med(base['socketpair_gbps']):.1f} GB/s ({ratio(best['ratio']['socketpair'])}), "
+                     f"pipe (1 MiB) {med(base['pipe_1m_gbps']):.1f} GB/s ({ratio(best['ratio']['pipe_1m'])})"))
+    parks = [med(r["parks_per_ringful"]) for r in d.get("orbit", []) if r.get("ok")]
     if parks:
-        rows.append(("parks per ring-ful, bulk transfer", f"{min(parks):.3g}–{max(parks):.3g}", "—"))
+        rows.append(("parks per ring-ful, bulk transfer (medians)", f"{min(parks):.3g}–{max(parks):.3g}", "—"))
     return rows
 
 
@@ -72,7 +89,8 @@ def exchange_rows(d):
         what = ("exchange round trips, 64 KiB bodies in 64 KiB chunks, 8 in flight, one event loop per process "
                 "(`orbit-bench exchange`)" if r["model"] == "loop" else
                 "the same with a thread per exchange (16 threads)")
-        rows.append((what, f"{r['exchange_gbps']:.1f} GB/s", f"socketpair {r['socketpair_gbps']:.1f} GB/s"))
+        rows.append((what, f"{med(r['exchange_gbps']):.1f} GB/s",
+                     f"socketpair {med(r['socketpair_gbps']):.1f} GB/s ({ratio(r['exchange_over_socketpair'])})"))
     return rows
 
 
@@ -82,8 +100,8 @@ def pool_rows(d):
         n = r["processes"]
         where = "" if n == 1 else (", one key" if r["shared_key"] else ", distinct keys")
         rows.append((f"pool reserve→accept→complete, {n} process{'es' if n > 1 else ''}{where} (`orbit-bench pool`)",
-                     f"{mops(r['orbit_ops_per_s'])} ops/s",
-                     f"process-shared mutex {mops(r['mutex_ops_per_s'])} ops/s ({r['orbit_over_mutex']:.2f}×)"))
+                     f"{mops(med(r['orbit_ops_per_s']))} ops/s",
+                     f"process-shared mutex {mops(med(r['mutex_ops_per_s']))} ops/s ({ratio(r['orbit_over_mutex'])})"))
     return rows
 
 
@@ -91,38 +109,52 @@ def admission_rows(d):
     rows = []
     for r in d["results"]:
         n = r["processes"]
-        semop = f", SysV semop {mops(r['semop_pairs_per_s'])}" if r.get("semop_pairs_per_s") else ""
+        semop = f", SysV semop {mops(med(r['semop_pairs_per_s']))}" if r.get("semop_pairs_per_s") else ""
         rows.append((f"admission claim+release, {d['domains']} domains, {n} process{'es' if n > 1 else ''} "
-                     "(`orbit-bench admission`)", f"{mops(r['orbit_pairs_per_s'])} pairs/s",
-                     f"robust mutex {mops(r['pthread_mutex_pairs_per_s'])} ({r['orbit_over_mutex']:.2f}×){semop}"))
+                     "(`orbit-bench admission`)", f"{mops(med(r['orbit_pairs_per_s']))} pairs/s",
+                     f"robust mutex {mops(med(r['pthread_mutex_pairs_per_s']))} ({ratio(r['orbit_over_mutex'])})"
+                     f"{semop}"))
     return rows
 
 
 def stream_scale_rows(d):
     return [(f"64-byte ping-pong, {r['pairs']} pair{'s' if r['pairs'] > 1 else ''} at once "
-             f"(`orbit-bench stream --scale`)", f"{r['orbit_rt_per_s'] / 1e3:.0f} k round trips/s",
-             f"socketpair {r['socketpair_rt_per_s'] / 1e3:.0f} k ({r['orbit_over_socketpair']:.2f}×)")
+             f"(`orbit-bench stream --scale`)", f"{med(r['orbit_rt_per_s']) / 1e3:.0f} k round trips/s",
+             f"socketpair {med(r['socketpair_rt_per_s']) / 1e3:.0f} k ({ratio(r['orbit_over_socketpair'])})")
             for r in d["results"]]
 
 
 def exchange_scale_rows(d):
     return [(f"exchange round trips, 64 KiB bodies, {r['pairs']} client/server pair{'s' if r['pairs'] > 1 else ''} "
-             "at once (`orbit-bench exchange --scale`)", f"{r['exchange_gbps']:.1f} GB/s",
-             f"socketpair {r['socketpair_gbps']:.1f} GB/s ({r['exchange_over_socketpair']:.2f}×)")
+             "at once (`orbit-bench exchange --scale`)", f"{med(r['exchange_gbps']):.1f} GB/s",
+             f"socketpair {med(r['socketpair_gbps']):.1f} GB/s ({ratio(r['exchange_over_socketpair'])})")
             for r in d["results"]]
 
 
+def host_line(docs):
+    """Where the figures were taken: the first report's host, the floor's range, the highest load."""
+    if not docs:
+        return ""
+    h = docs[0]["host"]
+    floors = [d["floor"]["median_ns"] for d in docs]
+    load = max(max(d["host"]["loadavg_begin"][0], d["host"]["loadavg_end"][0]) for d in docs)
+    return (f"\n\nMeasured on {h['cpu_model']}, kernel {h['kernel']}, CPUs {h['cpus_allowed']}; busy-poll floor "
+            f"{min(floors):.0f}–{max(floors):.0f} ns; highest 1-minute load average {load:.2f}; "
+            f"{docs[0]['pairs']} pairs per figure, ratios as median [min–max] of the per-pair ratios.")
+
+
 def table(args):
-    rows = []
+    rows, docs = [], []
     for sub, fn in (("stream", stream_rows), ("exchange", exchange_rows), ("pool", pool_rows),
                     ("admission", admission_rows), ("stream-scale", stream_scale_rows),
                     ("exchange-scale", exchange_scale_rows)):
         d = load(args, sub)
         if d is not None:
             rows += fn(d)
+            docs.append(d)
     lines = ["| what | orbit | alternative (same run) |", "|---|---|---|"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
-    return "\n".join(lines)
+    return "\n".join(lines) + host_line(docs)
 
 
 def main():

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/* The busy-poll cache-line round trip between two CPUs. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include "tool.h"
+#include "bench_clock.h"
+#include "bench_floor.h"
+
+#define FLOOR_ROUNDS 2000
+#define FLOOR_WARMUP 200
+#define FLOOR_BATCH 50             /* round trips per timed batch: the clock's tick is ~20 ns */
+#define FLOOR_BUDGET_NS 20000000      /* stop early past this: a descheduled thread */
+#define FLOOR_SPINS_BEFORE_YIELD 64
+
+struct floor_line {
+    _Alignas(64) _Atomic uint64_t ping;
+    _Alignas(64) _Atomic uint64_t pong;
+    _Atomic int stop;
+    int cpu;
+};
+
+static void pin_self(int cpu)
+{
+    if (cpu < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+/* Wait until *w reaches want (or stop), spinning, then yielding to a thread on this CPU. */
+static bool await(_Atomic uint64_t *w, uint64_t want, _Atomic int *stop)
+{
+    for (unsigned spins = 0; atomic_load_explicit(w, memory_order_acquire) != want; spins++) {
+        if (atomic_load_explicit(stop, memory_order_relaxed))
+            return false;
+        if (spins >= FLOOR_SPINS_BEFORE_YIELD)
+            sched_yield();
+        else
+            bench_cpu_relax();
+    }
+    return true;
+}
+
+static void *echo(void *arg)
+{
+    struct floor_line *l = arg;
+    pin_self(l->cpu);
+    for (uint64_t i = 1; await(&l->ping, i, &l->stop); i++)
+        atomic_store_explicit(&l->pong, i, memory_order_release);
+    return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+double floor_round_trip_ns(const int cpu[2])
+{
+    static struct floor_line line;
+    static int64_t rt[FLOOR_ROUNDS / FLOOR_BATCH];
+    atomic_store(&line.ping, 0);
+    atomic_store(&line.pong, 0);
+    atomic_store(&line.stop, 0);
+    line.cpu = cpu[1];
+    cpu_set_t saved;
+    sched_getaffinity(0, sizeof saved, &saved);
+    pin_self(cpu[0]);
+    pthread_t th;
+    if (pthread_create(&th, NULL, echo, &line) != 0) {
+        sched_setaffinity(0, sizeof saved, &saved);
+        return -1;
+    }
+    int n = 0;
+    int64_t begin = bench_now_ns(), t0 = begin;
+    for (uint64_t i = 1; i <= FLOOR_ROUNDS + FLOOR_WARMUP; i++) {
+        atomic_store_explicit(&line.ping, i, memory_order_release);
+        await(&line.pong, i, &line.stop);
+        if (i == FLOOR_WARMUP)
+            t0 = bench_now_ns();
+        if (i <= FLOOR_WARMUP || (i - FLOOR_WARMUP) % FLOOR_BATCH)
+            continue;
+        int64_t t1 = bench_now_ns();
+        rt[n++] = t1 - t0;
+        t0 = t1;
+        if (t1 - begin > FLOOR_BUDGET_NS && n >= 5)
+            break;
+    }
+    atomic_store(&line.stop, 1);
+    pthread_join(th, NULL);
+    sched_setaffinity(0, sizeof saved, &saved);
+    if (n == 0)
+        return -1;
+    qsort(rt, (size_t)n, sizeof *rt, cmp_i64);
+    return (double)rt[n / 2] / FLOOR_BATCH;
+}
+
+void floor_cpus(const int given[2], int out[2])
+{
+    if (given[0] >= 0) {
+        out[0] = given[0];
+        out[1] = given[1];
+        return;
+    }
+    cpu_set_t set;
+    out[0] = out[1] = -1;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return;
+    for (int c = 0, found = 0; c < CPU_SETSIZE && found < 2; c++)
+        if (CPU_ISSET(c, &set))
+            out[found++] = c;
+    if (out[1] < 0)
+        out[1] = out[0];
+}
