@@ -12,29 +12,15 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include "death_util.h"
+#include "ns.h"
 #include "proc.h"
 
 #define OTHER_UID   65534
 #define REAPER_UID  65533
-#define SHARED_GID  4242
 #define QUIET_MS    1000   /* a live member must not be reported for this long */
 #define REPORT_MS   500    /* a kill -9 must be reported (and reclaimed) within this */
 
 enum where { OUTER, PID_NS, HIDEPID_OTHER_UID };
-
-static int own_proc(bool hidepid)
-{
-    if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-        return -errno;
-    return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, hidepid ? "hidepid=2" : NULL) == 0
-               ? 0 : -errno;
-}
-
-static int become(uid_t uid)
-{
-    gid_t g = SHARED_GID;
-    return setgroups(1, &g) == 0 && setgid(SHARED_GID) == 0 && setuid(uid) == 0 ? 0 : -errno;
-}
 
 /*
  * Run fn in a child placed as where says: OUTER as is; PID_NS as pid 1 of a
@@ -59,9 +45,9 @@ static pid_t place(enum where where, uid_t uid, void (*fn)(void *), void *arg, p
             tp_die("fork: %s", strerror(errno));
         if (inner == 0) {
             prctl(PR_SET_PDEATHSIG, SIGKILL);
-            int rc = where == OUTER ? 0 : own_proc(where == HIDEPID_OTHER_UID);
+            int rc = where == OUTER ? 0 : tn_own_proc(where == HIDEPID_OTHER_UID);
             if (rc == 0 && where == HIDEPID_OTHER_UID)
-                rc = become(uid);
+                rc = tn_become(uid);
             if (rc < 0)
                 tp_die("placing: %s", strerror(-rc));
             pid_t self = getpid();
@@ -96,7 +82,7 @@ static void member_main(void *p)
     o.capacity = 8;
     o.node = a->node;
     o.backing = ORBIT_BACKING_SHM;
-    o.gid = SHARED_GID;
+    o.gid = TN_SHARED_GID;
     struct orbit_fleet *f = NULL;
     int rc = orbit_fleet_join(a->fleet, &o, &f);
     int32_t word = rc == 0 ? orbit_fleet_node(f) : -1;
@@ -423,22 +409,9 @@ START_TEST(orbit_reaper_gc_removes_a_dead_fleet_and_keeps_a_live_one)
 }
 END_TEST
 
-static const char *namespaces_unavailable(void)
-{
-    if (geteuid() != 0)
-        return "not root";
-    fflush(NULL);
-    pid_t p = fork();
-    if (p == 0)
-        _exit(unshare(CLONE_NEWNS | CLONE_NEWPID) == 0 ? 0 : 1);
-    int status = 0;
-    waitpid(p, &status, 0);
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? NULL : "unshare(CLONE_NEWPID) refused";
-}
-
 int main(void)
 {
-    const char *why = namespaces_unavailable();
+    const char *why = tn_namespaces_unavailable();
     if (why) {
         printf("skipped: %s\n", why);
         return 77;

@@ -15,10 +15,10 @@
 #include <liburing.h>
 #include <orbit/orbit.h>
 #include <orbit/uring.h>
+#include "ns.h"
 #include "proc.h"
 
 #define OTHER_UID 65534
-#define SHARED_GID 4242
 
 enum where { OUTER, PID_NS, HIDEPID_OTHER_UID };
 
@@ -43,32 +43,16 @@ static void die_with_parent(void)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
-static int own_proc(bool hidepid)
-{
-    if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-        return -errno;
-    return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, hidepid ? "hidepid=2" : NULL) == 0
-               ? 0 : -errno;
-}
-
-static int become_other_user(void)
-{
-    gid_t g = SHARED_GID;
-    if (setgroups(1, &g) != 0 || setgid(SHARED_GID) != 0 || setuid(OTHER_UID) != 0)
-        return -errno;
-    return 0;
-}
-
 static void member_loop(const char *name, enum where where, int node, int cmd, int resp)
 {
     struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
     o.capacity = 8;
     o.node = node;
     o.backing = backing;
-    o.gid = SHARED_GID;
+    o.gid = TN_SHARED_GID;
     struct member_hello h = { .pid_inside = (int32_t)getpid() };
     struct orbit_fleet *f = NULL;
-    h.rc = where == HIDEPID_OTHER_UID ? become_other_user() : 0;
+    h.rc = where == HIDEPID_OTHER_UID ? tn_become(OTHER_UID) : 0;
     if (h.rc == 0)
         h.rc = orbit_fleet_join(name, &o, &f);
     if (h.rc == 0) {
@@ -111,7 +95,7 @@ static void namespaced(const char *name, enum where where, int node, int cmd, in
         char c;
         if (read(go[0], &c, 1) != 1)   /* the intermediate sends our pid first */
             _exit(2);
-        int rc = own_proc(where == HIDEPID_OTHER_UID);
+        int rc = tn_own_proc(where == HIDEPID_OTHER_UID);
         if (rc < 0)
             tp_die("mount proc: %s", strerror(-rc));
         member_loop(name, where, node, cmd, resp);
@@ -452,7 +436,7 @@ static void parked_in_namespace(const char *name, int resp)
         _exit(0);
     }
     die_with_parent();
-    if (own_proc(false) < 0)
+    if (tn_own_proc(false) < 0)
         tp_die("mount proc");
     pid_t member = fork();
     if (member == 0) {
@@ -522,23 +506,9 @@ START_TEST(a_lock_holder_in_another_pid_namespace_is_taken_over_only_once_dead)
 }
 END_TEST
 
-/* Root and namespaces are what these tests are about: without them there is nothing to run. */
-static const char *namespaces_unavailable(void)
-{
-    if (geteuid() != 0)
-        return "not root";
-    fflush(NULL);
-    pid_t p = fork();
-    if (p == 0)
-        _exit(unshare(CLONE_NEWNS | CLONE_NEWPID) == 0 ? 0 : 1);
-    int status = 0;
-    waitpid(p, &status, 0);
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? NULL : "unshare(CLONE_NEWPID) refused";
-}
-
 int main(void)
 {
-    const char *why = namespaces_unavailable();
+    const char *why = tn_namespaces_unavailable();
     if (why) {
         printf("skipped: %s\n", why);
         return 77;
