@@ -249,6 +249,7 @@ static void watch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, co
     w->pidfd = -1;
     w->via = RP_VIA_NONE;
     w->hinted = false;
+    w->lockless_ns = 0;
     bool visible = r->pidns != 0 && pidns == r->pidns;
     if (visible && r->backend == ORBIT_REAPER_BPF && watch_bpf(r, rf, node))
         return;
@@ -281,6 +282,8 @@ static uint64_t member_pidns(struct rp_fleet *rf, ssize_t *n_info, const struct 
     return 0;
 }
 
+#define RP_LOCKLESS_NS (500 * 1000000LL)
+
 /* Whether that life still holds its kernel lock, by the node list read once per re-read. */
 static bool member_alive(struct rp_fleet *rf, ssize_t *n_info, const struct rp_snap *s, uint16_t node)
 {
@@ -311,9 +314,13 @@ static void rescan_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
             watch(r, rf, (uint16_t)n, &s, member_pidns(rf, &n_info, &s, (uint16_t)n));
         else if (live && w->watched && w->via == RP_VIA_TOKEN && !w->token_armed)
             watch_token(r, rf, (uint16_t)n);   /* an arming that failed, or a spurious wake */
-        /* Whatever the backend said or missed, a watched life without its lock is a death to confirm. */
-        if (live && w->watched && !reporting(w, &s) && !member_alive(rf, &n_info, &s, (uint16_t)n))
+        /* Whatever the backend said or missed, a watched life whose lock stays gone for
+         * RP_LOCKLESS_NS (its backend reports within milliseconds) is a death to confirm. */
+        bool lockless = live && w->watched && !reporting(w, &s) && !member_alive(rf, &n_info, &s, (uint16_t)n);
+        int64_t now = lockless ? rp_now_ns() : 0;
+        if (lockless && w->lockless_ns && now - w->lockless_ns >= RP_LOCKLESS_NS)
             queue_found_dead(r, rf, (uint16_t)n, &s);
+        w->lockless_ns = lockless ? (w->lockless_ns ? w->lockless_ns : now) : 0;
     }
 }
 
@@ -494,8 +501,11 @@ static bool still_held(struct rp_fleet *rf, uint16_t node, const struct rp_snap 
  * before it publishes LIVE): a death. Not over: a backend saw the exit before
  * the kernel let the lock go (the BPF tracepoint fires before the files are
  * closed), a pid that names someone else, or a spurious wake: the token
- * watches the life from here on. Returns deaths handed off.
+ * watches the life from here on. Returns deaths handed off (1), 0 for an
+ * event about no watched life, RP_TO_TOKEN when the token took it over.
  */
+#define RP_TO_TOKEN (-1)
+
 static int confirm(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, const struct rp_exit *e)
 {
     struct rp_watch *w = &rf->nodes[node];
@@ -516,13 +526,14 @@ static int confirm(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, c
         w->seen = now;
     if (!w->watched || !w->token_armed)
         watch_token(r, rf, node);
-    return 0;
+    return RP_TO_TOKEN;
 }
 
 /* A BPF report names (tgid, start time) of the reaper's namespace: every node it watches that way. */
 static int handle_tgid(struct orbit_reaper *r, const struct rp_exit *e)
 {
     int handled = 0;
+    bool to_token = false;
     for (size_t i = 0; i < r->n_fleets; i++) {
         struct rp_fleet *rf = r->fleets[i];
         for (uint32_t n = 0; rf->f && n < rf->capacity; n++) {
@@ -535,10 +546,12 @@ static int handle_tgid(struct orbit_reaper *r, const struct rp_exit *e)
             one.fleet_id = rf->id;
             one.node = (uint16_t)n;
             one.seen = w->seen;
-            handled += confirm(r, rf, (uint16_t)n, &one);
+            int rc = confirm(r, rf, (uint16_t)n, &one);
+            handled += rc > 0 ? rc : 0;
+            to_token = to_token || rc == RP_TO_TOKEN;
         }
     }
-    return handled;
+    return handled ? handled : to_token ? RP_TO_TOKEN : 0;
 }
 
 static int handle_exit(struct orbit_reaper *r, struct rp_exit *e)
@@ -560,8 +573,8 @@ static int drain_queue(struct orbit_reaper *r)
         struct rp_exit e = r->queue[i];
         int n = handle_exit(r, &e);
         if (n == 0 && e.kind != RP_FOUND_DEAD)
-            r->stats.ignored++;
-        handled += n;
+            r->stats.ignored++;   /* about no watched life; one the token took over is not ignored */
+        handled += n > 0 ? n : 0;
     }
     r->n_queue = 0;
     return handled;

@@ -40,6 +40,7 @@ struct rp_watch {
     bool hinted;                /* a backend saw the exit before the kernel let the lock go */
     int hint_status;            /* what it said: kept for the report the token confirms */
     uint64_t hint_exit_ns;
+    int64_t lockless_ns;        /* when a re-read first found the life's lock gone (0: held) */
 };
 
 struct rp_worker;
