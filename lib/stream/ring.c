@@ -244,15 +244,30 @@ void stream_writer_need(struct orbit_endpoint *ep, uint32_t need)
         atomic_store_explicit(&ep->wr->writer_need, need, memory_order_seq_cst);
 }
 
+bool stream_peer_here(struct orbit_endpoint *ep)
+{
+    /* A plain count (no locked add): two threads of one endpoint only blur when it looks. */
+    uint32_t n = atomic_load_explicit(&ep->waits, memory_order_relaxed);
+    atomic_store_explicit(&ep->waits, n + 1, memory_order_relaxed);
+    if (n % STREAM_PEER_LOOK != 0)
+        return atomic_load_explicit(&ep->peer_here, memory_order_relaxed);
+    int cpu = sched_getcpu();
+    /* The peer waits as the reader of what we write, or as the writer of what we read. */
+    bool here = cpu >= 0 && (atomic_load_explicit(&ep->wr->reader_cpu, memory_order_relaxed) == (uint32_t)cpu ||
+                             atomic_load_explicit(&ep->rd->writer_cpu, memory_order_relaxed) == (uint32_t)cpu);
+    atomic_store_explicit(&ep->peer_here, here, memory_order_relaxed);
+    return here;
+}
+
 int stream_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx, const struct orb_deadline *deadline,
-                struct orb_spin *spin, _Atomic uint32_t *cpu_hint, struct orb_wait_stats *stats)
+                struct orb_spin *spin, bool spin_here, _Atomic uint32_t *cpu_hint, struct orb_wait_stats *stats)
 {
     int r = pred(ctx);
     if (r != 0)
         return r;
     if (orb_deadline_passed(deadline))
         return -ORBIT_ETIMEDOUT;
-    if ((r = orb_wait_spin(pred, ctx, spin, deadline)) != 0)
+    if (spin_here && (r = orb_wait_spin(pred, ctx, spin, deadline)) != 0)
         return r;
     if (cpu_hint)
         stream_note_cpu(cpu_hint);
@@ -264,7 +279,7 @@ static int wait_data(struct orbit_endpoint *ep, uint32_t need, const struct orb_
     struct stream_room want = { ep, need ? need : 1 };
     stream_reader_need(ep, want.need);
     int r = stream_wait(&ep->rd->wait, stream_pred_readable, &want, deadline, &ep->read_spin,
-                        &ep->rd->reader_cpu, &ep->s->stats);
+                        !stream_peer_here(ep), &ep->rd->reader_cpu, &ep->s->stats);
     return r < 0 ? r : 0;
 }
 
@@ -273,7 +288,7 @@ static int wait_room(struct orbit_endpoint *ep, uint32_t need, const struct orb_
     struct stream_room room = { ep, need ? need : 1 };
     stream_writer_need(ep, room.need);
     int r = stream_wait(&ep->wr->wait, stream_pred_room, &room, deadline, &ep->write_spin,
-                        &ep->wr->writer_cpu, &ep->s->stats);
+                        !stream_peer_here(ep), &ep->wr->writer_cpu, &ep->s->stats);
     return r < 0 ? r : 0;
 }
 
@@ -574,7 +589,7 @@ int orbit_endpoint_wait_peer_closed(struct orbit_endpoint *ep, int timeout_ms)
     if (!ep)
         return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    int r = stream_wait(&ep->wr->wait, pred_peer_closed, ep, &deadline, &ep->write_spin, NULL,
+    int r = stream_wait(&ep->wr->wait, pred_peer_closed, ep, &deadline, &ep->write_spin, true, NULL,
                         &ep->s->stats);
     return r < 0 ? r : 0;
 }

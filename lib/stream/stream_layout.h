@@ -147,6 +147,8 @@ struct orbit_endpoint {
     bool write_shut;                  /* this end finished or reset its direction */
     uint64_t tail_seen;               /* writer's last look at wr->tail: room it surely has */
     struct orb_spin read_spin, write_spin;
+    _Atomic uint32_t waits;           /* waits since the peer's CPU was last looked at */
+    _Atomic bool peer_here;           /* that look: the peer waits from our CPU (do not spin) */
 };
 
 /* Every public call on a streams table or an endpoint begins here (core/guard.h). */
@@ -209,9 +211,20 @@ void stream_reader_need(struct orbit_endpoint *ep, uint32_t need);
 void stream_writer_need(struct orbit_endpoint *ep, uint32_t need);
 /* Before a wait: note the CPU this waiter parks from (see wake_or_defer in ring.c). */
 void stream_note_cpu(_Atomic uint32_t *hint);
-/* The whole wait: pred, orb_wait_spin, note the CPU, then orb_wait_park_until. */
+/*
+ * Does the peer of ep last wait from the CPU we run on (its waits' CPU hints)?
+ * Looked at every STREAM_PEER_LOOK waits: the hints share lines the peer
+ * writes on every transfer, so a look costs a cache miss.
+ */
+#define STREAM_PEER_LOOK 32u
+bool stream_peer_here(struct orbit_endpoint *ep);
+/*
+ * The whole wait: pred, orb_wait_spin (skipped when spin_here is false: a
+ * peer that shares our CPU runs only once we stop), note the CPU, then
+ * orb_wait_park_until.
+ */
 int  stream_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx, const struct orb_deadline *deadline,
-                 struct orb_spin *spin, _Atomic uint32_t *cpu_hint, struct orb_wait_stats *stats);
+                 struct orb_spin *spin, bool spin_here, _Atomic uint32_t *cpu_hint, struct orb_wait_stats *stats);
 
 /* ---- offer.c ---- */
 int  stream_pred_offer_pending(void *s);
