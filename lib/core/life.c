@@ -403,6 +403,8 @@ static int over_pred(void *arg)
 
 int orb_life_wait_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, int timeout_ms)
 {
+    if (timeout_ms == 0)   /* a look: no watcher is started for a wait that will not happen */
+        return orb_life_over(f, node, incarnation) ? 0 : -ETIMEDOUT;
     int rc = orb_life_arm(f, node, incarnation);
     if (rc != 0)
         return rc > 0 ? 0 : rc;

@@ -163,7 +163,8 @@ int  orbit_fleet_reap(struct orbit_fleet *);
  * reaper, supervisor or BPF: the kernel releases the member's lock, a watcher
  * thread of this process that waits for it wakes every waiter of the node in
  * every process at once. Returns 0 when dead (at once if it is already),
- * -ORBIT_ETIMEDOUT, -ORBIT_EMALFORMED (node >= capacity, a timeout below -1,
+ * -ORBIT_ETIMEDOUT (timeout 0 only looks, and starts no watcher),
+ * -ORBIT_EMALFORMED (node >= capacity, a timeout below -1,
  * this handle's own life), -ORBIT_EFORKED, or another negative code. It
  * reports nothing: run orbit_fleet_reap or orbit_fleet_node_dead next. The
  * io_uring form is orbit_fleet_prep_wait_node_death (<orbit/uring.h>).

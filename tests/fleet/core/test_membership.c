@@ -312,7 +312,8 @@ static int watch_then_fork(const char *name, struct member *b, int ready)
 {
     struct orbit_fleet *obs;
     TP_CHECK(orbit_fleet_observe(name, &obs) == 0, "observe");
-    TP_CHECK(orbit_fleet_wait_node_death(obs, b->node, b->incarnation, 0) == -ORBIT_ETIMEDOUT, "alive");
+    /* A wait that parks (not a look with timeout 0): it starts this process's watcher. */
+    TP_CHECK(orbit_fleet_wait_node_death(obs, b->node, b->incarnation, 10) == -ORBIT_ETIMEDOUT, "alive");
     pid_t child = fork();   /* the child outlives us: its wait must not count on our watcher */
     TP_CHECK(child >= 0, "fork");
     if (child == 0) {
