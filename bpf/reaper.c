@@ -185,6 +185,14 @@ static void queue_found_dead(struct orbit_reaper *r, struct rp_fleet *rf, uint16
     rp_queue_push(r, &e);
 }
 
+/* A backend's exit event that came before the kernel let the lock go, once the lock is gone. */
+static void queue_hinted_exit(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, const struct rp_watch *w)
+{
+    struct rp_exit e = { .kind = RP_EXIT_NODE, .fleet_id = rf->id, .node = node, .seen = w->seen,
+                         .status = w->hint_status, .exit_ns = w->hint_exit_ns, .detected_ns = rp_now_ns() };
+    rp_queue_push(r, &e);
+}
+
 static void watched_via(struct orbit_reaper *r, struct rp_watch *w, enum rp_via via)
 {
     w->watched = true;
@@ -203,8 +211,12 @@ static void watch_token(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t no
     int rc = rp_token_arm(r, rf, node, w);
     if (rc == 0 && !w->watched)
         watched_via(r, w, RP_VIA_TOKEN);
-    else if (rc > 0 || rp_life_over(rf->f, node, w->seen.incarnation))
-        queue_found_dead(r, rf, node, &w->seen);
+    else if (rc > 0 || rp_life_over(rf->f, node, w->seen.incarnation)) {
+        if (w->hinted)
+            queue_hinted_exit(r, rf, node, w);   /* over by now: the backend's event, handed on */
+        else
+            queue_found_dead(r, rf, node, &w->seen);
+    }
 }
 
 /* The kernel filter is armed before the probe, so an exit in between is caught by one or the other. */
