@@ -564,17 +564,11 @@ int orbit_fleet_reap(struct orbit_fleet *f)
 
 int orbit_fleet_wait_node_death(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, int timeout_ms)
 {
-    const char *call = "orbit_fleet_wait_node_death";
-    int rc = orb_enter_fleet(f, call);
+    int rc = orb_life_check_wait(f, node, incarnation, __func__);
+    if (rc == 0)
+        rc = orb_check_timeout(timeout_ms, __func__);
     if (rc < 0)
         return rc;
-    if (!orb_fleet_record(f, node))
-        return orb_fail(-ORBIT_EMALFORMED, "%s: node %u: the fleet has %u nodes", call, (unsigned)node,
-                        (unsigned)f->capacity);
-    if (!orb_timeout_valid(timeout_ms))
-        return orb_fail(-ORBIT_EMALFORMED, "%s: timeout %d ms: -1 (forever), 0 or more", call, timeout_ms);
-    if (!f->observer && node == f->node && incarnation == f->incarnation)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: node %u is this handle's own life", call, (unsigned)node);
     rc = orb_life_wait_over(f, node, incarnation, timeout_ms);
     return rc == -ETIMEDOUT ? -ORBIT_ETIMEDOUT : rc;
 }

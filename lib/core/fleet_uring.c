@@ -19,26 +19,12 @@ int orbit_fleet_prep_wait_doorbell(struct orbit_fleet *f, struct io_uring_sqe *s
     return orb_uring_prep_wait(&f->nodes[f->node].doorbell, NULL, NULL, sqe, NULL);
 }
 
-struct death_ctx { struct orbit_fleet *f; uint16_t node; uint64_t incarnation; };
-
-static int death_pred(void *arg)
-{
-    struct death_ctx *c = arg;
-    return orb_life_over(c->f, c->node, c->incarnation);
-}
-
 int orbit_fleet_prep_wait_node_death(struct orbit_fleet *f, uint16_t node, uint64_t incarnation,
                                      struct io_uring_sqe *sqe)
 {
-    const char *call = __func__;
-    int rc = orb_enter_fleet(f, call);
-    if (rc == 0 && !orb_fleet_record(f, node))
-        rc = orb_fail(-ORBIT_EMALFORMED, "%s: node %u: the fleet has %u nodes", call, (unsigned)node,
-                      (unsigned)f->capacity);
-    if (rc == 0 && !f->observer && node == f->node && incarnation == f->incarnation)
-        rc = orb_fail(-ORBIT_EMALFORMED, "%s: node %u is this handle's own life", call, (unsigned)node);
+    int rc = orb_life_check_wait(f, node, incarnation, __func__);
     if (rc == 0 && !sqe)
-        rc = orb_fail(-ORBIT_EMALFORMED, "%s: sqe is NULL", call);
+        rc = orb_fail(-ORBIT_EMALFORMED, "%s: sqe is NULL", __func__);
     if (rc == 0 && !orbit_uring_futex_supported())
         rc = -ORBIT_ENOTSUP;
     /* The watcher first: a death after the checks below kicks the word the SQE waits on. */
@@ -46,6 +32,6 @@ int orbit_fleet_prep_wait_node_death(struct orbit_fleet *f, uint16_t node, uint6
         rc = orb_life_arm(f, node, incarnation);
     if (rc != 0)
         return orb_uring_prep_result(sqe, rc);
-    struct death_ctx c = { f, node, incarnation };
-    return orb_uring_prep_wait(&f->nodes[node].life_end, death_pred, &c, sqe, NULL);
+    struct orb_life_ctx c = { f, node, incarnation };
+    return orb_uring_prep_wait(&f->nodes[node].life_end, orb_life_over_pred, &c, sqe, NULL);
 }

@@ -393,12 +393,21 @@ int orb_life_arm(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
     return f->is_private ? 0 : orb_life_watch(f, node, joins);
 }
 
-struct over_ctx { struct orbit_fleet *f; uint16_t node; uint64_t incarnation; };
-
-static int over_pred(void *arg)
+int orb_life_over_pred(void *arg)
 {
-    struct over_ctx *c = arg;
+    struct orb_life_ctx *c = arg;
     return orb_life_over(c->f, c->node, c->incarnation);
+}
+
+int orb_life_check_wait(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, const char *call)
+{
+    int rc = orb_enter_fleet(f, call);
+    if (rc == 0 && !orb_fleet_record(f, node))
+        rc = orb_fail(-ORBIT_EMALFORMED, "%s: node %u: the fleet has %u nodes", call, (unsigned)node,
+                      (unsigned)f->capacity);
+    if (rc == 0 && !f->observer && node == f->node && incarnation == f->incarnation)
+        rc = orb_fail(-ORBIT_EMALFORMED, "%s: node %u is this handle's own life", call, (unsigned)node);
+    return rc;
 }
 
 int orb_life_wait_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, int timeout_ms)
@@ -408,9 +417,9 @@ int orb_life_wait_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnatio
     int rc = orb_life_arm(f, node, incarnation);
     if (rc != 0)
         return rc > 0 ? 0 : rc;
-    struct over_ctx c = { f, node, incarnation };
+    struct orb_life_ctx c = { f, node, incarnation };
     struct orb_deadline d = orb_deadline_in(timeout_ms);
     /* No spin: the predicate is a system call, and a death takes milliseconds to matter. */
-    rc = orb_wait_park_until(&f->nodes[node].life_end, over_pred, &c, &d, NULL, NULL);
+    rc = orb_wait_park_until(&f->nodes[node].life_end, orb_life_over_pred, &c, &d, NULL, NULL);
     return rc > 0 ? 0 : rc;
 }

@@ -80,6 +80,12 @@ int  orb_life_watch(struct orbit_fleet *f, uint16_t node, uint64_t joins);
 /* Is that incarnation of the node still the live one? 1 over (dead, left, replaced), 0 alive. */
 int  orb_life_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnation);
 
+/* The death waits' argument checks: a handle of this process, a node of the fleet, not our own life. */
+int  orb_life_check_wait(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, const char *call);
+/* orb_life_over as a wait predicate (ctx: struct orb_life_ctx). */
+struct orb_life_ctx { struct orbit_fleet *f; uint16_t node; uint64_t incarnation; };
+int  orb_life_over_pred(void *ctx);
+
 /* The wait of orbit_fleet_wait_node_death, once its arguments are checked. */
 int  orb_life_wait_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, int timeout_ms);
 /* Ready a death wait: 1 over already, 0 a watcher runs and life_end is the word to wait on. */
