@@ -243,7 +243,20 @@ static void await_waiter(const char *name)
             tu_sleep_ms(10);
     }
     ck_assert_msg(seen, "the waiter never held the key");
-    tu_sleep_ms(50);   /* past its spin, into the park: the rings' parked mark */
+    struct orbit_streams *s;
+    ck_assert_int_eq(orbit_streams_open_existing(obs, STREAM_SPEC.kind, &s), 0);
+    seen = false;
+    for (int i = 0; i < 1000 && !seen; i++) {
+        struct orbit_stream_info si[8];
+        struct orbit_stream_ring r[2];
+        ssize_t n = orbit_streams_list(s, si, 8);
+        for (ssize_t k = 0; k < n && k < 8; k++)
+            seen |= orbit_id_node(si[k].id) == 2 && orbit_streams_rings(s, si[k].id, r) == 0 && r[1].reader_waits;
+        if (!seen)
+            tu_sleep_ms(10);
+    }
+    ck_assert_msg(seen, "the waiter never parked on its stream");
+    orbit_streams_close(s);
     orbit_pool_close(p);
     orbit_fleet_leave(obs);
 }
@@ -335,7 +348,9 @@ START_TEST(show_reap_and_node_dead_say_who_holds_what)
     ck_assert_int_eq(ctl(out, sizeof out, "node-dead", name, node_s, inc), 0);
     ck_assert_msg(strstr(out, "left alone"), "a second node-dead: %s", out);
     kill9(&wtr);
-    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+    ck_assert_int_eq(ctl(out, sizeof out, "--json", "gc", name, NULL), 0);
+    ck_assert_msg(check_json("gc", out, "{\"dry_run\":false}") == 0, "gc --json failed its checks: %s", out);
+    ck_assert_msg(strstr(out, "\"action\":\"removed\""), "gc: %s", out);
 }
 END_TEST
 
