@@ -63,6 +63,29 @@ static void print_info(const struct orbit_admission_info *in, bool json, FILE *o
         fprintf(out, "  retained: disabled\n");
 }
 
+/* Whether a claimer waits for a release (waiters wait for any release, not for a domain). */
+static void print_waiting(const struct ctl_ctx *c, struct orbit_admission *a)
+{
+    struct orbit_admission_waiting w;
+    int rc = orbit_admission_waiting(a, &w);
+    bool waits = rc == 0 && w.parked && w.epoch_wanted > w.change_epoch;
+    if (c->json) {
+        fputs(",\"waiting\":", c->out);
+        if (rc < 0)
+            fputs("null", c->out);
+        else
+            fprintf(c->out, "{\"waits\":%s,\"parked\":%s,\"epoch_wanted\":\"%" PRIu64 "\"}",
+                    waits ? "true" : "false", w.parked ? "true" : "false", w.epoch_wanted);
+    } else if (rc < 0) {
+        fprintf(c->out, "  waiting: (%s)\n", orbit_strerror(rc));
+    } else if (waits) {
+        fprintf(c->out, "  waiting: a claimer waits for a release (change epoch past %" PRIu64 ")\n",
+                w.epoch_wanted - 1);
+    } else {
+        fputs("  waiting: none\n", c->out);
+    }
+}
+
 /* Live claims with units in each domain, by domain index (a racy count, like the listing). */
 static void count_claims(struct orbit_admission *a, const struct orbit_claim_info *ci, ssize_t n,
                          const struct orbit_domain_info *d, ssize_t nd, uint32_t *per)
@@ -168,6 +191,7 @@ int ctl_section_admission(const struct ctl_ctx *c, uint8_t kind)
             fputc(',', c->out);
         }
         print_info(&info, c->json, c->out);
+        print_waiting(c, a);
         print_claims(c, a, domains, nd > CTL_UNITS_MAX ? CTL_UNITS_MAX : nd);
         if (c->json)
             fputc('}', c->out);

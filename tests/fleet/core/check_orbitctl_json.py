@@ -135,6 +135,10 @@ def check_admission_arena(doc, exp):
                             for t in tables(doc, "admission") for c in t["claims"])
         if got != exp["claims"]:
             fail("admission units by holder: want %r, got %r" % (exp["claims"], got))
+    if "admission_waits" in exp:
+        got = [t["waiting"] and t["waiting"]["waits"] for t in tables(doc, "admission")]
+        if got != [exp["admission_waits"]]:
+            fail("admission waiting: want %r, got %r" % ([exp["admission_waits"]], got))
     if "arena_chunks" in exp:
         got = count_by_node((c["producer"]["node"], 1) for t in tables(doc, "arena") for c in t["chunks"])
         if got != exp["arena_chunks"]:

@@ -120,17 +120,32 @@ static void *read_forever(void *ep)
     return NULL;
 }
 
-/* Node 2: parked on the key's capacity, and reading a stream of its own that nobody writes. */
+/* A claim of 8 that does not fit beside the worker's 3 (of 10): deferred, then a wait for releases. */
+static void *claim_deferred(void *adm)
+{
+    const struct orbit_units u[] = { { DOMAIN, 8 } };
+    struct orbit_demand demand = { .claim = u, .n_claim = 1 };
+    struct orbit_admit_result ar;
+    if (orbit_admission_try_claim(adm, &demand, &ar) != 0 || ar.outcome != ORBIT_ADMIT_DEFERRED)
+        _exit(7);
+    for (uint64_t epoch = ar.release_epoch;;)
+        orbit_admission_wait(adm, epoch, -1, &epoch);   /* never claims: the counts stay the worker's */
+    return NULL;
+}
+
+/* Node 2: parked on the key's capacity, reading a stream of its own that nobody writes, and
+ * waiting for an admission release. */
 static void waiter(struct member *m, const char *name)
 {
     struct tables t;
     struct orbit_endpoint *a;
     struct orbit_ticket tk;
-    pthread_t th;
+    pthread_t th, th2;
     uint32_t v;
     struct report r = { .rc = open_all(name, 2, &t) };
     if (r.rc == 0 && (orbit_streams_create(t.streams, &a, &tk) != 0 || orbit_pool_version(t.pool, KEY, &v) != 0 ||
-                      pthread_create(&th, NULL, read_forever, a) != 0))
+                      pthread_create(&th, NULL, read_forever, a) != 0 ||
+                      pthread_create(&th2, NULL, claim_deferred, t.adm) != 0))
         r.rc = 2;
     r.incarnation = r.rc == 0 ? orbit_fleet_incarnation(t.f) : 0;
     put(m->from[1], &r, sizeof r);
@@ -257,6 +272,17 @@ static void await_waiter(const char *name)
     }
     ck_assert_msg(seen, "the waiter never parked on its stream");
     orbit_streams_close(s);
+    struct orbit_admission *adm;
+    ck_assert_int_eq(orbit_admission_open_existing(obs, ADM_SPEC.kind, &adm), 0);
+    seen = false;
+    for (int i = 0; i < 1000 && !seen; i++) {
+        struct orbit_admission_waiting w;
+        seen = orbit_admission_waiting(adm, &w) == 0 && w.parked && w.epoch_wanted > w.change_epoch;
+        if (!seen)
+            tu_sleep_ms(10);
+    }
+    ck_assert_msg(seen, "the waiter never parked on the admission ledger");
+    orbit_admission_close(adm);
     orbit_pool_close(p);
     orbit_fleet_leave(obs);
 }
@@ -303,6 +329,7 @@ START_TEST(show_reap_and_node_dead_say_who_holds_what)
     ck_assert_msg(has(out, "waiting: node 2 pid %d (alive) waits 1", (int)wtr.pid), "no key waiter: %s", out);
     ck_assert_msg(strstr(out, "reader (side a) waits for 1 bytes"), "no stream waiter: %s", out);
     ck_assert_msg(has(out, "held by node 1 pid %d (dead)", (int)wrk.pid), "no claim holder: %s", out);
+    ck_assert_msg(strstr(out, "waiting: a claimer waits for a release"), "no admission waiter: %s", out);
     ck_assert_msg(strstr(out, "lane 1     1 of 64 slots used (1%)"), "no lane use: %s", out);
     ck_assert_msg(!strstr(out, "last reserve 17"), "raw epoch ms: %s", out);
 
@@ -310,7 +337,7 @@ START_TEST(show_reap_and_node_dead_say_who_holds_what)
     snprintf(expect, sizeof expect, "{\"dead\":[1],\"alive\":[0,2],\"pids\":{\"0\":%d,\"1\":%d,\"2\":%d},"
              "\"incarnations\":{\"0\":\"%" PRIu64 "\",\"1\":\"%" PRIu64 "\",\"2\":\"%" PRIu64 "\"},"
              "\"pending\":{\"1\":2},\"active\":{\"0\":1},\"queued\":[%d,%d],\"key_waiters\":[2],"
-             "\"stream_readers_waiting\":1,\"claims\":{\"1\":3},\"arena_chunks\":{\"1\":1},"
+             "\"stream_readers_waiting\":1,\"admission_waits\":true,\"claims\":{\"1\":3},\"arena_chunks\":{\"1\":1},"
              "\"owes\":{\"1\":{\"pool_reserved\":\"2\",\"stream_sides\":1,\"stream_unread\":\"%d\","
              "\"admission_claims\":1,\"admission_units\":\"3\",\"arena_chunks\":1,\"arena_bytes\":\"1024\"}}}",
              (int)own.pid, (int)wrk.pid, (int)wtr.pid, own.r.incarnation, wrk.r.incarnation, wtr.r.incarnation,
