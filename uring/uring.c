@@ -66,18 +66,23 @@ int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
         return orb_uring_prep_result(sqe, -ORBIT_ENOTSUP);
     uint32_t since = orb_wait_since(w);
     int r = pred ? pred(ctx) : 0;
-    if (r != 0)
+    if (r == 0) {
+        orb_wait_arm(w);
+        /* Checked again after arming: a change from here on moves the word we wait on. */
+        r = pred ? pred(ctx) : 0;
+    }
+    if (r != 0) {
+        if (r > 0 && stats)
+            orb_count(stats->ctr, ORB_CTR_URING_READY, 1);
         return orb_uring_prep_result(sqe, r > 0 ? 1 : r);
-    orb_wait_arm(w);
-    /* Checked again after arming: a change from here on moves the word we wait on. */
-    r = pred ? pred(ctx) : 0;
-    if (r != 0)
-        return orb_uring_prep_result(sqe, r > 0 ? 1 : r);
+    }
     __u64 user_data = sqe->user_data;
     orb_uring_prep_futex_wait(sqe, &w->changes, since);
     sqe->user_data = user_data;
-    if (stats)
+    if (stats) {
         atomic_fetch_add_explicit(&stats->parks, 1, memory_order_relaxed);
+        orb_count(stats->ctr, ORB_CTR_URING_ARMED, 1);
+    }
     return 0;
 }
 

@@ -133,6 +133,17 @@ enum adm_park {
 
 #define ADM_HINTS 64u                   /* domain id -> index cache entries (a power of two) */
 
+/* The admission ledger's own counters (core/counters.h), after the ones every table has. */
+enum {
+    ADM_CTR_CLAIMS = ORB_CTR_TABLE_FIRST,   /* claims granted */
+    ADM_CTR_DEFERRED,                       /* refused for now: a domain lacked free units */
+    ADM_CTR_SKIPPED,                        /* refused: over a cap (retained or per-domain) */
+    ADM_CTR_REJECTED,                       /* refused: can never fit (more than the maximum) */
+    ADM_CTR_WAITS,                          /* orbit_admission_wait calls */
+    ADM_CTR_RELEASES,
+    ADM_CTR_END
+};
+
 struct orbit_admission {
     struct orbit_fleet *fleet;
     struct orb_segment seg;
@@ -148,6 +159,7 @@ struct orbit_admission {
     enum adm_park park;
     struct orb_spin spin;
     struct orb_wait_stats stats;
+    struct orb_ctr_ref ctr;             /* this handle's shared counters (ADM_CTR_*) */
 };
 
 /* Every public call on an admission handle begins here (core/guard.h). */

@@ -129,6 +129,8 @@ static int attach(struct orbit_fleet *f, struct orb_segment *seg, const struct a
     a->scratch = scratch;
     a->want = want;
     a->park = park_from_env();
+    orb_ctr_ref_open(&a->ctr, f, seg->kind);
+    a->stats.ctr = &a->ctr;
     *out = a;
     return 0;
 }
@@ -213,6 +215,7 @@ void orbit_admission_close(struct orbit_admission *a)
     orb_error_clear();
     if (!a)
         return;
+    orb_ctr_ref_close(&a->ctr);
     orb_fleet_table_close(a->fleet, &a->seg);
     free(a->scratch);
     free(a->want);
@@ -377,6 +380,7 @@ int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int ti
     }
     struct adm_wait_ctx ctx = { a, since_epoch };
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
+    orb_count(&a->ctr, ADM_CTR_WAITS, 1);
     int rc = epoch_passed(&ctx);
     if (rc == 0)
         rc = orb_deadline_passed(&deadline) ? -ETIMEDOUT : orb_wait_spin(epoch_passed, &ctx, &a->spin, &deadline);
@@ -570,8 +574,18 @@ static void ops_close(void *t) { orbit_admission_close(t); }
 static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { return adm_node_dead(t, node, inc); }
 static int ops_reset_all(void *t) { return orbit_admission_reset_all(t); }
 
+static const struct orb_counter_def admission_counters[ADM_CTR_END - ORB_CTR_TABLE_FIRST] = {
+    { "claims", "Claims granted." },
+    { "deferred_refusals", "Claims refused for now: a domain lacked free units (ORBIT_ADMIT_DEFERRED)." },
+    { "skipped_refusals", "Claims refused over a cap (ORBIT_ADMIT_SKIPPED)." },
+    { "rejected_refusals", "Claims that can never fit their domains (ORBIT_ADMIT_REJECTED)." },
+    { "waits", "Waits for a release (orbit_admission_wait)." },
+    { "releases", "Claims released." },
+};
+
 static const struct orb_table_ops admission_ops = {
     .type = ORB_TABLE_ADMISSION, .name = "admission", .open_existing = ops_open, .close = ops_close,
     .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = adm_account,
+    .counters = admission_counters, .counter_count = ADM_CTR_END - ORB_CTR_TABLE_FIRST,
 };
 ORB_TABLE_REGISTER(admission_ops);

@@ -339,5 +339,12 @@ int orbit_admission_try_claim(struct orbit_admission *a, const struct orbit_dema
     /* a->want holds 2 * max_domains entries: claim and fit are at most max_domains each. */
     rc = decide(a, d, a->want, out);
     adm_unlock(a);
+    if (rc == 0) {
+        static const unsigned by_outcome[] = { [ORBIT_ADMIT_CLAIMED] = ADM_CTR_CLAIMS,
+            [ORBIT_ADMIT_DEFERRED] = ADM_CTR_DEFERRED, [ORBIT_ADMIT_SKIPPED] = ADM_CTR_SKIPPED,
+            [ORBIT_ADMIT_REJECTED] = ADM_CTR_REJECTED };
+        if ((unsigned)out->outcome < sizeof by_outcome / sizeof by_outcome[0])
+            orb_count(&a->ctr, by_outcome[out->outcome], 1);
+    }
     return rc;
 }

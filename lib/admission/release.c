@@ -106,6 +106,7 @@ int orbit_admission_release(struct orbit_admission *a, struct orbit_claim *c)
     adm_unlock(a);
     if (rc == 0) {
         c->released = true;
+        orb_count(&a->ctr, ADM_CTR_RELEASES, 1);
         adm_wake_wanted(a, epoch);   /* after the give: see adm_wake */
     }
     return rc;

@@ -45,25 +45,47 @@ bool orb_node_alive(struct orbit_fleet *f, uint16_t node)
 
 static int fleet_init(struct orb_segment *seg, void *ctx)
 {
-    (void)ctx;
-    memset(orb_seg_table(seg), 0, seg->mapped - ORB_SEG_HEADER_BYTES);
+    const struct orb_fleet_geometry *g = ctx;
+    char *t = orb_seg_table(seg);
+    memset(t, 0, orb_fleet_counters_offset(g->capacity));
+    orb_ctr_region_init(t + orb_fleet_counters_offset(g->capacity), g->capacity);
+    return 0;
+}
+
+/* Point the handle at the counters region; its slot count is checked against the capacity. */
+static int bind_counters(struct orbit_fleet *f)
+{
+    size_t off = orb_fleet_counters_offset(f->capacity);
+    if (ORB_SEG_HEADER_BYTES + orb_fleet_table_bytes(f->capacity) > f->seg.mapped)
+        return orb_fail(-ORBIT_ECORRUPT, "fleet '%s': the segment is too short for its counters", f->name);
+    char *region = (char *)orb_seg_table(&f->seg) + off;
+    struct orb_ctr_header *h = (struct orb_ctr_header *)region;
+    if (h->slot_count != orb_ctr_slot_count(f->capacity))
+        return orb_fail(-ORBIT_ECORRUPT, "fleet '%s': the counters region is garbled", f->name);
+    f->ctr = h;
+    f->ctr_totals = (struct orb_ctr_totals *)(region + ORB_CTR_HEADER_BYTES);
+    f->ctr_slots = (struct orb_ctr_slot *)(region + ORB_CTR_HEADER_BYTES + ORB_CTR_KINDS * sizeof(struct orb_ctr_totals));
+    f->ctr_slot_count = h->slot_count;
     return 0;
 }
 
 static int map_fleet(struct orbit_fleet *f, enum orbit_backing backing)
 {
-    struct orb_fleet_geometry geom = { f->capacity, sizeof(struct orb_node_record), ORB_FLEET_LAYOUT_VERSION };
-    size_t bytes = ORB_SEG_HEADER_BYTES + (size_t)f->capacity * sizeof(struct orb_node_record);
+    struct orb_fleet_geometry geom = { f->capacity, sizeof(struct orb_node_record), ORB_FLEET_LAYOUT_VERSION,
+                                       orb_ctr_slot_count(f->capacity), ORB_CTR_VALUES };
+    size_t bytes = ORB_SEG_HEADER_BYTES + orb_fleet_table_bytes(f->capacity);
     struct orb_seg_request req = {
         .fleet = f->is_private ? NULL : f->name, .kind = ORB_FLEET_KIND,
         .table_type = ORB_TABLE_FLEET, .fleet_capacity = f->capacity,
         .geometry = &geom, .geometry_len = sizeof geom, .table_bytes = bytes,
         .populate_bytes = bytes, .backing = backing, .mode = f->mode, .gid = f->gid,
-        .init = fleet_init,
+        .init = fleet_init, .ctx = &geom,
     };
     int rc = orb_segment_open(&req, &f->seg);
-    if (rc == 0)
+    if (rc == 0) {
         f->nodes = orb_seg_table(&f->seg);
+        rc = bind_counters(f);
+    }
     return rc;
 }
 
@@ -140,10 +162,13 @@ static int run_report(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool a
     if (!start_report(rec, inc, any, &ending))
         return 0;
     orb_lock_set_dead(lock_identity(rec));
+    int64_t began = orb_now_ns();
     int rc = orb_dispatch_node_dead(f, node, ending);
     orb_lock_set_dead(0);
     if (rc < 0)
         return rc;
+    orb_ctr_fold_life(f, node, ending);   /* before the node can be claimed: its counts join the totals */
+    orb_ctr_note_death(f, (uint64_t)(orb_now_ns() - began));
     /* Tables are clean of that incarnation before the node can be claimed again. */
     atomic_store_explicit(&rec->state, then, memory_order_release);
     orb_wait_kick(&rec->life_end);   /* death waiters of that life, wherever they sleep */
@@ -362,7 +387,7 @@ static int check_observed(struct orbit_fleet *f, const char *name)
     uint16_t capacity = h->fleet_capacity;
     /* The capacity is read from shared memory: bound it. */
     if (capacity < 1 || capacity > ORBIT_FLEET_CAPACITY_MAX ||
-        ORB_SEG_HEADER_BYTES + (size_t)capacity * sizeof(struct orb_node_record) > f->seg.mapped)
+        ORB_SEG_HEADER_BYTES + orb_fleet_table_bytes(capacity) > f->seg.mapped)
         return orb_fail(-ORBIT_ECORRUPT, "orbit_fleet_observe: '%s': capacity %u does not fit the segment",
                         name, (unsigned)capacity);
     memcpy(&g, h->geometry, sizeof g);
@@ -370,7 +395,7 @@ static int check_observed(struct orbit_fleet *f, const char *name)
         return orb_fail(-ORBIT_EGEOMETRY, "orbit_fleet_observe: '%s' was made by another orbit version",
                         name);
     f->capacity = capacity;
-    return 0;
+    return bind_counters(f);
 }
 
 int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
@@ -406,7 +431,12 @@ void orbit_fleet_leave(struct orbit_fleet *f)
     orb_error_clear();
     bool ours = orb_fleet_usable(f, "orbit_fleet_leave") == 0;   /* a fork child only unmaps */
     struct orb_node_record *rec = orb_fleet_record(f, f->node);
+    if (ours)
+        orb_ctr_fleet_gone(f);   /* handles still open on f count nothing more */
     if (ours && rec && !f->observer && atomic_load(&rec->incarnation) == f->incarnation) {
+        /* Folded while the node is still ours: nobody else can have a slot of this life. */
+        orb_ctr_fold_life(f, f->node, f->incarnation);
+        orb_ctr_note_leave(f);
         uint32_t live = ORBIT_NODE_LIVE;
         /* Only our own live claim is released; a reporter that already took it keeps it. */
         atomic_compare_exchange_strong(&rec->state, &live, ORBIT_NODE_FREE);
@@ -436,8 +466,10 @@ void orb_fleet_ring_doorbell(struct orbit_fleet *f, uint32_t node, struct orb_wa
     if (!rec)
         return;
     orb_wait_signal(&rec->doorbell, stats);
-    if (stats)
+    if (stats) {
         atomic_fetch_add_explicit(&stats->doorbells, 1, memory_order_relaxed);
+        orb_count(stats->ctr, ORB_CTR_DOORBELLS, 1);
+    }
 }
 
 ssize_t orbit_fleet_nodes(struct orbit_fleet *f, struct orbit_node_info *out, size_t max)

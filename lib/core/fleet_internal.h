@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <orbit/fleet.h>
+#include "counters.h"
 #include "segment.h"
 #include "wait.h"
 
@@ -23,12 +24,24 @@ struct orb_node_record {
 _Static_assert(sizeof(struct orb_node_record) == 64, "node record is one cache line");
 
 /* Members hold kernel locks on their node's bytes of the fleet file (life.h). */
-#define ORB_FLEET_LAYOUT_VERSION 2u
+#define ORB_FLEET_LAYOUT_VERSION 3u
+
+/* The counters region (counters.h) starts on the page after the node records. */
+static inline size_t orb_fleet_counters_offset(uint32_t capacity)
+{
+    return ((size_t)capacity * sizeof(struct orb_node_record) + 4095u) & ~(size_t)4095u;
+}
+static inline size_t orb_fleet_table_bytes(uint32_t capacity)
+{
+    return orb_fleet_counters_offset(capacity) + orb_ctr_region_bytes(capacity);
+}
 
 struct orb_fleet_geometry {        /* the fleet segment's geometry */
     uint32_t capacity;
     uint32_t record_bytes;
     uint32_t layout_version;
+    uint32_t counter_slots;        /* orb_ctr_slot_count(capacity) */
+    uint32_t counter_values;       /* ORB_CTR_VALUES */
 };
 
 #define ORB_PRIVATE_TABLES_MAX 32
@@ -47,6 +60,10 @@ struct orbit_fleet {
     struct orb_segment seg;                 /* the fleet segment (kind 255) */
     int life_fd;                            /* the fleet file again, never mapped: our kernel locks */
     struct orb_node_record *nodes;          /* capacity records */
+    struct orb_ctr_header *ctr;             /* the counters region (counters.h) */
+    struct orb_ctr_totals *ctr_totals;      /* ORB_CTR_KINDS */
+    struct orb_ctr_slot *ctr_slots;         /* ctr_slot_count */
+    uint32_t ctr_slot_count;
     pthread_mutex_t lock;                   /* guards private_tables and table_cache */
     uint32_t fork_generation;               /* orb_fork_generation when made: another is a fork child's */
     _Atomic uint64_t *owner_busy;           /* a bit per node: a thread of this handle holds its owner byte */

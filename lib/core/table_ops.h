@@ -16,6 +16,12 @@
 #include <stdint.h>
 #include <orbit/inspect.h>
 
+/* One counter a table keeps (counters.h): a Prometheus-style name without the _total, a sentence. */
+struct orb_counter_def {
+    const char *name;
+    const char *help;
+};
+
 struct orb_table_ops {
     uint8_t type;                 /* the segment header's table_type; one module per type */
     const char *name;             /* "pool", "streams", ... (at most ORBIT_TABLE_NAME_MAX bytes) */
@@ -30,6 +36,9 @@ struct orb_table_ops {
     int  (*reset_all)(void *table);
     /* Add what (node, incarnation) holds to out (the fields of this table). */
     void (*account)(void *table, uint16_t node, uint64_t incarnation, struct orbit_reclaim *out);
+    /* Its own counters, at ORB_CTR_TABLE_FIRST.. (at most ORB_CTR_VALUES - ORB_CTR_TABLE_FIRST). */
+    const struct orb_counter_def *counters;
+    unsigned counter_count;
 };
 
 #if defined(__has_attribute)

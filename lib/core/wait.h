@@ -14,6 +14,7 @@
 #ifndef ORB_CORE_WAIT_H
 #define ORB_CORE_WAIT_H
 
+#include "counters.h"
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,6 +30,7 @@ struct orb_wait_stats {
     _Atomic uint64_t parks;      /* times a waiter went to sleep in the kernel */
     _Atomic uint64_t wakes;      /* FUTEX_WAKEs issued (syscall or SQE) */
     _Atomic uint64_t doorbells;  /* node doorbells rung */
+    struct orb_ctr_ref *ctr;     /* the handle's shared counters (counters.h), or NULL */
 };
 
 /* An absolute CLOCK_MONOTONIC deadline; forever when timeout_ms < 0. */

@@ -38,6 +38,7 @@ int orbit_pool_claim_create(struct orbit_pool *p, orbit_key key, uint32_t max_li
     /* The hold stays with the permit; the claim row lets node_dead return both. */
     atomic_fetch_add(pool_claims(p, p->node, ki), 1);
     pool_keyop_end(p, &op);
+    orb_count(&p->ctr, POOL_CTR_CREATION_CLAIMS, 1);
     *out = (struct orbit_permit){ .pool = p, .key_index = ki, .done = false };
     return 0;
 }

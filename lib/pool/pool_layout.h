@@ -122,6 +122,18 @@
 #define POOL_MAGIC           0x4c4f4f50u          /* "POOL" */
 #define POOL_LAYOUT_VERSION  8u   /* another version of the layout above is -ORBIT_EGEOMETRY */
 #define POOL_PENDING         16u
+
+/* The pool's own counters (core/counters.h), after the ones every table has. */
+enum {
+    POOL_CTR_RESERVATIONS = ORB_CTR_TABLE_FIRST,
+    POOL_CTR_BUSY,                /* reserves refused: every unit taken or pending */
+    POOL_CTR_STALE,               /* reserves refused: the tenancy ended or drains */
+    POOL_CTR_ACCEPTS,
+    POOL_CTR_COMPLETIONS,
+    POOL_CTR_RECLAIMED,           /* units reconcile gave back (aged reservations, lost executions) */
+    POOL_CTR_CREATION_CLAIMS,
+    POOL_CTR_END
+};
 #define POOL_INTENTS         8u                   /* per node: threads mid-way under op locks */
 #define POOL_GEN_MAX         ORBIT_ID_GENERATION_MAX
 #define POOL_KEY_CAP_MAX     (1u << 20)
@@ -325,6 +337,7 @@ struct orbit_pool {
     struct pool_resource *res;
     _Atomic int readiness;        /* -1 none, -2 opening, else the fd */
     struct orb_wait_stats stats;
+    struct orb_ctr_ref ctr;       /* this handle's shared counters (POOL_CTR_*) */
     struct orb_spin spin;
     _Atomic uint64_t key_inserts, key_reclaims, key_sweeps;
     enum pool_park park;          /* testing: ORBIT_TEST_POOL_PARK at open */

@@ -427,6 +427,12 @@ static bool give_back(struct pool_resource *r, uint32_t gen, uint32_t b)
     return true;
 }
 
+static int reserve_refused(struct orbit_pool *p, int rc)
+{
+    orb_count(&p->ctr, rc == -ORBIT_EBUSY ? POOL_CTR_BUSY : POOL_CTR_STALE, 1);
+    return rc;
+}
+
 int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *out)
 {
     int rc = pool_enter(p, __func__);
@@ -442,16 +448,16 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
     uint32_t gen = orbit_id_generation(id);
     uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
     if (RES_GEN(w) != gen || !RES_IN_USE(w))
-        return -ORBIT_ESTALE;
+        return reserve_refused(p, -ORBIT_ESTALE);
     if (RES_STATE(w) == RES_DRAINING)
-        return -ORBIT_EDRAINING;
+        return reserve_refused(p, -ORBIT_EDRAINING);
     /* Read before the CAS, which would hold the clock's loads back: stamps age in ms, and a
      * tick's error (or a few ns early) is in the noise. */
     uint64_t now = orb_wall_ms_coarse();
     struct folded folded;
     int b = take_unit(r, gen, &fence, &folded);
     if (b < 0)
-        return b;
+        return reserve_refused(p, b);
     if (folded.bits) {
         pool_park_here(p, POOL_PARK_FOLD);
         release_folded(r, &folded);
@@ -460,7 +466,7 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
     w = atomic_load(&r->state);
     if (RES_GEN(w) != gen || !RES_IN_USE(w)) {
         give_back(r, gen, (uint32_t)b);
-        return -ORBIT_ESTALE;
+        return reserve_refused(p, -ORBIT_ESTALE);
     }
     /* Entry b is ours by its bit: stamp it with our node, name our incarnation, then publish
      * the fence (release: a reader that acquires f sees f's stamp and holder). */
@@ -469,6 +475,7 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
     atomic_store_explicit(&e->holder, p->incarnation, memory_order_relaxed);
     atomic_store_explicit(&e->fence, fence, memory_order_release);
     atomic_store_explicit(&r->last_reserve_ms, now, memory_order_relaxed);
+    orb_count(&p->ctr, POOL_CTR_RESERVATIONS, 1);
     *out = (struct orbit_lease){ .id = id, .fence = fence, .holder = p->node,
                                  .holder_incarnation = p->incarnation, .epoch = pool_epoch_now(p) };
     return 0;
@@ -618,6 +625,7 @@ int orbit_pool_accept(struct orbit_pool *p, const struct orbit_lease *lease, str
     if (__builtin_expect(rc < 0, 0))
         return accept_refused(rc, lease);
     *out = (struct orbit_execution){ .pool = p, .lease = *lease, .done = false };
+    orb_count(&p->ctr, POOL_CTR_ACCEPTS, 1);
     return 0;
 }
 
@@ -629,6 +637,7 @@ void orbit_execution_complete(struct orbit_execution *ex)
         return;
     ex->done = true;
     struct orbit_pool *p = ex->pool;
+    orb_count(&p->ctr, POOL_CTR_COMPLETIONS, 1);
     struct pool_resource *r;
     uint64_t index;
     if (locate(p, ex->lease.id, &r, &index) < 0 || ex->lease.epoch != pool_epoch_now(p))
@@ -813,6 +822,9 @@ int orbit_pool_reconcile(struct orbit_pool *p, orbit_id id, uint32_t active, uin
             break;
     }
     wipe_reclaimed(r, cleared);
+    if (freed)
+        orb_count(&p->ctr, POOL_CTR_RECLAIMED, units_reserved(h.units) + (uint64_t)units_active(h.units) -
+                                                   units_reserved(next) - (uint64_t)units_active(next));
     if (freed)   /* units came back: waiters on the key re-check */
         pool_key_changed(p, atomic_load(&r->key_index));
     return 0;

@@ -205,6 +205,8 @@ static int handle_finish(struct orbit_pool *p, const struct pool_geometry *g, st
         free(p);
         return rc;
     }
+    orb_ctr_ref_open(&p->ctr, p->fleet, p->kind);
+    p->stats.ctr = &p->ctr;
     *out = p;
     return 0;
 }
@@ -302,6 +304,7 @@ void orbit_pool_close(struct orbit_pool *p)
     int fd = atomic_load(&p->readiness);
     if (fd >= 0)
         orb_readiness_close(fd);
+    orb_ctr_ref_close(&p->ctr);
     orb_fleet_table_close(p->fleet, &p->seg);
     free(p);
 }
@@ -438,8 +441,19 @@ static void ops_close(void *t) { orbit_pool_close(t); }
 static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { return pool_node_dead(t, node, inc); }
 static int ops_reset_all(void *t) { orbit_pool_reset_all(t); return 0; }
 
+static const struct orb_counter_def pool_counters[POOL_CTR_END - ORB_CTR_TABLE_FIRST] = {
+    { "reservations", "Reservations made (orbit_pool_reserve that returned a lease)." },
+    { "busy_refusals", "Reserves refused because every unit was taken or pending (-ORBIT_EBUSY)." },
+    { "stale_refusals", "Reserves refused because the resource's tenancy ended or drains." },
+    { "accepts", "Leases accepted into executions." },
+    { "completions", "Executions completed." },
+    { "reconcile_reclaimed_units", "Units the owner's reconcile gave back (aged reservations, lost executions)." },
+    { "creation_claims", "Creation claims granted (orbit_pool_claim_create)." },
+};
+
 static const struct orb_table_ops pool_ops = {
     .type = ORB_TABLE_POOL, .name = "pool", .open_existing = ops_open, .close = ops_close,
     .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = pool_account,
+    .counters = pool_counters, .counter_count = POOL_CTR_END - ORB_CTR_TABLE_FIRST,
 };
 ORB_TABLE_REGISTER(pool_ops);

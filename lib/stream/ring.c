@@ -150,6 +150,9 @@ static ssize_t write_some(struct orbit_endpoint *ep, const unsigned char *buf, s
     if (deferred)
         stream_dir_wake(s, ep->slot, dir, WATCH_READER);
     atomic_fetch_add_explicit(&s->bytes_written, n, memory_order_relaxed);
+    orb_count(&s->ctr, STREAM_CTR_BYTES_WRITTEN, n);
+    if (exact)
+        orb_count(&s->ctr, STREAM_CTR_FRAMES_WRITTEN, 1);
     return (ssize_t)n;
 }
 
@@ -193,6 +196,9 @@ static ssize_t read_some(struct orbit_endpoint *ep, unsigned char *buf, size_t l
     if (deferred)
         stream_dir_wake(s, ep->slot, dir, WATCH_WRITER);
     atomic_fetch_add_explicit(&s->bytes_read, n, memory_order_relaxed);
+    orb_count(&s->ctr, STREAM_CTR_BYTES_READ, n);
+    if (exact)
+        orb_count(&s->ctr, STREAM_CTR_FRAMES_READ, 1);
     return (ssize_t)n;
 }
 
@@ -543,6 +549,7 @@ void orbit_endpoint_reset(struct orbit_endpoint *ep)
         return;
     ep->write_shut = true;
     stream_raise(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 0 : 1, DIR_RESET);
+    orb_count(&ep->s->ctr, STREAM_CTR_RESETS, 1);
 }
 
 void orbit_endpoint_stop_reading(struct orbit_endpoint *ep)

@@ -188,6 +188,7 @@ int orbit_streams_create(struct orbit_streams *s, struct orbit_endpoint **a, str
         return rc;
     }
     endpoint_bind(ep, s, index, gen, ORBIT_SIDE_A, epoch);
+    orb_count(&s->ctr, STREAM_CTR_CREATED, 1);
     *a = ep;
     *b_ticket = (struct orbit_ticket){ ep->id, ORBIT_SIDE_B, epoch };
     return 0;
@@ -263,6 +264,7 @@ int orbit_streams_open_ticket(struct orbit_streams *s, const struct orbit_ticket
                                                 side ? 'B' : 'A', (unsigned long long)t->id)
                                      : rc;
     }
+    orb_count(&s->ctr, STREAM_CTR_OPENED, 1);
     *out = ep;
     return 0;
 }

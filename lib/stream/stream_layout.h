@@ -110,6 +110,18 @@ struct stream_layout {
 enum stream_park { STREAM_PARK_NONE, STREAM_PARK_INSTALLING, STREAM_PARK_OPENING };
 void stream_park_here(const struct orbit_streams *s, enum stream_park point);
 
+/* The streams' own counters (core/counters.h), after the ones every table has. */
+enum {
+    STREAM_CTR_BYTES_WRITTEN = ORB_CTR_TABLE_FIRST,
+    STREAM_CTR_BYTES_READ,
+    STREAM_CTR_FRAMES_WRITTEN,        /* exact writes: a frame whole or nothing */
+    STREAM_CTR_FRAMES_READ,
+    STREAM_CTR_RESETS,
+    STREAM_CTR_CREATED,
+    STREAM_CTR_OPENED,                /* tickets opened: the B sides taken */
+    STREAM_CTR_END
+};
+
 struct orbit_streams {
     struct orbit_fleet *fleet;
     struct orb_segment seg;
@@ -129,6 +141,7 @@ struct orbit_streams {
     enum stream_park park;            /* testing: ORBIT_TEST_STREAM_PARK at open */
     struct orb_spin offer_spin;
     _Alignas(64) struct orb_wait_stats stats;
+    struct orb_ctr_ref ctr;           /* this handle's shared counters (STREAM_CTR_*) */
     _Alignas(64) _Atomic uint64_t bytes_written;
     _Alignas(64) _Atomic uint64_t bytes_read;
 };

@@ -120,10 +120,13 @@ static void handle_bind(struct orbit_streams *s, const struct stream_geometry *g
     s->slots = (struct stream_slot *)(void *)((unsigned char *)s->seg.base + l->slots_off);
     s->rings = (unsigned char *)s->seg.base + l->rings_off;
     s->epoch = &orb_seg_hdr(&s->seg)->epoch;
+    orb_ctr_ref_open(&s->ctr, s->fleet, s->kind);
+    s->stats.ctr = &s->ctr;
 }
 
 static void handle_free(struct orbit_streams *s)
 {
+    orb_ctr_ref_close(&s->ctr);
     if (s->seg.base)
         orb_fleet_table_close(s->fleet, &s->seg);
     pthread_mutex_destroy(&s->lock);
@@ -512,8 +515,19 @@ static void ops_close(void *t) { orbit_streams_close(t); }
 static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_streams_node_dead(t, node, inc); return 0; }
 static int ops_reset_all(void *t) { orbit_streams_reset_all(t); return 0; }
 
+static const struct orb_counter_def stream_counters[STREAM_CTR_END - ORB_CTR_TABLE_FIRST] = {
+    { "bytes_written", "Bytes written into stream rings." },
+    { "bytes_read", "Bytes read out of stream rings." },
+    { "frames_written", "Exact writes (a frame whole or nothing) that went in." },
+    { "frames_read", "Exact reads that took a whole frame." },
+    { "resets", "Streams reset by an endpoint (orbit_endpoint_reset)." },
+    { "streams_created", "Streams created (their A side taken)." },
+    { "streams_opened", "Tickets opened (B sides taken)." },
+};
+
 static const struct orb_table_ops streams_ops = {
     .type = ORB_TABLE_STREAMS, .name = "streams", .open_existing = ops_open, .close = ops_close,
     .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = stream_account,
+    .counters = stream_counters, .counter_count = STREAM_CTR_END - ORB_CTR_TABLE_FIRST,
 };
 ORB_TABLE_REGISTER(streams_ops);

@@ -120,6 +120,58 @@ int orbit_process_start_time(int32_t pid, uint64_t *out);
  */
 int orbit_process_exiting(int32_t pid);
 
+/* ---- counters ---- */
+
+#define ORBIT_COUNTERS_MAX 14
+
+/*
+ * What the members of a fleet did in one table, counted in the fleet segment
+ * by the process that did it and kept past its death: value[i] is counter i
+ * of the table's type (orbit_counter_name). Counters only grow: a life's
+ * counts are folded into the fleet's totals when it ends.
+ */
+struct orbit_counters {
+    uint8_t  kind;                       /* the table's kind */
+    uint16_t node;                       /* the node asked for, or ORBIT_NODE_NONE: the fleet's totals */
+    uint32_t slots;                      /* writer slots read (threads of lives counting in this table) */
+    uint64_t value[ORBIT_COUNTERS_MAX];
+    uint64_t resv[4];                    /* zero */
+};
+
+/*
+ * orbit_fleet_counters - the counts of table kind for node (its lives not yet
+ * ended, whatever thread counted), or for node ORBIT_NODE_NONE the fleet's
+ * totals: every life's counts, ended or not, with those counted when no
+ * writer slot was free. A consistent read (no fold is half seen). Works on
+ * observer handles. 0; -ORBIT_EMALFORMED (NULL, node >= capacity and not
+ * ORBIT_NODE_NONE); -ORBIT_ECORRUPT (a garbled region); -ORBIT_ETIMEDOUT
+ * (a fold lock held past its bound).
+ */
+int orbit_fleet_counters(struct orbit_fleet *, uint8_t kind, uint16_t node, struct orbit_counters *out);
+
+/*
+ * orbit_counter_name - counter index of table type (orbit_fleet_tables'
+ * type) as a metric name without the unit suffix ("parks", "reservations",
+ * "bytes_written"), or NULL past the last counter of that type.
+ * orbit_counter_help - its one-sentence description, or NULL.
+ */
+const char *orbit_counter_name(unsigned type, unsigned index);
+const char *orbit_counter_help(unsigned type, unsigned index);
+
+#define ORBIT_RECLAIM_BUCKETS 12
+
+/* The fleet's deaths and leaves, counted in the fleet segment. */
+struct orbit_death_counters {
+    uint64_t deaths_reported;            /* lives ended by a death report (any reporter) */
+    uint64_t leaves;                     /* lives ended by orbit_fleet_leave */
+    uint64_t reclaim_ns_sum;             /* time those reports took to give back every table's share */
+    uint64_t reclaim_bound_ns[ORBIT_RECLAIM_BUCKETS];   /* bucket upper bounds; the last is UINT64_MAX */
+    uint64_t reclaim_le[ORBIT_RECLAIM_BUCKETS];         /* reports that took at most the bound (cumulative) */
+    uint64_t resv[4];                    /* zero */
+};
+/* orbit_fleet_death_counters - 0, or -ORBIT_EMALFORMED for a NULL argument. */
+int orbit_fleet_death_counters(struct orbit_fleet *, struct orbit_death_counters *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -78,10 +78,13 @@ static void handle_bind(struct orbit_arena *a, const struct arena_geometry *g, c
     a->slots = (struct arena_slot *)(void *)((unsigned char *)a->seg.base + l->slots_off);
     a->payload = (unsigned char *)a->seg.base + l->payload_off;
     a->epoch = &orb_seg_hdr(&a->seg)->epoch;
+    orb_ctr_ref_open(&a->ctr, a->fleet, a->kind);
+    a->stats.ctr = &a->ctr;
 }
 
 static void handle_free(struct orbit_arena *a)
 {
+    orb_ctr_ref_close(&a->ctr);
     if (a->seg.base)
         orb_fleet_table_close(a->fleet, &a->seg);
     pthread_mutex_destroy(&a->lock);
@@ -261,7 +264,7 @@ static bool reclaim_head(struct orbit_arena *a, uint32_t node, uint32_t i, uint6
     if (count == 0 || count > a->slots_per_lane - i)
         count = 1;   /* not committed yet or garbled: the orphan sweep frees its tail */
     arena_free_run(a, node, i, ATAG_GEN(t), count);
-    arena_count(&a->n_reclaimed, 1);
+    arena_count(a, &a->n_reclaimed, ARENA_CTR_RECLAIMED, 1);
     return true;
 }
 
@@ -324,7 +327,7 @@ static void finish_cut_short(struct orbit_arena *a, uint16_t node)
                 continue;
             /* count 0: the tails were freed before it was cleared; the head alone is left. */
             arena_free_run(a, lane, i, ATAG_GEN(t), atomic_load(&s->count));
-            arena_count(&a->n_reclaimed, 1);
+            arena_count(a, &a->n_reclaimed, ARENA_CTR_RECLAIMED, 1);
         }
 }
 
@@ -465,8 +468,21 @@ static void ops_close(void *t) { orbit_arena_close(t); }
 static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_arena_node_dead(t, node, inc); return 0; }
 static int ops_reset_all(void *t) { orbit_arena_reset_all(t); return 0; }
 
+static const struct orb_counter_def arena_counters[ARENA_CTR_END - ORB_CTR_TABLE_FIRST] = {
+    { "chunks_reserved", "Payload chunks reserved in a lane." },
+    { "chunks_committed", "Chunks committed (handed to a reader)." },
+    { "chunks_consumed", "Chunks a reader took." },
+    { "chunks_released", "Chunks given back by their reader." },
+    { "chunks_reclaimed", "Chunks taken back from dead or departed holders, or withdrawn." },
+    { "full_refusals", "Reserves refused because the lane had no free run (-ORBIT_EPAYLOADFULL)." },
+    { "credit_waits", "Reserves that waited for credit (a free run in the lane)." },
+    { "bytes_committed", "Payload bytes committed." },
+    { "bytes_consumed", "Payload bytes consumed by readers." },
+};
+
 static const struct orb_table_ops arena_ops = {
     .type = ORB_TABLE_ARENA, .name = "arena", .open_existing = ops_open, .close = ops_close,
     .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = arena_account,
+    .counters = arena_counters, .counter_count = ARENA_CTR_END - ORB_CTR_TABLE_FIRST,
 };
 ORB_TABLE_REGISTER(arena_ops);

@@ -101,6 +101,7 @@ struct orbit_arena {
     _Atomic uint64_t full_memo;       /* slots << 32 | credit changes of the last failed scan; 0 none */
     struct orb_spin spin;
     _Alignas(64) struct orb_wait_stats stats;
+    struct orb_ctr_ref ctr;           /* this handle's shared counters (ARENA_CTR_*) */
     _Alignas(64) _Atomic uint64_t n_reserved, n_committed, n_cancelled, n_consumed, n_released,
                                   n_reclaimed, n_full, bytes_committed, bytes_consumed;
 };
@@ -122,9 +123,28 @@ static inline bool arena_is_member(const struct orbit_arena *a)
 {
     return a->node != ORBIT_NODE_NONE;
 }
-static inline void arena_count(_Atomic uint64_t *c, uint64_t n)
+/* The arena's own counters (core/counters.h), after the ones every table has. */
+enum {
+    ARENA_CTR_RESERVED = ORB_CTR_TABLE_FIRST,   /* chunks reserved */
+    ARENA_CTR_COMMITTED,
+    ARENA_CTR_CONSUMED,
+    ARENA_CTR_RELEASED,
+    ARENA_CTR_RECLAIMED,
+    ARENA_CTR_FULL,                             /* reserves refused: no run free in the lane */
+    ARENA_CTR_CREDIT_WAITS,                     /* reserves that waited for credit */
+    ARENA_CTR_BYTES_COMMITTED,
+    ARENA_CTR_BYTES_CONSUMED,
+    ARENA_CTR_END,
+    ARENA_CTR_NONE = ARENA_CTR_END              /* counted in the handle only */
+};
+_Static_assert(ARENA_CTR_END <= ORB_CTR_VALUES, "the arena's counters fit a slot");
+
+/* The handle's own counter c and, when it has one, the shared counter ctr. */
+static inline void arena_count(struct orbit_arena *a, _Atomic uint64_t *c, unsigned ctr, uint64_t n)
 {
     atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+    if (ctr < ARENA_CTR_END)
+        orb_count(&a->ctr, ctr, n);
 }
 int  arena_lane_ready(struct orbit_arena *a);
 /* sweep.c: after a death, LIVE chunks whose receiver is gone or whose control stream ended. */
@@ -149,7 +169,7 @@ int  arena_check_desc(const struct orbit_arena *a, const struct orbit_chunk_desc
 /* Producer side: take back committed chunks of this exchange (and flow) nobody consumed. */
 void arena_withdraw_exchange(struct orbit_arena *a, orbit_id exchange, uint8_t flow);
 int  arena_pred_credit(void *ctx);
-struct arena_want { struct orbit_arena *a; uint32_t count; struct orbit_reservation *out; bool take; };
+struct arena_want { struct orbit_arena *a; uint32_t count; struct orbit_reservation *out; bool take, waited; };
 
 /* ---- exchange control frames (frame.c) ---- */
 #define XFRAME_BYTES    64u
