@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exch_layout.h"
-#include "uring_internal.h"
+#include "core/readiness.h"
 #include "core/table_ops.h"
 
 static bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
