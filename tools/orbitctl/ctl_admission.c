@@ -3,7 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <orbit/admission.h>
-#include "tool.h"
+#include "orbitctl.h"
 
 #define CTL_UNITS_MAX 1024   /* max_domains upper bound */
 

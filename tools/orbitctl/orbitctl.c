@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <orbit/orbit.h>
 #include "cli.h"
-#include "tool.h"
+#include "orbitctl.h"
 
 #define TOOL "orbitctl"
 
