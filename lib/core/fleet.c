@@ -35,14 +35,6 @@ uint64_t orb_next_epoch(uint64_t previous)
     return now > previous ? now : previous + 1;
 }
 
-bool orb_node_alive(struct orbit_fleet *f, uint16_t node)
-{
-    if (f->is_private || (!f->observer && node == f->node))
-        return true;   /* this process's own lives */
-    /* The kernel holds the member's lock until its last descriptor goes; an error proves no death. */
-    return orb_life_probe(f, node) != 0;
-}
-
 static int fleet_init(struct orb_segment *seg, void *ctx)
 {
     (void)ctx;

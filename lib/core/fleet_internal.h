@@ -79,7 +79,7 @@ static inline struct orb_node_record *orb_fleet_record(struct orbit_fleet *f, ui
 /* Ring a node's doorbell (wake its readiness drivers / doorbell waiters). */
 void orb_fleet_ring_doorbell(struct orbit_fleet *f, uint32_t node, struct orb_wait_stats *stats);
 
-/* Is the node's current life alive (its holder keeps its kernel lock)? Our own node: yes. */
+/* Is the node's current life alive (its holder keeps its kernel lock)? Our own node: yes (life.c). */
 bool orb_node_alive(struct orbit_fleet *f, uint16_t node);
 /* node_dead on every table of the fleet through the registered table ops (tables.c); the
  * caller (fleet.c's report) kicks the doorbells after it: the registry calls nothing above. */
