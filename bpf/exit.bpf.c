@@ -14,7 +14,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "exit_event.h"
+#include "exit.h"
 
 #define SIGNAL_GROUP_EXIT 0x00000004   /* include/linux/sched/signal.h */
 #define WATCHED_MAX       65536

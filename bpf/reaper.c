@@ -1,14 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* liborbit-reaper: watched fleets, identity checks, handing deaths to the fleets' workers, the event loop. */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,47 +47,6 @@ int rp_queue_push(struct orbit_reaper *r, const struct rp_exit *e)
     return 0;
 }
 
-bool rp_pidfd_exited(int pidfd)
-{
-    struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-    return poll(&pfd, 1, 0) > 0;   /* readable once the whole thread group has exited */
-}
-
-/*
- * Open a pidfd, then check the start time: if /proc still shows the start
- * time of the record, the pidfd pins that very process (opened before the
- * check, so a reuse in between would show another start time). Seen only
- * on evidence: a /proc that cannot tell (hidepid) shows nothing, and the
- * caller watches that member through the token instead.
- */
-bool rp_probe_alive(int32_t pid, uint64_t start_time, int *pidfd)
-{
-    if (pid <= 0)
-        return false;
-    int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-    if (fd < 0)
-        return false;
-    uint64_t now = 0;
-    int rc = orbit_process_start_time(pid, &now);
-    bool alive = rc == 0 && now == start_time && !rp_pidfd_exited(fd);
-    if (alive && pidfd)
-        *pidfd = fd;
-    else
-        close(fd);
-    return alive;
-}
-
-/*
- * Alive, and not every thread already inside do_exit: then the group is as
- * good as dead, though its pidfd turns readable only once teardown is over.
- * The BPF backend needs this: a member whose exit began before its tgid
- * entered the filter is never reported by the kernel.
- */
-bool rp_member_alive(int32_t pid, uint64_t start_time)
-{
-    return rp_probe_alive(pid, start_time, NULL) && orbit_process_exiting(pid) != 1;
-}
-
 bool rp_life_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
 {
     /* 0: the kernel let the life's lock go (or the record moved on); -ORBIT_ETIMEDOUT: it lives. */
@@ -107,25 +63,6 @@ uint64_t rp_pidns_self(void)
     self[n] = 0;
     /* A /proc of another pid namespace names other processes by our pids: trust none of it. */
     return atoi(self) == (int)getpid() ? (uint64_t)st.st_ino : 0;
-}
-
-/* Best effort: PIDFD_GET_INFO (Linux 6.15) gives the status once the task is reaped. */
-struct rp_pidfd_info {
-    uint64_t mask, cgroupid;
-    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
-    int32_t  exit_code;
-};
-#define RP_PIDFD_GET_INFO  _IOWR(0xFF, 11, struct rp_pidfd_info)
-#define RP_PIDFD_INFO_EXIT (1ull << 3)
-
-int rp_pidfd_status(int pidfd)
-{
-    struct rp_pidfd_info info;
-    memset(&info, 0, sizeof info);
-    info.mask = RP_PIDFD_INFO_EXIT;
-    if (ioctl(pidfd, RP_PIDFD_GET_INFO, &info) != 0 || !(info.mask & RP_PIDFD_INFO_EXIT))
-        return -1;
-    return info.exit_code;
 }
 
 /* One node record, read consistently (false while it keeps changing). */
@@ -158,7 +95,7 @@ static bool tgid_watched(struct orbit_reaper *r, int32_t pid)
     return false;
 }
 
-static void unwatch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node)
+void rp_unwatch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node)
 {
     struct rp_watch *w = &rf->nodes[node];
     if (!w->watched)
@@ -193,7 +130,7 @@ static void queue_hinted_exit(struct orbit_reaper *r, struct rp_fleet *rf, uint1
     rp_queue_push(r, &e);
 }
 
-static void watched_via(struct orbit_reaper *r, struct rp_watch *w, enum rp_via via)
+void rp_watched_via(struct orbit_reaper *r, struct rp_watch *w, enum rp_via via)
 {
     w->watched = true;
     w->via = via;
@@ -210,7 +147,7 @@ static void watch_token(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t no
     struct rp_watch *w = &rf->nodes[node];
     int rc = rp_token_arm(r, rf, node, w);
     if (rc == 0 && !w->watched)
-        watched_via(r, w, RP_VIA_TOKEN);
+        rp_watched_via(r, w, RP_VIA_TOKEN);
     else if (rc > 0 || rp_life_over(rf->f, node, w->seen.incarnation)) {
         if (w->hinted)
             queue_hinted_exit(r, rf, node, w);   /* over by now: the backend's event, handed on */
@@ -225,27 +162,11 @@ static bool watch_bpf(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node
     struct rp_watch *w = &rf->nodes[node];
     if (rp_bpf_watch(r, w->seen.pid) < 0)
         return false;   /* the map is full: the token watches it */
-    watched_via(r, w, RP_VIA_BPF);
+    rp_watched_via(r, w, RP_VIA_BPF);
     if (rp_member_alive(w->seen.pid, w->seen.start_time))
         return true;
-    unwatch(r, rf, node);   /* not seen, or already exiting (the filter came too late) */
+    rp_unwatch(r, rf, node);   /* not seen, or already exiting (the filter came too late) */
     return false;
-}
-
-static bool watch_pidfd(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node)
-{
-    struct rp_watch *w = &rf->nodes[node];
-    int fd = -1;
-    if (!rp_probe_alive(w->seen.pid, w->seen.start_time, &fd))
-        return false;
-    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = ((uint64_t)rf->id << 16) | node };
-    if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        close(fd);
-        return false;
-    }
-    w->pidfd = fd;
-    watched_via(r, w, RP_VIA_PIDFD);
-    return true;
 }
 
 /*
@@ -265,7 +186,7 @@ static void watch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, co
     bool visible = r->pidns != 0 && pidns == r->pidns;
     if (visible && r->backend == ORBIT_REAPER_BPF && watch_bpf(r, rf, node))
         return;
-    if (visible && r->backend == ORBIT_REAPER_PIDFD && watch_pidfd(r, rf, node))
+    if (visible && r->backend == ORBIT_REAPER_PIDFD && rp_pidfd_watch(r, rf, node))
         return;
     watch_token(r, rf, node);
 }
@@ -321,7 +242,7 @@ static void rescan_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
             resume_report(r, rf, (uint16_t)n, &s);
         bool live = s.state == ORBIT_NODE_LIVE;
         if (w->watched && (!live || !same_life(&w->seen, &s)))
-            unwatch(r, rf, (uint16_t)n);
+            rp_unwatch(r, rf, (uint16_t)n);
         if (live && !w->watched && !reporting(w, &s))
             watch(r, rf, (uint16_t)n, &s, member_pidns(rf, &n_info, &s, (uint16_t)n));
         else if (live && w->watched && w->via == RP_VIA_TOKEN && !w->token_armed)
@@ -343,7 +264,7 @@ static void detach_fleet(struct orbit_reaper *r, struct rp_fleet *rf)
     if (!rf->f)
         return;
     for (uint32_t n = 0; n < rf->capacity; n++)
-        unwatch(r, rf, (uint16_t)n);
+        rp_unwatch(r, rf, (uint16_t)n);
     free(rf->nodes);
     rf->nodes = NULL;
     free(rf->info);
@@ -493,7 +414,7 @@ static int hand_off(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node,
     if (rp_report(r, rf, &job) < 0)
         return 0;   /* no thread or memory: the next re-read finds it dead again */
     struct rp_watch *w = &rf->nodes[node];
-    unwatch(r, rf, node);
+    rp_unwatch(r, rf, node);
     w->reporting = true;
     w->seen = *s;
     return 1;
@@ -533,7 +454,7 @@ static int confirm(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, c
         w->hint_exit_ns = e->exit_ns;
     }
     if (w->watched && w->via != RP_VIA_TOKEN)
-        unwatch(r, rf, node);
+        rp_unwatch(r, rf, node);
     if (!w->watched)
         w->seen = now;
     if (!w->watched || !w->token_armed)
@@ -646,23 +567,6 @@ static int deliver_results(struct orbit_reaper *r)
 
 /* ---- events --------------------------------------------------------------- */
 
-static void pidfd_event(struct orbit_reaper *r, uint64_t tag)
-{
-    struct rp_fleet *rf = rp_find_fleet_id(r, (uint32_t)(tag >> 16));
-    uint16_t node = (uint16_t)(tag & 0xffff);
-    if (!rf || !rf->f || node >= rf->capacity)
-        return;
-    struct rp_watch *w = &rf->nodes[node];
-    /* The event may predate a re-watch: act on the pidfd held now, if it says so. */
-    if (!w->watched || w->pidfd < 0 || !rp_pidfd_exited(w->pidfd))
-        return;
-    struct rp_exit e = { .kind = RP_EXIT_NODE, .fleet_id = rf->id, .node = node, .seen = w->seen,
-                         .status = rp_pidfd_status(w->pidfd), .detected_ns = rp_now_ns() };
-    r->stats.events++;
-    rp_queue_push(r, &e);
-    unwatch(r, rf, node);   /* its pidfd stays readable: out of the set now */
-}
-
 /* The membership timer: follow fleets and members even inside one long process call. */
 static void timer_event(struct orbit_reaper *r)
 {
@@ -686,7 +590,7 @@ static int dispatch(struct orbit_reaper *r, struct epoll_event *evs, int n)
         else if (tag == RP_TAG_TOKEN)
             rp_token_consume(r);
         else if (tag != RP_TAG_DONE)   /* results are taken below, whatever woke us */
-            pidfd_event(r, tag);
+            rp_pidfd_event(r, tag);
     }
     if (swept) {
         /* Events were lost: probe every watched member once. */

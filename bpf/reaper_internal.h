@@ -135,6 +135,15 @@ struct orbit_reaper {
 /* reaper.c */
 int  rp_queue_push(struct orbit_reaper *r, const struct rp_exit *e);
 uint64_t rp_now_ns(void);
+/* Is that life of the node over as the kernel says (its lock released, or the record moved on)? */
+bool rp_life_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnation);
+/* The reaper's pid namespace, when its /proc is of that namespace (else 0: nothing is visible). */
+uint64_t rp_pidns_self(void);
+/* A node is watched (via what) / no longer: its backend's watch is dropped too. */
+void rp_watched_via(struct orbit_reaper *r, struct rp_watch *w, enum rp_via via);
+void rp_unwatch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node);
+
+/* reaper_pidfd.c: the pidfd backend, and the probes the BPF backend shares. */
 /*
  * Does this pid (of the reaper's own namespace) name a live process with that
  * start time, as /proc confirms? Keeps its pidfd in *pidfd if asked. False
@@ -143,12 +152,12 @@ uint64_t rp_now_ns(void);
 bool rp_probe_alive(int32_t pid, uint64_t start_time, int *pidfd);
 /* rp_probe_alive, and not every thread already inside do_exit. */
 bool rp_member_alive(int32_t pid, uint64_t start_time);
-/* Is that life of the node over as the kernel says (its lock released, or the record moved on)? */
-bool rp_life_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnation);
-/* The reaper's pid namespace, when its /proc is of that namespace (else 0: nothing is visible). */
-uint64_t rp_pidns_self(void);
 bool rp_pidfd_exited(int pidfd);
 int  rp_pidfd_status(int pidfd);
+/* Watch the node's LIVE member by a pidfd in the epoll set; false when it is not seen. */
+bool rp_pidfd_watch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node);
+/* The epoll event of a pidfd watch (its tag): queue the exit it reports. */
+void rp_pidfd_event(struct orbit_reaper *r, uint64_t tag);
 
 /* reaper_account.c: what (node, incarnation) holds in the fleet's tables (orbit_fleet_account). */
 void rp_account(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, struct orbit_reaper_reclaim *out);
@@ -176,7 +185,7 @@ void rp_token_consume(struct orbit_reaper *r);
 /* reaper.c, for reaper_token.c */
 struct rp_fleet *rp_find_fleet_id(struct orbit_reaper *r, uint32_t id);
 
-/* reaper_bpf.c (stubs returning -ORBIT_ENOTSUP when built without BPF). */
+/* exit.c, the BPF backend (stubs returning -ORBIT_ENOTSUP when built without BPF). */
 int  rp_bpf_open(struct orbit_reaper *r, char *why, size_t why_len);
 void rp_bpf_close(struct orbit_reaper *r);
 int  rp_bpf_watch(struct orbit_reaper *r, int32_t tgid);

@@ -4,9 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <orbit/uring.h>
 #include "uring_internal.h"
-#include "core/error_internal.h"
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static bool futex_ops_supported;
@@ -28,7 +26,7 @@ static void probe_futex_ops(void)
     io_uring_queue_exit(&ring);
 }
 
-bool orbit_uring_futex_supported(void)
+bool orb_uring_futex_ops(void)
 {
     pthread_once(&probe_once, probe_futex_ops);
     return futex_ops_supported;
@@ -57,62 +55,24 @@ int orb_uring_prep_result(struct io_uring_sqe *sqe, int rc)
     return rc;
 }
 
-int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
-                        struct io_uring_sqe *sqe, struct orb_wait_stats *stats)
-{
-    if (!sqe)
-        return -ORBIT_EMALFORMED;
-    if (!orbit_uring_futex_supported())
-        return orb_uring_prep_result(sqe, -ORBIT_ENOTSUP);
-    uint32_t since = orb_wait_since(w);
-    int r = pred ? pred(ctx) : 0;
-    if (r == 0) {
-        orb_wait_arm(w);
-        /* Checked again after arming: a change from here on moves the word we wait on. */
-        r = pred ? pred(ctx) : 0;
-    }
-    if (r != 0) {
-        if (r > 0 && stats)
-            orb_count(stats->ctr, ORB_CTR_URING_READY, 1);
-        return orb_uring_prep_result(sqe, r > 0 ? 1 : r);
-    }
-    __u64 user_data = sqe->user_data;
-    orb_uring_prep_futex_wait(sqe, &w->changes, since);
-    sqe->user_data = user_data;
-    if (stats) {
-        atomic_fetch_add_explicit(&stats->parks, 1, memory_order_relaxed);
-        orb_count(stats->ctr, ORB_CTR_URING_ARMED, 1);
-    }
-    return 0;
-}
-
 /* ---- the wake batch ---------------------------------------------------- */
 
-static int queue_wake(void *ctx, _Atomic uint32_t *word)
+static _Thread_local struct io_uring *batch_ring;
+static _Thread_local uint64_t batch_user_data;
+
+void orb_uring_batch_set(struct io_uring *ring, uint64_t user_data)
 {
-    struct io_uring *ring = ctx;
-    struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+    batch_ring = ring;
+    batch_user_data = user_data;
+}
+
+int orb_uring_batch_wake(_Atomic uint32_t *word)
+{
+    struct io_uring_sqe *sqe = batch_ring ? io_uring_get_sqe(batch_ring) : NULL;
     if (!sqe)
-        return -1;   /* SQ full: the caller issues futex(2) itself */
+        return -1;   /* no batch, or its SQ is full */
     orb_uring_prep_futex_wake(sqe, word);
-    sqe->user_data = ORBIT_URING_WAKE_USER_DATA;
+    sqe->user_data = batch_user_data;
     sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;   /* the caller sees a CQE only if a wake fails */
     return 0;
-}
-
-int orbit_uring_attach_wakes(struct io_uring *ring)
-{
-    orb_error_clear();
-    if (!ring)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: ring is NULL", __func__);
-    if (!orbit_uring_futex_supported())
-        return orb_fail(-ORBIT_ENOTSUP, "%s: this kernel lacks io_uring futex operations (Linux 6.7)", __func__);
-    orb_wait_set_wake_hook(queue_wake, ring);
-    return 0;
-}
-
-void orbit_uring_detach_wakes(void)
-{
-    orb_error_clear();
-    orb_wait_set_wake_hook(NULL, NULL);
 }

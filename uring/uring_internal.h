@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* io_uring glue the table modules use to implement their orbit_*_prep_* calls. */
+/*
+ * The io_uring floor: futex words, SQEs and the per-thread wake batch. It
+ * knows no orbit structure and includes nothing of lib/: the core and the
+ * tables hand it a word, the value to wait on, the user_data to stamp, and
+ * decide themselves when a wait is safe to arm or a wake is owed.
+ */
 #ifndef ORB_URING_INTERNAL_H
 #define ORB_URING_INTERNAL_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <liburing.h>
-#include "core/wait.h"
 
 /* Debian 12's liburing 2.3 and 6.1 uapi headers lack the futex opcodes (Linux 6.7). */
 #ifndef IORING_OP_FUTEX_WAIT
@@ -16,12 +23,10 @@
 #define FUTEX2_SIZE_U32 0x02
 #endif
 
-/*
- * What a public prep leaves in the caller's SQE: 0 means it holds a FUTEX_WAIT;
- * any other rc turns it into a plain NOP (flags cleared, user_data kept), so a
- * loop that submits every SQE it took stays correct. Returns rc.
- */
-int orb_uring_prep_result(struct io_uring_sqe *sqe, int rc);
+/* Does this kernel run IORING_OP_FUTEX_WAIT/WAKE? Probed once per process;
+ * ORBIT_DISABLE_URING_FUTEX (non-empty, not "0") forces false, for testing
+ * the futex(2) paths. */
+bool orb_uring_futex_ops(void);
 
 /* Fill sqe with FUTEX_WAIT on a shared u32 word expecting `expected`. */
 void orb_uring_prep_futex_wait(struct io_uring_sqe *sqe, _Atomic uint32_t *word, uint32_t expected);
@@ -29,22 +34,21 @@ void orb_uring_prep_futex_wait(struct io_uring_sqe *sqe, _Atomic uint32_t *word,
 void orb_uring_prep_futex_wake(struct io_uring_sqe *sqe, _Atomic uint32_t *word);
 
 /*
- * The waiter side of the wake protocol (core/wait.h) for an SQE: since = changes; pred; arm parked;
- * pred again; fill FUTEX_WAIT(changes == since). Returns 1 when pred says
- * ready, 0 when sqe holds the wait, pred's negative error, or -ORBIT_ENOTSUP
- * when the kernel lacks IORING_OP_FUTEX_WAIT; on any non-zero return sqe is
- * a NOP (orb_uring_prep_result). user_data is left as the caller set it.
+ * What a public prep leaves in the caller's SQE: 0 means it holds a FUTEX_WAIT;
+ * any other rc turns it into a plain NOP (flags cleared, user_data kept), so a
+ * loop that submits every SQE it took stays correct. Returns rc.
  */
-int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
-                        struct io_uring_sqe *sqe, struct orb_wait_stats *stats);
+int orb_uring_prep_result(struct io_uring_sqe *sqe, int rc);
 
 /*
- * Readiness descriptor for one table handle: an eventfd that becomes readable
- * when the doorbell word moves (kernel-signalled through a private ring with
- * a FUTEX_WAIT on it, or a driver thread where the opcode is missing).
- * orbit_readiness_drain(fd) re-arms it. Close with orb_readiness_close.
+ * The wake batch of this thread: with a ring set, orb_uring_batch_wake queues
+ * a FUTEX_WAKE SQE there, stamped user_data and IOSQE_CQE_SKIP_SUCCESS (a CQE
+ * shows only a failed wake), for the ring owner's next submit. ring NULL
+ * ends the batch.
  */
-int  orb_readiness_open(struct orb_waitword *doorbell);
-void orb_readiness_close(int fd);
+void orb_uring_batch_set(struct io_uring *ring, uint64_t user_data);
+/* 0 when the wake of every sleeper on word was queued; -1 when there is no
+ * batch or its SQ is full: the caller issues futex(2) itself. */
+int  orb_uring_batch_wake(_Atomic uint32_t *word);
 
 #endif

@@ -35,14 +35,6 @@ uint64_t orb_next_epoch(uint64_t previous)
     return now > previous ? now : previous + 1;
 }
 
-bool orb_node_alive(struct orbit_fleet *f, uint16_t node)
-{
-    if (f->is_private || (!f->observer && node == f->node))
-        return true;   /* this process's own lives */
-    /* The kernel holds the member's lock until its last descriptor goes; an error proves no death. */
-    return orb_life_probe(f, node) != 0;
-}
-
 static int fleet_init(struct orb_segment *seg, void *ctx)
 {
     const struct orb_fleet_geometry *g = ctx;
@@ -147,6 +139,13 @@ static uint64_t lock_identity(const struct orb_node_record *rec)
                              atomic_load(&rec->pidns));
 }
 
+/* Wake every node's doorbell sleepers (orb_wait_kick): part of a death report. */
+static void kick_doorbells(struct orbit_fleet *f)
+{
+    for (uint32_t i = 0; i < f->capacity; i++)
+        orb_wait_kick(&f->nodes[i].doorbell);
+}
+
 /*
  * Report the node's life dead on every table, resumably: the owner byte says
  * who is reporting, and a report whose reporter is gone is finished by the next
@@ -164,6 +163,8 @@ static int run_report(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool a
     orb_lock_set_dead(lock_identity(rec));
     int64_t began = orb_now_ns();
     int rc = orb_dispatch_node_dead(f, node, ending);
+    /* The dead may have rung a doorbell and died before its wake went out. */
+    kick_doorbells(f);
     orb_lock_set_dead(0);
     if (rc < 0)
         return rc;
@@ -564,12 +565,6 @@ int orbit_fleet_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarna
      * claimed by a later life, is left alone (its tables owe that incarnation nothing). */
     rc = report_node(f, node, incarnation, false);
     return rc < 0 ? rc : 0;
-}
-
-void orb_fleet_kick_doorbells(struct orbit_fleet *f)
-{
-    for (uint32_t i = 0; i < f->capacity; i++)
-        orb_wait_kick(&f->nodes[i].doorbell);
 }
 
 int orbit_fleet_reap(struct orbit_fleet *f)

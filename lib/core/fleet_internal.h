@@ -96,12 +96,10 @@ static inline struct orb_node_record *orb_fleet_record(struct orbit_fleet *f, ui
 /* Ring a node's doorbell (wake its readiness drivers / doorbell waiters). */
 void orb_fleet_ring_doorbell(struct orbit_fleet *f, uint32_t node, struct orb_wait_stats *stats);
 
-/* Is the node's current life alive (its holder keeps its kernel lock)? Our own node: yes. */
+/* Is the node's current life alive (its holder keeps its kernel lock)? Our own node: yes (life.c). */
 bool orb_node_alive(struct orbit_fleet *f, uint16_t node);
-/* Wake every node's doorbell sleepers (orb_wait_kick): part of a death report. */
-void orb_fleet_kick_doorbells(struct orbit_fleet *f);
-
-/* node_dead on every table of the fleet through the registered table ops (tables.c). */
+/* node_dead on every table of the fleet through the registered table ops (tables.c); the
+ * caller (fleet.c's report) kicks the doorbells after it: the registry calls nothing above. */
 int  orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation);
 
 /* Epoch for reset_all: max(now in ms, previous + 1). */

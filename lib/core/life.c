@@ -108,10 +108,12 @@ void orb_gate_leave(struct orbit_fleet *f)
     (void)ofd(f->life_fd, F_OFD_SETLK, F_UNLCK, GATE_OFF, 1);
 }
 
-uint64_t orb_pidns_self(void)
+bool orb_node_alive(struct orbit_fleet *f, uint16_t node)
 {
-    struct stat st;
-    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+    if (f->is_private || (!f->observer && node == f->node))
+        return true;   /* this process's own lives */
+    /* The kernel holds the member's lock until its last descriptor goes; an error proves no death. */
+    return orb_life_probe(f, node) != 0;
 }
 
 /* ---- this process life's incarnation ---- */

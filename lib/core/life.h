@@ -67,9 +67,6 @@ int  orb_gate_take_alone(struct orbit_fleet *f);
 /* This process life's incarnation: random, the same for every join of this life. */
 uint64_t orb_life_incarnation(void);
 
-/* This process's pid namespace (its inode), 0 when /proc cannot tell. */
-uint64_t orb_pidns_self(void);
-
 /*
  * A watcher of that life of the node (it holds lock byte joins % 64): ensures
  * this process has one (a thread that kicks the record's life_end once the

@@ -7,11 +7,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/futex.h>
-#include <linux/membarrier.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <orbit/error.h>
+#include "syscalls.h"
 #include "life.h"
 #include "lock.h"
 #include "segment.h"
@@ -60,7 +58,7 @@ static uint64_t me(void)
         int pid = getpid();
         w = orb_lock_identity((uint32_t)pid, orb_proc_start_time(pid), orb_pidns_self());
         bool reg = !membarrier_refused() &&
-                   syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+                   orb_sys_membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
         atomic_store_explicit(&orb_lock_store_give, reg, memory_order_relaxed);
         atomic_store_explicit(&orb_lock_self, w, memory_order_relaxed);
     }
@@ -78,7 +76,7 @@ static uint64_t me(void)
 bool orb_lock_fence_others(void)
 {
     atomic_thread_fence(memory_order_seq_cst);
-    return !membarrier_refused() && syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
+    return !membarrier_refused() && orb_sys_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0;
 }
 
 static uint32_t ns_tag(uint64_t pidns)
@@ -127,8 +125,7 @@ static int holder_gone(uint64_t v)
         return 0;   /* the same tag, yet a member record says another namespace */
     if (pid == ((uint32_t)me() & ORB_LOCK_PID_MASK))
         return 0;
-#ifdef SYS_pidfd_open
-    int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    int fd = orb_sys_pidfd_open((pid_t)pid, 0);
     if (fd >= 0) {
         struct pollfd pf = { .fd = fd, .events = POLLIN };
         int exited = poll(&pf, 1, 0) == 1;
@@ -137,7 +134,6 @@ static int holder_gone(uint64_t v)
     }
     if (errno != ENOSYS)
         return errno == ESRCH;
-#endif
     if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
         return 1;
     return pid_reused(pid, ORB_LOCK_START(v));
@@ -149,7 +145,7 @@ static uint32_t *futex_of(struct orb_lock *l) { return (uint32_t *)(void *)&l->w
 static void futex_sleep(struct orb_lock *l, uint32_t v, int64_t until_ns)
 {
     struct timespec ts = { .tv_sec = until_ns / 1000000000, .tv_nsec = until_ns % 1000000000 };
-    syscall(SYS_futex, futex_of(l), FUTEX_WAIT_BITSET, v, &ts, NULL, FUTEX_BITSET_MATCH_ANY);
+    orb_sys_futex_wait(futex_of(l), v, &ts);
 }
 
 int orb_lock_try(struct orb_lock *l)
@@ -272,7 +268,7 @@ static _Thread_local unsigned idle_wakes;
 
 void orb_flock_wake(struct orb_lock *l, _Atomic uint32_t *sleepers)
 {
-    long woken = syscall(SYS_futex, futex_of(l), FUTEX_WAKE, 1, NULL, NULL, 0);
+    int woken = orb_sys_futex_wake(futex_of(l), 1);
     if (woken != 0) {
         idle_wakes = 0;
         return;
@@ -290,5 +286,5 @@ void orb_lock_give(struct orb_lock *l)
     /* Release: everything written under the lock is visible to the next taker. */
     uint64_t v = atomic_exchange_explicit(&l->word, 0, memory_order_release);
     if (v & ORB_LOCK_WAITERS)
-        syscall(SYS_futex, futex_of(l), FUTEX_WAKE, 1, NULL, NULL, 0);
+        orb_sys_futex_wake(futex_of(l), 1);
 }

@@ -136,5 +136,7 @@ const char *orb_hugetlb_dir(void);        /* ORBIT_HUGETLB_DIR or the first huge
 
 /* orbit_process_start_time (proc.c), 0 when pid is gone or exited (or /proc cannot tell). */
 uint64_t orb_proc_start_time(int pid);
+/* This process's pid namespace (its inode), 0 when /proc cannot tell (proc.c). */
+uint64_t orb_pidns_self(void);
 
 #endif

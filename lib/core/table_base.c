@@ -5,7 +5,7 @@
 #include "error_internal.h"
 #include "fleet_internal.h"
 #include "table_base.h"
-#include "uring_internal.h"
+#include "readiness.h"
 
 void *orb_table_alloc(size_t bytes, struct orbit_fleet *f)
 {

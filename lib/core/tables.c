@@ -100,8 +100,6 @@ int orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarn
             ops->close(t);
         }
     }
-    /* The dead may have rung a doorbell and died before its wake went out. */
-    orb_fleet_kick_doorbells(f);
     return rc;
 }
 

@@ -2,16 +2,13 @@
 /* The wake protocol: change word + parked flag, spin then park on futex(2). */
 #include <limits.h>
 #include <sched.h>
-#include <linux/futex.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include <orbit/fleet.h>
+#include "syscalls.h"
+#include "uring_internal.h"
 #include "wait.h"
 
 static _Atomic uint32_t spin_ns_setting = UINT32_MAX;   /* UINT32_MAX: not read yet */
-static _Thread_local orb_wake_hook_fn wake_hook;
-static _Thread_local void *wake_hook_ctx;
 
 int64_t orb_now_ns(void)
 {
@@ -75,11 +72,8 @@ int orb_futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct orb_d
         ts.tv_nsec = deadline->at_ns % 1000000000;
         tsp = &ts;
     }
-    /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline; shared (not private)
-     * because the word lives in a segment other processes map. */
-    long rc = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET, expected, tsp, NULL,
-                      FUTEX_BITSET_MATCH_ANY);
-    if (rc == 0)
+    /* An absolute CLOCK_MONOTONIC deadline, on a shared word (syscalls.h). */
+    if (orb_sys_futex_wait(word, expected, tsp) == 0)
         return 0;
     if (errno == ETIMEDOUT)
         return -ETIMEDOUT;
@@ -90,20 +84,14 @@ int orb_futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct orb_d
 
 void orb_futex_wake_all(_Atomic uint32_t *word)
 {
-    if (wake_hook && wake_hook(wake_hook_ctx, word) == 0)
-        return;
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    if (orb_uring_batch_wake(word) == 0)
+        return;   /* queued in the ring attached by orbit_uring_attach_wakes */
+    orb_sys_futex_wake(word, INT_MAX);
 }
 
 void orb_futex_wake_one(_Atomic uint32_t *word)
 {
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, 1, NULL, NULL, 0);
-}
-
-void orb_wait_set_wake_hook(orb_wake_hook_fn fn, void *ctx)
-{
-    wake_hook = fn;
-    wake_hook_ctx = ctx;
+    orb_sys_futex_wake(word, 1);
 }
 
 bool orb_wait_signal_bumped(struct orb_waitword *w, struct orb_wait_stats *stats)

@@ -132,17 +132,22 @@ static inline void orb_wait_bump(struct orb_waitword *w)
 
 /* futex(2) helpers on a shared (non-private) u32 word. */
 int orb_futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct orb_deadline *deadline);
-/* Wakes every sleeper: through the attached io_uring batch when there is one. */
+/* Wakes every sleeper: through this thread's io_uring wake batch when there is one. */
 void orb_futex_wake_all(_Atomic uint32_t *word);
 /* Wakes at most one sleeper (futex(2) directly). */
 void orb_futex_wake_one(_Atomic uint32_t *word);
 
 /*
- * The wake batch hook (set by orbit_uring_attach_wakes for this thread):
- * returns 0 when it queued the wake, < 0 to fall back to futex(2).
+ * The waiter side of the wake protocol for an SQE (wait_uring.c): since =
+ * changes; pred; arm parked; pred again; fill FUTEX_WAIT(changes == since).
+ * Returns 1 when pred says ready, 0 when sqe holds the wait, pred's negative
+ * error, or -ORBIT_ENOTSUP when the kernel lacks IORING_OP_FUTEX_WAIT; on
+ * any non-zero return sqe is a NOP (orb_uring_prep_result). user_data is
+ * left as the caller set it.
  */
-typedef int (*orb_wake_hook_fn)(void *ctx, _Atomic uint32_t *word);
-void orb_wait_set_wake_hook(orb_wake_hook_fn fn, void *ctx);
+struct io_uring_sqe;
+int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
+                        struct io_uring_sqe *sqe, struct orb_wait_stats *stats);
 
 /* Spin for up to budget; returns true as soon as pred becomes non-zero. */
 void orb_cpu_relax(void);

@@ -2,6 +2,7 @@
 /* Creation budgets, key versions, waits (futex and io_uring) and the readiness fd. */
 #include <orbit/uring.h>
 #include "pool_layout.h"
+#include "core/readiness.h"
 #include "uring_internal.h"
 
 int orbit_pool_claim_create(struct orbit_pool *p, orbit_key key, uint32_t max_live, struct orbit_permit *out)

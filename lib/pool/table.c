@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pool_layout.h"
-#include "uring_internal.h"
+#include "core/readiness.h"
 #include "core/table_ops.h"
 
 const unsigned ORBIT_PENDING_RESERVATIONS = POOL_PENDING;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "stream_layout.h"
-#include "uring_internal.h"
+#include "core/readiness.h"
 #include "core/table_ops.h"
 
 static int spec_check(const struct orbit_stream_spec *spec)

@@ -27,6 +27,16 @@ if printf '#include <orbit/orbit.h>\n#include <orbit/reaper.h>\nint main(void) {
 else
     bad "<orbit/orbit.h> under -std=c11 -pedantic:"; head -20 "$work/strict.log"
 fi
+# orbit.h brings the io_uring calls wherever liburing's headers can compile (POSIX 2008).
+umbrella='#include <orbit/orbit.h>\nint main(void) { return orbit_uring_futex_supported() ? 0 : 0; }\n'
+for std in "-std=gnu11" "-std=c11 -D_POSIX_C_SOURCE=200809L"; do
+    if printf "$umbrella" | cc $std -Wall -Wextra -Werror $(pkg-config --cflags orbit) -x c - \
+           -o "$work/umbrella" $(pkg-config --libs orbit) $rpath 2> "$work/umbrella.log"; then
+        ok "<orbit/orbit.h> declares the io_uring calls ($std)"
+    else
+        bad "<orbit/orbit.h> lacks the io_uring calls ($std):"; head -10 "$work/umbrella.log"
+    fi
+done
 if cc -std=gnu11 -Wall -Wextra -Werror -DEXPECT_VERSION="\"$version\"" $(pkg-config --cflags orbit orbit-reaper) \
       "$src/tests/install/consumer.c" -o "$work/consumer" $(pkg-config --libs orbit orbit-reaper) $rpath \
       2> "$work/cc.log"; then

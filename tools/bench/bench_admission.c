@@ -23,7 +23,7 @@
 #include <unistd.h>
 #include <orbit/admission.h>
 #include "cli.h"
-#include "tool.h"
+#include "bench.h"
 #include "bench_pair.h"
 #include "bench_plot.h"
 

@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <orbit/reaper.h>
 #include "cli.h"
-#include "tool.h"
+#include "bench.h"
 
 enum dpath { D_BPF, D_PIDFD, D_WAIT, D_COUNT };
 static const char *dpath_name[D_COUNT] = { "orbit-reaper, BPF backend", "orbit-reaper, pidfd backend",

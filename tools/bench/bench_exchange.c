@@ -46,7 +46,7 @@
 #include <orbit/exchange.h>
 #include <orbit/uring.h>
 #include "cli.h"
-#include "tool.h"
+#include "bench.h"
 #include "bench_clock.h"
 #include "bench_exchange.h"
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <orbit/exchange.h>
 #include "cli.h"
-#include "tool.h"
+#include "bench.h"
 #include "bench_exchange.h"
 #include "bench_pair.h"
 #include "bench_place.h"

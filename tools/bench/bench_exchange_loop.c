@@ -25,7 +25,7 @@
 #include <orbit/exchange.h>
 #include <orbit/uring.h>
 #include "bench_clock.h"
-#include "tool.h"
+#include "bench.h"
 #include "bench_exchange.h"
 
 enum phase { PH_FREE, PH_SEND, PH_FIN, PH_RECV };

@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include "tool.h"
+#include "bench.h"
 #include "bench_clock.h"
 #include "bench_floor.h"
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-#include "tool.h"
+#include "bench.h"
 #include "bench_host.h"
 
 /* The value after "key<spaces>:" of the first matching line of path, trimmed. */

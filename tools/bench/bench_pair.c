@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "tool.h"
+#include "bench.h"
 #include "bench_floor.h"
 #include "bench_pair.h"
 

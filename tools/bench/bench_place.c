@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
-#include "tool.h"
+#include "bench.h"
 #include "bench_place.h"
 
 void place_pin(int cpu)

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli.h"
-#include "tool.h"
+#include "bench.h"
 #include "bench_plot.h"
 
 void plot_latency(struct chart *c, const char *name, const struct hist *h)

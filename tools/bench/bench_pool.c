@@ -26,7 +26,7 @@
 #include <unistd.h>
 #include <orbit/pool.h>
 #include "cli.h"
-#include "tool.h"
+#include "bench.h"
 #include "bench_clock.h"
 #include "bench_pair.h"
 #include "bench_plot.h"

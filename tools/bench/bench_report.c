@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "cli.h"
-#include "tool.h"
+#include "bench.h"
 #include "bench_pair.h"
 #include "bench_plot.h"
 #include "bench_report.h"

@@ -19,7 +19,7 @@
 #include <orbit/stream.h>
 #include <orbit/uring.h>
 #include "cli.h"
-#include "tool.h"
+#include "bench.h"
 #include "bench_stream.h"
 #include "bench_stream_scale.h"
 #include "bench_clock.h"

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <orbit/stream.h>
-#include "tool.h"
+#include "bench.h"
 #include "bench_stream_scale.h"
 #include "bench_clock.h"
 #include "bench_pair.h"

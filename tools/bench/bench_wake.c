@@ -29,7 +29,7 @@
 #include <orbit/uring.h>
 #endif
 #include "cli.h"
-#include "tool.h"
+#include "bench.h"
 #include "bench_clock.h"
 #include "bench_hist.h"
 #include "bench_pair.h"

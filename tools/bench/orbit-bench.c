@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
-#include "tool.h"
+#include "bench.h"
 
 #include "bench_report.h"
 

@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include "relay.h"
+#include "syscalls.h"
 
 static int free_slot(struct relay_stats *st)
 {
@@ -228,7 +228,7 @@ int fleet_on_sigchld(struct relay_fleet *rf, pid_t *other, int n_other, int *oth
 static int reap_child(pid_t pid, int64_t deadline_ns)
 {
     int status = 0;
-    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int pfd = orb_sys_pidfd_open(pid, 0);
     if (pfd >= 0) {
         int64_t left = (deadline_ns - relay_now_ns()) / 1000000;
         struct pollfd p = { .fd = pfd, .events = POLLIN };

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <orbit/admission.h>
 #include "ctl.h"
-#include "tool.h"
+#include "orbitctl.h"
 
 #define CTL_UNITS_MAX 1024   /* max_domains upper bound */
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <orbit/exchange.h>
 #include "ctl.h"
-#include "tool.h"
+#include "orbitctl.h"
 
 /* Chunks in flight for one exchange and flow. */
 struct xsum { orbit_id exchange; uint8_t flow; uint32_t reserved, live, reading, reclaiming; uint64_t bytes; };

@@ -9,7 +9,7 @@
 #include <orbit/orbit.h>
 #include "cli.h"
 #include "ctl.h"
-#include "tool.h"
+#include "orbitctl.h"
 
 #define TOOL "orbitctl"
 

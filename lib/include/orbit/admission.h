@@ -179,6 +179,9 @@ int  orbit_admission_release(struct orbit_admission *, struct orbit_claim *);
  */
 
 int  orbit_admission_wait(struct orbit_admission *, uint64_t since_epoch, int timeout_ms, uint64_t *now);
+/* Its io_uring form, by the prep contract of <orbit/uring.h>. */
+struct io_uring_sqe;
+int  orbit_admission_prep_wait(struct orbit_admission *, uint64_t since_epoch, struct io_uring_sqe *);
      /* waits until the ledger's change epoch (release_epoch in results) passes since_epoch; it
       * advances on every release, node_dead release and capacity growth. *now is always written.
       * Nothing changed within timeout_ms (0 included): -ORBIT_ETIMEDOUT */
@@ -188,8 +191,7 @@ int  orbit_admission_wait(struct orbit_admission *, uint64_t since_epoch, int ti
  * try_claim's -ORBIT_ECLOSEDADM) and when a crashed holder is repaired. A
  * poisoned ledger ends the wait with -ORBIT_EPOISONED. The wait spins
  * briefly, then parks on a futex word (no polling). Returns 0 when the epoch
- * passed since_epoch. The io_uring form is orbit_admission_prep_wait in
- * orbit/uring.h.
+ * passed since_epoch. The io_uring form is orbit_admission_prep_wait.
  */
 
 /* No new claims (-ORBIT_ECLOSEDADM); outstanding claims stay valid and releasable.

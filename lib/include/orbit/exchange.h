@@ -223,8 +223,8 @@ void orbit_chunk_release(struct orbit_chunk *);
 int  orbit_arena_withdraw(struct orbit_arena *, const struct orbit_chunk_desc *);
 
 /*
- * orbit_arena_prep_wait_credit - io_uring form of the credit wait (<orbit/
- * uring.h> conventions): 1 when a run for len bytes is free now (the SQE
+ * orbit_arena_prep_wait_credit - io_uring form of the credit wait (the prep
+ * contract of <orbit/uring.h>): 1 when a run for len bytes is free now (the SQE
  * is a NOP), 0 when the SQE holds a FUTEX_WAIT on this lane's credit word
  * that completes at the next release or cancel here, -ORBIT_ETOOLARGE,
  * -ORBIT_ENOTOWNER, -ORBIT_ENOTSUP without the kernel's futex opcodes.

@@ -167,9 +167,24 @@ int  orbit_fleet_reap(struct orbit_fleet *);
  * -ORBIT_EMALFORMED (node >= capacity, a timeout below -1,
  * this handle's own life), -ORBIT_EFORKED, or another negative code. It
  * reports nothing: run orbit_fleet_reap or orbit_fleet_node_dead next. The
- * io_uring form is orbit_fleet_prep_wait_node_death (<orbit/uring.h>).
+ * io_uring form is orbit_fleet_prep_wait_node_death (below).
  */
 int  orbit_fleet_wait_node_death(struct orbit_fleet *, uint16_t node, uint64_t incarnation, int timeout_ms);
+
+/*
+ * The fleet's io_uring waits, by the prep contract of <orbit/uring.h>.
+ * prep_wait_doorbell completes when this member's doorbell rings (a watched
+ * key, an offer, a peer's data: what its readiness fds report).
+ * prep_wait_node_death completes when that incarnation of node is dead,
+ * left, or replaced (as orbit_fleet_wait_node_death): 1 with a NOP when it
+ * is so already. Put it beside a peer's readable wait: no reaper is needed
+ * to learn of the death. The completion reports nothing; call
+ * orbit_fleet_reap (or node_dead) next.
+ */
+struct io_uring_sqe;
+int  orbit_fleet_prep_wait_doorbell(struct orbit_fleet *, struct io_uring_sqe *);
+int  orbit_fleet_prep_wait_node_death(struct orbit_fleet *, uint16_t node, uint64_t incarnation,
+                                      struct io_uring_sqe *);
 
 /*
  * orbit_fleet_live_members - how many members of the named fleet are alive

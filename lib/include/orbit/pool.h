@@ -215,6 +215,9 @@ int  orbit_pool_version(struct orbit_pool *, orbit_key, uint32_t *out);
  * returns 0 with *now possibly equal to since (room came back).
  */
 int  orbit_pool_wait_capacity(struct orbit_pool *, orbit_key, uint32_t since, int timeout_ms, uint32_t *now);
+/* Its io_uring form, by the prep contract of <orbit/uring.h>. */
+struct io_uring_sqe;
+int  orbit_pool_prep_wait_capacity(struct orbit_pool *, orbit_key, uint32_t since, struct io_uring_sqe *);
 /*
  * orbit_pool_acquire - one decision for key: snapshot, ask policy (NULL =
  * local_first; limits NULL = ORBIT_LIMITS_DEFAULT), then reserve or claim what

@@ -128,6 +128,9 @@ bool orbit_streams_is_live(struct orbit_streams *, orbit_id);
 int  orbit_streams_offer(struct orbit_streams *, const struct orbit_ticket *, uint16_t to_node);
 int  orbit_streams_take_offer(struct orbit_streams *, struct orbit_ticket *out);             /* -ORBIT_EAGAIN: none */
 int  orbit_streams_wait_offer(struct orbit_streams *, int timeout_ms, struct orbit_ticket *out);
+/* Its io_uring form, by the prep contract of <orbit/uring.h>. */
+struct io_uring_sqe;
+int  orbit_streams_prep_wait_offer(struct orbit_streams *, struct io_uring_sqe *);
 
 /*
  * orbit_streams_owners - every (node, incarnation) holding a side of a live
@@ -211,6 +214,9 @@ int     orbit_endpoint_write_exact(struct orbit_endpoint *, const void *buf, siz
 int     orbit_endpoint_wait_readable(struct orbit_endpoint *, int timeout_ms);
 int     orbit_endpoint_wait_writable(struct orbit_endpoint *, int timeout_ms);
 int     orbit_endpoint_wait_writable_exact(struct orbit_endpoint *, size_t needed, int timeout_ms);
+/* Their io_uring forms, by the prep contract of <orbit/uring.h>. */
+int     orbit_endpoint_prep_wait_readable(struct orbit_endpoint *, struct io_uring_sqe *);
+int     orbit_endpoint_prep_wait_writable(struct orbit_endpoint *, struct io_uring_sqe *);
 
 /*
  * finish: FIN on this side's direction (idempotent); the reader drains, then
@@ -239,14 +245,13 @@ int     orbit_endpoint_peer_closed(struct orbit_endpoint *);
 int     orbit_endpoint_wait_peer_closed(struct orbit_endpoint *, int timeout_ms);
 
 /*
- * io_uring forms of read_exact and wait_writable_exact, beside the prep calls
- * of <orbit/uring.h> and with their conventions: 0 the SQE holds a FUTEX_WAIT
+ * io_uring forms of read_exact and wait_writable_exact, by the prep contract
+ * of <orbit/uring.h>: 0 the SQE holds a FUTEX_WAIT
  * that completes once `needed` bytes are queued (free), 1 ready now (the SQE
  * is a NOP), -ORBIT_ETOOLARGE above the ring, -ORBIT_ENOTSUP without the
  * kernel's futex opcodes. A bulk io_uring writer states a quarter ring here
  * so it is woken once per refill rather than for every byte freed.
  */
-struct io_uring_sqe;
 int     orbit_endpoint_prep_wait_readable_exact(struct orbit_endpoint *, size_t needed, struct io_uring_sqe *);
 int     orbit_endpoint_prep_wait_writable_exact(struct orbit_endpoint *, size_t needed, struct io_uring_sqe *);
 

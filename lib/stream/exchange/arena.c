@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exch_layout.h"
-#include "uring_internal.h"
+#include "core/readiness.h"
 #include "core/table_ops.h"
 
 static int spec_check(const struct orbit_arena_spec *spec)

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exch_layout.h"
-#include "uring_internal.h"
+#include "core/readiness.h"
 
 static int spec_check(const struct orbit_exchange_spec *spec)
 {

@@ -5,7 +5,7 @@
 #include <orbit/uring.h>
 #include "testutil.h"
 #include "core/fleet_internal.h"
-#include "uring_internal.h"
+#include "core/readiness.h"
 
 static void wait_parked(struct orbit_fleet *f, uint16_t node)
 {

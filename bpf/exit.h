@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The record exit.bpf.c sends and liborbit-reaper reads (shared by both sides). */
-#ifndef ORB_EXIT_EVENT_H
-#define ORB_EXIT_EVENT_H
+/* exit.h - the record exit.bpf.c sends and its loader exit.c reads (shared by both sides). */
+#ifndef ORB_EXIT_H
+#define ORB_EXIT_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>

@@ -20,9 +20,11 @@
 #define ORBIT_URING_H
 
 #include <liburing.h>
+#include <orbit/fleet.h>
 #include <orbit/pool.h>
 #include <orbit/stream.h>
 #include <orbit/admission.h>
+#include <orbit/exchange.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,8 +36,13 @@ extern "C" {
 
 bool orbit_uring_futex_supported(void);                       /* probed once */
 /*
- * The prep contract. Each prep always fills the SQE it is given, as a liburing
- * prep does, and returns
+ * The prep contract. Each table declares its own prep calls in its header,
+ * beside the blocking wait they stand for (orbit_fleet_prep_wait_doorbell and
+ * _node_death in fleet.h, orbit_pool_prep_wait_capacity in pool.h, the
+ * endpoint and offer preps in stream.h, orbit_admission_prep_wait in
+ * admission.h, the exchange and arena preps in exchange.h); this header
+ * includes them all. Each prep always fills the SQE it is given, as a
+ * liburing prep does, and returns
  *   0  the SQE holds a FUTEX_WAIT that completes on the next relevant change;
  *   1  the thing is ready now: the SQE is a plain IORING_OP_NOP (no link,
  *      drain or fixed-file flags) that completes with res 0;
@@ -45,20 +52,6 @@ bool orbit_uring_futex_supported(void);                       /* probed once */
  * the value it found). Without the kernel's futex ops (Linux 6.7) every prep
  * but a ready exchange event returns -ORBIT_ENOTSUP.
  */
-int orbit_endpoint_prep_wait_readable(struct orbit_endpoint *, struct io_uring_sqe *);
-int orbit_endpoint_prep_wait_writable(struct orbit_endpoint *, struct io_uring_sqe *);
-int orbit_pool_prep_wait_capacity(struct orbit_pool *, orbit_key, uint32_t since, struct io_uring_sqe *);
-int orbit_streams_prep_wait_offer(struct orbit_streams *, struct io_uring_sqe *);
-int orbit_admission_prep_wait(struct orbit_admission *, uint64_t since_epoch, struct io_uring_sqe *);
-int orbit_fleet_prep_wait_doorbell(struct orbit_fleet *, struct io_uring_sqe *);
-/*
- * Completes when that incarnation of node is dead, left, or replaced (see
- * orbit_fleet_wait_node_death): 1 with a NOP when it is so already. Put it
- * beside a peer's readable wait: no reaper is needed to learn of the death.
- * The completion reports nothing; call orbit_fleet_reap (or node_dead) next.
- */
-int orbit_fleet_prep_wait_node_death(struct orbit_fleet *, uint16_t node, uint64_t incarnation,
-                                     struct io_uring_sqe *);
 /* Wakes the library would issue with futex(2) are queued as FUTEX_WAKE SQEs in
  * this ring instead, until the batch is detached; they go out with the
  * caller's next io_uring_submit. */

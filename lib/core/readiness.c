@@ -11,8 +11,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include <orbit/uring.h>
+#include "guard.h"
+#include "readiness.h"
 #include "uring_internal.h"
-#include "core/guard.h"
 
 struct driver {
     int efd;
@@ -77,7 +78,7 @@ static void *driver_thread(void *arg)
 
 static int start_driver(struct driver *d)
 {
-    if (orbit_uring_futex_supported() && io_uring_queue_init(4, &d->ring, 0) == 0) {
+    if (orb_uring_futex_ops() && io_uring_queue_init(4, &d->ring, 0) == 0) {
         if (io_uring_register_eventfd(&d->ring, d->efd) == 0 && arm_ring(d) == 0) {
             d->use_ring = true;
             return 0;

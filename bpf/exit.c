@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The BPF backend: load exit.bpf.c, keep its tgid filter, read its ring buffer. */
+/* exit.c - the BPF backend: load exit.bpf.c, keep its tgid filter, read its ring buffer. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #ifdef ORB_REAPER_HAVE_BPF
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include "exit_event.h"
+#include "exit.h"
 #include "exit.skel.h"
 
 struct rp_bpf {

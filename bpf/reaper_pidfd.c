@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pidfd backend: a member of the reaper's own pid namespace is watched
+ * through a pidfd in the reaper's epoll set, readable once its thread group
+ * has exited. The same probes tell the BPF backend whether a tgid it just
+ * filtered is still the recorded process.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include "reaper_internal.h"
+#include "syscalls.h"
+
+bool rp_pidfd_exited(int pidfd)
+{
+    struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+    return poll(&pfd, 1, 0) > 0;   /* readable once the whole thread group has exited */
+}
+
+/*
+ * Open a pidfd, then check the start time: if /proc still shows the start
+ * time of the record, the pidfd pins that very process (opened before the
+ * check, so a reuse in between would show another start time). Seen only
+ * on evidence: a /proc that cannot tell (hidepid) shows nothing, and the
+ * caller watches that member through the token instead.
+ */
+bool rp_probe_alive(int32_t pid, uint64_t start_time, int *pidfd)
+{
+    if (pid <= 0)
+        return false;
+    int fd = orb_sys_pidfd_open((pid_t)pid, 0);
+    if (fd < 0)
+        return false;
+    uint64_t now = 0;
+    int rc = orbit_process_start_time(pid, &now);
+    bool alive = rc == 0 && now == start_time && !rp_pidfd_exited(fd);
+    if (alive && pidfd)
+        *pidfd = fd;
+    else
+        close(fd);
+    return alive;
+}
+
+/*
+ * Alive, and not every thread already inside do_exit: then the group is as
+ * good as dead, though its pidfd turns readable only once teardown is over.
+ * The BPF backend needs this: a member whose exit began before its tgid
+ * entered the filter is never reported by the kernel.
+ */
+bool rp_member_alive(int32_t pid, uint64_t start_time)
+{
+    return rp_probe_alive(pid, start_time, NULL) && orbit_process_exiting(pid) != 1;
+}
+
+/* Best effort: PIDFD_GET_INFO (Linux 6.15) gives the status once the task is reaped. */
+struct rp_pidfd_info {
+    uint64_t mask, cgroupid;
+    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+    int32_t  exit_code;
+};
+#define RP_PIDFD_GET_INFO  _IOWR(0xFF, 11, struct rp_pidfd_info)
+#define RP_PIDFD_INFO_EXIT (1ull << 3)
+
+int rp_pidfd_status(int pidfd)
+{
+    struct rp_pidfd_info info;
+    memset(&info, 0, sizeof info);
+    info.mask = RP_PIDFD_INFO_EXIT;
+    if (ioctl(pidfd, RP_PIDFD_GET_INFO, &info) != 0 || !(info.mask & RP_PIDFD_INFO_EXIT))
+        return -1;
+    return info.exit_code;
+}
+
+/* Watch a LIVE member by its pidfd; tagged (fleet id << 16) | node in the epoll set. */
+bool rp_pidfd_watch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node)
+{
+    struct rp_watch *w = &rf->nodes[node];
+    int fd = -1;
+    if (!rp_probe_alive(w->seen.pid, w->seen.start_time, &fd))
+        return false;
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = ((uint64_t)rf->id << 16) | node };
+    if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(fd);
+        return false;
+    }
+    w->pidfd = fd;
+    rp_watched_via(r, w, RP_VIA_PIDFD);
+    return true;
+}
+
+/* Its pidfd turned readable: queue the exit, take the pidfd out of the set. */
+void rp_pidfd_event(struct orbit_reaper *r, uint64_t tag)
+{
+    struct rp_fleet *rf = rp_find_fleet_id(r, (uint32_t)(tag >> 16));
+    uint16_t node = (uint16_t)(tag & 0xffff);
+    if (!rf || !rf->f || node >= rf->capacity)
+        return;
+    struct rp_watch *w = &rf->nodes[node];
+    /* The event may predate a re-watch: act on the pidfd held now, if it says so. */
+    if (!w->watched || w->pidfd < 0 || !rp_pidfd_exited(w->pidfd))
+        return;
+    struct rp_exit e = { .kind = RP_EXIT_NODE, .fleet_id = rf->id, .node = node, .seen = w->seen,
+                         .status = rp_pidfd_status(w->pidfd), .detected_ns = rp_now_ns() };
+    r->stats.events++;
+    rp_queue_push(r, &e);
+    rp_unwatch(r, rf, node);   /* its pidfd stays readable: out of the set now */
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* The wake protocol through io_uring: a wait as an SQE, and the calls that own the wake batch. */
+#include <orbit/uring.h>
+#include "error_internal.h"
+#include "uring_internal.h"
+#include "wait.h"
+
+bool orbit_uring_futex_supported(void)
+{
+    return orb_uring_futex_ops();
+}
+
+int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
+                        struct io_uring_sqe *sqe, struct orb_wait_stats *stats)
+{
+    if (!sqe)
+        return -ORBIT_EMALFORMED;
+    if (!orb_uring_futex_ops())
+        return orb_uring_prep_result(sqe, -ORBIT_ENOTSUP);
+    uint32_t since = orb_wait_since(w);
+    int r = pred ? pred(ctx) : 0;
+    if (r == 0) {
+        orb_wait_arm(w);
+        /* Checked again after arming: a change from here on moves the word we wait on. */
+        r = pred ? pred(ctx) : 0;
+    }
+    if (r != 0) {
+        if (r > 0 && stats)
+            orb_count(stats->ctr, ORB_CTR_URING_READY, 1);
+        return orb_uring_prep_result(sqe, r > 0 ? 1 : r);
+    }
+    __u64 user_data = sqe->user_data;
+    orb_uring_prep_futex_wait(sqe, &w->changes, since);
+    sqe->user_data = user_data;
+    if (stats) {
+        atomic_fetch_add_explicit(&stats->parks, 1, memory_order_relaxed);
+        orb_count(stats->ctr, ORB_CTR_URING_ARMED, 1);
+    }
+    return 0;
+}
+
+int orbit_uring_attach_wakes(struct io_uring *ring)
+{
+    orb_error_clear();
+    if (!ring)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: ring is NULL", __func__);
+    if (!orb_uring_futex_ops())
+        return orb_fail(-ORBIT_ENOTSUP, "%s: this kernel lacks io_uring futex operations (Linux 6.7)", __func__);
+    orb_uring_batch_set(ring, ORBIT_URING_WAKE_USER_DATA);
+    return 0;
+}
+
+void orbit_uring_detach_wakes(void)
+{
+    orb_error_clear();
+    orb_uring_batch_set(NULL, 0);
+}
