@@ -116,7 +116,8 @@ static const char *slot_state_name(uint32_t s)
 }
 
 /* A worker's io_uring features: a JSON object name -> "on", "off" (the kernel
- * or the build refused it) or "env" (an ORBIT_RELAY_NO_* variable turned it off). */
+ * or the build refused it), "env" (an ORBIT_RELAY_NO_* variable turned it off)
+ * or "opt-in" (off unless its ORBIT_RELAY_* variable asks for it). */
 static void print_features_json(const struct relay_worker_stats *w, FILE *out)
 {
     uint32_t on = STAT_GET(w, features), off = STAT_GET(w, features_off);
@@ -124,7 +125,7 @@ static void print_features_json(const struct relay_worker_stats *w, FILE *out)
     unsigned bit;
     fputs(",\"features\":{", out);
     for (unsigned i = 0; (name = ring_feature_name(i, &bit)); i++)
-        fprintf(out, "%s\"%s\":\"%s\"", i ? "," : "", name, on & bit ? "on" : off & bit ? "env" : "off");
+        fprintf(out, "%s\"%s\":\"%s\"", i ? "," : "", name, on & bit ? "on" : off & bit ? "env" : bit & WF_OPT_IN ? "opt-in" : "off");
     fputc('}', out);
 }
 
@@ -135,7 +136,7 @@ static void print_features_text(const struct relay_worker_stats *w, int slot, FI
     unsigned bit;
     fprintf(out, "  slot %d io_uring:", slot);
     for (unsigned i = 0; (name = ring_feature_name(i, &bit)); i++)
-        fprintf(out, " %s=%s", name, on & bit ? "on" : off & bit ? "env" : "off");
+        fprintf(out, " %s=%s", name, on & bit ? "on" : off & bit ? "env" : bit & WF_OPT_IN ? "opt-in" : "off");
     fputc('\n', out);
 }
 

@@ -34,6 +34,7 @@
 #define WF_ZC               (1u << 7)
 #define WF_BATCH            (1u << 8)
 #define WF_FUTEX            (1u << 9)
+#define WF_OPT_IN           (WF_ZC | WF_BATCH)   /* off unless asked for */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
 enum w_op {
