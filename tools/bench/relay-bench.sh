@@ -63,13 +63,18 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # Descriptors: each proxy holds a client and (at worst) an upstream socket a
 # connection, wrk and the backend one each.
-need_fds=$((max_conns * 3 + 4096))
+# The limit is per process: HAProxy's one process holds both sides.
+need_fds=$((max_conns * 2 + 1024))
 if [ "$(ulimit -n)" -lt $need_fds ]; then
     [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge $need_fds ] || ulimit -Hn $need_fds 2>/dev/null || true
-    ulimit -n $need_fds 2>/dev/null || {
-        echo "relay-bench.sh: cannot raise the descriptor limit to $need_fds (ulimit -n is $(ulimit -n))" >&2
-        exit 77
-    }
+    if ! ulimit -n $need_fds 2>/dev/null; then
+        ulimit -n "$(ulimit -Hn)"
+        [ "$(ulimit -n)" -gt $((max_conns + 1024)) ] || {
+            echo "relay-bench.sh: cannot raise the descriptor limit past $(ulimit -n) for $max_conns connections" >&2
+            exit 77
+        }
+        echo "relay-bench.sh: descriptor limit $(ulimit -n), not $need_fds: a proxy holding both sides may run short" >&2
+    fi
 fi
 have_perf=0
 if command -v perf >/dev/null && perf stat -e raw_syscalls:sys_enter -- true >/dev/null 2>&1; then
@@ -81,6 +86,7 @@ fi
 tmp=$(mktemp -d /tmp/relay-bench.XXXXXX)
 pids=()
 cleanup() {
+    [ -n "${KEEP_LOGS:-}" ] && cat "$tmp"/*.start "$tmp"/*.err "$tmp"/haproxy.log >&2 2>/dev/null
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid" 2>/dev/null)" 2>/dev/null || true
     sleep 0.5
@@ -106,10 +112,10 @@ wait_port "$bport"
 wait_port "$rport"
 cat >"$tmp/nginx.conf" <<EOF
 worker_processes $workers;
-worker_rlimit_nofile $need_fds;
+worker_rlimit_nofile $(ulimit -n);
 pid $tmp/nginx.pid;
 error_log $tmp/nginx.err warn;
-events { worker_connections $((max_conns * 2 + 1024)); }
+events { worker_connections $(( $(ulimit -n) - 64 )); }
 http {
     access_log off;
     upstream backend { server 127.0.0.1:$bport; keepalive 64; }
@@ -129,7 +135,7 @@ wait_port "$nport"
 cat >"$tmp/haproxy.cfg" <<EOF
 global
     nbthread $workers
-    maxconn $((max_conns * 2 + 1024))
+    maxconn $(( max_conns + 512 < ($(ulimit -n) - 64) / 2 ? max_conns + 512 : ($(ulimit -n) - 64) / 2 ))
 defaults
     mode http
     timeout connect 5s
