@@ -29,15 +29,194 @@ static int client_room(struct worker *w, struct client *c)
     return 0;
 }
 
+/* The socket an SQE works on: a direct descriptor is an index in the ring's table. */
+void client_sqe_fd(const struct client *c, struct io_uring_sqe *sqe)
+{
+    if (c->direct)
+        sqe->flags |= IOSQE_FIXED_FILE;
+}
+
+/* ---- multishot receive: the kernel fills provided buffers as bytes come;
+ * they are copied where the request asked (rd_dst) or kept in the stash until
+ * it asks. A stash past W_STASH_MAX cancels the receive: the client waits in
+ * its socket buffer, as it would between single receives. ------------------ */
+
+static bool client_ms(const struct worker *w, const struct client *c)
+{
+    return (w->features & WF_MULTISHOT_RECV) && !c->ms_off;
+}
+
+static size_t stash_avail(const struct client *c)
+{
+    return c->stash_len - c->stash_off;
+}
+
+static void ms_arm(struct worker *w, struct client *c)
+{
+    if (c->ms_armed || c->ms_eof || c->ms_err || c->closing || stash_avail(c) > W_STASH_MAX)
+        return;
+    struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_MRECV);
+    io_uring_prep_recv(sqe, c->fd, NULL, 0, 0);
+    sqe->ioprio |= IORING_RECV_MULTISHOT;
+    if (w->features & WF_BUNDLE)
+        sqe->ioprio |= W_RECVSEND_BUNDLE;
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = W_BGID;
+    client_sqe_fd(c, sqe);
+    c->ms_armed = true;
+    c->ms_paused = false;
+}
+
+static void ready_push(struct worker *w, struct client *c)
+{
+    if (c->on_ready)
+        return;
+    c->on_ready = true;
+    c->ready_next = w->ready;
+    w->ready = c;
+}
+
+/* Asks for up to n bytes at dst: a receive, or the stash's next bytes. */
+static void client_read(struct worker *w, struct client *c, char *dst, size_t n)
+{
+    c->recv_armed = true;
+    if (!client_ms(w, c)) {
+        struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_RECV);
+        io_uring_prep_recv(sqe, c->fd, dst, n, 0);
+        client_sqe_fd(c, sqe);
+        return;
+    }
+    c->rd_dst = dst;
+    c->rd_n = n;
+    if (stash_avail(c) || c->ms_eof || c->ms_err)
+        ready_push(w, c);
+    else
+        ms_arm(w, c);
+}
+
+static int stash_put(struct client *c, const char *p, size_t n)
+{
+    if (c->stash_off == c->stash_len)
+        c->stash_off = c->stash_len = 0;
+    if (c->stash_cap - c->stash_len < n && c->stash_off) {
+        memmove(c->stash, c->stash + c->stash_off, stash_avail(c));
+        c->stash_len -= c->stash_off;
+        c->stash_off = 0;
+    }
+    if (c->stash_cap - c->stash_len < n) {
+        size_t cap = c->stash_cap ? c->stash_cap : W_BR_SIZE;
+        while (cap - c->stash_len < n)
+            cap *= 2;
+        char *ns = realloc(c->stash, cap);
+        if (!ns)
+            return -1;
+        c->stash = ns;
+        c->stash_cap = cap;
+    }
+    memcpy(c->stash + c->stash_len, p, n);
+    c->stash_len += n;
+    return 0;
+}
+
+/* The stash's next bytes go where the request asked; an end or error once it is empty. */
+static void stash_deliver(struct worker *w, struct client *c)
+{
+    if (c->closing || !c->recv_armed)
+        return;
+    size_t k = stash_avail(c) < c->rd_n ? stash_avail(c) : c->rd_n;
+    if (k == 0 && stash_avail(c)) {
+        client_on_recv(w, c, -ENOBUFS);   /* asked for nothing: cannot happen */
+        return;
+    }
+    if (k) {
+        memcpy(c->rd_dst, c->stash + c->stash_off, k);
+        c->stash_off += k;
+        if (c->ms_paused && !c->ms_armed && stash_avail(c) <= W_STASH_MAX / 2)
+            ms_arm(w, c);
+        client_on_recv(w, c, (int)k);
+    } else if (c->ms_eof || c->ms_err) {
+        client_on_recv(w, c, c->ms_eof ? 0 : c->ms_err);
+    }
+}
+
+/* Clients asked for bytes their stash holds: delivered after the completions' batch. */
+void client_ready_run(struct worker *w)
+{
+    while (w->ready) {
+        struct client *c = w->ready;
+        w->ready = c->ready_next;
+        c->on_ready = false;
+        if (!c->o.dead)
+            stash_deliver(w, c);
+    }
+}
+
+/* A completion's res bytes in its buffers: to rd_dst while the request asks, the rest to
+ * the stash; every buffer goes back to the ring. Returns the bytes given to rd_dst. */
+static size_t ms_take(struct worker *w, struct client *c, uint32_t flags, size_t res, bool *bad)
+{
+    uint16_t bid = (uint16_t)(flags >> IORING_CQE_BUFFER_SHIFT), bids[W_BR_ENTRIES];
+    unsigned n = (unsigned)((res + W_BR_SIZE - 1) / W_BR_SIZE);
+    if (n > W_BR_ENTRIES)
+        n = W_BR_ENTRIES;
+    for (unsigned k = 0; k < n; k++)
+        bids[k] = ring_buf_nth(w, bid, k);
+    size_t got = 0, left = res;
+    for (unsigned k = 0; k < n; k++) {
+        const char *p = ring_buf_addr(w, bids[k]);
+        size_t len = left < W_BR_SIZE ? left : W_BR_SIZE, direct = 0;
+        if (c->recv_armed && !stash_avail(c) && c->rd_n > got) {
+            direct = c->rd_n - got < len ? c->rd_n - got : len;
+            memcpy(c->rd_dst + got, p, direct);
+            got += direct;
+        }
+        if (len > direct && stash_put(c, p + direct, len - direct) < 0)
+            *bad = true;
+        left -= len;
+    }
+    for (unsigned k = 0; k < n; k++)
+        ring_buf_put(w, bids[k]);
+    return got;
+}
+
+void client_on_recv_cqe(struct worker *w, struct client *c, int res, uint32_t flags)
+{
+    bool more = flags & IORING_CQE_F_MORE, bad = false;
+    size_t got = 0;
+    if (!more)
+        c->ms_armed = false;
+    if (res > 0 && (flags & IORING_CQE_F_BUFFER) && !c->closing)
+        got = ms_take(w, c, flags, (size_t)res, &bad);
+    else
+        ring_buf_drop(w, flags, res);
+    if (c->closing)
+        return;
+    if (bad)
+        c->ms_err = -ENOMEM;
+    else if (res == 0)
+        c->ms_eof = true;
+    else if (res < 0 && res != -ENOBUFS && res != -ECANCELED)
+        c->ms_err = res;   /* ENOBUFS: the ring ran dry; ECANCELED: paused */
+    if (more && stash_avail(c) > W_STASH_MAX) {
+        cancel_op(w, &c->o, OP_C_MRECV);   /* the client outran its requests: pause */
+        c->ms_paused = true;
+    }
+    if (!more && !c->ms_paused)
+        ms_arm(w, c);
+    if (got) {
+        client_on_recv(w, c, (int)got);
+    } else if (c->recv_armed && (stash_avail(c) || c->ms_eof || c->ms_err)) {
+        ready_push(w, c);
+    }
+}
+
 static void client_recv(struct worker *w, struct client *c)
 {
     if (client_room(w, c) < 0) {
         client_error(w, c, 413, "Content Too Large", true);
         return;
     }
-    struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_RECV);
-    io_uring_prep_recv(sqe, c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
-    c->recv_armed = true;
+    client_read(w, c, c->in + c->in_len, c->in_cap - c->in_len);
 }
 
 void queue_remove(struct worker *w, struct client *c)
@@ -62,14 +241,36 @@ void queue_push(struct worker *w, struct client *c)
     STAT_ADD(w->st, queued, 1);
 }
 
+/* Both directions of the client's socket end, which completes what is pending on it;
+ * with close, the descriptor goes too. */
+static void client_shutdown(struct worker *w, struct client *c, bool close_too)
+{
+    if (!c->direct) {
+        shutdown(c->fd, SHUT_RDWR);
+        if (close_too)
+            close(c->fd);
+        return;
+    }
+    struct io_uring_sqe *sqe = relay_sqe(&w->ring);
+    io_uring_prep_shutdown(sqe, c->fd, SHUT_RDWR);
+    sqe->flags |= IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS | (close_too ? IOSQE_IO_HARDLINK : 0);
+    io_uring_sqe_set_data64(sqe, OP_IGNORE);
+    if (!close_too)
+        return;
+    /* Hard-linked: the slot is freed after the shutdown, even one that failed. */
+    sqe = relay_sqe(&w->ring);
+    io_uring_prep_close_direct(sqe, (unsigned)c->fd);
+    sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+    io_uring_sqe_set_data64(sqe, OP_IGNORE);
+}
+
 void client_close(struct worker *w, struct client *c)
 {
     if (c->closing)
         return;
     c->closing = true;
     queue_remove(w, c);
-    shutdown(c->fd, SHUT_RDWR);   /* completes a pending recv or send */
-    close(c->fd);
+    client_shutdown(w, c, true);   /* completes a pending recv or send */
     w->n_clients--;
     STAT_SUB(w->st, conns_open, 1);
     obj_kill(w, &c->o);
@@ -160,6 +361,7 @@ static void client_continue(struct worker *w, struct client *c)
     c->out_off = 0;
     c->t_send = w->now;
     io_uring_prep_send(sqe, c->fd, c->out, c->out_len, MSG_NOSIGNAL);
+    client_sqe_fd(c, sqe);
     c->send_armed = true;
 }
 
@@ -288,9 +490,7 @@ void client_stream_more(struct worker *w, struct client *c)
         at = c->in + W_CHUNK_HEAD;
         n = c->in_cap - W_CHUNK_HEAD - W_CHUNK_TAIL;
     }
-    struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_RECV);
-    io_uring_prep_recv(sqe, c->fd, at, n, 0);
-    c->recv_armed = true;
+    client_read(w, c, at, n);
     c->t_read = w->now;
 }
 
@@ -389,6 +589,19 @@ static void client_try_request(struct worker *w, struct client *c)
     client_start(w, c);
 }
 
+/* A send of n bytes at p: zero-copy when long enough (its buffer stays ours until
+ * the kernel's notification, which client_on_send_cqe waits for). */
+static void client_send_prep(struct worker *w, struct client *c, const char *p, size_t n)
+{
+    struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
+    if ((w->features & WF_ZC) && n >= W_ZC_MIN)
+        io_uring_prep_send_zc(sqe, c->fd, p, n, MSG_NOSIGNAL, 0);
+    else
+        io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
+    client_sqe_fd(c, sqe);
+    c->send_armed = true;
+}
+
 void client_send(struct worker *w, struct client *c, const char *p, size_t n)
 {
     c->out = p;
@@ -396,9 +609,20 @@ void client_send(struct worker *w, struct client *c, const char *p, size_t n)
     c->out_off = 0;
     c->t_send = w->now;
     c->resp_started = true;
-    struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
-    io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
-    c->send_armed = true;
+    client_send_prep(w, c, p, n);
+}
+
+/* A zero-copy send completes twice: its result (F_MORE), then the notification
+ * that the kernel let go of the buffer; only then is the send done. */
+void client_on_send_cqe(struct worker *w, struct client *c, int res, uint32_t flags)
+{
+    if (flags & IORING_CQE_F_NOTIF) {
+        client_on_send(w, c, c->zc_res);
+    } else if (flags & IORING_CQE_F_MORE) {
+        c->zc_res = res;
+    } else {
+        client_on_send(w, c, res);
+    }
 }
 
 /* An interim (1xx) response: it goes out, yet the response has not started (a
@@ -522,9 +746,7 @@ void client_on_send(struct worker *w, struct client *c, int res)
     c->out_off += (size_t)res;
     c->t_send = w->now;
     if (c->out_off < c->out_len) {
-        struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
-        io_uring_prep_send(sqe, c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
-        c->send_armed = true;
+        client_send_prep(w, c, c->out + c->out_off, c->out_len - c->out_off);
         return;
     }
     switch (c->state) {
@@ -562,11 +784,26 @@ void client_on_recv(struct worker *w, struct client *c, int res)
     client_try_request(w, c);
 }
 
+/* One accept, or a multishot one that stays armed; into the ring's table when direct
+ * (a direct descriptor is never inherited: no CLOEXEC, which it refuses). */
 void accept_arm(struct worker *w)
 {
+    if (w->accept_armed || w->lfd < 0)
+        return;
     struct io_uring_sqe *sqe = relay_sqe(&w->ring);
-    io_uring_prep_accept(sqe, w->lfd, NULL, NULL, SOCK_CLOEXEC);
+    bool direct = w->features & WF_DIRECT;
+    if (w->features & WF_MULTISHOT_ACCEPT) {
+        if (direct)
+            io_uring_prep_multishot_accept_direct(sqe, w->lfd, NULL, NULL, 0);
+        else
+            io_uring_prep_multishot_accept(sqe, w->lfd, NULL, NULL, SOCK_CLOEXEC);
+    } else if (direct) {
+        io_uring_prep_accept_direct(sqe, w->lfd, NULL, NULL, 0, IORING_FILE_INDEX_ALLOC - 1);
+    } else {
+        io_uring_prep_accept(sqe, w->lfd, NULL, NULL, SOCK_CLOEXEC);
+    }
     io_uring_sqe_set_data64(sqe, (uint64_t)OP_ACCEPT << 56);
+    w->accept_armed = true;
 }
 
 /* Out of descriptors (or memory): the connections wait in the backlog until
@@ -588,8 +825,16 @@ void accept_resume(struct worker *w)
     }
 }
 
-void on_accept(struct worker *w, int res)
+void on_accept(struct worker *w, int res, uint32_t flags)
 {
+    if (!(flags & IORING_CQE_F_MORE))
+        w->accept_armed = false;
+    if (res == -EINVAL && (w->features & WF_MULTISHOT_ACCEPT) && !w->stopping) {
+        w->features &= ~WF_MULTISHOT_ACCEPT;   /* refused by this kernel: one accept at a time */
+        ring_publish(w);
+        accept_arm(w);
+        return;
+    }
     if (res < 0) {
         if (!w->stopping && !accept_pause(w, res))
             accept_arm(w);
@@ -600,14 +845,19 @@ void on_accept(struct worker *w, int res)
     if (!in || obj_add(w, &c->o, K_CLIENT) < 0) {
         free(in);
         free(c);
-        close(res);
+        if (w->features & WF_DIRECT) {
+            struct io_uring_sqe *sqe = relay_sqe(&w->ring);
+            io_uring_prep_close_direct(sqe, (unsigned)res);
+            io_uring_sqe_set_data64(sqe, OP_IGNORE);
+        } else {
+            close(res);
+        }
     } else {
         c->in = in;
         c->in_cap = W_IN;
         c->t_idle = w->now;
         c->fd = res;
-        int one = 1;
-        setsockopt(res, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        c->direct = w->features & WF_DIRECT;   /* TCP_NODELAY: inherited from the listener */
         w->n_clients++;
         STAT_ADD(w->st, accepted, 1);
         STAT_ADD(w->st, conns_open, 1);
@@ -632,7 +882,7 @@ void client_check_timeouts(struct worker *w, struct client *c, int64_t now)
     if (c->send_armed && !c->closing && now - c->t_send > (int64_t)w->o->idle_timeout_ms * 1000000) {
         /* The client took none of its response for that long: the send fails, and its
          * failure lets go of what serves it (client_gone). */
-        shutdown(c->fd, SHUT_RDWR);
+        client_shutdown(w, c, false);
         c->t_send = now;
         return;
     }

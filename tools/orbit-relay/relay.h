@@ -96,7 +96,7 @@ struct relay_worker_stats {
     _Atomic int32_t  pid;
     _Atomic uint32_t state;          /* enum relay_slot_state, written by the supervisor */
     _Atomic uint32_t node;
-    _Atomic uint32_t pad0;
+    _Atomic uint32_t features;       /* the worker's io_uring features in use (WF_* in worker.h) */
     _Atomic uint64_t incarnation;
     _Atomic uint64_t accepted;       /* client connections */
     _Atomic uint64_t conns_open;     /* gauge */
@@ -119,7 +119,8 @@ struct relay_worker_stats {
     _Atomic uint64_t inflight;       /* gauge: client requests not yet answered */
     _Atomic uint64_t queued;         /* gauge: requests waiting for pool capacity */
     _Atomic uint64_t accept_pauses;  /* accepts paused: out of descriptors */
-    uint8_t pad[40];
+    _Atomic uint32_t features_off;   /* ... and those an ORBIT_RELAY_NO_* variable turned off */
+    uint8_t pad[36];
 };
 
 struct relay_stats {

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include "relay.h"
+#include "worker.h"
 #include "cli.h"
 #include "tool.h"
 
@@ -114,6 +115,31 @@ static const char *slot_state_name(uint32_t s)
     return s < 5 ? names[s] : "?";
 }
 
+/* A worker's io_uring features: a JSON object name -> "on", "off" (the kernel
+ * or the build refused it), "env" (an ORBIT_RELAY_NO_* variable turned it off)
+ * or "opt-in" (off unless its ORBIT_RELAY_* variable asks for it). */
+static void print_features_json(const struct relay_worker_stats *w, FILE *out)
+{
+    uint32_t on = STAT_GET(w, features), off = STAT_GET(w, features_off);
+    const char *name;
+    unsigned bit;
+    fputs(",\"features\":{", out);
+    for (unsigned i = 0; (name = ring_feature_name(i, &bit)); i++)
+        fprintf(out, "%s\"%s\":\"%s\"", i ? "," : "", name, on & bit ? "on" : off & bit ? "env" : bit & WF_OPT_IN ? "opt-in" : "off");
+    fputc('}', out);
+}
+
+static void print_features_text(const struct relay_worker_stats *w, int slot, FILE *out)
+{
+    uint32_t on = STAT_GET(w, features), off = STAT_GET(w, features_off);
+    const char *name;
+    unsigned bit;
+    fprintf(out, "  slot %d io_uring:", slot);
+    for (unsigned i = 0; (name = ring_feature_name(i, &bit)); i++)
+        fprintf(out, " %s=%s", name, on & bit ? "on" : off & bit ? "env" : bit & WF_OPT_IN ? "opt-in" : "off");
+    fputc('\n', out);
+}
+
 static void print_worker_json(const struct relay_worker_stats *w, int slot, bool first, FILE *out)
 {
     fprintf(out, "%s{\"slot\":%d,\"pid\":%d,\"state\":\"%s\",\"node\":%u,\"incarnation\":" CLI_JSON_U64,
@@ -123,6 +149,7 @@ static void print_worker_json(const struct relay_worker_stats *w, int slot, bool
     COUNTERS(JS)
     GAUGES(JS)
 #undef JS
+    print_features_json(w, out);
     fputc('}', out);
 }
 
@@ -143,6 +170,9 @@ static void print_workers_text(const struct relay_stats *s, FILE *out)
                 (uint64_t)STAT_GET(w, upstreams_open), (uint64_t)STAT_GET(w, conns_open),
                 (uint64_t)STAT_GET(w, inflight));
     }
+    for (int i = 0; i < RELAY_STATS_SLOTS; i++)
+        if (STAT_GET(&s->w[i], state) == SLOT_RUNNING)
+            print_features_text(&s->w[i], i, out);
 }
 
 int stats_main(const char *fleet, bool json)

@@ -65,7 +65,9 @@ int relay_listen_socket(const struct sockaddr_in *a, bool reuseport)
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
         goto fail;
-    if (bind(fd, (const struct sockaddr *)a, sizeof *a) < 0 || listen(fd, 1024) < 0)
+    /* Accepted sockets inherit it: no setsockopt a connection (nor one a direct descriptor cannot take). */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (bind(fd, (const struct sockaddr *)a, sizeof *a) < 0 || listen(fd, 4096) < 0)
         goto fail;
     return fd;
 fail:;

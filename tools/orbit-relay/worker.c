@@ -111,6 +111,7 @@ static void obj_free(struct obj *o)
     if (o->kind == K_CLIENT) {
         free(((struct client *)o)->in);
         free(((struct client *)o)->req);
+        free(((struct client *)o)->stash);
     } else if (o->kind == K_RSTREAM) {
         free(((struct rstream *)o)->frame);
     } else if (o->kind == K_OSTREAM) {
@@ -240,7 +241,7 @@ static void begin_stop(struct worker *w)
     w->stop_deadline = relay_now_ns() + 3000000000ll;
     /* The listener stays open in the supervisor (for a successor): only our accept goes. */
     struct io_uring_sqe *sqe = relay_sqe(&w->ring);
-    io_uring_prep_cancel64(sqe, (uint64_t)OP_ACCEPT << 56, 0);
+    io_uring_prep_cancel64(sqe, (uint64_t)OP_ACCEPT << 56, 0);   /* multishot too */
     io_uring_sqe_set_data64(sqe, OP_IGNORE);
     sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
     close(w->lfd);
@@ -262,12 +263,12 @@ static bool idle(struct worker *w)
 
 /* ---- the loop ----------------------------------------------------------- */
 
-static void on_cqe(struct worker *w, uint64_t ud, int res)
+static void on_cqe(struct worker *w, uint64_t ud, int res, uint32_t flags)
 {
     enum w_op op = (enum w_op)(ud >> 56);
     switch (op) {
     case OP_IGNORE: return;
-    case OP_ACCEPT: on_accept(w, res); return;
+    case OP_ACCEPT: on_accept(w, res, flags); return;
     case OP_TIMER: on_tick(w); return;
     case OP_OFFER_WAIT:
         w->offer_armed = false;
@@ -291,16 +292,21 @@ static void on_cqe(struct worker *w, uint64_t ud, int res)
     default: break;
     }
     struct obj *o = obj_lookup(w, ud);
-    if (!o)
+    if (!o) {
+        ring_buf_drop(w, flags, res);
         return;
-    o->pending--;
+    }
+    if (!(flags & IORING_CQE_F_MORE))   /* a multishot op, or a zero-copy send, ends last */
+        o->pending--;
     if (o->dead) {
+        ring_buf_drop(w, flags, res);
         obj_settle(w, o);
         return;
     }
     switch (op) {
     case OP_C_RECV: client_on_recv(w, (struct client *)o, res); break;
-    case OP_C_SEND: client_on_send(w, (struct client *)o, res); break;
+    case OP_C_MRECV: client_on_recv_cqe(w, (struct client *)o, res, flags); break;
+    case OP_C_SEND: client_on_send_cqe(w, (struct client *)o, res, flags); break;
     case OP_U_CONNECT: up_on_connect(w, (struct upstream *)o, res); break;
     case OP_U_SEND: up_on_send(w, (struct upstream *)o, res); break;
     case OP_U_RECV: up_on_recv(w, (struct upstream *)o, res); break;
@@ -338,16 +344,7 @@ static int worker_open(struct worker *w, struct relay_stats *stats, int slot)
     w->limits = (struct orbit_limits){ .max_live = (uint32_t)w->o->upstreams, .attempts = 4 };
     w->policy = (struct orbit_policy){ .decide = fair_decide, .ctx = w };
     w->futex = orbit_uring_futex_supported();
-    /* One thread submits and reaps: completions' task work waits for its next
-     * ring call instead of interrupting it (COOP_TASKRUN). Older kernels: plain rings. */
-    struct io_uring_params p = { .flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN |
-                                          IORING_SETUP_SINGLE_ISSUER,
-                                 .cq_entries = 8192 };
-    rc = io_uring_queue_init_params(1024, &w->ring, &p);
-    if (rc == -EINVAL) {
-        p = (struct io_uring_params){ .flags = IORING_SETUP_CQSIZE, .cq_entries = 8192 };
-        rc = io_uring_queue_init_params(1024, &w->ring, &p);
-    }
+    rc = ring_open(w);
     if (rc < 0) {
         fprintf(stderr, "orbit-relay worker: io_uring: %s\n", strerror(-rc));
         return rc;
@@ -364,6 +361,7 @@ static int worker_open(struct worker *w, struct relay_stats *stats, int slot)
         orbit_pool_watch(w->pool, w->key);
     }
     w->lfd = w->o->listen_fd;
+    ring_publish(w);
     return 0;
 }
 
@@ -380,6 +378,7 @@ static void worker_close(struct worker *w)
             orbit_pool_unregister(w->pool, w->by_slot[s]->id);
             STAT_SUB(w->st, upstreams_open, 1);
         }
+    ring_close(w);
     io_uring_queue_exit(&w->ring);
     for (uint32_t i = 0; i < w->n_objs; i++)
         obj_free(w->objs[i]);
@@ -415,7 +414,7 @@ int worker_main(const struct relay_opts *o, struct relay_stats *stats, int slot,
         close(ready_fd);
     }
     while (!(w.stopping && (idle(&w) || relay_now_ns() > w.stop_deadline))) {
-        int rc = io_uring_submit_and_wait(&w.ring, 1);
+        int rc = ring_submit_and_wait(&w);
         w.now = relay_now_ns();   /* one clock read a batch: the timeouts are coarser than one */
         STAT_ADD(w.st, submits, 1);
         if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
@@ -428,9 +427,10 @@ int worker_main(const struct relay_opts *o, struct relay_stats *stats, int slot,
         unsigned head, seen = 0;
         io_uring_for_each_cqe(&w.ring, head, cqe) {
             seen++;
-            on_cqe(&w, cqe->user_data, cqe->res);
+            on_cqe(&w, cqe->user_data, cqe->res, cqe->flags);
         }
         io_uring_cq_advance(&w.ring, seen);
+        client_ready_run(&w);   /* before the grave: a dead client there is skipped, not freed */
         grave_empty(&w);
     }
     worker_close(&w);

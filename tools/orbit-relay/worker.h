@@ -15,11 +15,32 @@
 #define W_TICK_MS  200             /* housekeeping: reconcile, lease checks, gauges */
 #define W_CHUNK_HEAD 16            /* a streamed chunked piece: room for its size line before it */
 #define W_CHUNK_TAIL 8             /* ... and for CRLF and the last chunk after it */
+#define W_BR_ENTRIES 1024          /* provided buffers for the clients' multishot receives */
+#define W_BR_SIZE    4096          /* ... each this long (a bundle takes several) */
+#define W_BGID       1             /* their group */
+/* A receive that fills several provided buffers (Linux 6.10; not in liburing 2.3). */
+#define W_RECVSEND_BUNDLE (1U << 4)
+#define W_ZC_MIN     16384         /* sends this long go zero-copy (when it is on) */
+#define W_STASH_MAX  (256u << 10)  /* received ahead of the request: the receive pauses past this */
+
+/* The ring's features (ring.c); --stats shows them. */
+#define WF_SINGLE_ISSUER    (1u << 0)
+#define WF_DEFER_TASKRUN    (1u << 1)
+#define WF_REG_RING         (1u << 2)
+#define WF_MULTISHOT_ACCEPT (1u << 3)
+#define WF_MULTISHOT_RECV   (1u << 4)
+#define WF_BUNDLE           (1u << 5)
+#define WF_DIRECT           (1u << 6)
+#define WF_ZC               (1u << 7)
+#define WF_BATCH            (1u << 8)
+#define WF_FUTEX            (1u << 9)
+#define WF_OPT_IN           (WF_ZC | WF_BATCH)   /* off unless asked for */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
 enum w_op {
     OP_IGNORE = 0, OP_ACCEPT, OP_C_RECV, OP_C_SEND, OP_U_CONNECT, OP_U_SEND, OP_U_RECV,
     OP_EP_WAIT, OP_OFFER_WAIT, OP_POOL_WAIT, OP_TIMER, OP_READY_STREAMS, OP_READY_POOL,
+    OP_C_MRECV,   /* a client's multishot receive */
 };
 
 enum w_kind { K_CLIENT = 1, K_UPSTREAM, K_RSTREAM, K_OSTREAM };
@@ -42,7 +63,16 @@ enum sink_kind { SINK_NONE, SINK_CLIENT, SINK_OSTREAM };
 
 struct client {
     struct obj o;
-    int fd;
+    int fd;                         /* a direct descriptor's index when direct */
+    bool direct;
+    /* multishot receive: what came in that nobody asked for yet, and who asks */
+    bool ms_armed, ms_paused, ms_eof, ms_off, on_ready;
+    int ms_err;
+    char *rd_dst; size_t rd_n;      /* where the bytes asked for go (recv_armed) */
+    char *stash; size_t stash_len, stash_off, stash_cap;
+    struct client *ready_next;
+    /* a zero-copy send: its result waits for its notification */
+    int zc_res;
     enum { C_READ, C_QUEUED, C_CREATE, C_LOCAL, C_REMOTE, C_ERROR } state;
     bool recv_armed, send_armed;
     bool keepalive, head_method, closing;
@@ -200,7 +230,26 @@ struct worker {
     bool rfd_streams_armed, rfd_pool_armed;
     uint64_t rfd_buf[2];
     struct __kernel_timespec tick;
+    /* the ring's features (ring.c) */
+    unsigned features, features_off;
+    bool batch_checked, accept_armed;
+    struct io_uring_buf_ring *br;
+    char *br_bufs;
+    uint16_t *br_bid_at, *br_pos_of;
+    bool br_registered;
+    struct client *ready;           /* clients with stashed bytes someone asked for */
 };
+
+/* the ring (ring.c) */
+int ring_open(struct worker *w);
+void ring_close(struct worker *w);
+int ring_submit_and_wait(struct worker *w);
+void ring_publish(struct worker *w);
+const char *ring_feature_name(unsigned i, unsigned *bit);
+void ring_buf_put(struct worker *w, uint16_t bid);
+uint16_t ring_buf_nth(struct worker *w, uint16_t bid, unsigned k);
+char *ring_buf_addr(struct worker *w, uint16_t bid);
+void ring_buf_drop(struct worker *w, uint32_t flags, int res);
 
 /* objects (worker.c) */
 uint64_t ud_of(const struct obj *o, enum w_op op);
@@ -219,13 +268,17 @@ void client_error(struct worker *w, struct client *c, int status, const char *re
 void client_resp_done(struct worker *w, struct client *c);
 void client_job_failed(struct worker *w, struct client *c, bool retryable);
 void client_on_send(struct worker *w, struct client *c, int res);
+void client_on_send_cqe(struct worker *w, struct client *c, int res, uint32_t flags);
 void client_on_recv(struct worker *w, struct client *c, int res);
+void client_on_recv_cqe(struct worker *w, struct client *c, int res, uint32_t flags);
+void client_ready_run(struct worker *w);
+void client_sqe_fd(const struct client *c, struct io_uring_sqe *sqe);
 void accept_arm(struct worker *w);
 void accept_resume(struct worker *w);
 void client_check_timeouts(struct worker *w, struct client *c, int64_t now);
 struct up_job client_job(const struct client *c);
 void client_stream_more(struct worker *w, struct client *c);
-void on_accept(struct worker *w, int res);
+void on_accept(struct worker *w, int res, uint32_t flags);
 
 /* upstreams (upstream.c) */
 void up_unsink(struct worker *w, struct upstream *up);

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# orbit-relay's io_uring features, each forced off (ORBIT_RELAY_NO_*) or asked
+# for (the opt-in ORBIT_RELAY_ZC, ORBIT_RELAY_BATCH): for each setting, --stats
+# --json must report the feature so, and real HTTP traffic through the relay
+# must come back byte for byte: the load generator's checked bodies over 8
+# keep-alive connections, a 300 KB response compared with the backend's own,
+# pipelined requests, a 200 KiB upload held whole and a 5 MiB one streamed.
+# Exits 77 when curl is missing (meson reports SKIP).
+set -euo pipefail
+relay=${ORBIT_RELAY_BIN:?ORBIT_RELAY_BIN names no program}
+command -v curl >/dev/null || { echo "curl missing: skipped"; exit 77; }
+
+tmp=$(mktemp -d /tmp/relay-features.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "FAIL ($setting): $*" >&2; exit 1; }
+setting=backend
+
+"$relay" --backend 127.0.0.1:0 >"$tmp/backend.out" 2>&1 & pids+=($!)
+for _ in $(seq 100); do grep -q 'listening on' "$tmp/backend.out" && break; sleep 0.05; done
+backend=$(grep -o 'listening on [0-9.:]*' "$tmp/backend.out" | awk '{ print $3 }')
+[ -n "$backend" ] || fail "the backend did not start"
+curl -s --max-time 5 -o "$tmp/want" "http://$backend/size/300000" || fail "backend /size/300000"
+head -c 204800 /dev/urandom >"$tmp/up"
+head -c 5242880 /dev/zero >"$tmp/big"
+
+# pipelined ADDR: three requests in one write; the three answers must come, then the close.
+pipelined() {
+    local host=${1%:*} port=${1##*:}
+    exec 3<>/dev/tcp/"$host"/"$port" || fail "pipelined: no connection"
+    printf 'GET /size/10 HTTP/1.1\r\nHost: a\r\n\r\nGET /size/5000 HTTP/1.1\r\nHost: a\r\n\r\nGET /size/20 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n' >&3
+    timeout 5 cat <&3 >"$tmp/pipe" || true
+    exec 3<&-
+    # (a body need not end in a newline: the next status line is not at a line start)
+    local n
+    n=$(grep -a -o 'HTTP/1.1 200 ' "$tmp/pipe" | wc -l)
+    [ "$n" = 3 ] || fail "pipelined: $n answers of 3"
+    # Their bodies: 10 + 5000 + 20 bytes, after three heads (the bytes are checked by the load above).
+    [ "$(stat -c %s "$tmp/pipe")" -gt 5030 ] || fail "pipelined: $(stat -c %s "$tmp/pipe") bytes"
+}
+
+# check SETTING EXPECT...: EXPECT are feature=state pairs --stats --json must show.
+check() {
+    setting=$1; shift
+    local fleet="t-relay-feat-$$-$RANDOM" env=()
+    [ "$setting" = default ] || IFS=+ read -r -a env <<<"$setting"
+    env "${env[@]/%/=1}" "$relay" --fleet "$fleet" --listen 127.0.0.1:0 --upstream "$backend" --workers 2 \
+        >"$tmp/relay.out" 2>&1 & local pid=$!
+    pids+=($pid)
+    # The whole line: ", backend" follows the address (a partial line has none yet).
+    for _ in $(seq 200); do grep -q 'workers on .*, backend' "$tmp/relay.out" && break; sleep 0.05; done
+    local addr
+    addr=$(grep -o 'workers on [0-9.:]*' "$tmp/relay.out" | awk '{ print $3 }' || true)
+    [ -n "$addr" ] || fail "the relay did not start: $(cat "$tmp/relay.out")"
+    local e n
+    for e in "$@"; do
+        for _ in $(seq 40); do   # both workers' slots, once they run
+            "$relay" --stats "$fleet" --json >"$tmp/stats" || fail "--stats"
+            n=$(grep -o "\"${e%=*}\":\"${e#*=}\"" "$tmp/stats" | wc -l || true)
+            [ "$n" -ge 2 ] && break
+            sleep 0.05
+        done
+        [ "$n" -ge 2 ] || fail "--stats: $e in $n of 2 workers: $(grep -o '"features":{[^}]*}' "$tmp/stats" | head -2)"
+    done
+    "$relay" --load "http://$addr/" --connections 8 --requests 3000 --json >"$tmp/load" || fail "load: $(cat "$tmp/load")"
+    grep -q '"ok":"3000"' "$tmp/load" && grep -q '"bad_body":"0"' "$tmp/load" || fail "load: $(cat "$tmp/load")"
+    curl -s --max-time 10 -o "$tmp/got" "http://$addr/size/300000" || fail "curl /size/300000"
+    cmp -s "$tmp/want" "$tmp/got" || fail "/size/300000 differs from the backend's"
+    pipelined "$addr"
+    local code
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --data-binary @"$tmp/up" "http://$addr/size/5")
+    [ "$code" = 200 ] || fail "200 KiB upload: $code"
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 20 -H 'Expect:' --data-binary @"$tmp/big" "http://$addr/size/5")
+    [ "$code" = 200 ] || fail "5 MiB upload: $code"
+    "$relay" --stats "$fleet" --json >"$tmp/stats" || fail "--stats at the end"
+    grep -q '"deaths":"0"' "$tmp/stats" || fail "a worker died: $(cat "$tmp/relay.out")"
+    kill "$pid" 2>/dev/null || fail "the relay ended early: $(cat "$tmp/relay.out")"
+    wait "$pid" 2>/dev/null || true
+    echo "ok: $setting ($*)"
+}
+
+# Linux 6.10 has every feature here (bundles came last): the default runs them all.
+kv=$(uname -r | awk -F. '{ print $1 * 100 + $2 }')
+if [ "$kv" -ge 610 ]; then
+    on=(multishot_accept=on multishot_recv=on recv_bundle=on direct_descriptors=on defer_taskrun=on)
+else
+    on=()
+    echo "kernel $(uname -r) before 6.10: the default's features not checked on"
+fi
+check default "${on[@]}" zerocopy_send=opt-in batched_wait=opt-in
+check ORBIT_RELAY_NO_MULTISHOT multishot_accept=env multishot_recv=env recv_bundle=env direct_descriptors=on
+check ORBIT_RELAY_NO_BUNDLE recv_bundle=env multishot_recv=on
+check ORBIT_RELAY_NO_DIRECT direct_descriptors=env multishot_accept=on multishot_recv=on
+check ORBIT_RELAY_NO_DEFER_TASKRUN defer_taskrun=env single_issuer=on
+check ORBIT_RELAY_ZC zerocopy_send=on
+check ORBIT_RELAY_ZC+ORBIT_RELAY_NO_ZC zerocopy_send=env
+check ORBIT_RELAY_BATCH batched_wait=on
+check ORBIT_RELAY_NO_MULTISHOT+ORBIT_RELAY_NO_DIRECT+ORBIT_RELAY_NO_DEFER_TASKRUN multishot_recv=env \
+    direct_descriptors=env defer_taskrun=env
+echo "relay features: ok"
