@@ -481,9 +481,9 @@ static int title(const struct ctx *c, struct top_lines *out)
     struct tm tm;
     const struct top_sample *b = c->b;
     strftime(at, sizeof at, "%H:%M:%S", localtime_r(&b->wall, &tm));
-    int rc = add(out, c->v->cols, "orbit top %s  %s  every %gs  nodes %zu/%u: %zu live, %zu dead, %zu joining%s",
+    int rc = add(out, c->v->cols, "orbit top %s  %s  %gs  nodes %zu/%u: %zu live, %zu dead, %zu joining%s",
                  c->v->fleet, at, c->v->interval_s, b->claimed, b->capacity, b->live, b->dead, b->joining,
-                 c->v->tty ? "  q: quit" : "");
+                 c->v->tty ? "  q quit" : "");
     if (rc == 0 && c->v->note)
         rc = add(out, c->v->cols, "%s", c->v->note);
     return rc;
