@@ -3,7 +3,8 @@
  * orbitctl top: two samples as lines of text. Each section is a header and
  * rows; when the height is limited, sections get their header and one row in
  * order of importance, then the rows left over go the same way, and a cut
- * section ends with "... N more". Every line is cut to the width.
+ * section of more than one row ends with "... N more". Every line is cut to
+ * the width.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -464,7 +465,7 @@ static int emit(const struct ctx *c, struct section *s, struct top_lines *out)
             continue;
         if (add(out, c->v->cols, "%s", s[i].head) < 0)
             return -ENOMEM;
-        bool cut = shown < s[i].rows.n;
+        bool cut = shown < s[i].rows.n && shown > 1;   /* one row: better a row than a count */
         for (size_t r = 0; r < shown; r++) {
             int rc = cut && r + 1 == shown ? add(out, c->v->cols, "  ... %zu more", s[i].rows.n - r)
                                            : add(out, c->v->cols, "%s", s[i].rows.l[r]);
