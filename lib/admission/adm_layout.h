@@ -25,6 +25,7 @@
 #include "core/guard.h"
 #include "core/lock.h"
 #include "core/segment.h"
+#include "core/table_base.h"
 #include "core/wait.h"
 
 #define ORB_TABLE_ADMISSION 4u   /* the segment header's table_type */
@@ -145,9 +146,7 @@ enum {
 };
 
 struct orbit_admission {
-    struct orbit_fleet *fleet;
-    struct orb_segment seg;
-    uint32_t fork_generation;           /* the fleet handle's: another is a fork child's (core/guard.h) */
+    ORB_TABLE_BASE;                     /* fleet, seg, kind, node (NONE: observer), lock, stats, ctr, ... */
     struct adm_ledger *ledger;
     struct adm_domain *domains;
     uint32_t *free_stack;
@@ -158,8 +157,6 @@ struct orbit_admission {
     uint32_t hint[ADM_HINTS];           /* id's last index + 1 (0: none); checked before use */
     enum adm_park park;
     struct orb_spin spin;
-    struct orb_wait_stats stats;
-    struct orb_ctr_ref ctr;             /* this handle's shared counters (ADM_CTR_*) */
 };
 
 /* Every public call on an admission handle begins here (core/guard.h). */

@@ -103,7 +103,7 @@ static int attach(struct orbit_fleet *f, struct orb_segment *seg, const struct a
                   struct orbit_admission **out)
 {
     struct adm_offsets off;
-    struct orbit_admission *a = calloc(1, sizeof *a);
+    struct orbit_admission *a = orb_table_alloc(sizeof *a, f);
     uint64_t *scratch = calloc(g->max_domains, sizeof(uint64_t));
     struct adm_want *want = calloc(2 * (size_t)g->max_domains, sizeof *want);
     int rc = a && scratch && want ? adm_offsets(g, &off) : -ENOMEM;
@@ -111,16 +111,19 @@ static int attach(struct orbit_fleet *f, struct orb_segment *seg, const struct a
                     seg->mapped < ORB_SEG_HEADER_BYTES + off.table_bytes))
         rc = -ORBIT_ECORRUPT;
     if (rc < 0) {
-        free(a);
         free(scratch);
         free(want);
-        orb_fleet_table_close(f, seg);
+        if (a) {
+            a->seg = *seg;
+            orb_table_free(&a->base);   /* closes the segment */
+        } else {
+            orb_fleet_table_close(f, seg);
+        }
         return rc;
     }
     char *t = orb_seg_table(seg);
-    a->fleet = f;
-    a->fork_generation = f->fork_generation;
     a->seg = *seg;
+    orb_table_bound(&a->base);
     a->geo = *g;
     a->ledger = (struct adm_ledger *)(void *)t;
     a->domains = (struct adm_domain *)(void *)(t + off.domains);
@@ -129,8 +132,6 @@ static int attach(struct orbit_fleet *f, struct orb_segment *seg, const struct a
     a->scratch = scratch;
     a->want = want;
     a->park = park_from_env();
-    orb_ctr_ref_open(&a->ctr, f, seg->kind);
-    a->stats.ctr = &a->ctr;
     *out = a;
     return 0;
 }
@@ -215,11 +216,9 @@ void orbit_admission_close(struct orbit_admission *a)
     orb_error_clear();
     if (!a)
         return;
-    orb_ctr_ref_close(&a->ctr);
-    orb_fleet_table_close(a->fleet, &a->seg);
     free(a->scratch);
     free(a->want);
-    free(a);
+    orb_table_free(&a->base);
 }
 
 /* ---- capacity and shutdown --------------------------------------------- */

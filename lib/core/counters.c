@@ -19,15 +19,7 @@ static _Atomic uint64_t next_gen = 1;
 static pthread_once_t ctr_once = PTHREAD_ONCE_INIT;
 static pthread_key_t thread_key;
 
-uint32_t orb_ctr_slot_count(uint32_t capacity) { return capacity * 4u + 64u; }
-
-size_t orb_ctr_region_bytes(uint32_t capacity)
-{
-    return 512 + ORB_CTR_KINDS * sizeof(struct orb_ctr_totals) +
-           (size_t)orb_ctr_slot_count(capacity) * sizeof(struct orb_ctr_slot);
-}
-
-_Static_assert(sizeof(struct orb_ctr_header) <= 512, "the counters header fits its 512 bytes");
+_Static_assert(sizeof(struct orb_ctr_header) <= ORB_CTR_HEADER_BYTES, "the counters header fits its bytes");
 
 void orb_ctr_region_init(void *region, uint32_t capacity)
 {
@@ -113,8 +105,12 @@ static void fork_child(void)
     pthread_mutex_unlock(&ctr_mutex);
 }
 
+static bool counting_refused;   /* ORBIT_COUNTERS=off: this process counts nothing */
+
 static void ctr_setup(void)
 {
+    const char *v = getenv("ORBIT_COUNTERS");
+    counting_refused = v && (strcmp(v, "off") == 0 || strcmp(v, "0") == 0);
     pthread_key_create(&thread_key, thread_gone);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
@@ -126,7 +122,7 @@ void orb_ctr_ref_open(struct orb_ctr_ref *r, struct orbit_fleet *f, uint8_t kind
     r->fleet = f;
     r->kind = kind;
     r->fork_generation = f->fork_generation;
-    r->off = f->observer || f->node == ORBIT_NODE_NONE || !f->ctr;
+    r->off = f->observer || f->node == ORBIT_NODE_NONE || !f->ctr || counting_refused;
     pthread_mutex_lock(&ctr_mutex);
     r->gen = atomic_fetch_add(&next_gen, 1);
     r->next = live_refs;

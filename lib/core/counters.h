@@ -88,9 +88,14 @@ struct orb_ctr_header {
     struct orb_ctr_redo redo;
 };
 
-/* The region's bytes for a fleet of capacity nodes, and its slot count. */
-uint32_t orb_ctr_slot_count(uint32_t capacity);
-size_t   orb_ctr_region_bytes(uint32_t capacity);
+/* The region's slot count and bytes for a fleet of capacity nodes: four writers a node, 64 spare. */
+static inline uint32_t orb_ctr_slot_count(uint32_t capacity) { return capacity * 4u + 64u; }
+#define ORB_CTR_HEADER_BYTES 512u
+static inline size_t orb_ctr_region_bytes(uint32_t capacity)
+{
+    return ORB_CTR_HEADER_BYTES + ORB_CTR_KINDS * sizeof(struct orb_ctr_totals) +
+           (size_t)orb_ctr_slot_count(capacity) * sizeof(struct orb_ctr_slot);
+}
 
 /* The region's upper bounds of each reclaim bucket, in nanoseconds (the last is +Inf: UINT64_MAX). */
 extern const uint64_t orb_ctr_reclaim_bounds_ns[ORB_CTR_RECLAIM_BUCKETS];

@@ -63,8 +63,8 @@ static int bind_counters(struct orbit_fleet *f)
     if (h->slot_count != orb_ctr_slot_count(f->capacity))
         return orb_fail(-ORBIT_ECORRUPT, "fleet '%s': the counters region is garbled", f->name);
     f->ctr = h;
-    f->ctr_totals = (struct orb_ctr_totals *)(region + 512);
-    f->ctr_slots = (struct orb_ctr_slot *)(region + 512 + ORB_CTR_KINDS * sizeof(struct orb_ctr_totals));
+    f->ctr_totals = (struct orb_ctr_totals *)(region + ORB_CTR_HEADER_BYTES);
+    f->ctr_slots = (struct orb_ctr_slot *)(region + ORB_CTR_HEADER_BYTES + ORB_CTR_KINDS * sizeof(struct orb_ctr_totals));
     f->ctr_slot_count = h->slot_count;
     return 0;
 }

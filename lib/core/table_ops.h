@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One description per kind of table: how the core reaches a table it does not
- * know. Each table module registers its ops once, in the file that defines
- * its open_existing (so any program that can open the table links its ops):
+ * know. Each table module registers its ops once, in its top file (the one
+ * with its death and reset calls, above everything else of the table):
  *
  *     static const struct orb_table_ops pool_ops = { ... };
  *     ORB_TABLE_REGISTER(pool_ops);
  *
+ * Every object of the library is linked (the shared library, and whole for
+ * the internal static one), so every table built in is registered.
  * The linker gathers the entries into the section orb_tables; the core walks
  * __start_orb_tables .. __stop_orb_tables.
  */

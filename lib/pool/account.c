@@ -4,6 +4,17 @@
 #include <orbit/inspect.h>
 #include "pool_layout.h"
 
+/* Unaccepted reservations (node, inc) holds on resource id: what its death report frees there. */
+static uint64_t reserved_by(struct orbit_pool *p, orbit_id id, uint16_t node, uint64_t inc)
+{
+    struct orbit_lease_info l[2 * POOL_PENDING];
+    ssize_t n = orbit_pool_leases(p, id, l, 2 * POOL_PENDING);
+    uint64_t mine = 0;
+    for (ssize_t i = 0; i < n && i < 2 * POOL_PENDING; i++)
+        mine += l[i].state == ORBIT_LEASE_PENDING && l[i].node == node && l[i].incarnation == inc;
+    return mine;
+}
+
 static void count_key(struct orbit_pool *p, orbit_key key, uint16_t node, uint64_t inc, struct orbit_reclaim *out)
 {
     ssize_t n = orbit_pool_candidates(p, key, NULL, 0);
@@ -12,8 +23,10 @@ static void count_key(struct orbit_pool *p, orbit_key key, uint16_t node, uint64
         return;
     ssize_t got = orbit_pool_candidates(p, key, c, (size_t)n);
     for (ssize_t i = 0; i < got && i < n; i++) {
-        if (c[i].owner != node || c[i].owner_incarnation != inc)
+        if (c[i].owner != node || c[i].owner_incarnation != inc) {
+            out->pool_reserved += reserved_by(p, c[i].id, node, inc);
             continue;
+        }
         out->pool_resources++;
         out->pool_units += c[i].capacity;
         out->pool_leases += (uint64_t)c[i].reserved + c[i].active;

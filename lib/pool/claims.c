@@ -203,12 +203,5 @@ int orbit_pool_readiness(struct orbit_pool *p)
     int rc = pool_enter(p, __func__);
     if (rc < 0)
         return rc;
-    if (p->observer)
-        return orb_fail(-ORBIT_ENOTOWNER, "%s: an observer has no doorbell (join as a member)", __func__);
-    int expect = -1;
-    if (!atomic_compare_exchange_strong(&p->readiness, &expect, -2))
-        return orb_fail(-ORBIT_EBUSY, "%s: the pool's readiness descriptor was made already", __func__);
-    int fd = orb_readiness_open(&orb_fleet_record(p->fleet, p->node)->doorbell);
-    atomic_store(&p->readiness, fd < 0 ? -1 : fd);
-    return fd;
+    return orb_table_readiness(&p->base, __func__);
 }

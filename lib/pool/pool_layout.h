@@ -117,6 +117,7 @@
 #include "core/fleet_internal.h"
 #include "core/guard.h"
 #include "core/lock.h"
+#include "core/table_base.h"
 
 #define ORB_TABLE_POOL       2                    /* the segment header's table_type */
 #define POOL_MAGIC           0x4c4f4f50u          /* "POOL" */
@@ -316,14 +317,8 @@ enum pool_park { POOL_PARK_NONE, POOL_PARK_HOLD, POOL_PARK_RELEASE, POOL_PARK_CL
 
 /* ---- the handle ---- */
 struct orbit_pool {
-    struct orbit_fleet *fleet;
-    struct orb_segment seg;
+    ORB_TABLE_BASE;               /* fleet, seg, kind, observer, node, lock, stats, ctr, ... */
     struct pool_geometry geo;
-    uint8_t  kind;
-    bool     observer;
-    uint16_t node;                /* ORBIT_NODE_NONE for observers */
-    uint32_t fork_generation;     /* the fleet handle's: another is a fork child's (core/guard.h) */
-    uint64_t incarnation;
     uint64_t stamp_node;          /* (node + 1) << SINCE_NODE_SHIFT for a member, 0 for observers */
     uint32_t key_mask, lane_mask;
     uint32_t watch_words, member_words;
@@ -335,9 +330,6 @@ struct orbit_pool {
     struct pool_key *keys;
     unsigned char *bitmaps;
     struct pool_resource *res;
-    _Atomic int readiness;        /* -1 none, -2 opening, else the fd */
-    struct orb_wait_stats stats;
-    struct orb_ctr_ref ctr;       /* this handle's shared counters (POOL_CTR_*) */
     struct orb_spin spin;
     _Atomic uint64_t key_inserts, key_reclaims, key_sweeps;
     enum pool_park park;          /* testing: ORBIT_TEST_POOL_PARK at open */

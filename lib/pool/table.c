@@ -10,8 +10,8 @@
 
 const unsigned ORBIT_PENDING_RESERVATIONS = POOL_PENDING;
 
-static bool pow2(uint32_t v) { return v && (v & (v - 1)) == 0; }
-static size_t align64(size_t v) { return (v + 63) & ~(size_t)63; }
+static bool pow2(uint32_t v) { return orb_is_pow2(v); }
+static size_t align64(size_t v) { return orb_align_up(v, 64); }
 
 static int spec_validate(const struct orbit_pool_spec *s, const char *call)
 {
@@ -165,16 +165,10 @@ void pool_park_stop(void)
 
 static struct orbit_pool *handle_new(struct orbit_fleet *f)
 {
-    struct orbit_pool *p = calloc(1, sizeof *p);
+    struct orbit_pool *p = orb_table_alloc(sizeof *p, f);
     if (!p)
         return NULL;
-    p->fleet = f;
-    p->fork_generation = f->fork_generation;
-    p->observer = f->observer || f->node == ORBIT_NODE_NONE;
-    p->node = p->observer ? ORBIT_NODE_NONE : f->node;
-    p->incarnation = p->observer ? 0 : f->incarnation;
     p->stamp_node = p->observer ? 0 : (uint64_t)(p->node + 1u) << SINCE_NODE_SHIFT;
-    atomic_init(&p->readiness, -1);
     p->park = park_from_env();
     return p;
 }
@@ -201,12 +195,10 @@ static int handle_finish(struct orbit_pool *p, const struct pool_geometry *g, st
     if (rc == 0)
         rc = populate_lane(p);
     if (rc < 0) {
-        orb_fleet_table_close(p->fleet, &p->seg);
-        free(p);
+        orb_table_free(&p->base);
         return rc;
     }
-    orb_ctr_ref_open(&p->ctr, p->fleet, p->kind);
-    p->stats.ctr = &p->ctr;
+    orb_table_bound(&p->base);
     *out = p;
     return 0;
 }
@@ -256,7 +248,7 @@ int orbit_pool_open(struct orbit_fleet *f, const struct orbit_pool_spec *spec, s
     };
     rc = orb_fleet_table_open(f, &req, &p->seg);
     if (rc < 0) {
-        free(p);
+        orb_table_free(&p->base);
         return rc;
     }
     return handle_finish(p, &g, out);
@@ -275,7 +267,7 @@ int orbit_pool_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_p
     p->kind = kind;
     rc = orb_fleet_table_open_existing(f, kind, &p->seg);
     if (rc < 0) {
-        free(p);
+        orb_table_free(&p->base);
         return rc;
     }
     struct orb_seg_header *h = orb_seg_hdr(&p->seg);
@@ -288,8 +280,7 @@ int orbit_pool_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_p
             rc = -ORBIT_EGEOMETRY;
     }
     if (rc < 0) {
-        orb_fleet_table_close(f, &p->seg);
-        free(p);
+        orb_table_free(&p->base);
         return rc;
     }
     return handle_finish(p, &g, out);
@@ -301,12 +292,7 @@ void orbit_pool_close(struct orbit_pool *p)
     orb_error_clear();
     if (!p)
         return;
-    int fd = atomic_load(&p->readiness);
-    if (fd >= 0)
-        orb_readiness_close(fd);
-    orb_ctr_ref_close(&p->ctr);
-    orb_fleet_table_close(p->fleet, &p->seg);
-    free(p);
+    orb_table_free(&p->base);
 }
 
 /* What the handle says of itself reads no shared memory: a fork child may ask. */
@@ -338,34 +324,6 @@ void orbit_pool_stats(struct orbit_pool *p, struct orbit_pool_stats *out)
     out->key_inserts = atomic_load(&p->key_inserts);
     out->key_reclaims = atomic_load(&p->key_reclaims);
     out->key_sweeps = atomic_load(&p->key_sweeps);
-}
-
-/*
- * Quiescent owner boot: every key, resource, claim and hold is cleared and a
- * new epoch starts. Generations and fences continue, so an id or lease from
- * before never names a later tenant; waiters are woken to re-check.
- */
-void orbit_pool_reset_all(struct orbit_pool *p)
-{
-    if (pool_enter(p, __func__) < 0)
-        return;
-    bool locked = pool_key_lock(p) == 0;
-    pool_resources_reset(p);
-    size_t rows = (size_t)p->geo.fleet_capacity * p->geo.key_capacity;
-    for (size_t i = 0; i < rows; i++) {
-        atomic_store_explicit(&p->holds[i], 0, memory_order_relaxed);
-        atomic_store_explicit(&p->claims[i], 0, memory_order_relaxed);
-    }
-    for (uint32_t n = 0; n < p->geo.fleet_capacity; n++)
-        atomic_store_explicit(&p->lanes[n].cursor, 0, memory_order_relaxed);
-    pool_intents_reset(p);
-    struct orb_seg_header *h = orb_seg_hdr(&p->seg);
-    atomic_store(&h->epoch, orb_next_epoch(atomic_load(&h->epoch)));
-    pool_key_reset_locked(p);   /* last: it wakes every key's waiters */
-    if (locked)
-        pool_key_unlock(p);
-    else   /* a forged or stuck word: the owner boots alone, so the lock starts over free */
-        orb_lock_init(&p->hdr->key_lock.l);
 }
 
 void orbit_pool_key_table(struct orbit_pool *p, struct orbit_pool_key_table *out)
@@ -427,33 +385,3 @@ int orbit_key_format(orbit_key key, char *buf, size_t len)
     memcpy(buf, tmp, (size_t)n + 1);
     return n;
 }
-
-/* ---- the pool's table ops ---------------------------------------------- */
-
-static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
-{
-    struct orbit_pool *p = NULL;
-    int rc = orbit_pool_open_existing(f, kind, &p);
-    *out = p;
-    return rc;
-}
-static void ops_close(void *t) { orbit_pool_close(t); }
-static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { return pool_node_dead(t, node, inc); }
-static int ops_reset_all(void *t) { orbit_pool_reset_all(t); return 0; }
-
-static const struct orb_counter_def pool_counters[POOL_CTR_END - ORB_CTR_TABLE_FIRST] = {
-    { "reservations", "Reservations made (orbit_pool_reserve that returned a lease)." },
-    { "busy_refusals", "Reserves refused because every unit was taken or pending (-ORBIT_EBUSY)." },
-    { "stale_refusals", "Reserves refused because the resource's tenancy ended or drains." },
-    { "accepts", "Leases accepted into executions." },
-    { "completions", "Executions completed." },
-    { "reconcile_reclaimed_units", "Units the owner's reconcile gave back (aged reservations, lost executions)." },
-    { "creation_claims", "Creation claims granted (orbit_pool_claim_create)." },
-};
-
-static const struct orb_table_ops pool_ops = {
-    .type = ORB_TABLE_POOL, .name = "pool", .open_existing = ops_open, .close = ops_close,
-    .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = pool_account,
-    .counters = pool_counters, .counter_count = POOL_CTR_END - ORB_CTR_TABLE_FIRST,
-};
-ORB_TABLE_REGISTER(pool_ops);

@@ -24,6 +24,7 @@
 #include "core/fleet_internal.h"
 #include "core/guard.h"
 #include "core/segment.h"
+#include "core/table_base.h"
 #include "core/wait.h"
 
 #define ORB_TABLE_STREAMS     3u   /* the segment header's table_type */
@@ -123,25 +124,15 @@ enum {
 };
 
 struct orbit_streams {
-    struct orbit_fleet *fleet;
-    struct orb_segment seg;
+    ORB_TABLE_BASE;                   /* fleet, seg, kind, node (NONE: observer), lock, stats, ctr, ... */
     struct stream_layout lay;
-    uint8_t kind;
-    uint16_t node;                    /* ORBIT_NODE_NONE: observer, creates nothing */
-    uint32_t fork_generation;         /* the fleet handle's: another is a fork child's (core/guard.h) */
-    uint64_t incarnation;
     uint32_t fleet_capacity, lane_capacity, buffer_bytes, generation_limit;
     unsigned char *offers;
     struct stream_slot *slots;
     unsigned char *rings;
     _Atomic uint64_t *epoch;
-    pthread_mutex_t lock;             /* readiness_fd, lane_ready */
-    int readiness_fd;
-    _Atomic bool lane_ready;          /* our lane is pre-faulted */
     enum stream_park park;            /* testing: ORBIT_TEST_STREAM_PARK at open */
     struct orb_spin offer_spin;
-    _Alignas(64) struct orb_wait_stats stats;
-    struct orb_ctr_ref ctr;           /* this handle's shared counters (STREAM_CTR_*) */
     _Alignas(64) _Atomic uint64_t bytes_written;
     _Alignas(64) _Atomic uint64_t bytes_read;
 };

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Streams: opening the table, geometry, epochs, death reports, inspection. */
+/* Streams, the bottom floor: spec, geometry, the handle, opening, epochs, inspection. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,13 +7,10 @@
 #include "uring_internal.h"
 #include "core/table_ops.h"
 
-static bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
-static size_t align_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
-
 static int spec_check(const struct orbit_stream_spec *spec)
 {
-    if (spec->kind == ORB_FLEET_KIND || !is_pow2(spec->lane_capacity) ||
-        spec->lane_capacity > ORBIT_ID_SLOT_MAX + 1u || !is_pow2(spec->buffer_bytes) ||
+    if (spec->kind == ORB_FLEET_KIND || !orb_is_pow2(spec->lane_capacity) ||
+        spec->lane_capacity > ORBIT_ID_SLOT_MAX + 1u || !orb_is_pow2(spec->buffer_bytes) ||
         spec->buffer_bytes > (1u << 31) || spec->generation_limit > ORBIT_ID_GENERATION_MAX)
         return -ORBIT_EMALFORMED;
     return 0;
@@ -24,10 +21,10 @@ static int spec_explain(const struct orbit_stream_spec *spec, const char *call)
 {
     if (spec->kind == ORB_FLEET_KIND)
         return orb_fail(-ORBIT_EMALFORMED, "%s: spec.kind %u is the fleet segment's own", call, spec->kind);
-    if (!is_pow2(spec->lane_capacity) || spec->lane_capacity > ORBIT_ID_SLOT_MAX + 1u)
+    if (!orb_is_pow2(spec->lane_capacity) || spec->lane_capacity > ORBIT_ID_SLOT_MAX + 1u)
         return orb_fail(-ORBIT_EMALFORMED, "%s: spec.lane_capacity %u: a power of two, 1..%u", call,
                         spec->lane_capacity, ORBIT_ID_SLOT_MAX + 1u);
-    if (!is_pow2(spec->buffer_bytes) || spec->buffer_bytes > (1u << 31))
+    if (!orb_is_pow2(spec->buffer_bytes) || spec->buffer_bytes > (1u << 31))
         return orb_fail(-ORBIT_EMALFORMED, "%s: spec.buffer_bytes %u: a power of two up to 2 GiB", call,
                         spec->buffer_bytes);
     if (spec->generation_limit > ORBIT_ID_GENERATION_MAX)
@@ -52,25 +49,17 @@ static int layout_of(const struct stream_geometry *g, uint32_t fleet_capacity, s
 {
     memset(l, 0, sizeof *l);
     l->lane_words = (fleet_capacity + 63) / 64;
-    l->offer_bytes = (uint32_t)align_up(sizeof(struct stream_offers) + 8u * l->lane_words, 64);
+    l->offer_bytes = (uint32_t)orb_align_up(sizeof(struct stream_offers) + 8u * l->lane_words, 64);
     l->total_slots = (size_t)fleet_capacity * g->lane_capacity;
     l->lane_ring_bytes = (size_t)g->lane_capacity * 2 * g->buffer_bytes;
     l->offers_off = ORB_SEG_HEADER_BYTES;
-    l->slots_off = align_up(l->offers_off + (size_t)fleet_capacity * l->offer_bytes, 64);
-    l->rings_off = align_up(l->slots_off + l->total_slots * sizeof(struct stream_slot),
+    l->slots_off = orb_align_up(l->offers_off + (size_t)fleet_capacity * l->offer_bytes, 64);
+    l->rings_off = orb_align_up(l->slots_off + l->total_slots * sizeof(struct stream_slot),
                             STREAM_RINGS_ALIGN);
     /* 2^46 bytes of address space per table is far past any sane deployment. */
     if ((uint64_t)l->lane_ring_bytes * fleet_capacity > (1ull << 46))
         return -ORBIT_ETOOLARGE;
     l->total = l->rings_off + l->lane_ring_bytes * fleet_capacity;
-    return 0;
-}
-
-static int table_init(struct orb_segment *seg, void *ctx)
-{
-    (void)ctx;
-    /* A new file or anonymous mapping reads zero: every slot EMPTY at generation 0. */
-    atomic_store_explicit(&orb_seg_hdr(seg)->epoch, orb_next_epoch(0), memory_order_release);
     return 0;
 }
 
@@ -92,18 +81,11 @@ void stream_park_here(const struct orbit_streams *s, enum stream_park point)
 
 static int handle_new(struct orbit_fleet *f, struct orbit_streams **out)
 {
-    struct orbit_streams *s = aligned_alloc(64, align_up(sizeof *s, 64));
+    struct orbit_streams *s = orb_table_alloc(sizeof *s, f);
     if (!s)
         return -ENOMEM;
-    memset(s, 0, sizeof *s);
-    s->fleet = f;
-    s->fork_generation = f->fork_generation;
-    s->node = f->observer ? ORBIT_NODE_NONE : f->node;
-    s->incarnation = f->incarnation;
     s->fleet_capacity = f->capacity;
-    s->readiness_fd = -1;
     s->park = park_from_env();
-    pthread_mutex_init(&s->lock, NULL);
     *out = s;
     return 0;
 }
@@ -111,8 +93,8 @@ static int handle_new(struct orbit_fleet *f, struct orbit_streams **out)
 static void handle_bind(struct orbit_streams *s, const struct stream_geometry *g,
                         const struct stream_layout *l)
 {
+    orb_table_bound(&s->base);
     s->lay = *l;
-    s->kind = s->seg.kind;
     s->lane_capacity = g->lane_capacity;
     s->buffer_bytes = g->buffer_bytes;
     s->generation_limit = g->generation_limit;
@@ -120,26 +102,14 @@ static void handle_bind(struct orbit_streams *s, const struct stream_geometry *g
     s->slots = (struct stream_slot *)(void *)((unsigned char *)s->seg.base + l->slots_off);
     s->rings = (unsigned char *)s->seg.base + l->rings_off;
     s->epoch = &orb_seg_hdr(&s->seg)->epoch;
-    orb_ctr_ref_open(&s->ctr, s->fleet, s->kind);
-    s->stats.ctr = &s->ctr;
 }
 
-static void handle_free(struct orbit_streams *s)
-{
-    orb_ctr_ref_close(&s->ctr);
-    if (s->seg.base)
-        orb_fleet_table_close(s->fleet, &s->seg);
-    pthread_mutex_destroy(&s->lock);
-    free(s);
-}
+static void handle_free(struct orbit_streams *s) { orb_table_free(&s->base); }
 
 int stream_lane_ready(struct orbit_streams *s)
 {
-    if (!stream_is_member(s))
-        return 0;
-    return orb_segment_populate_once(&s->seg, &s->lock, &s->lane_ready,
-                                     s->lay.rings_off + (size_t)s->node * s->lay.lane_ring_bytes,
-                                     s->lay.lane_ring_bytes);
+    return orb_table_lane_ready(&s->base, s->lay.rings_off + (size_t)s->node * s->lay.lane_ring_bytes,
+                                s->lay.lane_ring_bytes);
 }
 
 int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *spec,
@@ -166,7 +136,7 @@ int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *sp
     struct orb_seg_request req = {
         .kind = spec->kind, .table_type = ORB_TABLE_STREAMS, .geometry = &g,
         .geometry_len = sizeof g, .table_bytes = l.total, .populate_bytes = l.rings_off,
-        .init = table_init,
+        .init = orb_table_init_epoch,   /* zero: every slot EMPTY at generation 0 */
     };
     rc = orb_fleet_table_open(f, &req, &s->seg);
     if (rc == 0) {
@@ -182,13 +152,11 @@ int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *sp
 }
 
 /* Geometry read back from a header written by another process: check before use. */
-static int geometry_from_header(const struct orb_segment *seg, struct stream_geometry *g,
-                                struct stream_layout *l)
+/* The geometry another process wrote (its type and size checked by the base): its values. */
+static int geometry_check(const struct orb_segment *seg, const struct stream_geometry *g,
+                          struct stream_layout *l)
 {
     const struct orb_seg_header *h = orb_seg_hdr(seg);
-    if (h->table_type != ORB_TABLE_STREAMS || h->geometry_len != sizeof *g)
-        return -ORBIT_EGEOMETRY;
-    memcpy(g, h->geometry, sizeof *g);
     if (g->layout_version != STREAM_LAYOUT_VERSION || g->slot_bytes != sizeof(struct stream_slot))
         return -ORBIT_EGEOMETRY;
     struct orbit_stream_spec spec = { .kind = h->kind, .lane_capacity = g->lane_capacity,
@@ -213,8 +181,8 @@ int orbit_streams_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbi
         return rc;
     struct stream_geometry g;
     struct stream_layout l;
-    rc = orb_fleet_table_open_existing(f, kind, &s->seg);
-    if (rc == 0 && (rc = geometry_from_header(&s->seg, &g, &l)) == 0)
+    rc = orb_table_open_existing(&s->base, kind, ORB_TABLE_STREAMS, &g, sizeof g);
+    if (rc == 0 && (rc = geometry_check(&s->seg, &g, &l)) == 0)
         handle_bind(s, &g, &l);   /* tools and death reports: the lane is faulted on first create */
     if (rc < 0) {
         handle_free(s);
@@ -230,8 +198,6 @@ void orbit_streams_close(struct orbit_streams *s)
     orb_error_clear();
     if (!s)
         return;
-    if (s->readiness_fd >= 0)
-        orb_readiness_close(s->readiness_fd);
     handle_free(s);
 }
 
@@ -263,19 +229,7 @@ int orbit_streams_readiness(struct orbit_streams *s)
     int refused = streams_enter(s, __func__);
     if (refused < 0)
         return refused;
-    if (!s)
-        return -ORBIT_EMALFORMED;
-    if (!stream_is_member(s))
-        return -ORBIT_ENOTOWNER;
-    pthread_mutex_lock(&s->lock);
-    int fd = -ORBIT_EBUSY;
-    if (s->readiness_fd < 0) {
-        fd = orb_readiness_open(&orb_fleet_record(s->fleet, s->node)->doorbell);
-        if (fd >= 0)
-            s->readiness_fd = fd;
-    }
-    pthread_mutex_unlock(&s->lock);
-    return fd;
+    return orb_table_readiness(&s->base, __func__);
 }
 
 void orbit_streams_stats(struct orbit_streams *s, struct orbit_stream_stats *out)
@@ -301,104 +255,6 @@ bool orbit_streams_is_live(struct orbit_streams *s, orbit_id id)
         return false;
     return atomic_load_explicit(&s->slots[index].tenancy, memory_order_acquire) ==
            TENANCY(orbit_id_generation(id), SLOT_LIVE);
-}
-
-/* ---- death ---------------------------------------------------------------- */
-
-/*
- * Both sides gone (released or ended) and the slot still live: whoever let go
- * last was killed between its side's CAS and the vacate. Nothing can claim a
- * side out of RELEASED or DEAD, so vacating it here is safe (the vacate is a CAS).
- */
-static void vacate_abandoned(struct orbit_streams *s, struct stream_slot *slot, uint32_t live)
-{
-    /* No side held, and one let go (A is held from install): its last holder's vacate was
-     * cut short. A side never opened (FREE) counts as unheld, as a closer finds it. */
-    uint32_t a = atomic_load(&slot->claimed[0]), b = atomic_load(&slot->claimed[1]);
-    if (a == SIDE_CLAIMED || b == SIDE_CLAIMED || (a == SIDE_FREE && b == SIDE_FREE))
-        return;
-    stream_vacate_if_unheld(s, slot, live, 0);
-}
-
-/* End every claimed side, in any lane, whose holder matches (and, for a death, vacate abandoned slots). */
-static void end_matching(struct orbit_streams *s, uint16_t node, uint64_t incarnation, bool others)
-{
-    for (size_t i = 0; i < s->lay.total_slots; i++) {
-        struct stream_slot *slot = &s->slots[i];
-        uint32_t t = atomic_load_explicit(&slot->tenancy, memory_order_acquire);
-        if (!others && TENANCY_STATE(t) == SLOT_INSTALLING && i / s->lane_capacity == node) {
-            /* Only the lane's node installs there, and it is dead: its allocation was cut short. */
-            atomic_compare_exchange_strong(&slot->tenancy, &t, TENANCY(TENANCY_GEN(t), SLOT_EMPTY));
-            continue;
-        }
-        if (TENANCY_STATE(t) != SLOT_LIVE)
-            continue;
-        for (unsigned side = 0; side < 2; side++) {
-            /* An opener stamps node and incarnation before its claim CAS: a claimed side names
-             * its holder. A free side stamped by the dead is an open it never finished. */
-            uint32_t claimed = atomic_load(&slot->claimed[side]), stamped = node;
-            if (!others && claimed == SIDE_FREE)
-                atomic_compare_exchange_strong(&slot->node[side], &stamped, STREAM_NODE_NONE);
-            if (claimed != SIDE_CLAIMED || atomic_load(&slot->node[side]) != node)
-                continue;
-            uint64_t inc = atomic_load(&slot->incarnation[side]);
-            if (others ? inc != incarnation : inc == incarnation)
-                stream_end_side(s, slot, t, side);
-        }
-        if (!others)
-            vacate_abandoned(s, slot, t);
-    }
-}
-
-void orbit_streams_node_dead(struct orbit_streams *s, uint16_t node, uint64_t incarnation)
-{
-    if (streams_enter(s, __func__) < 0)
-        return;
-    if (!s || node >= s->fleet_capacity)
-        return;
-    end_matching(s, node, incarnation, false);
-    /* Any node may offer to any other: the dead may have died mid-wake on any offers word.
-     * Its own sides' directions were signalled by end_matching. */
-    for (uint32_t n = 0; n < s->fleet_capacity; n++)
-        orb_wait_kick(&stream_offers_of(s, n)->wait);
-}
-
-void orbit_streams_supersede(struct orbit_streams *s)
-{
-    if (streams_enter(s, __func__) < 0)
-        return;
-    if (s && stream_is_member(s))
-        end_matching(s, s->node, s->incarnation, true);
-}
-
-/* Quiescent owner boot: a new epoch first, so every older handle reads stale. */
-void orbit_streams_reset_all(struct orbit_streams *s)
-{
-    if (streams_enter(s, __func__) < 0)
-        return;
-    if (!s)
-        return;
-    uint64_t prev = stream_epoch(s);
-    atomic_store_explicit(s->epoch, orb_next_epoch(prev), memory_order_seq_cst);
-    for (size_t i = 0; i < s->lay.total_slots; i++) {
-        struct stream_slot *slot = &s->slots[i];
-        atomic_store(&slot->tenancy, TENANCY(0, SLOT_EMPTY));
-        for (unsigned side = 0; side < 2; side++) {
-            atomic_store(&slot->claimed[side], SIDE_FREE);
-            atomic_store(&slot->node[side], STREAM_NODE_NONE);
-            atomic_store(&slot->incarnation[side], 0);
-            stream_dir_clear(&slot->dir[side]);
-            /* changes only ever grows: a stale waiter wakes and finds the new epoch. */
-            orb_wait_signal(&slot->dir[side].wait, &s->stats);
-        }
-        atomic_store(&slot->offer, 0);
-    }
-    for (uint32_t n = 0; n < s->fleet_capacity; n++) {
-        struct stream_offers *o = stream_offers_of(s, n);
-        for (uint32_t w = 0; w < s->lay.lane_words; w++)
-            atomic_store(&o->lanes[w], 0);
-        orb_wait_signal(&o->wait, &s->stats);
-    }
 }
 
 /* ---- inspection ----------------------------------------------------------- */
@@ -501,33 +357,3 @@ ssize_t orbit_streams_list(struct orbit_streams *s, struct orbit_stream_info *ou
     }
     return (ssize_t)n;
 }
-
-/* ---- the streams table ops --------------------------------------------------- */
-
-static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
-{
-    struct orbit_streams *t = NULL;
-    int rc = orbit_streams_open_existing(f, kind, &t);
-    *out = t;
-    return rc;
-}
-static void ops_close(void *t) { orbit_streams_close(t); }
-static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_streams_node_dead(t, node, inc); return 0; }
-static int ops_reset_all(void *t) { orbit_streams_reset_all(t); return 0; }
-
-static const struct orb_counter_def stream_counters[STREAM_CTR_END - ORB_CTR_TABLE_FIRST] = {
-    { "bytes_written", "Bytes written into stream rings." },
-    { "bytes_read", "Bytes read out of stream rings." },
-    { "frames_written", "Exact writes (a frame whole or nothing) that went in." },
-    { "frames_read", "Exact reads that took a whole frame." },
-    { "resets", "Streams reset by an endpoint (orbit_endpoint_reset)." },
-    { "streams_created", "Streams created (their A side taken)." },
-    { "streams_opened", "Tickets opened (B sides taken)." },
-};
-
-static const struct orb_table_ops streams_ops = {
-    .type = ORB_TABLE_STREAMS, .name = "streams", .open_existing = ops_open, .close = ops_close,
-    .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = stream_account,
-    .counters = stream_counters, .counter_count = STREAM_CTR_END - ORB_CTR_TABLE_FIRST,
-};
-ORB_TABLE_REGISTER(streams_ops);

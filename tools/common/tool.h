@@ -10,9 +10,12 @@
 #include <orbit/fleet.h>
 
 /*
- * orbitctl show: one function per table type. Each prints its section for the
- * segment of that kind: human text, or with json a single JSON object (no
- * trailing newline) that orbitctl embeds. Returns 0 or a negative code.
+ * orbitctl show: one function per table type (orbit-relay's --stats uses the
+ * pool and stream ones). Each prints its section for the segment of that kind:
+ * human text, or with json a single JSON object with its "type" first (no
+ * trailing newline), in docs/orbitctl-show.schema.json's shape. Returns 0 or a
+ * negative code. orbitctl itself calls ctl_section_* (orbitctl/ctl.h), which
+ * share one snapshot of the node records.
  */
 int ctl_show_pool(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out);
 int ctl_show_stream(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out);

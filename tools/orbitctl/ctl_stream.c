@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* orbitctl show: the live streams of one stream table (sides, holders, bytes queued, flags). */
+/* orbitctl show: the live streams of one stream table (holders, ring fill, flags, who waits). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <orbit/stream.h>
+#include "ctl.h"
 #include "tool.h"
 
 static const char *side_state(enum orbit_side_state s)
@@ -28,67 +29,124 @@ static const char *flag_text(uint32_t f, char *buf, size_t len)
     return n ? buf : "-";
 }
 
-static void print_side_text(FILE *out, const struct orbit_stream_info *si, unsigned k)
+/* Both rings of a stream; from the listing's counts when they could not be read (-1: stale). */
+static int rings_of(struct orbit_streams *s, const struct orbit_stream_info *si, uint32_t capacity,
+                    struct orbit_stream_ring r[2])
 {
-    if (si->side[k].state == ORBIT_SIDE_FREE)
-        fprintf(out, " %c=free", k ? 'b' : 'a');
-    else
-        fprintf(out, " %c=%s(node %u inc %" PRIu64 ")", k ? 'b' : 'a', side_state(si->side[k].state),
-                (unsigned)si->side[k].node, si->side[k].incarnation);
+    int rc = orbit_streams_rings(s, si->id, r);
+    if (rc == 0)
+        return 0;
+    for (unsigned k = 0; k < 2; k++)
+        r[k] = (struct orbit_stream_ring){ .capacity = capacity, .flags = si->dir[k].flags,
+                                           .queued = si->dir[k].queued > capacity ? capacity
+                                                                                 : (uint32_t)si->dir[k].queued };
+    return rc;
 }
 
-static void print_text(FILE *out, const struct orbit_stream_spec *spec, uint64_t epoch,
-                       const struct orbit_stream_info *si, size_t n, size_t total)
+static unsigned fill_pct(const struct orbit_stream_ring *r)
 {
-    fprintf(out, "  lane %u x ring %u bytes (kind %u), epoch %" PRIu64 ", %zu live stream%s\n",
+    return r->capacity ? (unsigned)((uint64_t)r->queued * 100u / r->capacity) : 0;
+}
+
+static void text_side(const struct ctl_ctx *c, const struct orbit_stream_info *si, unsigned k)
+{
+    fprintf(c->out, "      side %c %s", k ? 'b' : 'a', side_state(si->side[k].state));
+    if (si->side[k].state != ORBIT_SIDE_FREE) {
+        fputs("  ", c->out);
+        ctl_text_member(c, si->side[k].node, si->side[k].incarnation);
+    }
+    fputc('\n', c->out);
+}
+
+static void text_ring(const struct ctl_ctx *c, const struct orbit_stream_ring *r, unsigned k)
+{
+    char f[64];
+    fprintf(c->out, "      %s  %" PRIu32 " of %" PRIu32 " bytes queued (%u%%)  %s", k ? "b->a" : "a->b",
+            r->queued, r->capacity, fill_pct(r), flag_text(r->flags, f, sizeof f));
+    if (r->reader_waits)
+        fprintf(c->out, "  reader (side %c) waits for %" PRIu32 " bytes", k ? 'a' : 'b',
+                r->reader_need ? r->reader_need : 1);
+    if (r->writer_waits)
+        fprintf(c->out, "  writer (side %c) waits for %" PRIu32 " free bytes", k ? 'b' : 'a',
+                r->writer_need ? r->writer_need : 1);
+    fputc('\n', c->out);
+}
+
+static void print_text(const struct ctl_ctx *c, struct orbit_streams *s, const struct orbit_stream_spec *spec,
+                       uint64_t epoch, const struct orbit_stream_info *si, size_t n, size_t total)
+{
+    fprintf(c->out, "  lane %u x ring %u bytes (kind %u), epoch %" PRIu64 ", %zu live stream%s\n",
             spec->lane_capacity, spec->buffer_bytes, (unsigned)spec->kind, epoch, total, total == 1 ? "" : "s");
     for (size_t i = 0; i < n; i++) {
-        char id[ORBIT_ID_TEXT_MAX], f0[64], f1[64];
+        char id[ORBIT_ID_TEXT_MAX];
+        struct orbit_stream_ring r[2];
         orbit_id_format(si[i].id, id, sizeof id);
-        fprintf(out, "    %-18s", id);
-        print_side_text(out, &si[i], 0);
-        print_side_text(out, &si[i], 1);
-        fprintf(out, "  a->b %" PRIu64 "B %s  b->a %" PRIu64 "B %s\n", si[i].dir[0].queued,
-                flag_text(si[i].dir[0].flags, f0, sizeof f0), si[i].dir[1].queued,
-                flag_text(si[i].dir[1].flags, f1, sizeof f1));
+        int rc = rings_of(s, &si[i], spec->buffer_bytes, r);
+        fprintf(c->out, "    stream %s%s%s\n", id, rc < 0 ? "  rings: " : "", rc < 0 ? orbit_strerror(rc) : "");
+        for (unsigned k = 0; k < 2; k++)
+            text_side(c, &si[i], k);
+        for (unsigned k = 0; k < 2; k++)
+            text_ring(c, &r[k], k);
     }
     if (n < total)
-        fprintf(out, "    ... %zu more\n", total - n);
+        fprintf(c->out, "    ... %zu more\n", total - n);
 }
 
-static void print_json(FILE *out, const struct orbit_stream_spec *spec, uint64_t epoch,
-                       const struct orbit_stream_info *si, size_t n)
+static void json_stream(const struct ctl_ctx *c, struct orbit_streams *s, uint32_t capacity,
+                        const struct orbit_stream_info *si)
 {
-    fprintf(out, "{\"type\":\"streams\",\"kind\":%u,\"lane_capacity\":%u,\"buffer_bytes\":%u,"
-            "\"epoch\":\"%" PRIu64 "\",\"streams\":[", (unsigned)spec->kind, spec->lane_capacity,
-            spec->buffer_bytes, epoch);
-    for (size_t i = 0; i < n; i++) {
-        char id[ORBIT_ID_TEXT_MAX], f[64];
-        orbit_id_format(si[i].id, id, sizeof id);
-        fprintf(out, "%s{\"id\":", i ? "," : "");
-        tool_json_str(out, id);
-        fprintf(out, ",\"sides\":[");
-        for (unsigned k = 0; k < 2; k++)
-            fprintf(out, "%s{\"side\":\"%c\",\"state\":\"%s\",\"node\":%u,\"incarnation\":\"%" PRIu64 "\"}",
-                    k ? "," : "", k ? 'b' : 'a', side_state(si[i].side[k].state),
-                    (unsigned)si[i].side[k].node, si[i].side[k].incarnation);
-        fprintf(out, "],\"directions\":[");
-        for (unsigned k = 0; k < 2; k++) {
-            fprintf(out, "%s{\"dir\":\"%s\",\"queued\":\"%" PRIu64 "\",\"flags\":", k ? "," : "",
-                    k ? "b->a" : "a->b", si[i].dir[k].queued);
-            const char *t = flag_text(si[i].dir[k].flags, f, sizeof f);
-            tool_json_str(out, t[0] == '-' ? "" : t);
-            fputc('}', out);
-        }
-        fprintf(out, "]}");
+    char id[ORBIT_ID_TEXT_MAX], f[64];
+    struct orbit_stream_ring r[2];
+    int rc = rings_of(s, si, capacity, r);
+    orbit_id_format(si->id, id, sizeof id);
+    fputs("{\"id\":", c->out);
+    tool_json_str(c->out, id);
+    fputs(",\"sides\":[", c->out);
+    for (unsigned k = 0; k < 2; k++) {
+        fprintf(c->out, "%s{\"side\":\"%c\",\"state\":\"%s\",\"holder\":", k ? "," : "", k ? 'b' : 'a',
+                side_state(si->side[k].state));
+        if (si->side[k].state == ORBIT_SIDE_FREE)
+            fputs("null", c->out);
+        else
+            ctl_json_member(c, si->side[k].node, si->side[k].incarnation, false);
+        fputc('}', c->out);
     }
-    fprintf(out, "]}");
+    fputs("],\"directions\":[", c->out);
+    for (unsigned k = 0; k < 2; k++) {
+        const char *t = flag_text(r[k].flags, f, sizeof f);
+        fprintf(c->out, "%s{\"dir\":\"%s\",\"capacity\":%" PRIu32 ",\"queued\":%" PRIu32 ",\"fill_pct\":%u,\"flags\":",
+                k ? "," : "", k ? "b->a" : "a->b", r[k].capacity, r[k].queued, fill_pct(&r[k]));
+        tool_json_str(c->out, t[0] == '-' ? "" : t);
+        fprintf(c->out, ",\"reader_waits\":%s,\"writer_waits\":%s,\"reader_need\":%" PRIu32 ",\"writer_need\":%"
+                        PRIu32 "}", r[k].reader_waits ? "true" : "false", r[k].writer_waits ? "true" : "false",
+                r[k].reader_need, r[k].writer_need);
+    }
+    fputc(']', c->out);
+    if (rc < 0) {
+        fputs(",\"rings_error\":", c->out);
+        tool_json_str(c->out, orbit_strerror(rc));
+    }
+    fputc('}', c->out);
 }
 
-int ctl_show_stream(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out)
+static void print_json(const struct ctl_ctx *c, struct orbit_streams *s, const struct orbit_stream_spec *spec,
+                       uint64_t epoch, const struct orbit_stream_info *si, size_t n)
+{
+    ctl_json_table_head(c, "streams", spec->kind, epoch);
+    fprintf(c->out, ",\"lane_capacity\":%u,\"buffer_bytes\":%u,\"streams\":[", spec->lane_capacity,
+            spec->buffer_bytes);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputc(',', c->out);
+        json_stream(c, s, spec->buffer_bytes, &si[i]);
+    }
+    fputs("]}", c->out);
+}
+
+int ctl_section_stream(const struct ctl_ctx *c, uint8_t kind)
 {
     struct orbit_streams *s;
-    int rc = orbit_streams_open_existing(f, kind, &s);
+    int rc = orbit_streams_open_existing(c->f, kind, &s);
     if (rc < 0)
         return rc;
     struct orbit_stream_spec spec;
@@ -103,11 +161,16 @@ int ctl_show_stream(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out)
     }
     total = orbit_streams_list(s, si, cap);
     size_t n = total < 0 ? 0 : (size_t)total < cap ? (size_t)total : cap;
-    if (json)
-        print_json(out, &spec, orbit_streams_epoch(s), si, n);
+    if (c->json)
+        print_json(c, s, &spec, orbit_streams_epoch(s), si, n);
     else
-        print_text(out, &spec, orbit_streams_epoch(s), si, n, total < 0 ? 0 : (size_t)total);
+        print_text(c, s, &spec, orbit_streams_epoch(s), si, n, total < 0 ? 0 : (size_t)total);
     free(si);
     orbit_streams_close(s);
     return 0;
+}
+
+int ctl_show_stream(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out)
+{
+    return ctl_show_with(ctl_section_stream, f, kind, json, out);
 }

@@ -23,6 +23,7 @@ void top_holds_text(const struct orbit_reclaim *r, char *buf, size_t len)
     buf[0] = '\0';
     at = put_count(buf, at, len, r->pool_leases, "lease", "leases");
     at = put_count(buf, at, len, r->pool_resources, "resource", "resources");
+    at = put_count(buf, at, len, r->pool_reserved, "reservation", "reservations");
     at = put_count(buf, at, len, r->pool_creating, "creating", "creating");
     at = put_count(buf, at, len, r->stream_sides, "side", "sides");
     at = put_count(buf, at, len, r->stream_unread, "B unread", "B unread");

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <orbit/orbit.h>
 #include "cli.h"
+#include "ctl.h"
 #include "ctl_top.h"
 #include "tool.h"
 
@@ -19,11 +20,15 @@ static const char usage[] =
 "  ls                               fleets on this host: live members, segments, backing,\n"
 "                                   mapped and resident bytes\n"
 "      orbitctl ls\n"
-"  show FLEET                       nodes (pid, incarnation, alive) and every table\n"
-"      orbitctl --json show web | jq '.nodes[] | select(.alive == false)'\n"
-"  node-dead FLEET NODE INCARNATION report a death: reclaim that incarnation's share\n"
+"  show FLEET                       nodes (state, pid, what each holds) and every table: who\n"
+"                                   holds each reservation, lease, stream side, claim and\n"
+"                                   chunk, for how long; ring and lane fill; who waits\n"
+"      orbitctl --json show web | jq '.nodes[] | select(.state == \"dead\")'\n"
+"  node-dead FLEET NODE INCARNATION report a death: reclaim that incarnation's share and\n"
+"                                   print what came back, per table\n"
 "      orbitctl node-dead web 3 9223372450576735121\n"
-"  reap FLEET                       one liveness sweep: report every dead node\n"
+"  reap FLEET                       one liveness sweep: report every dead node and print\n"
+"                                   what each gave back, per table\n"
 "      orbitctl reap web\n"
 "  top FLEET [--interval S] [--count N] [--sort units|recent]\n"
 "                                   a live view: rates per table and node, busiest keys,\n"
@@ -39,7 +44,8 @@ static const char usage[] =
 "                                   live or joining member is never touched\n"
 "      orbitctl gc --dry-run\n"
 "\n"
-"  --json         machine-readable output for ls and show (64-bit values are strings)\n"
+"  --json         machine-readable output for ls, show, reap, node-dead and gc: 64-bit\n"
+"                 values are strings, others numbers (docs/orbitctl-show.schema.json)\n"
 "  -h, --help     this text\n"
 "  -V, --version  print the version\n"
 "\n"
@@ -53,19 +59,19 @@ static int fail(const char *what, int rc)
 }
 
 /* The show function per table name, for the modules built in; the names come from liborbit. */
-typedef int (*show_fn)(struct orbit_fleet *f, uint8_t kind, bool json, FILE *out);
+typedef int (*show_fn)(const struct ctl_ctx *c, uint8_t kind);
 static const struct { const char *name; show_fn show; } shows[] = {
 #ifdef ORBIT_WITH_POOL
-    { "pool", ctl_show_pool },
+    { "pool", ctl_section_pool },
 #endif
 #ifdef ORBIT_WITH_STREAM
-    { "streams", ctl_show_stream },
+    { "streams", ctl_section_stream },
 #endif
 #ifdef ORBIT_WITH_ADMISSION
-    { "admission", ctl_show_admission },
+    { "admission", ctl_section_admission },
 #endif
 #ifdef ORBIT_WITH_EXCHANGE
-    { "arena", ctl_show_exchange },
+    { "arena", ctl_section_exchange },
 #endif
     { NULL, NULL },
 };
@@ -113,7 +119,7 @@ static void print_segments(const char *fleet, bool json)
     for (ssize_t i = 0; i < n && i < 64; i++) {
         const struct orbit_segment_info *s = &segs[i];
         if (json) {
-            printf("%s{\"kind\":%u,\"table\":\"%s\",\"backing\":\"%s\",\"bytes\":\"%" PRIu64 "\""
+            printf("%s{\"kind\":%u,\"type\":\"%s\",\"backing\":\"%s\",\"bytes\":\"%" PRIu64 "\""
                    ",\"resident\":\"%" PRIu64 "\",\"epoch\":\"%" PRIu64 "\",\"path\":", i ? "," : "",
                    s->kind, kind_name(&k, s->kind), orbit_backing_name(s->backing),
                    s->size, s->resident, s->epoch);
@@ -170,113 +176,110 @@ static uint64_t pid_namespace_self(void)
     return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-static void print_nodes(struct orbit_fleet *f, bool json)
+static void json_node(const struct ctl_ctx *c, const struct orbit_node_info *ni, uint64_t own_ns, bool first)
 {
-    uint64_t own_ns = pid_namespace_self();
-    struct orbit_node_info *nodes = calloc(ORBIT_FLEET_CAPACITY_MAX, sizeof *nodes);
-    ssize_t n = nodes ? orbit_fleet_nodes(f, nodes, ORBIT_FLEET_CAPACITY_MAX) : 0;
-    if (json)
-        printf("\"nodes\":[");
+    struct orbit_reclaim held;
+    int rc = orbit_fleet_account(c->f, ni->node, ni->incarnation, &held);
+    printf("%s{\"node\":%u,\"state\":\"%s\",\"pid\":%" PRId32 ",\"pid_namespace\":\"%" PRIu64 "\""
+           ",\"foreign_pid_namespace\":%s,\"start_time\":\"%" PRIu64 "\",\"incarnation\":\"%" PRIu64 "\""
+           ",\"alive\":%s,\"holds\":", first ? "" : ",", ni->node, ctl_node_state(ni), ni->pid,
+           ni->pid_namespace, ni->pid_namespace && ni->pid_namespace != own_ns ? "true" : "false",
+           ni->start_time, ni->incarnation, ni->alive ? "true" : "false");
+    if (rc == 0)
+        ctl_json_reclaim(stdout, &held);
     else
-        printf("nodes (%zd of %u claimed):\n", n, orbit_fleet_capacity(f));
-    for (ssize_t i = 0; i < n && i < ORBIT_FLEET_CAPACITY_MAX; i++) {
-        const struct orbit_node_info *ni = &nodes[i];
-        const char *state = ni->state == ORBIT_NODE_LIVE ? "live" : "joining";
-        bool foreign = ni->pid_namespace && ni->pid_namespace != own_ns;
-        if (json)
-            printf("%s{\"node\":%u,\"state\":\"%s\",\"pid\":%d,\"pid_namespace\":\"%" PRIu64 "\""
-                   ",\"start_time\":\"%" PRIu64 "\",\"incarnation\":\"%" PRIu64 "\",\"alive\":%s}",
-                   i ? "," : "", ni->node, state, ni->pid, ni->pid_namespace, ni->start_time,
-                   ni->incarnation, ni->alive ? "true" : "false");
-        else
-            printf("  node %-5u %-8s pid %-8d%s incarnation %-20" PRIu64 " %s\n", ni->node, state,
-                   ni->pid, foreign ? " (another pid namespace)" : "", ni->incarnation,
-                   ni->alive ? "alive" : "DEAD");
-    }
-    if (json)
-        printf("]");
-    free(nodes);
+        fputs("null", stdout);
+    putchar('}');
 }
 
-/* Each table section comes from its module's ctl_show_* hook. */
-static void print_tables(struct orbit_fleet *f, bool json)
+static void text_node(const struct ctl_ctx *c, const struct orbit_node_info *ni, uint64_t own_ns)
+{
+    struct orbit_reclaim held;
+    bool foreign = ni->pid_namespace && ni->pid_namespace != own_ns;
+    printf("  node %-5u %-8s pid %-8" PRId32 "%s incarnation %" PRIu64 "\n", ni->node, ctl_node_state(ni), ni->pid,
+           foreign ? " (another pid namespace)" : "", ni->incarnation);
+    if (orbit_fleet_account(c->f, ni->node, ni->incarnation, &held) == 0 && !ctl_reclaim_empty(&held)) {
+        printf("             %s ", ni->alive ? "holds" : "owes back");
+        ctl_text_reclaim(stdout, &held);
+        putchar('\n');
+    }
+    if (ni->state == ORBIT_NODE_LIVE && !ni->alive)
+        printf("             (its process is gone and its death not reported yet: orbitctl reap %s)\n",
+               orbit_fleet_name(c->f));
+}
+
+static void print_nodes(const struct ctl_ctx *c)
+{
+    uint64_t own_ns = pid_namespace_self();
+    if (c->json)
+        printf("\"nodes\":[");
+    else
+        printf("nodes (%zu of %u claimed):\n", c->n_nodes, orbit_fleet_capacity(c->f));
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        if (c->json)
+            json_node(c, &c->nodes[i], own_ns, i == 0);
+        else
+            text_node(c, &c->nodes[i], own_ns);
+    }
+    if (c->json)
+        printf("]");
+}
+
+/* Each table section comes from its module's ctl_section_* hook. */
+static void print_tables(const struct ctl_ctx *c)
 {
     struct orbit_table_info t[TABLES_MAX];
-    ssize_t n = orbit_fleet_tables(f, t, TABLES_MAX);
-    if (json)
+    ssize_t n = orbit_fleet_tables(c->f, t, TABLES_MAX);
+    if (c->json)
         printf(",\"tables\":[");
     for (ssize_t i = 0; i < n && i < TABLES_MAX; i++) {
-        if (json)
-            printf("%s{\"kind\":%u,\"table\":\"%s\",\"state\":", i ? "," : "", t[i].kind, t[i].name);
-        else
+        if (c->json && i)
+            putchar(',');
+        else if (!c->json)
             printf("%s (kind %u):\n", t[i].name, t[i].kind);
+        fflush(stdout);
         show_fn show = show_of(t[i].name);
-        int rc = show ? show(f, t[i].kind, json, stdout) : -ORBIT_ENOTSUP;
-        if (rc < 0) {
-            if (json) printf("{\"error\":\"%s\"}", orbit_strerror(rc));
-            else printf("  (%s)\n", orbit_strerror(rc));
-        }
-        if (json)
-            printf("}");
+        int rc = show ? show(c, t[i].kind) : -ORBIT_ENOTSUP;
+        if (rc < 0 && c->json)
+            printf("{\"type\":\"%s\",\"kind\":%u,\"epoch\":\"%" PRIu64 "\",\"error\":\"%s\"}", t[i].name, t[i].kind,
+                   t[i].epoch, orbit_strerror(rc));
+        else if (rc < 0)
+            printf("  (%s)\n", orbit_strerror(rc));
     }
-    if (json)
+    if (c->json)
         printf("]");
 }
 
 static int cmd_show(const char *name, bool json)
 {
     struct orbit_fleet *f;
+    struct ctl_ctx c;
     int rc = orbit_fleet_observe(name, &f);
     if (rc < 0)
         return fail(name, rc);
+    if ((rc = ctl_ctx_open(&c, f, json, stdout)) < 0) {
+        orbit_fleet_leave(f);
+        return fail(name, rc);
+    }
     if (json) {
         printf("{\"name\":");
         tool_json_str(stdout, name);
-        printf(",\"capacity\":%u,\"backing\":\"%s\",", orbit_fleet_capacity(f),
-               orbit_backing_name(orbit_fleet_backing(f)));
+        printf(",\"capacity\":%u,\"backing\":\"%s\",\"now_ms\":\"%" PRIu64 "\",", orbit_fleet_capacity(f),
+               orbit_backing_name(orbit_fleet_backing(f)), c.now_ms);
         print_segments(name, true);
         printf(",");
-        print_nodes(f, true);
-        print_tables(f, true);
+        print_nodes(&c);
+        print_tables(&c);
         printf("}\n");
     } else {
         printf("fleet %s: capacity %u, backing %s\n", name, orbit_fleet_capacity(f),
                orbit_backing_name(orbit_fleet_backing(f)));
         print_segments(name, false);
-        print_nodes(f, false);
-        print_tables(f, false);
+        print_nodes(&c);
+        print_tables(&c);
     }
+    ctl_ctx_close(&c);
     orbit_fleet_leave(f);
-    return 0;
-}
-
-static int cmd_node_dead(const char *name, const char *node_s, const char *inc_s)
-{
-    uint64_t node = cli_u64(TOOL, "NODE", node_s, 0, ORBIT_FLEET_CAPACITY_MAX - 1);
-    uint64_t inc = cli_u64(TOOL, "INCARNATION", inc_s, 0, UINT64_MAX);
-    struct orbit_fleet *f;
-    int rc = orbit_fleet_observe(name, &f);
-    if (rc < 0)
-        return fail(name, rc);
-    rc = orbit_fleet_node_dead(f, (uint16_t)node, inc);
-    orbit_fleet_leave(f);
-    if (rc < 0)
-        return fail("node-dead", rc);
-    printf("node %" PRIu64 " incarnation %" PRIu64 " reported dead on every table of %s\n", node, inc, name);
-    return 0;
-}
-
-static int cmd_reap(const char *name)
-{
-    struct orbit_fleet *f;
-    int rc = orbit_fleet_observe(name, &f);
-    if (rc < 0)
-        return fail(name, rc);
-    rc = orbit_fleet_reap(f);
-    orbit_fleet_leave(f);
-    if (rc < 0)
-        return fail("reap", rc);
-    printf("%d dead node(s) reported in %s\n", rc, name);
     return 0;
 }
 
@@ -444,8 +447,11 @@ int main(int argc, char **argv)
     check_command(left, a);
     if (strcmp(a[0], "ls") == 0) return cmd_ls(json);
     if (strcmp(a[0], "show") == 0) return cmd_show(a[1], json);
-    if (strcmp(a[0], "node-dead") == 0) return cmd_node_dead(a[1], a[2], a[3]);
-    if (strcmp(a[0], "reap") == 0) return cmd_reap(a[1]);
+    if (strcmp(a[0], "node-dead") == 0) {
+        uint64_t node = cli_u64(TOOL, "NODE", a[2], 0, ORBIT_FLEET_CAPACITY_MAX - 1);
+        return ctl_cmd_node_dead(a[1], (uint16_t)node, cli_u64(TOOL, "INCARNATION", a[3], 0, UINT64_MAX), json);
+    }
+    if (strcmp(a[0], "reap") == 0) return ctl_cmd_reap(a[1], json);
     if (strcmp(a[0], "reset") == 0) return cmd_reset(a[1], force);
     int rc = orbit_fleet_unlink(a[1]);   /* unlink */
     return rc < 0 ? fail(a[1], rc) : 0;

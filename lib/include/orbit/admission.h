@@ -259,6 +259,21 @@ int  orbit_admission_info(struct orbit_admission *, struct orbit_admission_info 
 struct orbit_admission_stats { uint64_t parks, wakes; uint64_t resv[6]; /* zero */ };
 void orbit_admission_stats(struct orbit_admission *, struct orbit_admission_stats *out);
 
+/* Whether a claimer waits for a release (orbit_admission_wait), for tools. */
+struct orbit_admission_waiting {
+    bool     parked;             /* a waiter may be asleep on the ledger's change word */
+    uint64_t epoch_wanted;       /* the highest change epoch a sleeping waiter asked for */
+    uint64_t change_epoch;       /* the change epoch now */
+    uint64_t resv[4];            /* zero */
+};
+/*
+ * orbit_admission_waiting - a racy snapshot: a waiter waits while parked and
+ * epoch_wanted > change_epoch (waiters wait for any release, not for a
+ * domain, and name no node). A waiter that gave up leaves its mark until the
+ * next release. 0; -ORBIT_EMALFORMED (out NULL).
+ */
+int orbit_admission_waiting(struct orbit_admission *, struct orbit_admission_waiting *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -54,7 +54,8 @@ struct orbit_reclaim {
     uint64_t admission_units;    /* their units, summed over domains */
     uint32_t arena_chunks;       /* arena runs it reserved, committed unread, or is reading */
     uint64_t arena_bytes;        /* slot bytes those runs occupy */
-    uint64_t resv[6];            /* zero */
+    uint64_t pool_reserved;      /* unaccepted reservations it holds on resources of other lives */
+    uint64_t resv[5];            /* zero */
 };
 
 /*

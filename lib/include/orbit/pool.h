@@ -301,6 +301,46 @@ ssize_t orbit_pool_keys(struct orbit_pool *, struct orbit_pool_key_info *out, si
 #define ORBIT_KEY_TEXT_MAX 40
 int  orbit_key_format(orbit_key, char *buf, size_t len);
 
+/* ---- holders and waiters (for tools: orbitctl show) --------------------- */
+
+enum orbit_lease_state { ORBIT_LEASE_PENDING = 1, ORBIT_LEASE_ACTIVE = 2 };
+/* One unit a resource has given out and not had back: a reservation or an accepted lease. */
+struct orbit_lease_info {
+    uint64_t fence;              /* the lease's fence; 0 while its reserver has not published it */
+    enum orbit_lease_state state;
+    uint16_t node;               /* the reserver's node; ORBIT_NODE_NONE when not known */
+    uint64_t incarnation;        /* the reserver's incarnation; 0 when not known */
+    uint64_t reserved_ms;        /* CLOCK_REALTIME ms (coarse) of the reserve; 0 when not known */
+    uint64_t resv[4];            /* zero */
+};
+/*
+ * orbit_pool_leases - the reservations and accepted leases one resource has
+ * out, in entry order (a racy snapshot). A completed lease is a free unit
+ * and is not listed. An accepted lease on a resource of capacity above
+ * ORBIT_PENDING_RESERVATIONS keeps no entry: it counts in
+ * orbit_candidate.active only. Fills up to max, returns how many there are;
+ * -ORBIT_EMALFORMED (not an id of this pool, out NULL with max),
+ * -ORBIT_ESTALE (the resource ended), -ORBIT_ECORRUPT (an entry names a node
+ * outside the fleet).
+ */
+ssize_t orbit_pool_leases(struct orbit_pool *, orbit_id, struct orbit_lease_info *out, size_t max);
+
+/* One node with a stake in a key. */
+struct orbit_pool_key_node {
+    uint16_t node;
+    uint32_t waits;              /* references beyond its permits: waits in wait_capacity, ops */
+    uint32_t creating;           /* creation permits it holds */
+    bool     watching;           /* its doorbell rings on the key's next change */
+    uint64_t resv[2];            /* zero */
+};
+/*
+ * orbit_pool_key_nodes - every node that waits on, creates for or watches
+ * the key, in node order (a racy snapshot). Fills up to max, returns how
+ * many there are (0 for a key the table does not hold); -ORBIT_EMALFORMED
+ * (out NULL with max), -ORBIT_ECORRUPT (a row count past every bound).
+ */
+ssize_t orbit_pool_key_nodes(struct orbit_pool *, orbit_key, struct orbit_pool_key_node *out, size_t max);
+
 #ifdef __cplusplus
 }
 #endif

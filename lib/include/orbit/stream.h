@@ -276,6 +276,26 @@ ssize_t orbit_streams_list(struct orbit_streams *, struct orbit_stream_info *out
 uint8_t orbit_streams_kind(const struct orbit_streams *);
 int     orbit_streams_spec(const struct orbit_streams *, struct orbit_stream_spec *out);
 
+/* One direction of a live stream's ring, for tools (a racy snapshot). */
+struct orbit_stream_ring {
+    uint32_t capacity;           /* ring bytes */
+    uint32_t queued;             /* bytes written and not yet read */
+    uint32_t flags;              /* ORBIT_STREAM_* */
+    bool     reader_waits;       /* its reader is parked or watching, for more than is queued */
+    bool     writer_waits;       /* its writer is parked or watching, for more room than is free */
+    uint32_t reader_need;        /* bytes the reader's last wait asked for */
+    uint32_t writer_need;        /* free bytes the writer's last wait asked for */
+    uint64_t resv[2];            /* zero */
+};
+/*
+ * orbit_streams_rings - both directions of stream id (out[0]: A -> B,
+ * out[1]: B -> A). A waiter that gave up leaves its mark until the next
+ * wake, so a "waits" is a hint. 0; -ORBIT_EMALFORMED (not an id of this
+ * table, out NULL), -ORBIT_ESTALE (not live in that generation),
+ * -ORBIT_ECORRUPT (more queued than the ring holds).
+ */
+int orbit_streams_rings(struct orbit_streams *, orbit_id, struct orbit_stream_ring out[2]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,6 +24,7 @@
 #include "core/fleet_internal.h"
 #include "core/guard.h"
 #include "core/segment.h"
+#include "core/table_base.h"
 #include "core/wait.h"
 
 #define ORB_TABLE_ARENA       5u   /* the segment header's table_type */
@@ -83,25 +84,15 @@ struct arena_layout {
 };
 
 struct orbit_arena {
-    struct orbit_fleet *fleet;
-    struct orb_segment seg;
+    ORB_TABLE_BASE;                   /* fleet, seg, kind, node (NONE: observer), lock, stats, ctr, ... */
     struct arena_layout lay;
-    uint8_t kind;
-    uint16_t node;                    /* ORBIT_NODE_NONE: observer, allocates nothing */
-    uint32_t fork_generation;         /* the fleet handle's: another is a fork child's (core/guard.h) */
-    uint64_t incarnation;
     uint32_t fleet_capacity, slot_bytes, slots_per_lane;
     struct arena_lane *lanes;
     struct arena_slot *slots;
     unsigned char *payload;
     _Atomic uint64_t *epoch;
-    pthread_mutex_t lock;             /* readiness_fd, lane_ready */
-    int readiness_fd;
-    _Atomic bool lane_ready;
     _Atomic uint64_t full_memo;       /* slots << 32 | credit changes of the last failed scan; 0 none */
     struct orb_spin spin;
-    _Alignas(64) struct orb_wait_stats stats;
-    struct orb_ctr_ref ctr;           /* this handle's shared counters (ARENA_CTR_*) */
     _Alignas(64) _Atomic uint64_t n_reserved, n_committed, n_cancelled, n_consumed, n_released,
                                   n_reclaimed, n_full, bytes_committed, bytes_consumed;
 };

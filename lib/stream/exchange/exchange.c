@@ -187,19 +187,7 @@ int orbit_exchanges_readiness(struct orbit_exchanges *ex)
     int refused = exchanges_enter(ex, __func__);
     if (refused < 0)
         return refused;
-    if (!ex)
-        return -ORBIT_EMALFORMED;
-    if (ex->fleet->observer)
-        return -ORBIT_ENOTOWNER;
-    pthread_mutex_lock(&ex->lock);
-    int fd = -ORBIT_EBUSY;
-    if (ex->readiness_fd < 0) {
-        fd = orb_readiness_open(&orb_fleet_record(ex->fleet, ex->fleet->node)->doorbell);
-        if (fd >= 0)
-            ex->readiness_fd = fd;
-    }
-    pthread_mutex_unlock(&ex->lock);
-    return fd;
+    return orb_node_readiness(ex->fleet, ex->fleet->observer, &ex->lock, &ex->readiness_fd, __func__);
 }
 
 void orbit_exchanges_stats(struct orbit_exchanges *ex, struct orbit_exchange_stats *out)

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* The part every table handle shares: lifecycle, opening by header, lane, readiness (table_base.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "error_internal.h"
+#include "fleet_internal.h"
+#include "table_base.h"
+#include "uring_internal.h"
+
+void *orb_table_alloc(size_t bytes, struct orbit_fleet *f)
+{
+    struct orb_table_base *b = aligned_alloc(64, orb_align_up(bytes, 64));
+    if (!b)
+        return NULL;
+    memset(b, 0, bytes);
+    b->fleet = f;
+    b->fork_generation = f->fork_generation;
+    b->observer = f->observer || f->node == ORBIT_NODE_NONE;
+    b->node = b->observer ? ORBIT_NODE_NONE : f->node;
+    b->incarnation = b->observer ? 0 : f->incarnation;
+    b->readiness_fd = -1;
+    pthread_mutex_init(&b->lock, NULL);
+    return b;
+}
+
+void orb_table_bound(struct orb_table_base *b)
+{
+    b->kind = b->seg.kind;
+    orb_ctr_ref_open(&b->ctr, b->fleet, b->kind);
+    b->stats.ctr = &b->ctr;
+}
+
+/* In a fork child the readiness fd goes without its driver and nothing shared is touched. */
+void orb_table_free(struct orb_table_base *b)
+{
+    if (!b)
+        return;
+    if (b->readiness_fd >= 0)
+        orb_readiness_close(b->readiness_fd);
+    orb_ctr_ref_close(&b->ctr);
+    if (b->seg.base)
+        orb_fleet_table_close(b->fleet, &b->seg);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+}
+
+int orb_table_open_existing(struct orb_table_base *b, uint8_t kind, uint8_t type, void *geometry,
+                            size_t geometry_len)
+{
+    int rc = orb_fleet_table_open_existing(b->fleet, kind, &b->seg);
+    if (rc < 0)
+        return rc;
+    const struct orb_seg_header *h = orb_seg_hdr(&b->seg);
+    if (h->table_type != type || h->geometry_len != geometry_len)
+        return -ORBIT_EGEOMETRY;
+    memcpy(geometry, h->geometry, geometry_len);
+    return 0;
+}
+
+int orb_table_init_epoch(struct orb_segment *seg, void *ctx)
+{
+    (void)ctx;
+    /* A new file or anonymous mapping reads zero: the table's empty state; it gets a first epoch. */
+    atomic_store_explicit(&orb_seg_hdr(seg)->epoch, orb_next_epoch(0), memory_order_release);
+    return 0;
+}
+
+int orb_table_lane_ready(struct orb_table_base *b, size_t off, size_t len)
+{
+    if (b->observer)
+        return 0;
+    return orb_segment_populate_once(&b->seg, &b->lock, &b->lane_ready, off, len);
+}
+
+int orb_node_readiness(struct orbit_fleet *f, bool observer, pthread_mutex_t *lock, int *fd_slot,
+                       const char *call)
+{
+    if (observer || f->node == ORBIT_NODE_NONE)
+        return orb_fail(-ORBIT_ENOTOWNER, "%s: an observer has no doorbell (join as a member)", call);
+    pthread_mutex_lock(lock);
+    int fd = -ORBIT_EBUSY;
+    if (*fd_slot < 0) {
+        fd = orb_readiness_open(&orb_fleet_record(f, f->node)->doorbell);
+        if (fd >= 0)
+            *fd_slot = fd;
+    }
+    pthread_mutex_unlock(lock);
+    if (fd == -ORBIT_EBUSY)
+        return orb_fail(fd, "%s: the readiness descriptor was made already (one per handle)", call);
+    return fd;
+}
+
+int orb_table_readiness(struct orb_table_base *b, const char *call)
+{
+    return orb_node_readiness(b->fleet, b->observer, &b->lock, &b->readiness_fd, call);
+}
