@@ -9,6 +9,7 @@
 #include <orbit/orbit.h>
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_top.h"
 #include "orbitctl.h"
 
 #define TOOL "orbitctl"
@@ -29,6 +30,10 @@ static const char usage[] =
 "  reap FLEET                       one liveness sweep: report every dead node and print\n"
 "                                   what each gave back, per table\n"
 "      orbitctl reap web\n"
+"  top FLEET [--interval S] [--count N] [--sort units|recent]\n"
+"                                   a live view: rates per table and node, busiest keys,\n"
+"                                   streams, domains, waiters and deaths (q quits)\n"
+"      orbitctl top web --count 3 | less\n"
 "  reset FLEET [--force]            start a new epoch on every table; refused while a member\n"
 "                                   is alive unless --force\n"
 "      orbitctl reset web\n"
@@ -437,6 +442,8 @@ int main(int argc, char **argv)
             cli_fleet_name(TOOL, "FLEET", a[i]);
         return cmd_gc(a + 1, left - 1, dry_run, json);
     }
+    if (left >= 1 && strcmp(a[0], "top") == 0)
+        return ctl_top(left, a, json);
     check_command(left, a);
     if (strcmp(a[0], "ls") == 0) return cmd_ls(json);
     if (strcmp(a[0], "show") == 0) return cmd_show(a[1], json);
