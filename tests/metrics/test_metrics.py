@@ -300,12 +300,41 @@ def promtool_check(text, where):
           f'promtool check metrics ({where}): exit {r.returncode}: {r.stdout}{r.stderr}')
 
 
+def check_docs(args, types):
+    """docs/operations.md: every family served is in its table (and none it lists is missing);
+    its scrape configuration and alert rules pass promtool."""
+    with open(args.docs) as f:
+        doc = f.read()
+    section = doc[doc.index('## Monitoring'):doc.index('## Recovering a fleet')]
+    rows = [line.split('|')[1] for line in section.splitlines() if line.startswith('| `orbit_')]
+    listed = {name for row in rows for name in re.findall(r'`(orbit_[a-z_]+)`', row)}
+    served = {t for t in types if not re.match(r'orbit_[a-z]+_node_.*_total$', t)}   # each has its _node_ twin
+    check(served - listed == set(), f'families served but not in docs/operations.md: {sorted(served - listed)}')
+    check(listed - served == set(), f'families in docs/operations.md not served: {sorted(listed - served)}')
+    blocks = re.findall(r'```yaml\n(.*?)```', section, re.S)
+    check(len(blocks) == 2, f'docs/operations.md: a scrape configuration and a rule file ({len(blocks)} blocks)')
+    with tempfile.TemporaryDirectory(prefix='orbit-docs-') as tmp:
+        rules, config = os.path.join(tmp, 'rules.yml'), os.path.join(tmp, 'prometheus.yml')
+        with open(rules, 'w') as f:
+            f.write(blocks[-1])
+        with open(config, 'w') as f:
+            f.write(f'rule_files: ["{rules}"]\n' + blocks[0])
+        for cmd in (['promtool', 'check', 'rules', rules], ['promtool', 'check', 'config', config]):
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=WAIT_S)
+            check(r.returncode == 0, f'{" ".join(cmd[:3])} on the docs: {r.stdout}{r.stderr}')
+
+
 def mode_promtool(args):
     if not shutil.which('promtool'):
         print('SKIP: promtool is not installed (Debian package prometheus)')
         sys.exit(77)
     fleet = fleet_name('promtool')
     member, _ = start_member(args, fleet)
+    reaper, host, port = start_reaper(args, '--fleet', fleet, '--backend', 'pidfd', '--metrics', '127.0.0.1:0')
+    _, headers, body = http(host, port, b'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n')
+    promtool_check(body.decode(), 'the reaper\'s /metrics')
+    check_docs(args, parse(body.decode())[1])
+    stop(reaper)
     promtool_check(orbitctl(args, 'metrics', fleet).stdout, 'a live member')
     kill9(member)
     promtool_check(orbitctl(args, 'metrics', fleet).stdout, 'dead, not reported')
@@ -516,6 +545,7 @@ def main():
     ap.add_argument('--orbitctl', required=True)
     ap.add_argument('--reaper', required=True)
     ap.add_argument('--member', required=True)
+    ap.add_argument('--docs', required=True, help='docs/operations.md')
     args = ap.parse_args()
     try:
         globals()['mode_' + args.mode](args)

@@ -36,7 +36,7 @@ static const char usage[] =
 "      orbitctl gc --dry-run\n"
 "  metrics [FLEET...]               every counter and gauge of the fleets (default: all on\n"
 "                                   this host) in the Prometheus text format 0.0.4\n"
-"      orbitctl metrics web > /var/lib/node_exporter/textfile/orbit.prom\n"
+"      orbitctl metrics web | promtool check metrics\n"
 "\n"
 "  --json         machine-readable output for ls and show (64-bit values are strings)\n"
 "  -h, --help     this text\n"
