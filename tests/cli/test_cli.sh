@@ -55,10 +55,12 @@ bad "$orbitctl" "bad NODE '-1'" node-dead "$fleet" -1 1
 bad "$orbitctl" "bad NODE '3x'" node-dead "$fleet" 3x 1
 bad "$orbitctl" "bad INCARNATION '18446744073709551616'" node-dead "$fleet" 1 18446744073709551616
 bad "$orbitctl" "bad INCARNATION '0x'" node-dead "$fleet" 1 0x
+bad "$orbitctl" "bad FLEET 'a/b'" metrics "$fleet" a/b
+bad "$orbitctl" "metrics has no --json" --json metrics
 good "$orbitctl" "usage: orbitctl" --help
 good "$orbitctl" "orbitctl $version" --version
 "$orbitctl" --help > "$out"
-for cmd in ls show node-dead reap reset unlink; do   # an example per command
+for cmd in ls show node-dead reap reset unlink metrics; do   # an example per command
     grep -q "^ *orbitctl .*$cmd" "$out" || fail "orbitctl --help: no example of $cmd"
 done
 
@@ -72,6 +74,9 @@ bad "$reaper" "bad --backend 'ebpf'" --fleet "$fleet" --backend ebpf
 bad "$reaper" "bad --fleet 'no/slash'" --fleet no/slash
 bad "$reaper" "'--frob'" --fleet "$fleet" --frob
 bad "$reaper" "bad argument 'extra'" --fleet "$fleet" extra
+bad "$reaper" "bad --metrics '9464'" --fleet "$fleet" --metrics 9464
+bad "$reaper" "bad --metrics '127.0.0.1:65536'" --fleet "$fleet" --metrics 127.0.0.1:65536
+bad "$reaper" "--metrics needs a value" --fleet "$fleet" --metrics
 good "$reaper" "usage: orbit-reaper" --help
 good "$reaper" "orbit-reaper $version" --version
 

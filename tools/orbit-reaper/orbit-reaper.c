@@ -21,6 +21,7 @@
 #endif
 #include "cli.h"
 #include "gc.h"
+#include "metrics_http.h"
 
 #define TOOL "orbit-reaper"
 
@@ -48,6 +49,12 @@ static const char usage[] =
 "  -n, --no-account       do not count what each death gave back (faster)\n"
 "  -g, --gc SECONDS       remove a watched fleet once no member has lived in it\n"
 "                         for SECONDS (orbit_fleet_collect; logged as collected)\n"
+"  -m, --metrics HOST:PORT\n"
+"                         serve the watched fleets' counters and gauges, and the\n"
+"                         reaper's own, at http://HOST:PORT/metrics (Prometheus text\n"
+"                         format 0.0.4); :PORT listens on every IPv4 interface,\n"
+"                         [::1]:PORT on IPv6, PORT 0 on a free port (the start line\n"
+"                         says which)\n"
 "  -v, --verbose          forward libbpf's log to stderr (why a BPF load failed)\n"
 "  -h, --help             this text\n"
 "  -V, --version          print the version\n"
@@ -56,6 +63,7 @@ static const char usage[] =
 "  orbit-reaper --all                       every fleet on this host (the systemd unit)\n"
 "  orbit-reaper -f web -f batch -b pidfd    two fleets, without BPF\n"
 "  orbit-reaper --all --gc 600              and remove fleets empty for 10 minutes\n"
+"  orbit-reaper --all -m 127.0.0.1:9464     and let Prometheus scrape them\n"
 "\n"
 "Exit status: 0 after a clean stop, 1 on an error, 2 on a bad argument.\n";
 
@@ -67,7 +75,12 @@ struct opts {
     int interval_ms;
     int gc_seconds;              /* 0: no --gc */
     bool verbose;
+    const char *metrics;         /* --metrics HOST:PORT as given; NULL: none */
+    struct metrics_addr metrics_addr;
 };
+
+static struct metrics_http *metrics;   /* --metrics: its server thread */
+static char metrics_bound[96];         /* the address it listens on */
 
 static void json_str(const char *s)
 {
@@ -171,7 +184,12 @@ static void log_start(struct orbit_reaper *r, const struct opts *o)
             putchar(',');
         json_str(o->fleets[i]);
     }
-    printf("],\"gc_seconds\":%d}\n", o->gc_seconds);
+    printf("],\"gc_seconds\":%d,\"metrics\":", o->gc_seconds);
+    if (metrics)
+        json_str(metrics_bound);
+    else
+        printf("null");
+    printf("}\n");
     fflush(stdout);
 }
 
@@ -220,7 +238,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         { "fleet", required_argument, 0, 'f' }, { "all", no_argument, 0, 'a' },
         { "backend", required_argument, 0, 'b' }, { "interval", required_argument, 0, 'i' },
         { "no-account", no_argument, 0, 'n' }, { "verbose", no_argument, 0, 'v' },
-        { "gc", required_argument, 0, 'g' },
+        { "gc", required_argument, 0, 'g' }, { "metrics", required_argument, 0, 'm' },
         { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
     };
     o->fleets = calloc((size_t)argc, sizeof *o->fleets);
@@ -228,7 +246,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return 2;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":f:ab:i:g:nvhV", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":f:ab:i:g:m:nvhV", longs, NULL)) != -1) {
         switch (c) {
         case 'f': o->fleets[o->n_fleets++] = cli_fleet_name(TOOL, "--fleet", optarg); break;
         case 'a': o->all = true; break;
@@ -239,6 +257,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'b': o->backend = parse_backend(optarg); break;
         case 'i': o->interval_ms = cli_int(TOOL, "--interval", optarg, 1, 60000); break;
         case 'g': o->gc_seconds = cli_int(TOOL, "--gc", optarg, 1, 31536000); break;
+        case 'm': {
+            const char *why;
+            if (metrics_addr_parse(optarg, &o->metrics_addr, &why) < 0)
+                cli_bad(TOOL, "--metrics", optarg, why);
+            o->metrics = optarg;
+            break;
+        }
         default: cli_getopt_error(TOOL, c, optopt, argv[optind - 1]);
         }
     }
@@ -356,6 +381,11 @@ static const char *run(struct orbit_reaper *r, int sigfd, const struct opts *o)
                           ? "SIGINT" : "SIGTERM";
             } else {
                 int rc = orbit_reaper_process(r, 0);
+                if (metrics) {
+                    struct orbit_reaper_stats st;
+                    orbit_reaper_stats(r, &st);
+                    metrics_http_stats(metrics, &st);
+                }
                 if (rc < 0 && rc != -EINTR) {
                     fprintf(stderr, "orbit-reaper: %s\n", orbit_strerror(rc));
                     why = "error";
@@ -368,6 +398,22 @@ static const char *run(struct orbit_reaper *r, int sigfd, const struct opts *o)
         close(tfd);
     gc_free(&g);
     return why;
+}
+
+/* --metrics: the server thread starts with SIGTERM and SIGINT blocked (they stay the signalfd's). */
+static int start_metrics(struct orbit_reaper *r, const struct opts *o)
+{
+    int rc = metrics_http_start(&o->metrics_addr, o->all ? NULL : o->fleets, o->all ? 0 : (size_t)o->n_fleets,
+                                orbit_reaper_backend_name(orbit_reaper_backend(r)), &metrics, metrics_bound,
+                                sizeof metrics_bound);
+    if (rc < 0) {
+        fprintf(stderr, "orbit-reaper: --metrics %s: cannot listen: %s\n", o->metrics, strerror(-rc));
+        return rc;
+    }
+    struct orbit_reaper_stats st;
+    orbit_reaper_stats(r, &st);
+    metrics_http_stats(metrics, &st);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -392,8 +438,14 @@ int main(int argc, char **argv)
         free(o.fleets);
         return 1;
     }
+    if (o.metrics && start_metrics(r, &o) < 0) {
+        orbit_reaper_close(r);
+        free(o.fleets);
+        return 1;
+    }
     log_start(r, &o);
     const char *why = run(r, sigfd, &o);
+    metrics_http_stop(metrics);
     log_stop(r, why);
     orbit_reaper_close(r);   /* detaches the BPF program, closes every pidfd */
     close(sigfd);

@@ -11,6 +11,7 @@
 #include "ctl.h"
 #include "ctl_top.h"
 #include "orbitctl.h"
+#include "ctl_metrics.h"
 
 #define TOOL "orbitctl"
 
@@ -43,6 +44,9 @@ static const char usage[] =
 "                                   member; --dry-run lists what would go. A fleet with a\n"
 "                                   live or joining member is never touched\n"
 "      orbitctl gc --dry-run\n"
+"  metrics [FLEET...]               every counter and gauge of the fleets (default: all on\n"
+"                                   this host) in the Prometheus text format 0.0.4\n"
+"      orbitctl metrics web | promtool check metrics\n"
 "\n"
 "  --json         machine-readable output for ls, show, reap, node-dead and gc: 64-bit\n"
 "                 values are strings, others numbers (docs/orbitctl-show.schema.json)\n"
@@ -406,7 +410,7 @@ static void check_command(int left, char **a)
         cli_usage_error(TOOL, "no command");
     int want = command_arity(a[0]);
     if (want < 0)
-        cli_bad(TOOL, "command", a[0], "not one of ls, show, node-dead, reap, reset, unlink, gc");
+        cli_bad(TOOL, "command", a[0], "not one of ls, show, node-dead, reap, reset, unlink, gc, metrics");
     if (left - 1 != want) {
         char why[96];
         snprintf(why, sizeof why, "%s takes %s", a[0],
@@ -436,6 +440,13 @@ int main(int argc, char **argv)
     if (take_flag(a, &left, "--json"))   /* --json may also follow the command */
         json = true;
     bool force = left >= 1 && strcmp(a[0], "reset") == 0 && take_flag(a, &left, "--force");
+    if (left >= 1 && strcmp(a[0], "metrics") == 0) {
+        if (json)
+            cli_usage_error(TOOL, "metrics has no --json (its output is the Prometheus text format)");
+        for (int i = 1; i < left; i++)
+            cli_fleet_name(TOOL, "FLEET", a[i]);
+        return ctl_metrics(a + 1, left - 1);
+    }
     if (left >= 1 && strcmp(a[0], "gc") == 0) {
         bool dry_run = take_flag(a, &left, "--dry-run");
         for (int i = 1; i < left; i++)
