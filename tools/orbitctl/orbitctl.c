@@ -410,7 +410,7 @@ static void check_command(int left, char **a)
         cli_usage_error(TOOL, "no command");
     int want = command_arity(a[0]);
     if (want < 0)
-        cli_bad(TOOL, "command", a[0], "not one of ls, show, node-dead, reap, reset, unlink, gc, metrics");
+        cli_bad(TOOL, "command", a[0], "not one of ls, show, node-dead, reap, reset, unlink, gc, metrics, top");
     if (left - 1 != want) {
         char why[96];
         snprintf(why, sizeof why, "%s takes %s", a[0],
