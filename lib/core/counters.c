@@ -7,6 +7,7 @@
 #include "guard.h"
 
 __thread struct orb_ctr_tls orb_ctr_tls[ORB_CTR_TLS_WAYS] __attribute__((tls_model("initial-exec")));
+__thread char orb_ctr_me __attribute__((tls_model("initial-exec")));
 
 const uint64_t orb_ctr_reclaim_bounds_ns[ORB_CTR_RECLAIM_BUCKETS] = {
     50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 50000000, 250000000,
@@ -79,6 +80,8 @@ static void orphan(struct orb_ctr_ref *r, uint32_t slot)
 static void entry_release(struct orb_ctr_tls *e)
 {
     struct orb_ctr_ref *r = (struct orb_ctr_ref *)(uintptr_t)e->ref;
+    if (r && ref_live(r, e->gen) && atomic_load(&r->fast_thread) == &orb_ctr_me && r->fast_v == e->v)
+        atomic_store(&r->fast_thread, NULL);   /* this thread no longer owns that slot */
     if (r && e->v && !e->shared && ref_live(r, e->gen) && !r->off) {
         orphan(r, e->slot);
         owned_drop(r, e->slot);
@@ -100,6 +103,8 @@ static void fork_parent(void) { pthread_mutex_unlock(&ctr_mutex); }
 /* The child is no member: its refs and entries name the parent's slots, which it must never write. */
 static void fork_child(void)
 {
+    for (struct orb_ctr_ref *r = live_refs; r; r = r->next)
+        atomic_store(&r->fast_thread, NULL);   /* this thread's address is the parent's thread's */
     memset(orb_ctr_tls, 0, sizeof orb_ctr_tls);
     live_refs = NULL;
     pthread_mutex_unlock(&ctr_mutex);
@@ -122,7 +127,8 @@ void orb_ctr_ref_open(struct orb_ctr_ref *r, struct orbit_fleet *f, uint8_t kind
     r->fleet = f;
     r->kind = kind;
     r->fork_generation = f->fork_generation;
-    r->off = f->observer || f->node == ORBIT_NODE_NONE || !f->ctr || counting_refused;
+    r->off = !f->ctr || counting_refused;
+    r->nodeless = f->observer || f->node == ORBIT_NODE_NONE;   /* a reporter's work: totals only */
     pthread_mutex_lock(&ctr_mutex);
     r->gen = atomic_fetch_add(&next_gen, 1);
     r->next = live_refs;
@@ -154,6 +160,7 @@ void orb_ctr_fleet_gone(struct orbit_fleet *f)
     for (struct orb_ctr_ref *r = live_refs; r; r = r->next)
         if (r->fleet == f) {
             r->off = true;   /* its slots are about to be folded: nobody writes them again */
+            atomic_store(&r->fast_thread, NULL);
             r->owned_count = 0;
             r->gen = atomic_fetch_add(&next_gen, 1);
         }
@@ -297,7 +304,10 @@ struct orb_ctr_tls *orb_ctr_claim(struct orb_ctr_ref *r, struct orb_ctr_tls *e)
     e->ref = r;
     e->gen = r->gen;
     struct orbit_fleet *f = r->fleet;
-    if (!r->off && orb_handle_ours(r->fork_generation)) {
+    if (!r->off && orb_handle_ours(r->fork_generation) && r->nodeless) {
+        e->v = f->ctr_totals[r->kind].overflow;
+        e->shared = true;
+    } else if (!r->off && orb_handle_ours(r->fork_generation)) {
         uint32_t slot;
         bool got = take_slot(f, r->kind, &slot);
         if (!got) {
@@ -307,6 +317,10 @@ struct orb_ctr_tls *orb_ctr_claim(struct orb_ctr_ref *r, struct orb_ctr_tls *e)
         if (got && owned_add(r, slot)) {
             e->v = f->ctr_slots[slot].v;
             e->slot = slot;
+            if (!atomic_load(&r->fast_thread)) {   /* the ref's first thread skips the lookup */
+                r->fast_v = e->v;
+                atomic_store(&r->fast_thread, &orb_ctr_me);
+            }
         } else {
             if (got)
                 orphan(r, slot);

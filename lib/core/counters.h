@@ -108,10 +108,15 @@ struct orb_ctr_ref {
     uint64_t gen;                  /* unique per set-up: a closed ref's thread entries never match */
     uint32_t fork_generation;
     uint8_t kind;
-    bool off;                      /* observers and PRIVATE-less builds count nothing */
+    bool off;                      /* counting refused (ORBIT_COUNTERS=off), or no region */
+    bool nodeless;                 /* an observer's handle (death reports): the totals' shared line */
     struct orb_ctr_ref *next;      /* the process's live refs (counters.c) */
     uint32_t owned_count, owned_cap;
     uint32_t *owned;               /* slots claimed through this ref by some thread */
+    /* The first thread to count here: its slot without a table lookup (set and cleared
+     * under the counters' mutex, by that thread, or when the ref goes off). */
+    _Atomic(const void *) fast_thread;
+    _Atomic uint64_t *fast_v;
 };
 
 /* A thread's cached slot for a ref: direct-mapped by the ref's address. */
@@ -125,6 +130,8 @@ struct orb_ctr_tls {
 #define ORB_CTR_TLS_WAYS 8u
 extern __thread struct orb_ctr_tls orb_ctr_tls[ORB_CTR_TLS_WAYS]
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
+/* A byte per thread: its address names the thread (ref->fast_thread). */
+extern __thread char orb_ctr_me __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 void orb_ctr_ref_open(struct orb_ctr_ref *r, struct orbit_fleet *f, uint8_t kind);
 void orb_ctr_ref_close(struct orb_ctr_ref *r);
@@ -145,10 +152,16 @@ static inline struct orb_ctr_tls *orb_ctr_entry(struct orb_ctr_ref *r)
     return orb_ctr_claim(r, e->ref && e->gen ? e2 : e);
 }
 
-/* Count n of counter i for the calling thread. The slot is this thread's alone: a load and a store. */
+/* Count n of counter i for the calling thread (r not NULL). The slot is this thread's alone:
+ * for the ref's first thread a compare, a load and a store. */
 static inline void orb_count(struct orb_ctr_ref *r, unsigned i, uint64_t n)
 {
-    if (!r || r->off)
+    if (__builtin_expect(atomic_load_explicit(&r->fast_thread, memory_order_relaxed) == &orb_ctr_me, 1)) {
+        atomic_store_explicit(&r->fast_v[i], atomic_load_explicit(&r->fast_v[i], memory_order_relaxed) + n,
+                              memory_order_relaxed);
+        return;
+    }
+    if (r->off)
         return;
     struct orb_ctr_tls *e = orb_ctr_entry(r);
     if (!e->v)

@@ -469,7 +469,8 @@ void orb_fleet_ring_doorbell(struct orbit_fleet *f, uint32_t node, struct orb_wa
     orb_wait_signal(&rec->doorbell, stats);
     if (stats) {
         atomic_fetch_add_explicit(&stats->doorbells, 1, memory_order_relaxed);
-        orb_count(stats->ctr, ORB_CTR_DOORBELLS, 1);
+        if (stats->ctr)
+            orb_count(stats->ctr, ORB_CTR_DOORBELLS, 1);
     }
 }
 

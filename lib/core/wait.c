@@ -108,7 +108,8 @@ bool orb_wait_signal_bumped(struct orb_waitword *w, struct orb_wait_stats *stats
     orb_futex_wake_all(&w->changes);
     if (stats) {
         atomic_fetch_add_explicit(&stats->wakes, 1, memory_order_relaxed);
-        orb_count(stats->ctr, ORB_CTR_WAKES, 1);
+        if (stats->ctr)
+            orb_count(stats->ctr, ORB_CTR_WAKES, 1);
     }
     return true;
 }
@@ -133,7 +134,8 @@ int orb_wait_park(struct orb_waitword *w, uint32_t since, const struct orb_deadl
     int rc = orb_futex_wait(&w->changes, since, deadline);
     if (rc != -EAGAIN && stats) {
         atomic_fetch_add_explicit(&stats->parks, 1, memory_order_relaxed);
-        orb_count(stats->ctr, ORB_CTR_PARKS, 1);
+        if (stats->ctr)
+            orb_count(stats->ctr, ORB_CTR_PARKS, 1);
     }
     return rc == -EAGAIN ? 0 : rc;
 }

@@ -25,7 +25,7 @@ int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
         r = pred ? pred(ctx) : 0;
     }
     if (r != 0) {
-        if (r > 0 && stats)
+        if (r > 0 && stats && stats->ctr)
             orb_count(stats->ctr, ORB_CTR_URING_READY, 1);
         return orb_uring_prep_result(sqe, r > 0 ? 1 : r);
     }
@@ -34,7 +34,8 @@ int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
     sqe->user_data = user_data;
     if (stats) {
         atomic_fetch_add_explicit(&stats->parks, 1, memory_order_relaxed);
-        orb_count(stats->ctr, ORB_CTR_URING_ARMED, 1);
+        if (stats->ctr)
+            orb_count(stats->ctr, ORB_CTR_URING_ARMED, 1);
     }
     return 0;
 }

@@ -9,6 +9,12 @@ prints for every orbit figure the median of the per-pair ratios on/off with
 its min and max, and the cost: how much slower the counted run was (for rates,
 1 - on/off; for times, on/off - 1). Baseline figures (mutex, pipe, ...) are
 left out: they do not count.
+
+On a VM whose host moves the vCPUs, two runs of the same binary differ by
+tens of percent, so a few-percent cost hides in the spread. --instructions
+runs the bench once each way under valgrind's callgrind instead (needs
+valgrind) and prints the instructions executed by each process, on and off:
+deterministic, and the counted work is the difference.
 """
 import argparse
 import json
@@ -55,18 +61,58 @@ def run(bench, args, off):
     return orbit_figures(json.loads(p.stdout))
 
 
+def callgrind_totals(bench, args, off):
+    import glob
+    import re
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ)
+        if off:
+            env["ORBIT_COUNTERS"] = "off"
+        else:
+            env.pop("ORBIT_COUNTERS", None)
+        cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={d}/cg.%p",
+               bench] + args[:1] + ["--pairs", "1"] + args[1:]
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+        if p.returncode != 0:
+            sys.exit(f"counters-cost: valgrind {' '.join(args)} failed: {p.stderr.strip()[-400:]}")
+        totals = []
+        for f in glob.glob(f"{d}/cg.*"):
+            with open(f) as fh:
+                m = re.search(r"^totals: (\d+)", fh.read(), re.M)
+            if m:
+                totals.append(int(m.group(1)))
+        return sorted(totals, reverse=True)
+
+
+def instructions(a):
+    off = callgrind_totals(a.bench, a.args, True)
+    on = callgrind_totals(a.bench, a.args, False)
+    rows = [{"process": i, "off": o, "on": n, "on_over_off": n / o} for i, (o, n) in enumerate(zip(off, on))]
+    if a.json:
+        print(json.dumps({"bench": a.args[0], "instructions": rows}))
+        return
+    print(f"instructions per process (largest first), counters off / on: orbit-bench {' '.join(a.args)}")
+    for r in rows:
+        print(f"  {r['off']:>14,} {r['on']:>14,}  on/off {r['on_over_off']:.4f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     here = os.path.dirname(os.path.abspath(__file__))
-    ap.add_argument("--bench", default=os.path.join(here, "../../build/tools/orbit-bench"))
+    ap.add_argument("--bench", default=os.path.join(here, "../../build/tools/bench/orbit-bench"))
     ap.add_argument("--pairs", type=int, default=9)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--instructions", action="store_true",
+                    help="count instructions under callgrind, once each way, instead of timing")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     if not a.args:
         ap.error("name a bench: pool, stream, admission, ...")
     if a.pairs < 1 or a.pairs > 100:
         ap.error("--pairs: 1..100")
+    if a.instructions:
+        return instructions(a)
     ratios = {}
     for i in range(a.pairs):
         order = (True, False) if i % 2 == 0 else (False, True)
