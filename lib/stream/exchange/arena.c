@@ -17,6 +17,20 @@ static int spec_check(const struct orbit_arena_spec *spec)
     return 0;
 }
 
+/* spec_check's refusal with the field that is wrong, for the caller's own spec. */
+static int spec_explain(const struct orbit_arena_spec *spec, int rc, const char *call)
+{
+    if (spec->kind == ORB_FLEET_KIND || spec->kind == 0)
+        return orb_fail(rc, "%s: spec.kind %u: 1..254 (0 and 255 are taken)", call, spec->kind);
+    if (!orb_is_pow2(spec->slot_bytes) || spec->slot_bytes < 64 || spec->slot_bytes > (1u << 30))
+        return orb_fail(rc, "%s: spec.slot_bytes %u: a power of two, 64 bytes to 1 GiB", call, spec->slot_bytes);
+    if (!orb_is_pow2(spec->slots_per_lane) || spec->slots_per_lane > (1u << 24))
+        return orb_fail(rc, "%s: spec.slots_per_lane %u: a power of two, 1..%u", call, spec->slots_per_lane,
+                        1u << 24);
+    return orb_fail(rc, "%s: spec: slot_bytes %u x slots_per_lane %u is past a lane's %u bytes", call,
+                    spec->slot_bytes, spec->slots_per_lane, (unsigned)ORBIT_ARENA_LANE_MAX);
+}
+
 static struct arena_geometry geometry_of(const struct orbit_arena_spec *spec)
 {
     return (struct arena_geometry){
@@ -85,9 +99,7 @@ int orbit_arena_open(struct orbit_fleet *f, const struct orbit_arena_spec *spec,
                              "ORBIT_ARENA_SPEC_DEFAULT")) < 0)
         return rc;
     if ((rc = spec_check(spec)) < 0)
-        return orb_fail(rc, "%s: spec: kind %u (not the fleet's), slot_bytes %u (a power of two) and "
-                        "slots_per_lane %u (1..%u): one is out of range", __func__, spec->kind,
-                        spec->slot_bytes, spec->slots_per_lane, ORBIT_ARENA_LANE_MAX);
+        return spec_explain(spec, rc, __func__);
     struct arena_geometry g = geometry_of(spec);
     struct arena_layout l;
     if ((rc = layout_of(&g, f->capacity, &l)) < 0)

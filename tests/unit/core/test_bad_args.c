@@ -258,6 +258,15 @@ START_TEST(the_last_error_says_what_was_wrong)
     struct orbit_admit_result r;
     ck_assert_int_eq(orbit_admission_try_claim(x.adm, &d, &r), -ORBIT_EMALFORMED);
     ck_last_error_has("orbit_admission_try_claim", "n_claim");
+    struct orbit_arena_spec ars = ORBIT_ARENA_SPEC_DEFAULT;
+    struct orbit_arena *ar;
+    ars.slot_bytes = 100;
+    ck_assert_int_eq(orbit_arena_open(x.f, &ars, &ar), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_arena_open", "spec.slot_bytes 100");
+    ars = (struct orbit_arena_spec)ORBIT_ARENA_SPEC_DEFAULT;
+    ars.slots_per_lane = 3;
+    ck_assert_int_eq(orbit_arena_open(x.f, &ars, &ar), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_arena_open", "spec.slots_per_lane 3");
     orbit_execution_complete(&e);
     ck_assert_str_eq(orbit_last_error(), "");
     fx_close(&x);
