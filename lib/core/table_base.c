@@ -4,6 +4,7 @@
 #include <string.h>
 #include "error_internal.h"
 #include "fleet_internal.h"
+#include "guard.h"
 #include "table_base.h"
 #include "readiness.h"
 
@@ -54,6 +55,34 @@ int orb_table_open_existing(struct orb_table_base *b, uint8_t kind, uint8_t type
     if (h->table_type != type || h->geometry_len != geometry_len)
         return -ORBIT_EGEOMETRY;
     memcpy(geometry, h->geometry, geometry_len);
+    return 0;
+}
+
+int orb_table_open_existing_as(const struct orb_table_kind *k, struct orbit_fleet *f, uint8_t kind,
+                               void **out, const char *call)
+{
+    int rc = orb_enter_fleet(f, call);
+    if (rc < 0)
+        return rc;
+    if (!out)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", call);
+    struct orb_table_base *b = orb_table_alloc(k->handle_bytes, f);
+    if (!b)
+        return -ENOMEM;
+    if (k->prepare)
+        k->prepare(b);
+    uint64_t geometry[(ORB_GEOMETRY_MAX + 7) / 8];   /* what a segment header can hold */
+    if (k->geometry_len > sizeof geometry)
+        rc = -ORBIT_EGEOMETRY;
+    else
+        rc = orb_table_open_existing(b, kind, k->type, geometry, k->geometry_len);
+    if (rc == 0)
+        rc = k->attach(b, geometry);
+    if (rc < 0) {
+        orb_table_free(b);
+        return rc;
+    }
+    *out = b;
     return 0;
 }
 

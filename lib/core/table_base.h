@@ -70,6 +70,26 @@ void orb_table_free(struct orb_table_base *b);
 int orb_table_open_existing(struct orb_table_base *b, uint8_t kind, uint8_t type, void *geometry,
                             size_t geometry_len);
 
+/* What the base needs of a table type to open an existing segment of it for any caller. */
+struct orb_table_kind {
+    uint8_t type;                  /* the segment header's table_type */
+    size_t handle_bytes;           /* sizeof the table's handle (it begins with ORB_TABLE_BASE) */
+    size_t geometry_len;           /* sizeof its geometry */
+    /* After the handle is allocated: the table's own fields that need no segment. NULL: none. */
+    void (*prepare)(struct orb_table_base *b);
+    /* The segment is mapped and its geometry copied out: check the values (they come from
+     * another process) and bind the handle. 0, -ORBIT_EGEOMETRY or -ORBIT_ECORRUPT. */
+    int (*attach)(struct orb_table_base *b, const void *geometry);
+};
+
+/*
+ * orbit_*_open_existing for every table: the entry checks (call names the API),
+ * then a handle of k's type over the existing segment of kind, in *out. 0, or
+ * the open's or attach's error with nothing left behind.
+ */
+int orb_table_open_existing_as(const struct orb_table_kind *k, struct orbit_fleet *f, uint8_t kind,
+                               void **out, const char *call);
+
 /* The creator's initialiser of tables whose new segment reads zero: a first epoch. */
 int orb_table_init_epoch(struct orb_segment *seg, void *ctx);
 

@@ -163,13 +163,18 @@ void pool_park_stop(void)
     raise(SIGSTOP);
 }
 
+static void handle_prepare(struct orb_table_base *b)
+{
+    struct orbit_pool *p = (struct orbit_pool *)b;
+    p->stamp_node = p->observer ? 0 : (uint64_t)(p->node + 1u) << SINCE_NODE_SHIFT;
+    p->park = park_from_env();
+}
+
 static struct orbit_pool *handle_new(struct orbit_fleet *f)
 {
     struct orbit_pool *p = orb_table_alloc(sizeof *p, f);
-    if (!p)
-        return NULL;
-    p->stamp_node = p->observer ? 0 : (uint64_t)(p->node + 1u) << SINCE_NODE_SHIFT;
-    p->park = park_from_env();
+    if (p)
+        handle_prepare(&p->base);
     return p;
 }
 
@@ -254,36 +259,30 @@ int orbit_pool_open(struct orbit_fleet *f, const struct orbit_pool_spec *spec, s
     return handle_finish(p, &g, out);
 }
 
+/* The geometry another process wrote: sections bounds-checked by handle_bind. */
+static int handle_attach(struct orb_table_base *b, const void *geometry)
+{
+    struct orbit_pool *p = (struct orbit_pool *)b;
+    struct pool_geometry g;
+    memcpy(&g, geometry, sizeof g);
+    if (g.layout_version != POOL_LAYOUT_VERSION)
+        return -ORBIT_EGEOMETRY;
+    int rc = handle_bind(p, &g);
+    if (rc == 0)
+        rc = populate_lane(p);
+    if (rc == 0)
+        orb_table_bound(&p->base);
+    return rc;
+}
+
+static const struct orb_table_kind pool_kind = {
+    .type = ORB_TABLE_POOL, .handle_bytes = sizeof(struct orbit_pool),
+    .geometry_len = sizeof(struct pool_geometry), .prepare = handle_prepare, .attach = handle_attach,
+};
+
 int orbit_pool_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_pool **out)
 {
-    int rc = orb_enter_fleet(f, __func__);
-    if (rc < 0)
-        return rc;
-    if (!out)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
-    struct orbit_pool *p = handle_new(f);
-    if (!p)
-        return -ENOMEM;
-    p->kind = kind;
-    rc = orb_fleet_table_open_existing(f, kind, &p->seg);
-    if (rc < 0) {
-        orb_table_free(&p->base);
-        return rc;
-    }
-    struct orb_seg_header *h = orb_seg_hdr(&p->seg);
-    struct pool_geometry g;
-    if (h->table_type != ORB_TABLE_POOL || h->geometry_len != sizeof g)
-        rc = -ORBIT_EGEOMETRY;
-    else {
-        memcpy(&g, h->geometry, sizeof g);
-        if (g.layout_version != POOL_LAYOUT_VERSION)
-            rc = -ORBIT_EGEOMETRY;
-    }
-    if (rc < 0) {
-        orb_table_free(&p->base);
-        return rc;
-    }
-    return handle_finish(p, &g, out);
+    return orb_table_open_existing_as(&pool_kind, f, kind, (void **)out, __func__);
 }
 
 /* In a fork child only the child's memory goes: the readiness fd is closed without its driver. */

@@ -79,13 +79,19 @@ void stream_park_here(const struct orbit_streams *s, enum stream_park point)
         raise(SIGSTOP);
 }
 
+static void handle_prepare(struct orb_table_base *b)
+{
+    struct orbit_streams *s = (struct orbit_streams *)b;
+    s->fleet_capacity = b->fleet->capacity;
+    s->park = park_from_env();
+}
+
 static int handle_new(struct orbit_fleet *f, struct orbit_streams **out)
 {
     struct orbit_streams *s = orb_table_alloc(sizeof *s, f);
     if (!s)
         return -ENOMEM;
-    s->fleet_capacity = f->capacity;
-    s->park = park_from_env();
+    handle_prepare(&s->base);
     *out = s;
     return 0;
 }
@@ -151,7 +157,6 @@ int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *sp
     return 0;
 }
 
-/* Geometry read back from a header written by another process: check before use. */
 /* The geometry another process wrote (its type and size checked by the base): its values. */
 static int geometry_check(const struct orb_segment *seg, const struct stream_geometry *g,
                           struct stream_layout *l)
@@ -168,28 +173,27 @@ static int geometry_check(const struct orb_segment *seg, const struct stream_geo
     return 0;
 }
 
-int orbit_streams_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_streams **out)
+/* Tools and death reports open this way: the lane is faulted on first create. */
+static int handle_attach(struct orb_table_base *b, const void *geometry)
 {
-    int rc = orb_enter_fleet(f, __func__);
-    if (rc < 0)
-        return rc;
-    if (!out)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
-    struct orbit_streams *s;
-    rc = handle_new(f, &s);
-    if (rc < 0)
-        return rc;
+    struct orbit_streams *s = (struct orbit_streams *)b;
     struct stream_geometry g;
     struct stream_layout l;
-    rc = orb_table_open_existing(&s->base, kind, ORB_TABLE_STREAMS, &g, sizeof g);
-    if (rc == 0 && (rc = geometry_check(&s->seg, &g, &l)) == 0)
-        handle_bind(s, &g, &l);   /* tools and death reports: the lane is faulted on first create */
-    if (rc < 0) {
-        handle_free(s);
-        return rc;
-    }
-    *out = s;
-    return 0;
+    memcpy(&g, geometry, sizeof g);
+    int rc = geometry_check(&s->seg, &g, &l);
+    if (rc == 0)
+        handle_bind(s, &g, &l);
+    return rc;
+}
+
+static const struct orb_table_kind streams_kind = {
+    .type = ORB_TABLE_STREAMS, .handle_bytes = sizeof(struct orbit_streams),
+    .geometry_len = sizeof(struct stream_geometry), .prepare = handle_prepare, .attach = handle_attach,
+};
+
+int orbit_streams_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_streams **out)
+{
+    return orb_table_open_existing_as(&streams_kind, f, kind, (void **)out, __func__);
 }
 
 /* Unmaps and frees: in a fork child the readiness fd goes without its driver (nothing shared). */

@@ -54,12 +54,17 @@ static int layout_of(const struct arena_geometry *g, uint32_t fleet_capacity, st
     return 0;
 }
 
+static void handle_prepare(struct orb_table_base *b)
+{
+    ((struct orbit_arena *)b)->fleet_capacity = b->fleet->capacity;
+}
+
 static int handle_new(struct orbit_fleet *f, struct orbit_arena **out)
 {
     struct orbit_arena *a = orb_table_alloc(sizeof *a, f);
     if (!a)
         return -ENOMEM;
-    a->fleet_capacity = f->capacity;
+    handle_prepare(&a->base);
     *out = a;
     return 0;
 }
@@ -140,28 +145,27 @@ static int geometry_check(const struct orb_segment *seg, const struct arena_geom
     return 0;
 }
 
-int orbit_arena_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_arena **out)
+/* Tools and death reports open this way: our lane is faulted on first reserve. */
+static int handle_attach(struct orb_table_base *b, const void *geometry)
 {
-    int rc = orb_enter_fleet(f, __func__);
-    if (rc < 0)
-        return rc;
-    if (!out)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
-    struct orbit_arena *a;
-    rc = handle_new(f, &a);
-    if (rc < 0)
-        return rc;
+    struct orbit_arena *a = (struct orbit_arena *)b;
     struct arena_geometry g;
     struct arena_layout l;
-    rc = orb_table_open_existing(&a->base, kind, ORB_TABLE_ARENA, &g, sizeof g);
-    if (rc == 0 && (rc = geometry_check(&a->seg, &g, &l)) == 0)
-        handle_bind(a, &g, &l);   /* tools and death reports: our lane is faulted on first reserve */
-    if (rc < 0) {
-        handle_free(a);
-        return rc;
-    }
-    *out = a;
-    return 0;
+    memcpy(&g, geometry, sizeof g);
+    int rc = geometry_check(&a->seg, &g, &l);
+    if (rc == 0)
+        handle_bind(a, &g, &l);
+    return rc;
+}
+
+static const struct orb_table_kind arena_kind = {
+    .type = ORB_TABLE_ARENA, .handle_bytes = sizeof(struct orbit_arena),
+    .geometry_len = sizeof(struct arena_geometry), .prepare = handle_prepare, .attach = handle_attach,
+};
+
+int orbit_arena_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_arena **out)
+{
+    return orb_table_open_existing_as(&arena_kind, f, kind, (void **)out, __func__);
 }
 
 /* Unmaps and frees: in a fork child the readiness fd goes without its driver (nothing shared). */
