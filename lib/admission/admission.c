@@ -7,7 +7,6 @@
 #include <orbit/uring.h>
 #include "adm_layout.h"
 #include "uring_internal.h"
-#include "core/table_ops.h"
 
 static size_t round64(size_t v) { return (v + 63) & ~(size_t)63; }
 
@@ -559,32 +558,3 @@ void orbit_admission_stats(struct orbit_admission *a, struct orbit_admission_sta
         .parks = atomic_load_explicit(&a->stats.parks, memory_order_relaxed),
         .wakes = atomic_load_explicit(&a->stats.wakes, memory_order_relaxed) };
 }
-
-/* ---- the admission table ops ------------------------------------------------- */
-
-static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
-{
-    struct orbit_admission *t = NULL;
-    int rc = orbit_admission_open_existing(f, kind, &t);
-    *out = t;
-    return rc;
-}
-static void ops_close(void *t) { orbit_admission_close(t); }
-static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { return adm_node_dead(t, node, inc); }
-static int ops_reset_all(void *t) { return orbit_admission_reset_all(t); }
-
-static const struct orb_counter_def admission_counters[ADM_CTR_END - ORB_CTR_TABLE_FIRST] = {
-    { "claims", "Claims granted." },
-    { "deferred_refusals", "Claims refused for now: a domain lacked free units (ORBIT_ADMIT_DEFERRED)." },
-    { "skipped_refusals", "Claims refused over a cap (ORBIT_ADMIT_SKIPPED)." },
-    { "rejected_refusals", "Claims that can never fit their domains (ORBIT_ADMIT_REJECTED)." },
-    { "waits", "Waits for a release (orbit_admission_wait)." },
-    { "releases", "Claims released." },
-};
-
-static const struct orb_table_ops admission_ops = {
-    .type = ORB_TABLE_ADMISSION, .name = "admission", .open_existing = ops_open, .close = ops_close,
-    .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = adm_account,
-    .counters = admission_counters, .counter_count = ADM_CTR_END - ORB_CTR_TABLE_FIRST,
-};
-ORB_TABLE_REGISTER(admission_ops);

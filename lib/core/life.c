@@ -23,7 +23,6 @@
 #define WATCHERS_MAX 4096          /* death watcher threads one process may run */
 #define WATCHER_STACK (256u * 1024u)
 
-_Atomic uint32_t orb_fork_generation = 1;
 
 /* ---- OFD locks ---- */
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Process identity from /proc: pid + start time, one zombie rule, and "every thread exiting". */
+/* Process identity: pid + start time from /proc, one zombie rule, "every thread exiting", and
+ * this process life's fork generation. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +10,11 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <orbit/inspect.h>
+#include "life.h"
 #include "segment.h"
+
+/* Moves in a fork child (life.c's atfork handler): a handle of another generation is a parent's. */
+_Atomic uint32_t orb_fork_generation = 1;
 
 #define PF_EXITING_FLAG 0x4u   /* task->flags (stat field 9): set as do_exit begins, never cleared */
 

@@ -10,34 +10,6 @@
 
 static _Atomic uint32_t spin_ns_setting = UINT32_MAX;   /* UINT32_MAX: not read yet */
 
-int64_t orb_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-uint64_t orb_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-struct orb_deadline orb_deadline_in(int timeout_ms)
-{
-    /* Below -1 is malformed (callers refuse it): never forever, already passed. */
-    struct orb_deadline d = { 0, timeout_ms == -1 };
-    if (timeout_ms >= 0)
-        d.at_ns = orb_now_ns() + (int64_t)timeout_ms * 1000000;
-    return d;
-}
-
-bool orb_deadline_passed(const struct orb_deadline *d)
-{
-    return !d->forever && orb_now_ns() >= d->at_ns;
-}
-
 void orbit_set_spin_ns(uint32_t ns)
 {
     atomic_store(&spin_ns_setting, ns > 1000000 ? 1000000 : ns);
@@ -53,15 +25,6 @@ uint32_t orbit_spin_ns(void)
         atomic_store(&spin_ns_setting, v);
     }
     return v;
-}
-
-void orb_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
 }
 
 int orb_futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct orb_deadline *deadline)

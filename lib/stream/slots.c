@@ -417,3 +417,14 @@ int orbit_ticket_parse(const char *text, struct orbit_ticket *out)
     *out = t;
     return 0;
 }
+
+bool orbit_streams_is_live(struct orbit_streams *s, orbit_id id)
+{
+    if (streams_enter(s, __func__) < 0)
+        return false;
+    size_t index;
+    if (!s || stream_locate(s, id, &index) < 0)
+        return false;
+    return atomic_load_explicit(&s->slots[index].tenancy, memory_order_acquire) ==
+           TENANCY(orbit_id_generation(id), SLOT_LIVE);
+}

@@ -250,17 +250,6 @@ void orbit_streams_stats(struct orbit_streams *s, struct orbit_stream_stats *out
     out->doorbells = atomic_load_explicit(&s->stats.doorbells, memory_order_relaxed);
 }
 
-bool orbit_streams_is_live(struct orbit_streams *s, orbit_id id)
-{
-    if (streams_enter(s, __func__) < 0)
-        return false;
-    size_t index;
-    if (!s || stream_locate(s, id, &index) < 0)
-        return false;
-    return atomic_load_explicit(&s->slots[index].tenancy, memory_order_acquire) ==
-           TENANCY(orbit_id_generation(id), SLOT_LIVE);
-}
-
 /* ---- inspection ----------------------------------------------------------- */
 
 struct owner_key { uint16_t node; uint64_t incarnation; };
