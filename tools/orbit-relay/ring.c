@@ -17,6 +17,9 @@
 #ifndef IORING_FEAT_RECVSEND_BUNDLE
 #define IORING_FEAT_RECVSEND_BUNDLE (1U << 14)
 #endif
+#ifndef IORING_FEAT_REG_REG_RING   /* Linux 6.3: after MSG_WAITALL sends (5.19) */
+#define IORING_FEAT_REG_REG_RING (1U << 13)
+#endif
 #ifndef IORING_FEAT_MIN_TIMEOUT
 #define IORING_FEAT_MIN_TIMEOUT (1U << 15)
 #endif
@@ -44,6 +47,7 @@ static const struct { unsigned bit; const char *name, *env; } w_features[] = {
     { WF_ZC, "zerocopy_send", "ORBIT_RELAY_NO_ZC" },
     { WF_BATCH, "batched_wait", "ORBIT_RELAY_NO_BATCH" },
     { WF_FUTEX, "futex_wait", NULL },
+    { WF_LINK, "linked_upstream", "ORBIT_RELAY_NO_LINK" },
 };
 #define N_FEATURES (sizeof w_features / sizeof w_features[0])
 
@@ -100,6 +104,9 @@ static int ring_init(struct worker *w, unsigned want)
                 w->features |= WF_SINGLE_ISSUER;
             if (tries[i] & IORING_SETUP_DEFER_TASKRUN)
                 w->features |= WF_DEFER_TASKRUN;
+            if ((p.features & IORING_FEAT_CQE_SKIP) && (p.features & IORING_FEAT_REG_REG_RING) &&
+                (want & WF_LINK))
+                w->features |= WF_LINK;
             if ((p.features & IORING_FEAT_RECVSEND_BUNDLE) && (want & WF_BUNDLE))
                 w->features |= WF_BUNDLE;
             if ((p.features & IORING_FEAT_MIN_TIMEOUT) && (p.features & IORING_FEAT_EXT_ARG) &&

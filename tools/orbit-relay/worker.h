@@ -34,6 +34,7 @@
 #define WF_ZC               (1u << 7)
 #define WF_BATCH            (1u << 8)
 #define WF_FUTEX            (1u << 9)
+#define WF_LINK             (1u << 10)
 #define WF_OPT_IN           (WF_ZC | WF_BATCH)   /* off unless asked for */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
@@ -124,6 +125,7 @@ struct upstream {
     size_t req_off;
     bool sent_any;                  /* a byte of the request went to the backend */
     bool timed_out;
+    bool linked;                    /* a linked send and receive are in flight (up_send) */
     bool handing;                   /* a piece is with the sink until it says drained */
     int idle_at;                    /* its place in the worker's idle list, or -1 */
     enum sink_kind sink; void *sink_obj;
@@ -284,7 +286,8 @@ void on_accept(struct worker *w, int res, uint32_t flags);
 void up_unsink(struct worker *w, struct upstream *up);
 void up_drained(struct worker *w, struct upstream *up);
 void up_on_recv(struct worker *w, struct upstream *up, int res);
-void up_on_send(struct worker *w, struct upstream *up, int res);
+void up_on_send(struct worker *w, struct upstream *up, int res, bool linked);
+void up_link_cqe(struct worker *w, struct upstream *up, enum w_op op);
 struct upstream *up_by_id(struct worker *w, orbit_id id);
 struct upstream *up_idle_pop(struct worker *w);
 int up_run_lease(struct worker *w, const struct orbit_lease *lease, enum sink_kind sink, void *obj,
