@@ -182,6 +182,10 @@ int ring_open(struct worker *w)
     w->features_off = env_off(&not_asked);
     unsigned want = ~(w->features_off | not_asked);
     w->features = 0;
+    const char *v = getenv("ORBIT_RELAY_BATCH_NR");
+    w->batch_nr = v ? (unsigned)atoi(v) : W_BATCH_NR;
+    v = getenv("ORBIT_RELAY_BATCH_US");
+    w->batch_us = v ? (unsigned)atoi(v) : W_BATCH_US;
     int rc = ring_init(w, want);
     if (rc < 0)
         return rc;
@@ -286,7 +290,8 @@ int ring_submit_and_wait(struct worker *w)
         fd = w->ring.enter_ring_fd;
     }
     unsigned n = flush_sq(&w->ring);
-    int rc = io_uring_enter2((unsigned)fd, n, W_BATCH_NR, flags, (sigset_t *)&arg, sizeof arg);
+    arg.pad = w->batch_us;
+    int rc = io_uring_enter2((unsigned)fd, n, w->batch_nr, flags, (sigset_t *)&arg, sizeof arg);
     if (rc == -ETIME)
         rc = 0;
     if (rc == -EINVAL && !w->batch_checked) {   /* a kernel that reads no min-wait: plain waits */

@@ -7,7 +7,7 @@
 #include "relay.h"
 
 #define W_IN      16384            /* client input: the first buffer (it grows) */
-#define W_UPBUF   65536            /* upstream receive buffer: a 64 KiB body in one recv */
+#define W_UPBUF   (256u << 10)     /* upstream receive buffer: a 64 KiB body and its head in one recv */
 #define W_UPHEAD  16384            /* a response head's limit */
 #define W_OUT     16384            /* relayed-response buffer (remote path) */
 #define W_RETRIES 8                /* attempts of one request before 502 */
@@ -235,6 +235,7 @@ struct worker {
     /* the ring's features (ring.c) */
     unsigned features, features_off;
     bool batch_checked, accept_armed;
+    unsigned batch_nr, batch_us;    /* a batched wait's completions and min-wait */
     struct io_uring_buf_ring *br;
     char *br_bufs;
     uint16_t *br_bid_at, *br_pos_of;
