@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -76,6 +77,24 @@ static unsigned env_off(unsigned *not_asked)
     if (off & WF_MULTISHOT_RECV)
         off |= WF_BUNDLE;   /* a bundle is a multishot receive's */
     return off;
+}
+
+/* A batched wait's depth or min-wait from the environment: def when unset. */
+static int env_uint(const char *name, unsigned def, unsigned lo, unsigned hi, unsigned *out)
+{
+    const char *v = getenv(name);
+    *out = def;
+    if (!v || !*v)
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (errno || *end || v[0] == '-' || n < lo || n > hi) {
+        fprintf(stderr, "orbit-relay worker: %s=%s: not a number from %u to %u\n", name, v, lo, hi);
+        return -EINVAL;
+    }
+    *out = (unsigned)n;
+    return 0;
 }
 
 /* The ring: one thread submits and reaps, and its completions' task work waits
@@ -182,11 +201,11 @@ int ring_open(struct worker *w)
     w->features_off = env_off(&not_asked);
     unsigned want = ~(w->features_off | not_asked);
     w->features = 0;
-    const char *v = getenv("ORBIT_RELAY_BATCH_NR");
-    w->batch_nr = v ? (unsigned)atoi(v) : W_BATCH_NR;
-    v = getenv("ORBIT_RELAY_BATCH_US");
-    w->batch_us = v ? (unsigned)atoi(v) : W_BATCH_US;
-    int rc = ring_init(w, want);
+    int rc = env_uint("ORBIT_RELAY_BATCH_NR", W_BATCH_NR, 1, 4096, &w->batch_nr);
+    if (rc == 0)
+        rc = env_uint("ORBIT_RELAY_BATCH_US", W_BATCH_US, 1, 1000000, &w->batch_us);
+    if (rc == 0)
+        rc = ring_init(w, want);
     if (rc < 0)
         return rc;
     if (io_uring_register_ring_fd(&w->ring) == 1)
