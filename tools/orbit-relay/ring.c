@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,6 +17,9 @@
 /* Debian 12's liburing 2.3 predates these (Linux 6.10 and 6.12). */
 #ifndef IORING_FEAT_RECVSEND_BUNDLE
 #define IORING_FEAT_RECVSEND_BUNDLE (1U << 14)
+#endif
+#ifndef IORING_FEAT_REG_REG_RING   /* Linux 6.3: after MSG_WAITALL sends (5.19) */
+#define IORING_FEAT_REG_REG_RING (1U << 13)
 #endif
 #ifndef IORING_FEAT_MIN_TIMEOUT
 #define IORING_FEAT_MIN_TIMEOUT (1U << 15)
@@ -44,6 +48,7 @@ static const struct { unsigned bit; const char *name, *env; } w_features[] = {
     { WF_ZC, "zerocopy_send", "ORBIT_RELAY_NO_ZC" },
     { WF_BATCH, "batched_wait", "ORBIT_RELAY_NO_BATCH" },
     { WF_FUTEX, "futex_wait", NULL },
+    { WF_LINK, "linked_upstream", "ORBIT_RELAY_NO_LINK" },
 };
 #define N_FEATURES (sizeof w_features / sizeof w_features[0])
 
@@ -74,6 +79,24 @@ static unsigned env_off(unsigned *not_asked)
     return off;
 }
 
+/* A batched wait's depth or min-wait from the environment: def when unset. */
+static int env_uint(const char *name, unsigned def, unsigned lo, unsigned hi, unsigned *out)
+{
+    const char *v = getenv(name);
+    *out = def;
+    if (!v || !*v)
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (errno || *end || v[0] == '-' || n < lo || n > hi) {
+        fprintf(stderr, "orbit-relay worker: %s=%s: not a number from %u to %u\n", name, v, lo, hi);
+        return -EINVAL;
+    }
+    *out = (unsigned)n;
+    return 0;
+}
+
 /* The ring: one thread submits and reaps, and its completions' task work waits
  * for its next wait (DEFER_TASKRUN) rather than interrupting it. Older kernels
  * get less of that, then a plain ring. */
@@ -100,6 +123,9 @@ static int ring_init(struct worker *w, unsigned want)
                 w->features |= WF_SINGLE_ISSUER;
             if (tries[i] & IORING_SETUP_DEFER_TASKRUN)
                 w->features |= WF_DEFER_TASKRUN;
+            if ((p.features & IORING_FEAT_CQE_SKIP) && (p.features & IORING_FEAT_REG_REG_RING) &&
+                (want & WF_LINK))
+                w->features |= WF_LINK;
             if ((p.features & IORING_FEAT_RECVSEND_BUNDLE) && (want & WF_BUNDLE))
                 w->features |= WF_BUNDLE;
             if ((p.features & IORING_FEAT_MIN_TIMEOUT) && (p.features & IORING_FEAT_EXT_ARG) &&
@@ -175,7 +201,11 @@ int ring_open(struct worker *w)
     w->features_off = env_off(&not_asked);
     unsigned want = ~(w->features_off | not_asked);
     w->features = 0;
-    int rc = ring_init(w, want);
+    int rc = env_uint("ORBIT_RELAY_BATCH_NR", W_BATCH_NR, 1, 4096, &w->batch_nr);
+    if (rc == 0)
+        rc = env_uint("ORBIT_RELAY_BATCH_US", W_BATCH_US, 1, 1000000, &w->batch_us);
+    if (rc == 0)
+        rc = ring_init(w, want);
     if (rc < 0)
         return rc;
     if (io_uring_register_ring_fd(&w->ring) == 1)
@@ -279,7 +309,8 @@ int ring_submit_and_wait(struct worker *w)
         fd = w->ring.enter_ring_fd;
     }
     unsigned n = flush_sq(&w->ring);
-    int rc = io_uring_enter2((unsigned)fd, n, W_BATCH_NR, flags, (sigset_t *)&arg, sizeof arg);
+    arg.pad = w->batch_us;
+    int rc = io_uring_enter2((unsigned)fd, n, w->batch_nr, flags, (sigset_t *)&arg, sizeof arg);
     if (rc == -ETIME)
         rc = 0;
     if (rc == -EINVAL && !w->batch_checked) {   /* a kernel that reads no min-wait: plain waits */

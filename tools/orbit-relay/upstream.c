@@ -14,16 +14,44 @@
 
 /* ---- upstreams: the owner's side ---------------------------------------- */
 
-static void up_send(struct worker *w, struct upstream *up)
-{
-    struct io_uring_sqe *sqe = obj_sqe(w, &up->o, OP_U_SEND);
-    io_uring_prep_send(sqe, up->fd, up->job.req + up->req_off, up->job.req_len - up->req_off, MSG_NOSIGNAL);
-}
-
 static void up_recv(struct worker *w, struct upstream *up)
 {
     struct io_uring_sqe *sqe = obj_sqe(w, &up->o, OP_U_RECV);
     io_uring_prep_recv(sqe, up->fd, up->buf + up->len, W_UPBUF - up->len, 0);
+}
+
+/* The request goes out; when it is the whole of it, the response's receive is
+ * linked behind it (WF_LINK): the kernel retries a short send (MSG_WAITALL),
+ * posts no completion for one that succeeds, and cancels the receive after one
+ * that fails. So one round, not two, and one completion. */
+static void up_send(struct worker *w, struct upstream *up)
+{
+    bool link = (w->features & WF_LINK) && !up->job.more;
+    if (link && io_uring_sq_space_left(&w->ring) < 2)
+        io_uring_submit(&w->ring);   /* a chain is never split across two submits */
+    struct io_uring_sqe *sqe = obj_sqe(w, &up->o, OP_U_SEND);
+    io_uring_prep_send(sqe, up->fd, up->job.req + up->req_off, up->job.req_len - up->req_off,
+                       MSG_NOSIGNAL | (link ? MSG_WAITALL : 0));
+    if (!link)
+        return;
+    sqe->flags |= IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS;
+    up->linked = true;
+    up_recv(w, up);
+}
+
+/* A completion of a linked pair (up_send): the receive's, with the send's
+ * still unseen, means the send succeeded (its completion was skipped). */
+void up_link_cqe(struct worker *w, struct upstream *up, enum w_op op)
+{
+    if (!up->linked)
+        return;
+    up->linked = false;
+    if (op != OP_U_RECV)
+        return;   /* the send failed: its own completion says so */
+    up->o.pending--;   /* the send's, which posts none */
+    up->sent_any = true;
+    up->req_off = up->job.req_len;
+    up->t_start = w->now;
 }
 
 /* ---- the idle list: a request takes the most recently used idle upstream
@@ -332,8 +360,13 @@ void up_on_recv(struct worker *w, struct upstream *up, int res)
     up_deliver(w, up);
 }
 
-void up_on_send(struct worker *w, struct upstream *up, int res)
+void up_on_send(struct worker *w, struct upstream *up, int res, bool linked)
 {
+    if (linked) {   /* only a failed one completes: a short send that could not go on */
+        up->sent_any = res > 0;
+        up_fail(w, up);
+        return;
+    }
     if (res <= 0) {
         up_fail(w, up);
         return;

@@ -298,6 +298,11 @@ static void on_cqe(struct worker *w, uint64_t ud, int res, uint32_t flags)
     }
     if (!(flags & IORING_CQE_F_MORE))   /* a multishot op, or a zero-copy send, ends last */
         o->pending--;
+    bool linked = false;
+    if ((op == OP_U_SEND || op == OP_U_RECV) && o->kind == K_UPSTREAM) {
+        linked = ((struct upstream *)o)->linked;
+        up_link_cqe(w, (struct upstream *)o, op);   /* before the dead check: pending stays exact */
+    }
     if (o->dead) {
         ring_buf_drop(w, flags, res);
         obj_settle(w, o);
@@ -308,7 +313,7 @@ static void on_cqe(struct worker *w, uint64_t ud, int res, uint32_t flags)
     case OP_C_MRECV: client_on_recv_cqe(w, (struct client *)o, res, flags); break;
     case OP_C_SEND: client_on_send_cqe(w, (struct client *)o, res, flags); break;
     case OP_U_CONNECT: up_on_connect(w, (struct upstream *)o, res); break;
-    case OP_U_SEND: up_on_send(w, (struct upstream *)o, res); break;
+    case OP_U_SEND: up_on_send(w, (struct upstream *)o, res, linked); break;
     case OP_U_RECV: up_on_recv(w, (struct upstream *)o, res); break;
     case OP_EP_WAIT:
         if (o->kind == K_RSTREAM) {

@@ -7,7 +7,7 @@
 #include "relay.h"
 
 #define W_IN      16384            /* client input: the first buffer (it grows) */
-#define W_UPBUF   65536            /* upstream receive buffer: a 64 KiB body in one recv */
+#define W_UPBUF   (256u << 10)     /* upstream receive buffer: a 64 KiB body and its head in one recv */
 #define W_UPHEAD  16384            /* a response head's limit */
 #define W_OUT     16384            /* relayed-response buffer (remote path) */
 #define W_RETRIES 8                /* attempts of one request before 502 */
@@ -34,6 +34,7 @@
 #define WF_ZC               (1u << 7)
 #define WF_BATCH            (1u << 8)
 #define WF_FUTEX            (1u << 9)
+#define WF_LINK             (1u << 10)
 #define WF_OPT_IN           (WF_ZC | WF_BATCH)   /* off unless asked for */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
@@ -124,6 +125,7 @@ struct upstream {
     size_t req_off;
     bool sent_any;                  /* a byte of the request went to the backend */
     bool timed_out;
+    bool linked;                    /* a linked send and receive are in flight (up_send) */
     bool handing;                   /* a piece is with the sink until it says drained */
     int idle_at;                    /* its place in the worker's idle list, or -1 */
     enum sink_kind sink; void *sink_obj;
@@ -233,6 +235,7 @@ struct worker {
     /* the ring's features (ring.c) */
     unsigned features, features_off;
     bool batch_checked, accept_armed;
+    unsigned batch_nr, batch_us;    /* a batched wait's completions and min-wait */
     struct io_uring_buf_ring *br;
     char *br_bufs;
     uint16_t *br_bid_at, *br_pos_of;
@@ -284,7 +287,8 @@ void on_accept(struct worker *w, int res, uint32_t flags);
 void up_unsink(struct worker *w, struct upstream *up);
 void up_drained(struct worker *w, struct upstream *up);
 void up_on_recv(struct worker *w, struct upstream *up, int res);
-void up_on_send(struct worker *w, struct upstream *up, int res);
+void up_on_send(struct worker *w, struct upstream *up, int res, bool linked);
+void up_link_cqe(struct worker *w, struct upstream *up, enum w_op op);
 struct upstream *up_by_id(struct worker *w, orbit_id id);
 struct upstream *up_idle_pop(struct worker *w);
 int up_run_lease(struct worker *w, const struct orbit_lease *lease, enum sink_kind sink, void *obj,
