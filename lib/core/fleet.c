@@ -317,15 +317,12 @@ static struct orbit_fleet *fleet_alloc(const char *name, uint32_t capacity)
 /* The mapping's file once more, for the locks (life.h): 0 or a negative code. */
 static int open_life(struct orbit_fleet *f)
 {
-    f->life_fd = orb_life_reopen(f);
-    return f->life_fd < 0 ? f->life_fd : 0;
+    return orb_life_open(f);   /* registered from its first instant: fork closes it in a child */
 }
 
 static void close_fleet_file(struct orbit_fleet *f)
 {
-    if (f->life_fd >= 0)
-        close(f->life_fd);   /* every lock of this handle goes with it */
-    f->life_fd = -1;
+    orb_life_close(f);   /* every lock of this handle goes with it */
     orb_segment_close(&f->seg);
 }
 
@@ -428,14 +425,15 @@ int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
     int rc = orb_segment_open_existing(name, ORB_FLEET_KIND, &f->seg);
     if (rc == 0)
         rc = check_observed(f, name);
-    if (rc == 0)
+    f->observer = true;
+    if (rc == 0) {
+        f->nodes = orb_seg_table(&f->seg);   /* before open_life lists the handle: its records are read */
         rc = open_life(f);
+    }
     if (rc < 0) {
         fleet_free(f);
         return rc;
     }
-    f->observer = true;
-    f->nodes = orb_seg_table(&f->seg);
     f->want_backing = f->seg.backing;
     orb_life_register(f);
     *out = f;
