@@ -620,6 +620,51 @@ START_TEST(test_next_life_before_delivery)
 END_TEST
 
 /*
+ * The death of A is with the worker (its try waits 1 s) when someone else
+ * reports A, the node's next life B joins, and B dies: B's death comes while
+ * A's job is still listed, and must get a report of its own.
+ */
+START_TEST(test_later_life_dies_while_a_report_is_listed)
+{
+    setenv("ORBIT_TEST_REAPER_DELAY_MS", "1000", 1);
+    struct orbit_reaper *r = death_open(_i);
+    if (!r) {
+        unsetenv("ORBIT_TEST_REAPER_DELAY_MS");
+        return;
+    }
+    struct deaths *c = calloc(1, sizeof *c);
+    ck_assert_int_eq(orbit_reaper_on_death(r, deaths_collect, c, 0), 0);
+    const char *name = tu_fleet_name("listed");
+    int node = 1;
+    struct member a = member_fork(name, member_join_node, &node);
+    uint64_t inc_a = member_wait_ready(&a);
+    struct orbit_fleet *obs = observe(name);
+    ck_assert_int_eq(orbit_reaper_watch(r, name), 0);
+    unsetenv("ORBIT_TEST_REAPER_DELAY_MS");
+    ck_assert_int_eq(orbit_reaper_rescan(r), 1);
+    ck_assert_int_eq(kill(a.pid, SIGKILL), 0);
+    ck_assert_int_eq(member_reap(&a), 128 + SIGKILL);
+    int64_t until = tu_now_ns() + 100 * 1000000LL;   /* A handed to the worker */
+    while (tu_now_ns() < until)
+        ck_assert_int_ge(orbit_reaper_process(r, 10), 0);
+    ck_assert_int_eq(orbit_fleet_node_dead(obs, (uint16_t)node, inc_a), 0);   /* reported by another */
+    struct member b = member_fork(name, member_join_node, &node);
+    uint64_t inc_b = member_wait_ready(&b);
+    ck_assert_int_eq(orbit_reaper_process(r, 0), 0);   /* B is watched */
+    ck_assert_int_eq(kill(b.pid, SIGKILL), 0);
+    ck_assert_int_eq(member_reap(&b), 128 + SIGKILL);
+    deaths_wait(r, c, 2, 8000);
+    ck_assert_uint_eq(c->d[0].incarnation, inc_a);
+    ck_assert_uint_eq(c->d[1].incarnation, inc_b);
+    ck_assert_int_eq(node_info(obs, (uint16_t)node).state, ORBIT_NODE_FREE);
+    orbit_reaper_close(r);
+    orbit_fleet_leave(obs);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+    free(c);
+}
+END_TEST
+
+/*
  * A re-read finds a joiner mid-way (JOINING) and hands the worker a report to
  * finish, which names no life. While that try runs, the joiner (B) publishes
  * and dies, and B's death merges into the job: the try begun before is not
@@ -848,6 +893,7 @@ static Suite *death_suite(void)
     DEATH_ADD_BACKENDS(tc, bpf, test_join_and_die_during_process);
     DEATH_ADD_BACKENDS(tc, bpf, test_next_life_before_delivery);
     DEATH_ADD_BACKENDS(tc, bpf, test_death_merged_into_a_try_under_way);
+    DEATH_ADD_BACKENDS(tc, bpf, test_later_life_dies_while_a_report_is_listed);
     tcase_add_loop_test(root, test_watch_all, 0, 2);
     tcase_add_loop_test(root, test_pid_namespace, 0, 2);
     DEATH_ADD_BACKENDS(tc, bpf, test_latency_fleet_only);
