@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <orbit/inspect.h>
@@ -322,6 +324,47 @@ START_TEST(process_identity_follows_one_zombie_rule)
     ck_assert_int_eq(tu_wait_child(kid, 1000), 0);
     ck_assert_int_eq(orbit_process_start_time(kid, &t), -ESRCH);   /* reaped: gone */
     ck_assert_int_eq(orbit_process_exiting(kid), 1);
+}
+END_TEST
+
+struct exiting_reader { pid_t pid; _Atomic bool stop; unsigned zeros, calls; };
+
+static void *read_exiting(void *arg)
+{
+    struct exiting_reader *r = arg;
+    while (!atomic_load(&r->stop)) {
+        r->zeros += orbit_process_exiting(r->pid) == 0;
+        r->calls++;
+    }
+    return NULL;
+}
+
+/* A zombie reaped while orbit_process_exiting reads its /proc entry is gone, never "running". */
+START_TEST(a_process_reaped_mid_read_counts_as_exiting)
+{
+    unsigned zeros = 0, calls = 0;
+    for (int i = 0; i < 200; i++) {
+        pid_t kid = fork();
+        ck_assert_int_ge(kid, 0);
+        if (kid == 0) {
+            pause();
+            _exit(0);
+        }
+        ck_assert_int_eq(kill(kid, SIGKILL), 0);
+        siginfo_t si;
+        ck_assert_int_eq(waitid(P_PID, (id_t)kid, &si, WEXITED | WNOWAIT), 0);   /* a zombie now */
+        struct exiting_reader r = { .pid = kid };
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, read_exiting, &r), 0);
+        while (r.calls < 3)
+            sched_yield();
+        ck_assert_int_eq(waitpid(kid, NULL, 0), kid);
+        atomic_store(&r.stop, true);
+        pthread_join(t, NULL);
+        zeros += r.zeros;
+        calls += r.calls;
+    }
+    ck_assert_msg(zeros == 0, "%u of %u reads called a dead process running", zeros, calls);
 }
 END_TEST
 
@@ -878,6 +921,7 @@ int main(void)
     tcase_add_test(tc, a_zombie_counts_as_dead_and_a_live_node_never_does);
     tcase_add_test(tc, a_clean_leave_frees_the_node);
     tcase_add_test(tc, process_identity_follows_one_zombie_rule);
+    tcase_add_test(tc, a_process_reaped_mid_read_counts_as_exiting);
     tcase_add_test(tc, node_snapshots_and_a_replaced_fleet_segment);
     tcase_add_test(tc, a_claim_never_shows_the_dead_life_it_replaces);
     tcase_add_test(tc, tables_of_unknown_type_are_listed_and_left_alone);
