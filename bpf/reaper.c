@@ -191,10 +191,14 @@ static void watch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node, co
     watch_token(r, rf, node);
 }
 
-/* Is that life's death with the fleet's worker already? */
+/*
+ * Is that life's death with the fleet's worker already? Asked of the life
+ * handed off, never of the watch's: the worker frees the node before the
+ * event loop hears of it, so a re-read may watch the node's next life first.
+ */
 static bool reporting(const struct rp_watch *w, const struct rp_snap *s)
 {
-    return w->reporting && same_life(&w->seen, s);
+    return w->reporting && same_life(&w->reported, s);
 }
 
 /* A report cut short (its reporter gone, or our own try deferred): the fleet's worker finishes it. */
@@ -416,7 +420,7 @@ static int hand_off(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node,
     struct rp_watch *w = &rf->nodes[node];
     rp_unwatch(r, rf, node);
     w->reporting = true;
-    w->seen = *s;
+    w->reported = *s;
     return 1;
 }
 

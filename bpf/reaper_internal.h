@@ -31,8 +31,9 @@ enum rp_via { RP_VIA_NONE, RP_VIA_PIDFD, RP_VIA_BPF, RP_VIA_TOKEN };
 /* A node of a watched fleet: the member we watch there, if any. */
 struct rp_watch {
     bool watched;
-    bool reporting;             /* seen's death is with the fleet's worker: not watched again */
-    struct rp_snap seen;        /* the LIVE record we watch (or whose death is being reported) */
+    bool reporting;             /* reported's death is with the fleet's worker: not watched again */
+    struct rp_snap reported;    /* that life: a later life's watch must not take its place */
+    struct rp_snap seen;        /* the LIVE record we watch */
     enum rp_via via;
     int pidfd;                  /* RP_VIA_PIDFD; -1 otherwise */
     uint16_t token_seq;         /* RP_VIA_TOKEN: tells this arming's completion from older ones */
@@ -76,6 +77,8 @@ struct rp_exit {
  * 0, tried again after a backoff while a table cannot give the share back.
  */
 struct rp_job {
+    uint64_t id;                /* tells the job apart from a later life's job for the same node */
+    uint32_t merges;            /* moves when a death is merged in: a try begun before is not its report */
     uint16_t node;
     bool death;                 /* a death to hand to the callback; false: finish a report cut short */
     bool account;               /* count what it held first (ORBIT_REAPER_ACCOUNT) */
@@ -168,7 +171,11 @@ void rp_reports_close(struct orbit_reaper *r);
 int  rp_worker_attach(struct orbit_reaper *r, struct rp_fleet *rf);
 /* Detached fleet: its worker ends after the try under way, then the fleet handle is left. */
 void rp_worker_detach(struct orbit_reaper *r, struct rp_fleet *rf);
-/* Hand a report to the fleet's worker; one per node at a time (a later one is merged). */
+/*
+ * Hand a report to the fleet's worker. A death merges into a resumed report of
+ * its node and a duplicate is dropped; a death of a later life gets a job of
+ * its own, as the earlier life's report may still be listed.
+ */
 int  rp_report(struct orbit_reaper *r, struct rp_fleet *rf, const struct rp_job *job);
 /* The results so far (caller frees), and retired workers that ended are joined. */
 struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n);

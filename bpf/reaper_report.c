@@ -7,6 +7,10 @@
  * starts when its fleet has a report and ends when it has none; results go
  * back to the event loop through a list and an eventfd in its epoll set, so
  * callbacks still run in the thread calling orbit_reaper_process.
+ *
+ * Test hook: ORBIT_TEST_REAPER_DELAY_MS=N (read when a fleet is attached)
+ * makes each try wait N ms after it was taken and before its report runs,
+ * so a test can order the event loop's steps around a report under way.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -33,6 +37,8 @@ struct rp_worker {
     bool stop;                  /* detached or closing: end after the try under way */
     struct rp_job *jobs;
     size_t n_jobs, cap_jobs;
+    uint64_t next_id;           /* of the next job listed */
+    unsigned delay_ms;          /* ORBIT_TEST_REAPER_DELAY_MS: each try waits first */
 };
 
 /* A worker whose thread has ended (or is joined here): its fleet handle is left with it. */
@@ -110,13 +116,40 @@ struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n)
 
 /* ---- one try ---------------------------------------------------------------- */
 
-/* work_lock held: the job for node, or NULL. */
-static struct rp_job *job_of(struct rp_worker *w, uint16_t node)
+static bool same_life(const struct rp_snap *a, const struct rp_snap *b)
+{
+    return a->pid == b->pid && a->start_time == b->start_time &&
+           a->incarnation == b->incarnation && a->joins == b->joins;
+}
+
+/* work_lock held: the job listed under that id, or NULL. */
+static struct rp_job *job_by_id(struct rp_worker *w, uint64_t id)
 {
     for (size_t i = 0; i < w->n_jobs; i++)
-        if (w->jobs[i].node == node)
+        if (w->jobs[i].id == id)
             return &w->jobs[i];
     return NULL;
+}
+
+/*
+ * work_lock held: the listed job a new one for node goes into, or NULL when it
+ * needs one of its own. Any job of the node covers a resumed report (every try
+ * finishes a report cut short first); a death is covered by the same life's
+ * death, or merges into a resumed report; another life's death is its own job.
+ */
+static struct rp_job *job_covering(struct rp_worker *w, const struct rp_job *job)
+{
+    struct rp_job *resumed = NULL;
+    for (size_t i = 0; i < w->n_jobs; i++) {
+        struct rp_job *have = &w->jobs[i];
+        if (have->node != job->node)
+            continue;
+        if (!job->death || (have->death && same_life(&have->seen, &job->seen)))
+            return have;
+        if (!have->death)
+            resumed = have;
+    }
+    return resumed;
 }
 
 /* work_lock held: the earliest job not tried yet or due again, or NULL when there is none. */
@@ -146,7 +179,12 @@ static int try_report(struct rp_worker *w, struct rp_job *job)
 /* work_lock held: settle the job after a try (finished, or deferred with the next backoff). */
 static void settle(struct rp_worker *w, const struct rp_job *tried, int rc)
 {
-    struct rp_job *job = job_of(w, tried->node);   /* a death merged in while it ran is kept */
+    struct rp_job *job = job_by_id(w, tried->id);
+    if (job->merges != tried->merges) {
+        /* A death merged in while it ran: that try named no life, the death's report is still owed. */
+        job->due_ns = 0;
+        return;
+    }
     job->attempts = tried->attempts;
     job->accounted = job->accounted || tried->accounted;
     if (tried->accounted)
@@ -184,6 +222,10 @@ static void *worker_main(void *arg)
         }
         struct rp_job tried = *job;   /* the entry stays listed while it runs: later reports merge */
         pthread_mutex_unlock(&r->work_lock);
+        if (w->delay_ms) {
+            struct timespec pause = { (time_t)(w->delay_ms / 1000), (long)(w->delay_ms % 1000) * 1000000L };
+            nanosleep(&pause, NULL);
+        }
         int rc = try_report(w, &tried);
         pthread_mutex_lock(&r->work_lock);
         settle(w, &tried, rc);
@@ -211,6 +253,8 @@ int rp_worker_attach(struct orbit_reaper *r, struct rp_fleet *rf)
     }
     w->r = r;
     w->f = rf->f;
+    const char *delay = getenv("ORBIT_TEST_REAPER_DELAY_MS");
+    w->delay_ms = delay ? (unsigned)strtoul(delay, NULL, 10) % 60000u : 0;
     w->fleet_id = rf->id;
     memcpy(w->name, rf->name, sizeof w->name);
     rf->worker = w;
@@ -239,7 +283,7 @@ int rp_report(struct orbit_reaper *r, struct rp_fleet *rf, const struct rp_job *
         return -ORBIT_EMALFORMED;
     int rc = 0;
     pthread_mutex_lock(&r->work_lock);
-    struct rp_job *have = job_of(w, job->node);
+    struct rp_job *have = job_covering(w, job);
     if (have && job->death && !have->death) {
         /* A report another left unfinished is now a death to deliver, this life's. */
         have->death = true;
@@ -249,6 +293,11 @@ int rp_report(struct orbit_reaper *r, struct rp_fleet *rf, const struct rp_job *
         have->exit_ns = job->exit_ns;
         have->detected_ns = job->detected_ns;
         have->account = job->account;
+        have->accounted = false;   /* counted for this life, on its first try */
+        have->attempts = 0;
+        have->backoff_ms = 0;
+        have->due_ns = 0;
+        have->merges++;
     } else if (!have) {
         if (w->n_jobs == w->cap_jobs) {
             size_t cap = w->cap_jobs ? w->cap_jobs * 2 : 8;
@@ -259,8 +308,10 @@ int rp_report(struct orbit_reaper *r, struct rp_fleet *rf, const struct rp_job *
                 w->cap_jobs = cap;
             }
         }
-        if (rc == 0)
-            w->jobs[w->n_jobs++] = *job;
+        if (rc == 0) {
+            w->jobs[w->n_jobs] = *job;
+            w->jobs[w->n_jobs++].id = ++w->next_id;
+        }
     }
     if (rc == 0)
         rc = worker_start(w);

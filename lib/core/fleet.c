@@ -105,6 +105,18 @@ static int publish_node(struct orbit_fleet *f, struct orb_node_record *rec)
 }
 
 /*
+ * Owner byte held, the node not LIVE: its record stops naming the life that
+ * ended there, before the node reads JOINING (release, after this). A JOINING
+ * record is a claim, and a reader must never take a dead life's incarnation
+ * left in it for that life still holding the node; the joiner's own is
+ * written as it publishes.
+ */
+static void forget_life(struct orb_node_record *rec)
+{
+    atomic_store_explicit(&rec->incarnation, 0, memory_order_relaxed);
+}
+
+/*
  * Owner byte held: move the node to REAPING for the life to end and say which,
  * or false when there is nothing to end. A report cut short (REAPING) is
  * resumed whatever incarnation was asked; a joiner that died before publishing
@@ -170,6 +182,8 @@ static int run_report(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool a
         return rc;
     orb_ctr_fold_life(f, node, ending);   /* before the node can be claimed: its counts join the totals */
     orb_ctr_note_death(f, (uint64_t)(orb_now_ns() - began));
+    if (then == ORBIT_NODE_JOINING)
+        forget_life(rec);
     /* Tables are clean of that incarnation before the node can be claimed again. */
     atomic_store_explicit(&rec->state, then, memory_order_release);
     orb_wait_kick(&rec->life_end);   /* death waiters of that life, wherever they sleep */
@@ -182,8 +196,10 @@ static bool take_node(struct orbit_fleet *f, uint16_t node)
     struct orb_node_record *rec = &f->nodes[node];
     uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
     /* JOINING under a gone owner: its joiner died before publishing, holding nothing. */
-    if (state == ORBIT_NODE_FREE || state == ORBIT_NODE_JOINING)
+    if (state == ORBIT_NODE_FREE || state == ORBIT_NODE_JOINING) {
+        forget_life(rec);   /* not LIVE, owner byte held: nobody else writes the record */
         return atomic_compare_exchange_strong(&rec->state, &state, ORBIT_NODE_JOINING);
+    }
     return state == NODE_REAPING && run_report(f, node, 0, true, ORBIT_NODE_JOINING) == 1;
 }
 
@@ -219,6 +235,7 @@ static int take_exact(struct orbit_fleet *f, uint16_t node)
         if (!state_known(state))
             return orb_fail(-ORBIT_ECORRUPT, "orbit_fleet_join: node %u's record is garbled", node);
         if (state == ORBIT_NODE_FREE || state == ORBIT_NODE_JOINING) {
+            forget_life(rec);
             /* Owner held: only a holder's leave (LIVE -> FREE) can move the state meanwhile. */
             if (atomic_compare_exchange_strong(&rec->state, &state, ORBIT_NODE_JOINING))
                 return 0;
@@ -300,15 +317,12 @@ static struct orbit_fleet *fleet_alloc(const char *name, uint32_t capacity)
 /* The mapping's file once more, for the locks (life.h): 0 or a negative code. */
 static int open_life(struct orbit_fleet *f)
 {
-    f->life_fd = orb_life_reopen(f);
-    return f->life_fd < 0 ? f->life_fd : 0;
+    return orb_life_open(f);   /* registered from its first instant: fork closes it in a child */
 }
 
 static void close_fleet_file(struct orbit_fleet *f)
 {
-    if (f->life_fd >= 0)
-        close(f->life_fd);   /* every lock of this handle goes with it */
-    f->life_fd = -1;
+    orb_life_close(f);   /* every lock of this handle goes with it */
     orb_segment_close(&f->seg);
 }
 
@@ -411,14 +425,15 @@ int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
     int rc = orb_segment_open_existing(name, ORB_FLEET_KIND, &f->seg);
     if (rc == 0)
         rc = check_observed(f, name);
-    if (rc == 0)
+    f->observer = true;
+    if (rc == 0) {
+        f->nodes = orb_seg_table(&f->seg);   /* before open_life lists the handle: its records are read */
         rc = open_life(f);
+    }
     if (rc < 0) {
         fleet_free(f);
         return rc;
     }
-    f->observer = true;
-    f->nodes = orb_seg_table(&f->seg);
     f->want_backing = f->seg.backing;
     orb_life_register(f);
     *out = f;

@@ -199,24 +199,69 @@ static void fork_hooks(void)
     orb_lock_set_foreign_check(holder_in_other_namespace);
 }
 
+/* registry held: list f once. */
+static void link_handle(struct orbit_fleet *f)
+{
+    for (struct orbit_fleet *h = handles; h; h = h->next_live)
+        if (h == f)
+            return;
+    f->fork_generation = atomic_load(&orb_fork_generation);
+    f->next_live = handles;
+    handles = f;
+}
+
+/* registry held. */
+static void unlink_handle(struct orbit_fleet *f)
+{
+    for (struct orbit_fleet **p = &handles; *p; p = &(*p)->next_live)
+        if (*p == f) {
+            *p = f->next_live;
+            break;
+        }
+}
+
 void orb_life_register(struct orbit_fleet *f)
 {
     pthread_once(&fork_once, fork_hooks);
     pthread_mutex_lock(&registry);
-    f->fork_generation = atomic_load(&orb_fork_generation);
-    f->next_live = handles;
-    handles = f;
+    link_handle(f);
     pthread_mutex_unlock(&registry);
 }
 
 void orb_life_unregister(struct orbit_fleet *f)
 {
     pthread_mutex_lock(&registry);
-    for (struct orbit_fleet **p = &handles; *p; p = &(*p)->next_live)
-        if (*p == f) {
-            *p = f->next_live;
-            break;
-        }
+    unlink_handle(f);
+    pthread_mutex_unlock(&registry);
+}
+
+/*
+ * The descriptor comes to exist and is listed under the registry, which a
+ * fork takes first (fork_prepare): no fork child, whichever thread forks,
+ * ever holds a copy the child handler does not close. A copy left open would
+ * keep every lock taken through it later, and so the life, after our death.
+ */
+int orb_life_open(struct orbit_fleet *f)
+{
+    pthread_once(&fork_once, fork_hooks);
+    pthread_mutex_lock(&registry);
+    int fd = orb_life_reopen(f);
+    if (fd >= 0) {
+        f->life_fd = fd;
+        link_handle(f);
+    }
+    pthread_mutex_unlock(&registry);
+    return fd < 0 ? fd : 0;
+}
+
+/* Under the registry too: a fork meanwhile would copy a descriptor no longer listed. */
+void orb_life_close(struct orbit_fleet *f)
+{
+    pthread_mutex_lock(&registry);
+    unlink_handle(f);
+    if (f->life_fd >= 0)
+        close(f->life_fd);   /* every lock of this handle goes with it */
+    f->life_fd = -1;
     pthread_mutex_unlock(&registry);
 }
 

@@ -43,6 +43,13 @@ int  orb_life_reopen(struct orbit_fleet *f);
 /* Make f one of the process's handles (fork closes their descriptors in a child) / forget it. */
 void orb_life_register(struct orbit_fleet *f);
 void orb_life_unregister(struct orbit_fleet *f);
+/*
+ * f->life_fd opened (orb_life_reopen) and f registered in one step, so no
+ * fork from another thread copies it unregistered / unregistered and closed
+ * in one step. 0 or a negative code.
+ */
+int  orb_life_open(struct orbit_fleet *f);
+void orb_life_close(struct orbit_fleet *f);
 /* Does another handle of this process hold that node of the same fleet file? */
 bool orb_life_held_here(const struct orbit_fleet *f, uint16_t node);
 

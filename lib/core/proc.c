@@ -101,7 +101,12 @@ int orbit_process_exiting(int32_t pid)
         all = (st.flags & PF_EXITING_FLAG) != 0;
     }
     closedir(dir);
-    return seen > 0 ? all : 0;   /* nothing readable: no evidence */
+    if (seen > 0)
+        return all;
+    /* Nothing readable: reaped while we looked (gone, so 1), else no evidence. */
+    struct stat sb;
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    return stat(path, &sb) != 0 && errno == ENOENT ? 1 : 0;
 }
 
 uint64_t orb_pidns_self(void)

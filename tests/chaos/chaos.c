@@ -412,8 +412,13 @@ static int reclaim_call(struct sup *s, bool ready, uint16_t node, uint64_t inc)
         int rc = !ready || s->path == PATH_REAP ? orbit_fleet_reap(s->f) : orbit_fleet_node_dead(s->f, node, inc);
         if (rc < 0 || !ready || !still_held(s, node, inc) || chaos_now_ns() > end)
             return rc;
-        if (s->path == PATH_REAP && node_held(s, node, inc, true))
-            return rc;   /* its lock is held still: no reap will ever free it (counted unreclaimed) */
+        /* Its lock held still: a child it forked may not have run its fork handler yet (which
+         * closes the child's copy of the descriptor). Wait for the kernel, bounded; a lock held
+         * past that is counted unreclaimed. */
+        int64_t left_ms = (end - chaos_now_ns()) / 1000000;
+        if (s->path == PATH_REAP && node_held(s, node, inc, true) &&
+            (left_ms <= 0 || orbit_fleet_wait_node_death(s->f, node, inc, (int)left_ms) != 0))
+            return rc;
         sleep_ms(1);
     }
 }

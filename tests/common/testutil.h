@@ -4,6 +4,7 @@
 #define ORBIT_TESTUTIL_H
 
 #include <check.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -138,6 +139,36 @@ static inline TCase *tu_optional_tcase(const char *name)
 
 /* Run a Check suite; returns the process exit code: 1 on a failure (or no test
  * selected), 77 when a test skipped, else 0. */
+/*
+ * Hold a read lock, through a descriptor of the test's own, on the byte the
+ * next life of node will lock (design.md §1: 2^40 + node * 64 + joins % 64,
+ * joins the node's count before that join): its joiner then waits in JOINING
+ * (up to 1 s) until tu_release_life_byte. Returns the descriptor.
+ */
+static inline int tu_hold_life_byte(const char *fleet, uint16_t node, uint64_t joins)
+{
+    struct orbit_segment_info si[16];
+    ssize_t n = orbit_fleet_segments(fleet, si, 16);
+    int fd = -1;
+    for (ssize_t i = 0; i < n && i < 16 && fd < 0; i++)
+        if (si[i].kind == 255)
+            fd = open(si[i].path, O_RDWR | O_CLOEXEC);
+    ck_assert_msg(fd >= 0, "fleet %s: no fleet segment to open", fleet);
+    struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET,
+                        .l_start = (off_t)((1ll << 40) + (long long)node * 64 + (long long)((joins + 1) % 64)),
+                        .l_len = 1 };
+    ck_assert_int_eq(fcntl(fd, F_OFD_SETLK, &fl), 0);
+    return fd;
+}
+
+/* Unlocked first: a child forked since shares the description, and closing alone would not. */
+static inline void tu_release_life_byte(int fd)
+{
+    struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = 1ll << 40, .l_len = 1ll << 40 };
+    ck_assert_int_eq(fcntl(fd, F_OFD_SETLK, &fl), 0);
+    close(fd);
+}
+
 static inline int tu_run(Suite *s)
 {
     tu_skips();

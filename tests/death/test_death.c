@@ -517,6 +517,207 @@ START_TEST(test_join_and_die_during_process)
 }
 END_TEST
 
+/* ---- a report under way while the node's next life comes and goes ---------- */
+
+/* Join node *arg exactly, report ready (word: the incarnation), exit on EOF. */
+static void member_join_node(const char *fleet, int ready_fd, int cmd_fd, void *arg)
+{
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    o.capacity = 8;
+    o.backing = tu_backing();
+    o.node = *(const int *)arg;
+    struct orbit_fleet *f;
+    int rc = orbit_fleet_join(fleet, &o, &f);
+    if (rc != 0) {
+        fprintf(stderr, "member: join node %d: %s (%s)\n", o.node, orbit_strerror(rc), orbit_last_error());
+        _exit(98);
+    }
+    member_ready(ready_fd, orbit_fleet_incarnation(f));
+    member_command(cmd_fd);
+    _exit(0);
+}
+
+static void wait_node_state(struct orbit_fleet *obs, uint16_t node, enum orbit_node_state want, int timeout_ms)
+{
+    int64_t end = tu_now_ns() + (int64_t)timeout_ms * 1000000;
+    while (node_info(obs, node).state != want) {
+        ck_assert_msg(tu_now_ns() < end, "node %u not in state %d after %d ms", node, (int)want, timeout_ms);
+        tu_sleep_ms(1);
+    }
+}
+
+/* Each death with the state its node was in when the callback ran. */
+struct deaths_seen {
+    struct deaths all;
+    struct orbit_fleet *obs;
+    enum orbit_node_state state_then[DEATHS_MAX];
+};
+
+static void deaths_collect_state(void *ctx, const struct orbit_reaper_death *d)
+{
+    struct deaths_seen *c = ctx;
+    if (c->all.n < DEATHS_MAX)
+        c->state_then[c->all.n] = node_info(c->obs, d->node).state;
+    deaths_collect(&c->all, d);
+}
+
+/*
+ * The worker frees the node before the event loop hears of it: a re-read in
+ * between watches the node's next life (B) while the first life's death (A)
+ * is still being delivered. B's death must be reported and its node freed,
+ * not taken for the report of A under way. Each report waits 300 ms
+ * (ORBIT_TEST_REAPER_DELAY_MS), and no process call runs meanwhile, so the
+ * re-read comes first for certain.
+ */
+START_TEST(test_next_life_before_delivery)
+{
+    setenv("ORBIT_TEST_REAPER_DELAY_MS", "300", 1);
+    struct orbit_reaper *r = death_open(_i);
+    if (!r) {
+        unsetenv("ORBIT_TEST_REAPER_DELAY_MS");
+        return;
+    }
+    struct deaths *c = calloc(1, sizeof *c);
+    ck_assert_int_eq(orbit_reaper_on_death(r, deaths_collect, c, 0), 0);
+    const char *name = tu_fleet_name("nextlife");
+    int node = 1;
+    struct member a = member_fork(name, member_join_node, &node);
+    uint64_t inc_a = member_wait_ready(&a);
+    struct orbit_fleet *obs = observe(name);
+    ck_assert_int_eq(orbit_reaper_watch(r, name), 0);   /* its worker reads the delay */
+    unsetenv("ORBIT_TEST_REAPER_DELAY_MS");
+    ck_assert_int_eq(orbit_reaper_rescan(r), 1);
+    ck_assert_int_eq(kill(a.pid, SIGKILL), 0);
+    ck_assert_int_eq(member_reap(&a), 128 + SIGKILL);
+    /* A's death goes to the worker (the BPF event may go by the token first); it waits 300 ms. */
+    int64_t until = tu_now_ns() + 100 * 1000000LL;
+    while (tu_now_ns() < until)
+        ck_assert_int_ge(orbit_reaper_process(r, 10), 0);
+    ck_assert_int_eq(c->n, 0);
+    /* The worker frees the node, and B takes it, before the next process call. */
+    wait_node_state(obs, (uint16_t)node, ORBIT_NODE_FREE, 5000);
+    struct member b = member_fork(name, member_join_node, &node);
+    uint64_t inc_b = member_wait_ready(&b);
+    ck_assert_uint_ne(inc_b, inc_a);
+    ck_assert_int_eq(orbit_reaper_process(r, 0), 1);   /* re-read (B watched), then A delivered */
+    ck_assert_int_eq(c->n, 1);
+    ck_assert_uint_eq(c->d[0].incarnation, inc_a);
+    ck_assert_int_eq(kill(b.pid, SIGKILL), 0);
+    ck_assert_int_eq(member_reap(&b), 128 + SIGKILL);
+    deaths_wait(r, c, 2, 5000);
+    ck_assert_uint_eq(c->d[1].incarnation, inc_b);
+    ck_assert_int_eq(c->d[1].pid, b.pid);
+    ck_assert_int_eq(node_info(obs, (uint16_t)node).state, ORBIT_NODE_FREE);
+    struct orbit_reaper_stats s;
+    orbit_reaper_stats(r, &s);
+    ck_assert_uint_eq(s.deaths, 2);
+    ck_assert_uint_eq(s.ignored, 0);
+    orbit_reaper_close(r);
+    orbit_fleet_leave(obs);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+    free(c);
+}
+END_TEST
+
+/*
+ * The death of A is with the worker (its try waits 1 s) when someone else
+ * reports A, the node's next life B joins, and B dies: B's death comes while
+ * A's job is still listed, and must get a report of its own.
+ */
+START_TEST(test_later_life_dies_while_a_report_is_listed)
+{
+    setenv("ORBIT_TEST_REAPER_DELAY_MS", "1000", 1);
+    struct orbit_reaper *r = death_open(_i);
+    if (!r) {
+        unsetenv("ORBIT_TEST_REAPER_DELAY_MS");
+        return;
+    }
+    struct deaths *c = calloc(1, sizeof *c);
+    ck_assert_int_eq(orbit_reaper_on_death(r, deaths_collect, c, 0), 0);
+    const char *name = tu_fleet_name("listed");
+    int node = 1;
+    struct member a = member_fork(name, member_join_node, &node);
+    uint64_t inc_a = member_wait_ready(&a);
+    struct orbit_fleet *obs = observe(name);
+    ck_assert_int_eq(orbit_reaper_watch(r, name), 0);
+    unsetenv("ORBIT_TEST_REAPER_DELAY_MS");
+    ck_assert_int_eq(orbit_reaper_rescan(r), 1);
+    ck_assert_int_eq(kill(a.pid, SIGKILL), 0);
+    ck_assert_int_eq(member_reap(&a), 128 + SIGKILL);
+    int64_t until = tu_now_ns() + 100 * 1000000LL;   /* A handed to the worker */
+    while (tu_now_ns() < until)
+        ck_assert_int_ge(orbit_reaper_process(r, 10), 0);
+    ck_assert_int_eq(orbit_fleet_node_dead(obs, (uint16_t)node, inc_a), 0);   /* reported by another */
+    struct member b = member_fork(name, member_join_node, &node);
+    uint64_t inc_b = member_wait_ready(&b);
+    ck_assert_int_eq(orbit_reaper_process(r, 0), 0);   /* B is watched */
+    ck_assert_int_eq(kill(b.pid, SIGKILL), 0);
+    ck_assert_int_eq(member_reap(&b), 128 + SIGKILL);
+    deaths_wait(r, c, 2, 8000);
+    ck_assert_uint_eq(c->d[0].incarnation, inc_a);
+    ck_assert_uint_eq(c->d[1].incarnation, inc_b);
+    ck_assert_int_eq(node_info(obs, (uint16_t)node).state, ORBIT_NODE_FREE);
+    orbit_reaper_close(r);
+    orbit_fleet_leave(obs);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+    free(c);
+}
+END_TEST
+
+/*
+ * A re-read finds a joiner mid-way (JOINING) and hands the worker a report to
+ * finish, which names no life. While that try runs, the joiner (B) publishes
+ * and dies, and B's death merges into the job: the try begun before is not
+ * B's report. B is delivered once, after its node is free. The joiner is held
+ * in JOINING by a read lock on its life byte (tu_hold_life_byte).
+ */
+START_TEST(test_death_merged_into_a_try_under_way)
+{
+    setenv("ORBIT_TEST_REAPER_DELAY_MS", "1000", 1);
+    struct orbit_reaper *r = death_open(_i);
+    if (!r) {
+        unsetenv("ORBIT_TEST_REAPER_DELAY_MS");
+        return;
+    }
+    struct deaths_seen *c = calloc(1, sizeof *c);
+    ck_assert_int_eq(orbit_reaper_on_death(r, deaths_collect_state, c, 0), 0);
+    const char *name = tu_fleet_name("merged");
+    struct member keep = member_fork(name, member_join_only, NULL);   /* node 0: makes the fleet */
+    ck_assert_uint_eq(member_wait_ready(&keep), 0);
+    c->obs = observe(name);
+    ck_assert_int_eq(orbit_reaper_watch(r, name), 0);
+    unsetenv("ORBIT_TEST_REAPER_DELAY_MS");
+    ck_assert_int_eq(orbit_reaper_rescan(r), 1);
+    int node = 1;
+    struct orbit_node_snapshot ns;
+    ck_assert_int_eq(orbit_fleet_node_snapshot(c->obs, (uint16_t)node, &ns), 0);
+    int byte = tu_hold_life_byte(name, (uint16_t)node, ns.joins);
+    struct member b = member_fork(name, member_join_node, &node);
+    wait_node_state(c->obs, (uint16_t)node, ORBIT_NODE_JOINING, 900);
+    ck_assert_int_eq(orbit_reaper_process(r, 0), 0);   /* the re-read: a report to finish, taken */
+    tu_sleep_ms(50);
+    tu_release_life_byte(byte);
+    uint64_t inc_b = member_wait_ready(&b);
+    ck_assert_int_eq(orbit_reaper_process(r, 0), 0);   /* B is watched */
+    ck_assert_int_eq(kill(b.pid, SIGKILL), 0);
+    ck_assert_int_eq(member_reap(&b), 128 + SIGKILL);
+    deaths_wait(r, &c->all, 1, 8000);
+    ck_assert_uint_eq(c->all.d[0].incarnation, inc_b);
+    ck_assert_int_eq(c->state_then[0], ORBIT_NODE_FREE);   /* delivered once reclaimed, not before */
+    ck_assert_int_eq(node_info(c->obs, (uint16_t)node).state, ORBIT_NODE_FREE);
+    int64_t until = tu_now_ns() + 2500 * 1000000LL;   /* past another delayed try: no second report */
+    while (tu_now_ns() < until)
+        ck_assert_int_ge(orbit_reaper_process(r, 50), 0);
+    ck_assert_int_eq(c->all.n, 1);
+    member_send(&keep, 'L');
+    ck_assert_int_eq(member_reap(&keep), 0);
+    orbit_reaper_close(r);
+    orbit_fleet_leave(c->obs);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+    free(c);
+}
+END_TEST
+
 /* A private /dev/shm (and no hugetlbfs): only this test's fleets exist. */
 static void private_segments(void)
 {
@@ -690,6 +891,9 @@ static Suite *death_suite(void)
     DEATH_ADD_BACKENDS(tc, bpf, test_pid_reuse_found_dead);
     DEATH_ADD_BACKENDS(tc, bpf, test_fleet_appears_later);
     DEATH_ADD_BACKENDS(tc, bpf, test_join_and_die_during_process);
+    DEATH_ADD_BACKENDS(tc, bpf, test_next_life_before_delivery);
+    DEATH_ADD_BACKENDS(tc, bpf, test_death_merged_into_a_try_under_way);
+    DEATH_ADD_BACKENDS(tc, bpf, test_later_life_dies_while_a_report_is_listed);
     tcase_add_loop_test(root, test_watch_all, 0, 2);
     tcase_add_loop_test(root, test_pid_namespace, 0, 2);
     DEATH_ADD_BACKENDS(tc, bpf, test_latency_fleet_only);

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <orbit/inspect.h>
@@ -325,6 +327,47 @@ START_TEST(process_identity_follows_one_zombie_rule)
 }
 END_TEST
 
+struct exiting_reader { pid_t pid; _Atomic bool stop; unsigned zeros, calls; };
+
+static void *read_exiting(void *arg)
+{
+    struct exiting_reader *r = arg;
+    while (!atomic_load(&r->stop)) {
+        r->zeros += orbit_process_exiting(r->pid) == 0;
+        r->calls++;
+    }
+    return NULL;
+}
+
+/* A zombie reaped while orbit_process_exiting reads its /proc entry is gone, never "running". */
+START_TEST(a_process_reaped_mid_read_counts_as_exiting)
+{
+    unsigned zeros = 0, calls = 0;
+    for (int i = 0; i < 200; i++) {
+        pid_t kid = fork();
+        ck_assert_int_ge(kid, 0);
+        if (kid == 0) {
+            pause();
+            _exit(0);
+        }
+        ck_assert_int_eq(kill(kid, SIGKILL), 0);
+        siginfo_t si;
+        ck_assert_int_eq(waitid(P_PID, (id_t)kid, &si, WEXITED | WNOWAIT), 0);   /* a zombie now */
+        struct exiting_reader r = { .pid = kid };
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, read_exiting, &r), 0);
+        while (r.calls < 3)
+            sched_yield();
+        ck_assert_int_eq(waitpid(kid, NULL, 0), kid);
+        atomic_store(&r.stop, true);
+        pthread_join(t, NULL);
+        zeros += r.zeros;
+        calls += r.calls;
+    }
+    ck_assert_msg(zeros == 0, "%u of %u reads called a dead process running", zeros, calls);
+}
+END_TEST
+
 START_TEST(node_snapshots_and_a_replaced_fleet_segment)
 {
     const char *name = tu_fleet_name("snap");
@@ -347,6 +390,77 @@ START_TEST(node_snapshots_and_a_replaced_fleet_segment)
     me = tu_join(name, 4, 2, 78, tu_backing());
     ck_assert_int_eq(orbit_fleet_replaced(obs), 1);   /* another file under the name now */
     orbit_fleet_leave(obs);
+    orbit_fleet_leave(me);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
+/* Join node 1 in a child, send the incarnation over fd, then wait to be killed. */
+static void join_node1_and_wait(const char *name, int fd)
+{
+    struct orbit_fleet_opts o = opts_for(4, 1);
+    struct orbit_fleet *f;
+    uint64_t inc = orbit_fleet_join(name, &o, &f) == 0 ? orbit_fleet_incarnation(f) : 0;
+    if (write(fd, &inc, sizeof inc) != (ssize_t)sizeof inc || !inc)
+        _exit(1);
+    pause();
+    _exit(0);
+}
+
+/*
+ * A node whose life ended and was reported, taken by a joiner that is not
+ * LIVE yet: the record reads JOINING and must not still name the dead life
+ * (a supervisor asking whether that life holds its node would hear yes). The
+ * joiner is held in JOINING by a read lock on its life byte.
+ */
+START_TEST(a_claim_never_shows_the_dead_life_it_replaces)
+{
+    const char *name = tu_fleet_name("claim");
+    struct orbit_fleet *me = tu_join(name, 4, 0, 0, tu_backing());
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    fflush(NULL);
+    pid_t a = fork();
+    ck_assert_int_ge(a, 0);
+    if (a == 0)
+        join_node1_and_wait(name, p[1]);
+    uint64_t inc_a = 0;
+    ck_assert_int_eq(read(p[0], &inc_a, sizeof inc_a), (ssize_t)sizeof inc_a);
+    ck_assert_uint_ne(inc_a, 0);
+    ck_assert_int_eq(kill(a, SIGKILL), 0);
+    ck_assert_int_eq(tu_wait_child(a, 5000), 128 + SIGKILL);
+    ck_assert_int_eq(orbit_fleet_node_dead(me, 1, inc_a), 0);
+    struct orbit_node_snapshot s;
+    ck_assert_int_eq(orbit_fleet_node_snapshot(me, 1, &s), 0);
+    ck_assert_int_eq(s.state, ORBIT_NODE_FREE);
+    int byte = tu_hold_life_byte(name, 1, s.joins);
+    pid_t b = fork();
+    ck_assert_int_ge(b, 0);
+    if (b == 0)
+        join_node1_and_wait(name, p[1]);
+    int64_t end = tu_now_ns() + 900 * 1000000LL;
+    struct orbit_node_info info[4];
+    ssize_t n = 0;
+    while (tu_now_ns() < end && (n = orbit_fleet_nodes(me, info, 4)) < 2)
+        tu_sleep_ms(1);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(info[1].node, 1);
+    ck_assert_int_eq(info[1].state, ORBIT_NODE_JOINING);
+    ck_assert_uint_ne(info[1].incarnation, inc_a);
+    ck_assert_int_eq(orbit_fleet_node_snapshot(me, 1, &s), 0);
+    ck_assert_int_eq(s.state, ORBIT_NODE_JOINING);
+    ck_assert_uint_ne(s.incarnation, inc_a);
+    tu_release_life_byte(byte);
+    uint64_t inc_b = 0;
+    ck_assert_int_eq(read(p[0], &inc_b, sizeof inc_b), (ssize_t)sizeof inc_b);   /* B is LIVE now */
+    ck_assert_int_eq(orbit_fleet_nodes(me, info, 4), 2);
+    ck_assert_int_eq(info[1].state, ORBIT_NODE_LIVE);
+    ck_assert_uint_eq(info[1].incarnation, inc_b);
+    ck_assert_int_eq(kill(b, SIGKILL), 0);
+    ck_assert_int_eq(tu_wait_child(b, 5000), 128 + SIGKILL);
+    ck_assert_int_eq(orbit_fleet_reap(me), 1);
+    close(p[0]);
+    close(p[1]);
     orbit_fleet_leave(me);
     orbit_fleet_unlink(name);
 }
@@ -807,7 +921,9 @@ int main(void)
     tcase_add_test(tc, a_zombie_counts_as_dead_and_a_live_node_never_does);
     tcase_add_test(tc, a_clean_leave_frees_the_node);
     tcase_add_test(tc, process_identity_follows_one_zombie_rule);
+    tcase_add_test(tc, a_process_reaped_mid_read_counts_as_exiting);
     tcase_add_test(tc, node_snapshots_and_a_replaced_fleet_segment);
+    tcase_add_test(tc, a_claim_never_shows_the_dead_life_it_replaces);
     tcase_add_test(tc, tables_of_unknown_type_are_listed_and_left_alone);
     tcase_add_test(tc, the_incarnation_is_given_or_derived_per_process_life);
     tcase_add_test(tc, segments_are_0600_by_default);

@@ -6,11 +6,13 @@
  * and may join for itself. A parent killed while a child it forked lives is
  * seen dead: the child's copies of the parent's descriptors were closed.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <orbit/admission.h>
 #include <orbit/exchange.h>
+#include <orbit/inspect.h>
 #include <orbit/pool.h>
 #include <orbit/stream.h>
 #include "testutil.h"
@@ -313,6 +315,97 @@ START_TEST(a_parent_killed_while_its_unjoined_child_lives_is_reaped)
 }
 END_TEST
 
+/* P's second thread: on a byte from go, fork G (which holds until hold closes) and send its pid. */
+struct forker { int go, ready, hold; };
+
+static void *forker_main(void *arg)
+{
+    struct forker *fk = arg;
+    char c;
+    if (read(fk->go, &c, 1) != 1)
+        return NULL;
+    pid_t g = fork();
+    if (g == 0) {
+        alarm(30);
+        while (read(fk->hold, &c, 1) > 0) {}
+        _exit(0);
+    }
+    int32_t msg[2] = { 0, g };
+    if (write(fk->ready, msg, sizeof msg) != (ssize_t)sizeof msg)
+        _exit(3);
+    return NULL;
+}
+
+/*
+ * A thread forks while another thread of the process is inside
+ * orbit_fleet_join, after the handle's lock descriptor exists and before the
+ * join returns. The child must not keep that descriptor: the parent killed,
+ * its life is over while the child runs. The join is held in JOINING by a read
+ * lock on its life byte, and the fork happens then.
+ */
+START_TEST(a_fork_from_another_thread_mid_join_keeps_no_life)
+{
+    const char *name = tu_fleet_name("forkjoin");
+    struct orbit_fleet *me = tu_join(name, 4, 0, 0, tu_backing());
+    struct orbit_node_snapshot s;
+    ck_assert_int_eq(orbit_fleet_node_snapshot(me, 1, &s), 0);
+    int byte = tu_hold_life_byte(name, 1, s.joins);
+    int go[2], ready[2], hold[2];
+    ck_assert_int_eq(pipe(go), 0);
+    ck_assert_int_eq(pipe(ready), 0);
+    ck_assert_int_eq(pipe(hold), 0);
+    fflush(NULL);
+    pid_t p = fork();
+    ck_assert_int_ge(p, 0);
+    if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close(go[1]);
+        close(ready[0]);
+        close(hold[1]);
+        struct forker fk = { go[0], ready[1], hold[0] };
+        pthread_t t;
+        CHILD_CHECK(pthread_create(&t, NULL, forker_main, &fk) == 0);
+        struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+        o.capacity = 4;
+        o.node = 1;
+        o.backing = tu_backing();
+        struct orbit_fleet *f;
+        CHILD_CHECK(orbit_fleet_join(name, &o, &f) == 0);
+        uint64_t inc = orbit_fleet_incarnation(f);
+        CHILD_CHECK(write(ready[1], &inc, sizeof inc) == (ssize_t)sizeof inc);
+        pause();
+        _exit(0);
+    }
+    close(go[0]);
+    close(ready[1]);
+    close(hold[0]);
+    int64_t end = tu_now_ns() + 900 * 1000000LL;
+    while (tu_now_ns() < end && orbit_fleet_node_snapshot(me, 1, &s) == 0 && s.state != ORBIT_NODE_JOINING)
+        tu_sleep_ms(1);
+    ck_assert_int_eq(s.state, ORBIT_NODE_JOINING);   /* P is inside its join */
+    ck_assert_int_eq(write(go[1], "f", 1), 1);
+    int32_t msg[2];
+    ck_assert_int_eq(read(ready[0], msg, sizeof msg), (ssize_t)sizeof msg);
+    pid_t g = msg[1];
+    tu_release_life_byte(byte);
+    uint64_t inc = 0;
+    ck_assert_int_eq(read(ready[0], &inc, sizeof inc), (ssize_t)sizeof inc);   /* P joined */
+    ck_assert_int_eq(kill(p, SIGKILL), 0);
+    ck_assert_int_eq(tu_wait_child(p, 5000), 128 + SIGKILL);
+    ck_assert_int_eq(kill(g, 0), 0);   /* G lives on */
+    int rc = orbit_fleet_wait_node_death(me, 1, inc, 2000);
+    close(hold[1]);   /* G ends */
+    kill(g, SIGKILL);
+    ck_assert_msg(rc == 0, "P's life is not over 2 s after P was killed (%s): G kept its lock descriptor",
+                  orbit_strerror(rc));
+    ck_assert_int_eq(orbit_fleet_reap(me), 1);
+    close(go[1]);
+    close(ready[0]);
+    orbit_fleet_leave(me);
+    orbit_fleet_unlink(name);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("fork");
@@ -325,6 +418,7 @@ int main(void)
     TCase *death = tcase_create("fork_death");
     tcase_set_timeout(death, 60);
     tcase_add_test(death, a_parent_killed_while_its_unjoined_child_lives_is_reaped);
+    tcase_add_test(death, a_fork_from_another_thread_mid_join_keeps_no_life);
     suite_add_tcase(s, death);
     return tu_run(s);
 }
