@@ -653,8 +653,21 @@ static void watch_kids(struct sup *s)
         int64_t last = atomic_load(&s->sh->kid[i].last_beat_ns);
         if (now - last > (int64_t)HANG_MS * 1000000) {
             s->fig->hangs++;
-            fprintf(stderr, "chaos: HANG: forked child %d (pid %d) finished nothing for %d ms, in %s\n", i,
-                    (int)s->pid[KID(i)], HANG_MS, chaos_table_name[atomic_load(&s->sh->kid[i].table) % T_COUNT]);
+            struct chaos_slot *ks = &s->sh->kid[i];
+            char st[256] = "";
+            char path[64];
+            snprintf(path, sizeof path, "/proc/%d/wchan", (int)s->pid[KID(i)]);
+            FILE *w = fopen(path, "r");
+            if (w) {
+                if (!fgets(st, sizeof st, w))
+                    st[0] = 0;
+                fclose(w);
+            }
+            fprintf(stderr, "chaos: HANG: forked child %d (pid %d) finished nothing for %d ms, in %s "
+                    "(slot pid %d ppid %d ready %d beats %llu; wchan %s)\n", i,
+                    (int)s->pid[KID(i)], HANG_MS, chaos_table_name[atomic_load(&ks->table) % T_COUNT],
+                    (int)atomic_load(&ks->pid), (int)atomic_load(&ks->ppid), (int)atomic_load(&ks->ready),
+                    (unsigned long long)atomic_load(&ks->beats), st);
             kill_kid(s, i);
         }
     }
