@@ -76,8 +76,32 @@ int orb_table_open_existing_as(const struct orb_table_kind *k, struct orbit_flee
         rc = -ORBIT_EGEOMETRY;
     else
         rc = orb_table_open_existing(b, kind, k->type, geometry, k->geometry_len);
-    if (rc == 0)
+    uint64_t layout[ORB_TABLE_LAYOUT_MAX / 8];
+    if (rc == 0 && k->attach)
         rc = k->attach(b, geometry);
+    else if (rc == 0 && (rc = k->check(&b->seg, geometry, layout)) == 0)
+        k->bind(b, geometry, layout);
+    if (rc < 0) {
+        orb_table_free(b);
+        return rc;
+    }
+    *out = b;
+    return 0;
+}
+
+int orb_table_create(const struct orb_table_kind *k, struct orbit_fleet *f, struct orb_seg_request *req,
+                     const void *layout, void **out)
+{
+    struct orb_table_base *b = orb_table_alloc(k->handle_bytes, f);
+    if (!b)
+        return -ENOMEM;
+    if (k->prepare)
+        k->prepare(b);
+    int rc = orb_fleet_table_open(f, req, &b->seg);
+    if (rc == 0) {
+        k->bind(b, req->geometry, layout);
+        rc = k->lane_ready ? k->lane_ready(b) : 0;
+    }
     if (rc < 0) {
         orb_table_free(b);
         return rc;

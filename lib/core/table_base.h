@@ -78,9 +78,16 @@ struct orb_table_kind {
     /* After the handle is allocated: the table's own fields that need no segment. NULL: none. */
     void (*prepare)(struct orb_table_base *b);
     /* The segment is mapped and its geometry copied out: check the values (they come from
-     * another process) and bind the handle. 0, -ORBIT_EGEOMETRY or -ORBIT_ECORRUPT. */
-    int (*attach)(struct orb_table_base *b, const void *geometry);
+     * another process) into the table's layout (at most ORB_TABLE_LAYOUT_MAX bytes), then bind
+     * the handle to it. check: 0, -ORBIT_EGEOMETRY or -ORBIT_ECORRUPT. */
+    int  (*check)(const struct orb_segment *seg, const void *geometry, void *layout);
+    void (*bind)(struct orb_table_base *b, const void *geometry, const void *layout);
+    /* Instead of check and bind, for a table whose binding can fail. */
+    int  (*attach)(struct orb_table_base *b, const void *geometry);
+    /* A member's handle made by orb_table_create, bound: pre-fault its own lane. NULL: none. */
+    int  (*lane_ready)(struct orb_table_base *b);
 };
+#define ORB_TABLE_LAYOUT_MAX 256u
 
 /*
  * orbit_*_open_existing for every table: the entry checks (call names the API),
@@ -89,6 +96,15 @@ struct orb_table_kind {
  */
 int orb_table_open_existing_as(const struct orb_table_kind *k, struct orbit_fleet *f, uint8_t kind,
                                void **out, const char *call);
+
+/*
+ * orbit_*_open's second half for a table with check and bind: a handle over
+ * the segment req names (created or opened with the same geometry), bound to
+ * the layout the caller computed, its lane pre-faulted. 0 and *out, or the
+ * error with nothing left behind.
+ */
+int orb_table_create(const struct orb_table_kind *k, struct orbit_fleet *f, struct orb_seg_request *req,
+                     const void *layout, void **out);
 
 /* The creator's initialiser of tables whose new segment reads zero: a first epoch. */
 int orb_table_init_epoch(struct orb_segment *seg, void *ctx);

@@ -86,20 +86,12 @@ static void handle_prepare(struct orb_table_base *b)
     s->park = park_from_env();
 }
 
-static int handle_new(struct orbit_fleet *f, struct orbit_streams **out)
+static void handle_bind(struct orb_table_base *b, const void *geometry, const void *layout)
 {
-    struct orbit_streams *s = orb_table_alloc(sizeof *s, f);
-    if (!s)
-        return -ENOMEM;
-    handle_prepare(&s->base);
-    *out = s;
-    return 0;
-}
-
-static void handle_bind(struct orbit_streams *s, const struct stream_geometry *g,
-                        const struct stream_layout *l)
-{
-    orb_table_bound(&s->base);
+    struct orbit_streams *s = (struct orbit_streams *)b;
+    const struct stream_geometry *g = geometry;
+    const struct stream_layout *l = layout;
+    orb_table_bound(b);
     s->lay = *l;
     s->lane_capacity = g->lane_capacity;
     s->buffer_bytes = g->buffer_bytes;
@@ -110,13 +102,13 @@ static void handle_bind(struct orbit_streams *s, const struct stream_geometry *g
     s->epoch = &orb_seg_hdr(&s->seg)->epoch;
 }
 
-static void handle_free(struct orbit_streams *s) { orb_table_free(&s->base); }
-
 int stream_lane_ready(struct orbit_streams *s)
 {
     return orb_table_lane_ready(&s->base, s->lay.rings_off + (size_t)s->node * s->lay.lane_ring_bytes,
                                 s->lay.lane_ring_bytes);
 }
+
+static const struct orb_table_kind streams_kind;
 
 int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *spec,
                        struct orbit_streams **out)
@@ -136,31 +128,19 @@ int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *sp
     if ((rc = layout_of(&g, f->capacity, &l)) < 0)
         return rc;
     g.offer_bytes = l.offer_bytes;
-    struct orbit_streams *s;
-    if ((rc = handle_new(f, &s)) < 0)
-        return rc;
     struct orb_seg_request req = {
         .kind = spec->kind, .table_type = ORB_TABLE_STREAMS, .geometry = &g,
         .geometry_len = sizeof g, .table_bytes = l.total, .populate_bytes = l.rings_off,
         .init = orb_table_init_epoch,   /* zero: every slot EMPTY at generation 0 */
     };
-    rc = orb_fleet_table_open(f, &req, &s->seg);
-    if (rc == 0) {
-        handle_bind(s, &g, &l);
-        rc = stream_lane_ready(s);
-    }
-    if (rc < 0) {
-        handle_free(s);
-        return rc;
-    }
-    *out = s;
-    return 0;
+    return orb_table_create(&streams_kind, f, &req, &l, (void **)out);
 }
 
 /* The geometry another process wrote (its type and size checked by the base): its values. */
-static int geometry_check(const struct orb_segment *seg, const struct stream_geometry *g,
-                          struct stream_layout *l)
+static int geometry_check(const struct orb_segment *seg, const void *geometry, void *layout)
 {
+    const struct stream_geometry *g = geometry;
+    struct stream_layout *l = layout;
     const struct orb_seg_header *h = orb_seg_hdr(seg);
     if (g->layout_version != STREAM_LAYOUT_VERSION || g->slot_bytes != sizeof(struct stream_slot))
         return -ORBIT_EGEOMETRY;
@@ -173,22 +153,14 @@ static int geometry_check(const struct orb_segment *seg, const struct stream_geo
     return 0;
 }
 
-/* Tools and death reports open this way: the lane is faulted on first create. */
-static int handle_attach(struct orb_table_base *b, const void *geometry)
-{
-    struct orbit_streams *s = (struct orbit_streams *)b;
-    struct stream_geometry g;
-    struct stream_layout l;
-    memcpy(&g, geometry, sizeof g);
-    int rc = geometry_check(&s->seg, &g, &l);
-    if (rc == 0)
-        handle_bind(s, &g, &l);
-    return rc;
-}
+static int lane_ready_of(struct orb_table_base *b) { return stream_lane_ready((struct orbit_streams *)b); }
+
+_Static_assert(sizeof(struct stream_layout) <= ORB_TABLE_LAYOUT_MAX, "the base holds the layout");
 
 static const struct orb_table_kind streams_kind = {
     .type = ORB_TABLE_STREAMS, .handle_bytes = sizeof(struct orbit_streams),
-    .geometry_len = sizeof(struct stream_geometry), .prepare = handle_prepare, .attach = handle_attach,
+    .geometry_len = sizeof(struct stream_geometry), .prepare = handle_prepare,
+    .check = geometry_check, .bind = handle_bind, .lane_ready = lane_ready_of,
 };
 
 int orbit_streams_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_streams **out)
@@ -200,9 +172,7 @@ int orbit_streams_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbi
 void orbit_streams_close(struct orbit_streams *s)
 {
     orb_error_clear();
-    if (!s)
-        return;
-    handle_free(s);
+    orb_table_free(s ? &s->base : NULL);
 }
 
 uint64_t orbit_streams_epoch(struct orbit_streams *s)

@@ -59,19 +59,12 @@ static void handle_prepare(struct orb_table_base *b)
     ((struct orbit_arena *)b)->fleet_capacity = b->fleet->capacity;
 }
 
-static int handle_new(struct orbit_fleet *f, struct orbit_arena **out)
+static void handle_bind(struct orb_table_base *b, const void *geometry, const void *layout)
 {
-    struct orbit_arena *a = orb_table_alloc(sizeof *a, f);
-    if (!a)
-        return -ENOMEM;
-    handle_prepare(&a->base);
-    *out = a;
-    return 0;
-}
-
-static void handle_bind(struct orbit_arena *a, const struct arena_geometry *g, const struct arena_layout *l)
-{
-    orb_table_bound(&a->base);
+    struct orbit_arena *a = (struct orbit_arena *)b;
+    const struct arena_geometry *g = geometry;
+    const struct arena_layout *l = layout;
+    orb_table_bound(b);
     a->lay = *l;
     a->slot_bytes = g->slot_bytes;
     a->slots_per_lane = g->slots_per_lane;
@@ -81,14 +74,14 @@ static void handle_bind(struct orbit_arena *a, const struct arena_geometry *g, c
     a->epoch = &orb_seg_hdr(&a->seg)->epoch;
 }
 
-static void handle_free(struct orbit_arena *a) { orb_table_free(&a->base); }
-
 /* Pre-fault our own payload lane once, before anything of ours is published in it. */
 int arena_lane_ready(struct orbit_arena *a)
 {
     return orb_table_lane_ready(&a->base, a->lay.payload_off + (size_t)a->node * a->lay.lane_bytes,
                                 a->lay.lane_bytes);
 }
+
+static const struct orb_table_kind arena_kind;
 
 int orbit_arena_open(struct orbit_fleet *f, const struct orbit_arena_spec *spec, struct orbit_arena **out)
 {
@@ -109,31 +102,20 @@ int orbit_arena_open(struct orbit_fleet *f, const struct orbit_arena_spec *spec,
     struct arena_layout l;
     if ((rc = layout_of(&g, f->capacity, &l)) < 0)
         return rc;
-    struct orbit_arena *a;
-    if ((rc = handle_new(f, &a)) < 0)
-        return rc;
     struct orb_seg_request req = {
         .kind = spec->kind, .table_type = ORB_TABLE_ARENA, .geometry = &g, .geometry_len = sizeof g,
         .table_bytes = l.total, .populate_bytes = l.payload_off,
         .init = orb_table_init_epoch,   /* zero: every slot FREE at generation 0 */
     };
-    rc = orb_fleet_table_open(f, &req, &a->seg);
-    if (rc == 0) {
-        handle_bind(a, &g, &l);
-        rc = arena_lane_ready(a);
-    }
-    if (rc < 0) {
-        handle_free(a);
-        return rc;
-    }
-    *out = a;
-    return 0;
+    return orb_table_create(&arena_kind, f, &req, &l, (void **)out);
 }
 
 /* Geometry read back from a header another process wrote: check before use. */
 /* The geometry another process wrote (its type and size checked by the base): its values. */
-static int geometry_check(const struct orb_segment *seg, const struct arena_geometry *g, struct arena_layout *l)
+static int geometry_check(const struct orb_segment *seg, const void *geometry, void *layout)
 {
+    const struct arena_geometry *g = geometry;
+    struct arena_layout *l = layout;
     const struct orb_seg_header *h = orb_seg_hdr(seg);
     if (g->layout_version != ARENA_LAYOUT_VERSION || g->slot_meta_bytes != sizeof(struct arena_slot) ||
         g->lane_header_bytes != sizeof(struct arena_lane))
@@ -145,22 +127,14 @@ static int geometry_check(const struct orb_segment *seg, const struct arena_geom
     return 0;
 }
 
-/* Tools and death reports open this way: our lane is faulted on first reserve. */
-static int handle_attach(struct orb_table_base *b, const void *geometry)
-{
-    struct orbit_arena *a = (struct orbit_arena *)b;
-    struct arena_geometry g;
-    struct arena_layout l;
-    memcpy(&g, geometry, sizeof g);
-    int rc = geometry_check(&a->seg, &g, &l);
-    if (rc == 0)
-        handle_bind(a, &g, &l);
-    return rc;
-}
+static int lane_ready_of(struct orb_table_base *b) { return arena_lane_ready((struct orbit_arena *)b); }
+
+_Static_assert(sizeof(struct arena_layout) <= ORB_TABLE_LAYOUT_MAX, "the base holds the layout");
 
 static const struct orb_table_kind arena_kind = {
     .type = ORB_TABLE_ARENA, .handle_bytes = sizeof(struct orbit_arena),
-    .geometry_len = sizeof(struct arena_geometry), .prepare = handle_prepare, .attach = handle_attach,
+    .geometry_len = sizeof(struct arena_geometry), .prepare = handle_prepare,
+    .check = geometry_check, .bind = handle_bind, .lane_ready = lane_ready_of,
 };
 
 int orbit_arena_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_arena **out)
@@ -172,9 +146,7 @@ int orbit_arena_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_
 void orbit_arena_close(struct orbit_arena *a)
 {
     orb_error_clear();
-    if (!a)
-        return;
-    handle_free(a);
+    orb_table_free(a ? &a->base : NULL);
 }
 
 int orbit_arena_spec(const struct orbit_arena *a, struct orbit_arena_spec *out)
