@@ -57,6 +57,10 @@ enum path { PATH_NODE_DEAD, PATH_REAP, PATH_BPF, PATH_PIDFD, PATH_COUNT };
 static const char *const path_name[PATH_COUNT] = { "node_dead", "reap", "bpf", "pidfd" };
 #define T_JOINING T_COUNT            /* killed before it had opened its tables */
 #define HANG_MS 8000                 /* a member with no finished operation for this long is hung */
+/* A forked child before its first operation joins (reporting dead nodes it finds on the way: each
+ * report may wait out a busy owner byte, ORB_LOCK_BOUND_MS + 1 s) and opens four tables (a stuck
+ * creator is waited for up to 10 s): its setup is bounded by those, not by HANG_MS. */
+#define SETUP_HANG_MS 25000
 #define RECLAIM_MS 5000              /* a death not reclaimed by then is counted unreclaimed */
 #define PARENT_OVER_MS 1000          /* a killed parent's life (its child running) must be over by then */
 #define ROUND_KILLS 50               /* kills between leak checks */
@@ -651,7 +655,8 @@ static void watch_kids(struct sup *s)
         if (!follow_kid(s, i))
             continue;
         int64_t last = atomic_load(&s->sh->kid[i].last_beat_ns);
-        if (now - last > (int64_t)HANG_MS * 1000000) {
+        int bound = atomic_load(&s->sh->kid[i].ready) ? HANG_MS : SETUP_HANG_MS;
+        if (now - last > (int64_t)bound * 1000000) {
             s->fig->hangs++;
             struct chaos_slot *ks = &s->sh->kid[i];
             char st[256] = "";
@@ -665,9 +670,16 @@ static void watch_kids(struct sup *s)
             }
             fprintf(stderr, "chaos: HANG: forked child %d (pid %d) finished nothing for %d ms, in %s "
                     "(slot pid %d ppid %d ready %d beats %llu; wchan %s)\n", i,
-                    (int)s->pid[KID(i)], HANG_MS, chaos_table_name[atomic_load(&ks->table) % T_COUNT],
+                    (int)s->pid[KID(i)], bound, chaos_table_name[atomic_load(&ks->table) % T_COUNT],
                     (int)atomic_load(&ks->pid), (int)atomic_load(&ks->ppid), (int)atomic_load(&ks->ready),
                     (unsigned long long)atomic_load(&ks->beats), st);
+            if (getenv("ORBIT_CHAOS_HANG_GDB")) {   /* diagnosis: where the child is */
+                char cmd[160];
+                snprintf(cmd, sizeof cmd, "timeout 20 gdb -p %d -batch -ex bt 1>&2 2>/dev/null",
+                         (int)s->pid[KID(i)]);
+                if (system(cmd) != 0)
+                    fprintf(stderr, "chaos: (no backtrace)\n");
+            }
             kill_kid(s, i);
         }
     }
