@@ -203,6 +203,9 @@ static int fold_lock(struct orbit_fleet *f)
     return 0;
 }
 
+int orb_ctr_lock(struct orbit_fleet *f) { return f->ctr ? fold_lock(f) : -ORBIT_ECORRUPT; }
+void orb_ctr_unlock(struct orbit_fleet *f) { orb_lock_give(&f->ctr->fold_lock); }
+
 /* Fold lock held, the slot's writer gone: its counts join the kind's totals, the slot is free. */
 static void fold_slot(struct orbit_fleet *f, uint32_t slot)
 {
@@ -342,7 +345,6 @@ void orb_ctr_note_death(struct orbit_fleet *f, uint64_t ns)
         b++;
     atomic_fetch_add_explicit(&h->reclaim_le[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&h->reclaim_ns_sum, ns, memory_order_relaxed);
-    atomic_fetch_add_explicit(&h->deaths_reported, 1, memory_order_release);
 }
 
 void orb_ctr_note_leave(struct orbit_fleet *f)

@@ -80,11 +80,10 @@ struct orb_ctr_header {
     _Atomic uint64_t fold_seq;     /* odd while a fold moves counts */
     uint32_t slot_count;           /* written at creation; checked against the geometry */
     uint32_t pad0;
-    _Atomic uint64_t deaths_reported;                 /* lives ended by a death report */
     _Atomic uint64_t reclaim_ns_sum;                  /* time those reports took to give back */
     _Atomic uint64_t reclaim_le[ORB_CTR_RECLAIM_BUCKETS];   /* reports that took at most bucket i */
     _Atomic uint64_t leaves;                          /* lives ended by orbit_fleet_leave */
-    uint8_t pad1[8];
+    uint8_t pad1[16];
     struct orb_ctr_redo redo;
 };
 
@@ -173,6 +172,9 @@ static inline void orb_count(struct orb_ctr_ref *r, unsigned i, uint64_t n)
         atomic_fetch_add_explicit(&e->v[i], n, memory_order_relaxed);
 }
 
+/* The fold lock, a dead folder's fold finished first: 0 or a negative code (readers of last resort). */
+int  orb_ctr_lock(struct orbit_fleet *f);
+void orb_ctr_unlock(struct orbit_fleet *f);
 /* Fold every slot of (node, incarnation) into the totals; a death report or a leave. */
 void orb_ctr_fold_life(struct orbit_fleet *f, uint16_t node, uint64_t incarnation);
 /* A death report's figures: one life ended, giving back took ns. */

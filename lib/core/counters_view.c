@@ -98,19 +98,12 @@ int orbit_fleet_counters(struct orbit_fleet *f, uint8_t kind, uint16_t node, str
             return 0;
     }
     /* Folds kept coming, or a folder died mid-fold: read under the lock (which finishes its fold). */
-    rc = orb_lock_take(&h->fold_lock, ORB_LOCK_BOUND_MS);
+    rc = orb_ctr_lock(f);
     if (rc < 0)
         return orb_fail(rc == -ORBIT_ETIMEDOUT ? rc : -ORBIT_ECORRUPT, "%s: the counters' fold lock %s",
                         __func__, rc == -ORBIT_ETIMEDOUT ? "stayed held past its bound" : "is garbled");
-    if (rc == ORB_LOCK_RECOVERED || (atomic_load(&h->fold_seq) & 1)) {
-        orb_lock_give(&h->fold_lock);
-        orb_ctr_fold_life(f, ORBIT_NODE_NONE, 0);   /* finishes the dead folder's record, folds nothing */
-        rc = orb_lock_take(&h->fold_lock, ORB_LOCK_BOUND_MS);
-        if (rc < 0)
-            return orb_fail(-ORBIT_ETIMEDOUT, "%s: the counters' fold lock stayed held", __func__);
-    }
     sum_once(f, kind, node, out);
-    orb_lock_give(&h->fold_lock);
+    orb_ctr_unlock(f);
     return 0;
 }
 

@@ -1,14 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* orbit-bench — orbit measured side by side with the kernel alternatives, in one run. */
 #include <getopt.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include "cli.h"
 #include "bench.h"
