@@ -19,18 +19,40 @@ static size_t quarter(const struct orbit_streams *s)
     return s->buffer_bytes >= 4 ? s->buffer_bytes / 4 : s->buffer_bytes;
 }
 
+/* Up to this many bytes are copied inline: a message of a few bytes costs no call into memcpy. */
+#define STREAM_SMALL_COPY 32u
+
+/* n bytes, n small. */
+static void copy_small(unsigned char *dst, const unsigned char *src, size_t n)
+{
+    for (; n >= 8; n -= 8, dst += 8, src += 8)
+        __builtin_memcpy(dst, src, 8);
+    while (n--)
+        *dst++ = *src++;
+}
+
+static void copy_bytes(unsigned char *dst, const unsigned char *src, size_t n)
+{
+    if (n <= STREAM_SMALL_COPY)
+        copy_small(dst, src, n);
+    else
+        memcpy(dst, src, n);
+}
+
 static void ring_put(unsigned char *ring, size_t cap, uint64_t pos, const unsigned char *src, size_t n)
 {
     size_t start = (size_t)(pos & (cap - 1)), first = min_size(n, cap - start);
-    memcpy(ring + start, src, first);
-    memcpy(ring, src + first, n - first);
+    copy_bytes(ring + start, src, first);
+    if (first < n)
+        memcpy(ring, src + first, n - first);
 }
 
 static void ring_get(const unsigned char *ring, size_t cap, uint64_t pos, unsigned char *dst, size_t n)
 {
     size_t start = (size_t)(pos & (cap - 1)), first = min_size(n, cap - start);
-    memcpy(dst, ring + start, first);
-    memcpy(dst + first, ring, n - first);
+    copy_bytes(dst, ring + start, first);
+    if (first < n)
+        memcpy(dst + first, ring, n - first);
 }
 
 static uint64_t clamp_need(uint64_t need, uint64_t cap) { return need == 0 ? 1 : need > cap ? cap : need; }
@@ -265,6 +287,31 @@ bool stream_peer_here(struct orbit_endpoint *ep)
     return here;
 }
 
+/*
+ * The peer waits from our CPU: it runs only once we stop. A sched_yield hands
+ * it the CPU at once, without the futex wake and park a pipe pays each way.
+ * A yield that finds the peer not runnable returns at once, so after
+ * STREAM_HANDOFF_YIELDS yields without an answer (each under a microsecond of
+ * CPU) we park. Only the count bounds the loop: a yield that ran the peer for
+ * long still ends in a check of pred.
+ */
+#define STREAM_HANDOFF_YIELDS 4u
+
+static int hand_off(orb_wait_pred pred, void *ctx, const struct orb_deadline *deadline)
+{
+    if (orbit_spin_ns() == 0)
+        return 0;   /* spinning is off: so is yielding in its place */
+    for (unsigned i = 0; i < STREAM_HANDOFF_YIELDS; i++) {
+        sched_yield();
+        int r = pred(ctx);
+        if (r != 0)
+            return r;
+        if (orb_deadline_passed(deadline))
+            return 0;
+    }
+    return 0;
+}
+
 int stream_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx, const struct orb_deadline *deadline,
                 struct orb_spin *spin, bool spin_here, _Atomic uint32_t *cpu_hint, struct orb_wait_stats *stats)
 {
@@ -273,10 +320,12 @@ int stream_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx, const str
         return r;
     if (orb_deadline_passed(deadline))
         return -ORBIT_ETIMEDOUT;
-    if (spin_here && (r = orb_wait_spin(pred, ctx, spin, deadline)) != 0)
-        return r;
+    /* The hint first: a peer on our CPU that looks while we yield sees us here. */
     if (cpu_hint)
         stream_note_cpu(cpu_hint);
+    r = spin_here ? orb_wait_spin(pred, ctx, spin, deadline) : hand_off(pred, ctx, deadline);
+    if (r != 0)
+        return r;
     return orb_wait_park_until(w, pred, ctx, deadline, spin, stats);
 }
 

@@ -16,14 +16,6 @@ int stream_locate(const struct orbit_streams *s, orbit_id id, size_t *index)
     return 0;
 }
 
-int stream_ep_check(const struct orbit_endpoint *ep)
-{
-    if (stream_epoch(ep->s) != ep->epoch ||
-        atomic_load_explicit(&ep->slot->tenancy, memory_order_acquire) != ep->live)
-        return -ORBIT_ESTALE;
-    return 0;
-}
-
 void stream_dir_clear(struct stream_dir *d)
 {
     atomic_store(&d->head, 0);
@@ -58,11 +50,6 @@ void stream_dir_wake(struct orbit_streams *s, struct stream_slot *slot, unsigned
         ring_node(s, slot, 1 - dir);
     if (rung & WATCH_WRITER)
         ring_node(s, slot, dir);
-}
-
-bool stream_dir_waiting(struct stream_dir *d, uint32_t mask)
-{
-    return atomic_load(&d->wait.parked) || (atomic_load(&d->watch) & mask);
 }
 
 void stream_raise(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t flag)

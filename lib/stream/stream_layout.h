@@ -58,12 +58,12 @@ struct stream_dir {
     _Atomic uint32_t flags;           /* DIR_* */
     _Atomic uint32_t writer_need;     /* free bytes a waiting writer wants; 0 = any */
     _Atomic uint32_t watch;           /* WATCH_*: ring that end's doorbell on a change */
-    _Atomic uint32_t writer_cpu;      /* CPU a waiting writer parked from (a hint) */
+    _Atomic uint32_t writer_cpu;      /* CPU a writer last waited from (a hint) */
     uint8_t pad1[32];
     /* Written by the reader only. */
     _Alignas(64) _Atomic uint64_t tail; /* bytes ever consumed */
     _Atomic uint32_t reader_need;     /* queued bytes a waiting reader wants; 0 = any */
-    _Atomic uint32_t reader_cpu;      /* CPU a waiting reader parked from (a hint) */
+    _Atomic uint32_t reader_cpu;      /* CPU a reader last waited from (a hint) */
     uint8_t pad2[48];
 };
 _Static_assert(sizeof(struct stream_dir) == 128, "a direction is two cache lines");
@@ -193,12 +193,23 @@ int  stream_lane_ready(struct orbit_streams *s);
 
 /* ---- slots.c ---- */
 int  stream_locate(const struct orbit_streams *s, orbit_id id, size_t *index);
-int  stream_ep_check(const struct orbit_endpoint *ep);
+/* Inline: every read and write of an endpoint begins here. */
+static inline int stream_ep_check(const struct orbit_endpoint *ep)
+{
+    if (stream_epoch(ep->s) != ep->epoch ||
+        atomic_load_explicit(&ep->slot->tenancy, memory_order_acquire) != ep->live)
+        return -ORBIT_ESTALE;
+    return 0;
+}
 void stream_dir_clear(struct stream_dir *d);
 /* A change an end may be waiting for: wake parked waiters, ring watchers in mask. */
 void stream_dir_wake(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t mask);
-/* Whether a waiter is parked on the direction or watching it for mask (seq_cst loads). */
-bool stream_dir_waiting(struct stream_dir *d, uint32_t mask);
+/* Whether a waiter is parked on the direction or watching it for mask (seq_cst loads).
+ * Inline: every publication asks it. */
+static inline bool stream_dir_waiting(struct stream_dir *d, uint32_t mask)
+{
+    return atomic_load(&d->wait.parked) || (atomic_load(&d->watch) & mask);
+}
 /* Set flag on a direction; the first setter wakes both ends. */
 void stream_raise(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t flag);
 /* Empty the slot when the side other than `gone` no longer holds it. */
@@ -223,9 +234,9 @@ void stream_note_cpu(_Atomic uint32_t *hint);
 #define STREAM_PEER_LOOK 32u
 bool stream_peer_here(struct orbit_endpoint *ep);
 /*
- * The whole wait: pred, orb_wait_spin (skipped when spin_here is false: a
- * peer that shares our CPU runs only once we stop), note the CPU, then
- * orb_wait_park_until.
+ * The whole wait: pred, note the CPU, then orb_wait_spin, or when spin_here is
+ * false (a peer that shares our CPU runs only once we stop) a few yields that
+ * hand it the CPU, then orb_wait_park_until.
  */
 int  stream_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx, const struct orb_deadline *deadline,
                  struct orb_spin *spin, bool spin_here, _Atomic uint32_t *cpu_hint, struct orb_wait_stats *stats);

@@ -20,6 +20,7 @@ struct floor_line {
     _Alignas(64) _Atomic uint64_t pong;
     _Atomic int stop;
     int cpu;
+    unsigned spin_first;           /* spins before the first yield */
 };
 
 static void pin_self(int cpu)
@@ -32,13 +33,14 @@ static void pin_self(int cpu)
     pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
-/* Wait until *w reaches want (or stop), spinning, then yielding to a thread on this CPU. */
-static bool await(_Atomic uint64_t *w, uint64_t want, _Atomic int *stop)
+/* Wait until *w reaches want (or stop), spinning, then yielding to a thread on this CPU;
+ * on one CPU (spin_first 0) yielding at once: a spin there only delays the peer. */
+static bool await(_Atomic uint64_t *w, uint64_t want, _Atomic int *stop, unsigned spin_first)
 {
     for (unsigned spins = 0; atomic_load_explicit(w, memory_order_acquire) != want; spins++) {
         if (atomic_load_explicit(stop, memory_order_relaxed))
             return false;
-        if (spins >= FLOOR_SPINS_BEFORE_YIELD)
+        if (spins >= spin_first)
             sched_yield();
         else
             bench_cpu_relax();
@@ -50,7 +52,7 @@ static void *echo(void *arg)
 {
     struct floor_line *l = arg;
     pin_self(l->cpu);
-    for (uint64_t i = 1; await(&l->ping, i, &l->stop); i++)
+    for (uint64_t i = 1; await(&l->ping, i, &l->stop, l->spin_first); i++)
         atomic_store_explicit(&l->pong, i, memory_order_release);
     return NULL;
 }
@@ -69,6 +71,7 @@ double floor_round_trip_ns(const int cpu[2])
     atomic_store(&line.pong, 0);
     atomic_store(&line.stop, 0);
     line.cpu = cpu[1];
+    line.spin_first = cpu[0] >= 0 && cpu[0] == cpu[1] ? 0 : FLOOR_SPINS_BEFORE_YIELD;
     cpu_set_t saved;
     sched_getaffinity(0, sizeof saved, &saved);
     pin_self(cpu[0]);
@@ -81,7 +84,7 @@ double floor_round_trip_ns(const int cpu[2])
     int64_t begin = bench_now_ns(), t0 = begin;
     for (uint64_t i = 1; i <= FLOOR_ROUNDS + FLOOR_WARMUP; i++) {
         atomic_store_explicit(&line.ping, i, memory_order_release);
-        await(&line.pong, i, &line.stop);
+        await(&line.pong, i, &line.stop, line.spin_first);
         if (i == FLOOR_WARMUP)
             t0 = bench_now_ns();
         if (i <= FLOOR_WARMUP || (i - FLOOR_WARMUP) % FLOOR_BATCH)

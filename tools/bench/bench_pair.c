@@ -109,7 +109,7 @@ int run_flagged_count(const struct bench_run *r)
 
 static const char *floor_kind(const struct bench_run *r)
 {
-    return r->floor_cpu[0] == r->floor_cpu[1] ? "spin-then-yield hand-off on one CPU"
+    return r->floor_cpu[0] == r->floor_cpu[1] ? "sched_yield hand-off on one CPU"
                                               : "busy-poll cache-line round trip";
 }
 

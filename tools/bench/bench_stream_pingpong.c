@@ -33,6 +33,24 @@ static void pp_record(struct bench *b, enum pp_kind k, int pair, int64_t *rt, co
     f->ok = true;
 }
 
+/*
+ * After round trip i began at t0: record it (past the warm-up) and return the
+ * next one's start. One clock read a round trip: each one's end is the next
+ * one's start, so a sample holds a single clock read, as the floor's batches
+ * hold almost none; a CPU sample's own cost stays out of the next round trip.
+ */
+static int64_t pp_stamp(int64_t *rt, int i, int64_t t0, struct place_log *where)
+{
+    int64_t t1 = bench_now_ns();
+    if (i < PP_WARMUP)
+        return t1;
+    rt[i - PP_WARMUP] = t1 - t0;
+    if (!place_due(i - PP_WARMUP))
+        return t1;
+    place_sample(where);
+    return bench_now_ns();
+}
+
 static void orbit_echo(struct bench *b, struct ctl *c, int total, struct place_log *where)
 {
     struct orbit_fleet *f = bs_join_node(b->fleet, 1);
@@ -78,14 +96,11 @@ void bs_orbit_pingpong(struct bench *b, int pair)
     unsigned char msg[PP_BYTES] = { 1 };
     char ready;
     bool ok = bench_get(c.up[0], &ready, 1);
+    int64_t t0 = bench_now_ns();
     for (int i = 0; ok && i < total; i++) {
-        int64_t t0 = bench_now_ns();
         ok = orbit_endpoint_write_all(a, msg, PP_BYTES, -1) == 0 &&
              orbit_endpoint_read_exact(a, msg, PP_BYTES, -1) == 0;
-        if (i >= PP_WARMUP)
-            rt[i - PP_WARMUP] = bench_now_ns() - t0;
-        if (i >= PP_WARMUP && place_due(i - PP_WARMUP))
-            place_sample(&where[0]);
+        t0 = pp_stamp(rt, i, t0, &where[0]);
     }
     int st = 0;
     waitpid(pid, &st, 0);
@@ -139,13 +154,10 @@ void bs_fd_pingpong(struct bench *b, bool sock, int pair)
     int64_t *rt = calloc((size_t)b->rounds, sizeof *rt);
     unsigned char msg[PP_BYTES] = { 1 };
     bool ok = true;
+    int64_t t0 = bench_now_ns();
     for (int i = 0; ok && i < total; i++) {
-        int64_t t0 = bench_now_ns();
         ok = fd_full(p_out, msg, PP_BYTES, false) && fd_full(p_in, msg, PP_BYTES, true);
-        if (i >= PP_WARMUP)
-            rt[i - PP_WARMUP] = bench_now_ns() - t0;
-        if (i >= PP_WARMUP && place_due(i - PP_WARMUP))
-            place_sample(&where[0]);
+        t0 = pp_stamp(rt, i, t0, &where[0]);
     }
     int st = 0;
     waitpid(pid, &st, 0);

@@ -315,13 +315,19 @@ static bool parent_loop(struct channel *c, pid_t pid, const struct wake_opts *o,
         ch_send(c, 0);
         ch_recv(c, 1);
     }
+    /* One clock read a round trip: each one's end is the next one's start, so a
+     * sample holds a single clock read, as the floor's batches hold almost none. */
+    int64_t t0 = bench_now_ns();
     for (int i = 0; i < o->rtt; i++) {
-        int64_t t0 = bench_now_ns();
         ch_send(c, 0);
         ch_recv(c, 1);
-        rt[i] = bench_now_ns() - t0;
-        if (place_due(i))
+        int64_t t1 = bench_now_ns();
+        rt[i] = t1 - t0;
+        t0 = t1;
+        if (place_due(i)) {
             place_sample(&c->sh->where[0]);
+            t0 = bench_now_ns();   /* the sample's own cost stays out of the next round trip */
+        }
     }
     int st = 0;
     waitpid(pid, &st, 0);

@@ -46,7 +46,7 @@ static const char usage[] =
 "other tasks running, CPU time stolen by the hypervisor during the run)\n"
 "and the floor: a busy-poll cache-line round trip between two threads on the CPUs\n"
 "used (--cpus, else the first two allowed), taken before each pair; with one CPU a\n"
-"spin-then-yield hand-off. A slow floor is a slow host, not a slow library; a pair\n"
+"sched_yield hand-off. A slow floor is a slow host, not a slow library; a pair\n"
 "whose floor is beyond 2x of the run's median is flagged. Latency benches print\n"
 "p50..p99.99 and max of every sample, the median over the floor, and where each\n"
 "side ran: A pings, B echoes, how often each moved, and unpinned how often both\n"

@@ -7,7 +7,13 @@
  * reader blocks in futex(2) or waits through io_uring. The counts come from
  * orbit_streams_stats (parks: futex sleeps and io_uring waits filled), not
  * from a clock.
+ *
+ * Hand-offs on one CPU: a ping-pong between two processes pinned to the same
+ * CPU, where a waiter's peer runs only once the waiter stops. Each waiter yields
+ * the CPU to its peer rather than parking, so the pair parks in a small share
+ * of its round trips (a waiter that parked at once would park on every one).
  */
+#include <sched.h>
 #include <orbit/uring.h>
 #include "stream_fleet.h"
 
@@ -120,6 +126,97 @@ static void transfer(bool uring)
     ck_assert_msg(per <= PARKS_PER_RINGFUL_MAX, "%.3f parks per ring-ful", per);
 }
 
+#define PP_ROUNDS 4000u
+#define PP_PARKS_SHARE_MAX 0.10   /* parks per round trip, both sides together */
+
+/* Pin the calling process to cpu; false when it may not run there. */
+static bool pin_to(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+static int first_allowed_cpu(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            return c;
+    return -1;
+}
+
+struct echo { const char *name; int cpu; struct tp_pipe ticket, result; };
+
+static int echo_on_cpu(void *p)
+{
+    struct echo *x = p;
+    TP_CHECK(pin_to(x->cpu), "pin the echo to CPU %d", x->cpu);
+    struct orbit_fleet *f = sf_join(x->name, 1, 0x7101);
+    struct orbit_streams *s = sf_streams(f, NULL);
+    struct orbit_ticket t = tp_recv_ticket(x->ticket.rd);
+    struct orbit_endpoint *b;
+    TP_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "open");
+    unsigned char byte;
+    for (unsigned i = 0; i < PP_ROUNDS; i++) {
+        TP_CHECK(orbit_endpoint_read(b, &byte, 1, 60000) == 1, "echo read %u", i);
+        TP_CHECK(orbit_endpoint_write(b, &byte, 1, 60000) == 1, "echo write %u", i);
+    }
+    struct orbit_stream_stats st;
+    orbit_streams_stats(s, &st);
+    tp_send_u64(x->result.wr, st.parks);
+    TP_CHECK(orbit_endpoint_finish(b) == 0, "finish");
+    orbit_endpoint_close(b);
+    orbit_streams_close(s);
+    orbit_fleet_leave(f);
+    return 0;
+}
+
+START_TEST(a_ping_pong_on_one_cpu_hands_off_rather_than_parks)
+{
+    int cpu = first_allowed_cpu();
+    ck_assert_int_ge(cpu, 0);
+    cpu_set_t saved;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof saved, &saved), 0);
+    const char *name = tu_fleet_name("swak1");
+    struct orbit_fleet *f = tu_join(name, SF_CAPACITY, 0, 0x7100, tu_backing());
+    struct orbit_streams *s;
+    ck_assert_int_eq(orbit_streams_open(f, NULL, &s), 0);
+    struct orbit_endpoint *a;
+    struct orbit_ticket t;
+    ck_assert_int_eq(orbit_streams_create(s, &a, &t), 0);
+    struct echo x = { name, cpu, tp_pipe(), tp_pipe() };
+    pid_t pid = tp_spawn(echo_on_cpu, &x);
+    ck_assert(pin_to(cpu));
+    tp_send_ticket(x.ticket.wr, &t);
+    unsigned char byte = 7;
+    unsigned done = 0;
+    for (; done < PP_ROUNDS; done++)
+        if (orbit_endpoint_write(a, &byte, 1, 60000) != 1 || orbit_endpoint_read(a, &byte, 1, 60000) != 1)
+            break;
+    uint64_t echo_parks = tp_recv_u64(x.result.rd);
+    int child = tu_wait_child(pid, 60000);
+    sched_setaffinity(0, sizeof saved, &saved);
+    struct orbit_stream_stats st;
+    orbit_streams_stats(s, &st);
+    orbit_endpoint_close(a);
+    orbit_streams_close(s);
+    orbit_fleet_leave(f);
+    orbit_fleet_unlink(name);
+
+    ck_assert_uint_eq(done, PP_ROUNDS);
+    ck_assert_int_eq(child, 0);
+    double share = (double)(st.parks + echo_parks) / PP_ROUNDS;
+    fprintf(stderr, "one CPU (%d): parks pinger %llu echo %llu in %u round trips, %.3f per round trip (bound %.2f)\n",
+            cpu, (unsigned long long)st.parks, (unsigned long long)echo_parks, PP_ROUNDS, share,
+            PP_PARKS_SHARE_MAX);
+    ck_assert_msg(share <= PP_PARKS_SHARE_MAX, "%.3f parks per round trip on one CPU", share);
+}
+END_TEST
+
 START_TEST(a_blocking_transfer_parks_at_most_twice_per_ringful) { transfer(false); }
 END_TEST
 
@@ -139,6 +236,7 @@ int main(void)
     TCase *tc = tcase_create("parks");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, a_blocking_transfer_parks_at_most_twice_per_ringful);
+    tcase_add_test(tc, a_ping_pong_on_one_cpu_hands_off_rather_than_parks);
     suite_add_tcase(s, tc);
     TCase *futex_ops = tu_optional_tcase("uring_futex_ops");
     tcase_set_timeout(futex_ops, 300);
