@@ -290,14 +290,16 @@ static unsigned flush_sq(struct io_uring *ring)
     return tail - __atomic_load_n(sq->khead, __ATOMIC_ACQUIRE);
 }
 
-/* A batched wait's depth: half the worker's client connections (each brings
- * about three completions a request), at most batch_nr. A closed loop of n
- * connections never has more than that on the way, so a deeper wait would
- * sit out its min-wait every time; a worker with one or two waits plainly. */
+/* A batched wait's depth: half the worker's client requests in flight, at
+ * most batch_nr. Each of those brings a completion soon (its upstream's
+ * response, its send), while an idle keep-alive connection brings none: a
+ * depth counted in connections would sit out the min-wait on every request
+ * of a worker with a few busy clients among many idle ones. Fewer than four
+ * in flight: a plain wait for the first completion. */
 static unsigned batch_depth(const struct worker *w)
 {
-    unsigned n = w->n_clients > 0 ? (unsigned)w->n_clients / 2 : 0;
-    return n < 1 ? 1 : n > w->batch_nr ? w->batch_nr : n;
+    uint64_t n = STAT_GET(w->st, inflight) / 2;   /* our own slot's gauge */
+    return n < 1 ? 1 : n > w->batch_nr ? w->batch_nr : (unsigned)n;
 }
 
 /* Submits what is queued and waits for a batch: batch_depth completions,
