@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # orbit-relay's io_uring features, each forced off (ORBIT_RELAY_NO_*) or asked
-# for (the opt-in ORBIT_RELAY_ZC): for each setting, --stats
+# for (the opt-in ORBIT_RELAY_ZC, ORBIT_RELAY_BATCH): for each setting, --stats
 # --json must report the feature so, and real HTTP traffic through the relay
 # must come back byte for byte: the load generator's checked bodies over 8
 # keep-alive connections, a 300 KB response compared with the backend's own,
@@ -88,17 +88,19 @@ else
     on=()
     echo "kernel $(uname -r) before 6.10: the default's features not checked on"
 fi
-# Linux 6.12 brought the min-wait the batched wait needs.
-[ "$kv" -ge 612 ] && on+=(batched_wait=on)
-check default "${on[@]}" zerocopy_send=opt-in linked_upstream=on
+check default "${on[@]}" zerocopy_send=opt-in batched_wait=opt-in linked_upstream=on
 check ORBIT_RELAY_NO_MULTISHOT multishot_accept=env multishot_recv=env recv_bundle=env direct_descriptors=on
 check ORBIT_RELAY_NO_BUNDLE recv_bundle=env multishot_recv=on
 check ORBIT_RELAY_NO_DIRECT direct_descriptors=env multishot_accept=on multishot_recv=on
 check ORBIT_RELAY_NO_DEFER_TASKRUN defer_taskrun=env single_issuer=on
 check ORBIT_RELAY_ZC zerocopy_send=on
 check ORBIT_RELAY_ZC+ORBIT_RELAY_NO_ZC zerocopy_send=env
-check ORBIT_RELAY_NO_BATCH batched_wait=env
-check ORBIT_RELAY_NO_BATCH+ORBIT_RELAY_NO_DEFER_TASKRUN batched_wait=env defer_taskrun=env
+# Linux 6.12 brought the min-wait the batched wait needs.
+if [ "$kv" -ge 612 ]; then
+    check ORBIT_RELAY_BATCH batched_wait=on
+    check ORBIT_RELAY_BATCH+ORBIT_RELAY_NO_DEFER_TASKRUN batched_wait=on defer_taskrun=env
+fi
+check ORBIT_RELAY_BATCH+ORBIT_RELAY_NO_BATCH batched_wait=env
 check ORBIT_RELAY_NO_LINK linked_upstream=env
 check ORBIT_RELAY_NO_LINK+ORBIT_RELAY_NO_MULTISHOT linked_upstream=env multishot_recv=env
 check ORBIT_RELAY_NO_MULTISHOT+ORBIT_RELAY_NO_DIRECT+ORBIT_RELAY_NO_DEFER_TASKRUN multishot_recv=env \
@@ -108,7 +110,8 @@ check ORBIT_RELAY_NO_MULTISHOT+ORBIT_RELAY_NO_DIRECT+ORBIT_RELAY_NO_DEFER_TASKRU
 # each of its requests (a depth by connections made its p50 1.1 ms, not 0.1 ms).
 setting="batched wait, 62 idle connections"
 fleet="t-relay-feat-$$-idle"
-"$relay" --fleet "$fleet" --listen 127.0.0.1:0 --upstream "$backend" --workers 2 >"$tmp/relay.out" 2>&1 &
+ORBIT_RELAY_BATCH=1 "$relay" --fleet "$fleet" --listen 127.0.0.1:0 --upstream "$backend" --workers 2 \
+    >"$tmp/relay.out" 2>&1 &
 pid=$!; pids+=($pid)
 for _ in $(seq 200); do grep -q 'workers on .*, backend' "$tmp/relay.out" && break; sleep 0.05; done
 addr=$(grep -o 'workers on [0-9.:]*' "$tmp/relay.out" | awk '{ print $3 }' || true)

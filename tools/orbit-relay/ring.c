@@ -28,11 +28,14 @@
 #define W_BATCH_NR 32     /* a wait returns once this many completions are in ... */
 #define W_BATCH_US 500    /* ... or this long after it began, with at least one */
 
-/* Zero-copy sends are off unless asked for (ORBIT_RELAY_ZC=1): measured on
- * loopback, where a zero-copy send copies all the same, they cost more
- * completions (so more waits) than they save. */
+/* Zero-copy sends and batched waits are off unless asked for (ORBIT_RELAY_ZC=1,
+ * ORBIT_RELAY_BATCH=1): measured on loopback, where a zero-copy send copies all
+ * the same, the first costs more completions (so more waits) than it saves; the
+ * second cuts system calls a third but not CPU time a request, and costs
+ * requests/s (a median 6 % in eleven paired runs at 64 connections). */
 static const struct { unsigned bit; const char *on_env; } w_opt_in[] = {
     { WF_ZC, "ORBIT_RELAY_ZC" },
+    { WF_BATCH, "ORBIT_RELAY_BATCH" },
 };
 
 static const struct { unsigned bit; const char *name, *env; } w_features[] = {

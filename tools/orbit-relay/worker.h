@@ -36,7 +36,7 @@
 #define WF_BATCH            (1u << 8)
 #define WF_FUTEX            (1u << 9)
 #define WF_LINK             (1u << 10)
-#define WF_OPT_IN           WF_ZC   /* off unless asked for */
+#define WF_OPT_IN           (WF_ZC | WF_BATCH)   /* off unless asked for */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
 enum w_op {
