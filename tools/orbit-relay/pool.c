@@ -65,6 +65,13 @@ struct orbit_decision fair_decide(void *ctx, orbit_key key, const struct orbit_c
     if (d.kind == ORBIT_DECIDE_REUSE && orbit_id_node(d.reuse) != orbit_fleet_node(w->fleet) &&
         live + creating < limits->max_live && w->n_ups + w->n_creating < fair_share(w))
         d = (struct orbit_decision){ .kind = ORBIT_DECIDE_CREATE };
+    /* Many of our own, every one busy, and a short queue: wait for our own. One comes
+     * back within a fraction of a request's time, sooner than a remote round trip; a
+     * longer queue (a skewed load) still borrows. Below our share, our queue is what
+     * makes a peer over its share give one back (others_starving). */
+    else if (d.kind == ORBIT_DECIDE_REUSE && orbit_id_node(d.reuse) != orbit_fleet_node(w->fleet) &&
+             w->n_ups >= W_OWN_WAIT_MIN && STAT_GET(w->st, queued) * 4 < (uint64_t)w->n_ups)
+        d = (struct orbit_decision){ .kind = ORBIT_DECIDE_WAIT };
     return d;
 }
 

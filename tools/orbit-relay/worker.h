@@ -21,6 +21,7 @@
 /* A receive that fills several provided buffers (Linux 6.10; not in liburing 2.3). */
 #define W_RECVSEND_BUNDLE (1U << 4)
 #define W_ZC_MIN     16384         /* sends this long go zero-copy (when it is on) */
+#define W_OWN_WAIT_MIN 8           /* own upstreams, all busy, that a request waits for rather than borrow */
 #define W_STASH_MAX  (256u << 10)  /* received ahead of the request: the receive pauses past this */
 
 /* The ring's features (ring.c); --stats shows them. */
