@@ -269,7 +269,20 @@ HOT struct hot hot_load(struct pool_resource *r)
                          atomic_load_explicit(&r->fence, memory_order_acquire) };
 }
 
-#if POOL_PAIR_CAS
+#if POOL_PAIR_CAS && defined(__x86_64__)
+/* One 16-byte CAS (lock cmpxchg16b, a full barrier); on failure *seen is the pair it found,
+ * read atomically. In asm: the builtin moves the 128-bit operands through the stack. */
+HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
+{
+    bool ok;
+    __asm__ __volatile__("lock cmpxchg16b %1"
+                         : "=@ccz"(ok), "+m"(*(volatile unsigned __int128 *)(void *)&r->units),
+                           "+a"(seen->units), "+d"(seen->fence)
+                         : "b"(next.units), "c"(next.fence)
+                         : "memory");
+    return ok;
+}
+#elif POOL_PAIR_CAS
 /* One 16-byte CAS (a full barrier); on failure *seen is the pair read again. */
 HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
 {
