@@ -28,7 +28,7 @@ static int check_demand(const struct orbit_admission *a, const struct orbit_dema
     if (d->n_claim == 0)
         return BAD_DEMAND("demand.n_claim is 0: a claim takes units of at least one domain");
     int rc = check_vector(d->claim, d->n_claim, a->geo.max_domains, "claim");
-    if (rc == 0)
+    if (rc == 0 && d->n_fit)   /* most demands have no fit entries: no call */
         rc = check_vector(d->fit, d->n_fit, a->geo.max_domains, "fit");
     if (rc < 0 || d->retained_bytes == 0)
         return rc;
