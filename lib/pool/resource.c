@@ -439,6 +439,49 @@ HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence, struct
     return (int)b;
 }
 
+/*
+ * take_unit's common case on the held path: at most one entry set, and the
+ * next fence's entry free. The same checks on the same pair as take_unit, so
+ * either it takes the unit by the same CAS, or nothing was written and
+ * take_unit decides (a refusal, a busier ring, a lost race). Returns the
+ * entry (*fence its fence; *fold_b the entry it folded, POOL_PENDING for
+ * none, *fold_f the fence that entry showed), or -1: take_unit's turn.
+ */
+HOT int take_next(struct pool_resource *r, uint32_t gen, uint64_t *fence, uint32_t *fold_b, uint64_t *fold_f)
+{
+    uint64_t capacity = atomic_load_explicit(&r->capacity, memory_order_relaxed);
+    struct hot h = hot_load(r);
+    uint32_t bits = units_bits(h.units);
+    if (!holds_entries(capacity) || units_tag(h.units) != gen_tag(gen) || (bits & (bits - 1)) ||
+        h.fence >= FENCE_MAX)
+        return -1;
+    uint64_t kept = h.units;
+    *fold_b = POOL_PENDING;
+    if (bits) {
+        /* held_entries for one bit: acquire loads after the pair, as there. */
+        uint32_t d = (uint32_t)__builtin_ctz(bits);
+        uint64_t e = atomic_load_explicit(&r->pending[d].fence, memory_order_acquire);
+        if (entry_held(e) && !entry_released(r, d, e) &&
+            atomic_load_explicit(&r->pending[d].since, memory_order_acquire) == ((e & ~ENTRY_HELD) | SINCE_DONE)) {
+            *fold_b = d;
+            *fold_f = e & ~ENTRY_HELD;
+            kept &= ~(1ull << (32 + d));
+        }
+    }
+    uint32_t b = (uint32_t)((h.fence + 1) % POOL_PENDING);
+    if ((uint64_t)units_reserved(kept) + units_active(kept) >= capacity || (bits & (1u << b)))
+        return -1;
+    /* free_entry's test of the next entry (acquire, after the pair). */
+    uint64_t e = atomic_load_explicit(&r->pending[b].fence, memory_order_acquire);
+    if (e != 0 && !(entry_held(e) && entry_released(r, b, e)))
+        return -1;
+    /* Capacity, entry and fence checked on the pair the CAS replaces: never over-admits. */
+    if (!hot_cas(r, &h, (struct hot){ kept | (1ull << (32 + b)), h.fence + 1 }))
+        return -1;
+    *fence = h.fence + 1;
+    return (int)b;
+}
+
 /* Clear entry b's bit in tenancy gen; whether this call cleared it. */
 static bool give_back(struct pool_resource *r, uint32_t gen, uint32_t b)
 {
@@ -473,6 +516,19 @@ COLD int reserve_voided(struct orbit_pool *p, struct pool_resource *r, uint32_t 
     return reserve_refused(p, -ORBIT_ESTALE);
 }
 
+/* take_unit and its folds' release, for what take_next leaves: the general ring. */
+static __attribute__((noinline)) int reserve_take(struct orbit_pool *p, struct pool_resource *r, uint32_t gen,
+                                                  uint64_t *fence)
+{
+    struct folded folded;
+    int b = take_unit(r, gen, fence, &folded);
+    if (b >= 0 && folded.bits) {
+        pool_park_here(p, POOL_PARK_FOLD);
+        release_folded(r, &folded);
+    }
+    return b;
+}
+
 COLD int reserve_no_out(void)
 {
     return orb_fail(-ORBIT_EMALFORMED, "orbit_pool_reserve: out is NULL");
@@ -498,13 +554,17 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
     uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
     if (__builtin_expect(w != RES_WORD(gen, RES_LIVE), 0))
         return reserve_state_refused(p, w, gen);
-    struct folded folded;
-    int b = take_unit(r, gen, &fence, &folded);
-    if (__builtin_expect(b < 0, 0))
-        return reserve_refused(p, b);
-    if (folded.bits) {
+    uint32_t fold_b;
+    uint64_t fold_f = 0;
+    int b = take_next(r, gen, &fence, &fold_b, &fold_f);
+    if (__builtin_expect(b >= 0, 1) && fold_b < POOL_PENDING) {
         pool_park_here(p, POOL_PARK_FOLD);
-        release_folded(r, &folded);
+        /* Release: as release_folded, the entry's wipe and fold before a reserver takes it. */
+        atomic_store_explicit(&r->pending[fold_b].released, fold_f, memory_order_release);
+    } else if (__builtin_expect(b < 0, 0)) {
+        b = reserve_take(p, r, gen, &fence);
+        if (b < 0)
+            return reserve_refused(p, b);
     }
     /* The slot may have ended between the state check and the CAS: then the unit is void
      * (draining since is fine: the reservation was taken while it was live). */
