@@ -23,12 +23,22 @@ static int check_vector(const struct orbit_units *v, size_t n, uint32_t max_doma
     return 0;
 }
 
+/* check_vector's verdict on a claim of one or two entries, without the call: true only where
+ * it would return 0 (anything else goes to check_vector, which names what is wrong). */
+static inline bool claim_small_ok(const struct orbit_units *v, size_t n, uint32_t max_domains)
+{
+    if (!v || n > 2 || n > max_domains || v[0].units == 0)
+        return false;
+    return n == 1 || (v[1].units != 0 && v[1].domain != v[0].domain);
+}
+
 static int check_demand(const struct orbit_admission *a, const struct orbit_demand *d)
 {
     if (d->n_claim == 0)
         return BAD_DEMAND("demand.n_claim is 0: a claim takes units of at least one domain");
-    int rc = check_vector(d->claim, d->n_claim, a->geo.max_domains, "claim");
-    if (rc == 0)
+    int rc = claim_small_ok(d->claim, d->n_claim, a->geo.max_domains)
+                 ? 0 : check_vector(d->claim, d->n_claim, a->geo.max_domains, "claim");
+    if (rc == 0 && d->n_fit)   /* most demands have no fit entries: no call */
         rc = check_vector(d->fit, d->n_fit, a->geo.max_domains, "fit");
     if (rc < 0 || d->retained_bytes == 0)
         return rc;

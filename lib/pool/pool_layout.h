@@ -320,6 +320,10 @@ struct orbit_pool {
     ORB_TABLE_BASE;               /* fleet, seg, kind, observer, node, lock, stats, ctr, ... */
     struct pool_geometry geo;
     uint64_t stamp_node;          /* (node + 1) << SINCE_NODE_SHIFT for a member, 0 for observers */
+    /* A member's own lane, which it pre-faulted at open: an id's top 24 bits (kind, node) equal
+     * own_hi for a slot there (never for an observer: UINT32_MAX), own_lane its first slot. */
+    uint32_t own_hi;
+    struct pool_resource *own_lane;
     uint32_t key_mask, lane_mask;
     uint32_t watch_words, member_words;
     uint64_t total_resources;     /* fleet x lane */

@@ -18,9 +18,19 @@ HOT bool lane_ready(const struct orbit_pool *p, uint32_t node)
            atomic_load_explicit(&p->lanes[node].populated, memory_order_acquire) != 0;
 }
 
+#define ID_GEN_BITS 0xffffff0000ull   /* orbit_id_generation's field: 0 is no generation */
+
 /* An id of this pool names a slot inside the table; bounds come from the handle. */
 HOT int locate(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index)
 {
+    /* The common case, a slot of our own lane (pre-faulted at open): kind and node in one
+     * compare, the slot below the lane's capacity, a generation. */
+    uint32_t slot = orbit_id_slot(id);
+    if (__builtin_expect((uint32_t)(id >> 40) == p->own_hi && slot <= p->lane_mask && (id & ID_GEN_BITS), 1)) {
+        *index = (uint64_t)p->node * p->geo.lane_capacity + slot;
+        *r = p->own_lane + slot;
+        return 0;
+    }
     if (orbit_id_kind(id) != p->kind || orbit_id_node(id) >= p->geo.fleet_capacity ||
         orbit_id_slot(id) >= p->geo.lane_capacity || orbit_id_generation(id) == 0)
         return -ORBIT_EMALFORMED;
@@ -259,7 +269,20 @@ HOT struct hot hot_load(struct pool_resource *r)
                          atomic_load_explicit(&r->fence, memory_order_acquire) };
 }
 
-#if POOL_PAIR_CAS
+#if POOL_PAIR_CAS && defined(__x86_64__)
+/* One 16-byte CAS (lock cmpxchg16b, a full barrier); on failure *seen is the pair it found,
+ * read atomically. In asm: the builtin moves the 128-bit operands through the stack. */
+HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
+{
+    bool ok;
+    __asm__ __volatile__("lock cmpxchg16b %1"
+                         : "=@ccz"(ok), "+m"(*(volatile unsigned __int128 *)(void *)&r->units),
+                           "+a"(seen->units), "+d"(seen->fence)
+                         : "b"(next.units), "c"(next.fence)
+                         : "memory");
+    return ok;
+}
+#elif POOL_PAIR_CAS
 /* One 16-byte CAS (a full barrier); on failure *seen is the pair read again. */
 HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
 {
@@ -416,6 +439,49 @@ HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence, struct
     return (int)b;
 }
 
+/*
+ * take_unit's common case on the held path: at most one entry set, and the
+ * next fence's entry free. The same checks on the same pair as take_unit, so
+ * either it takes the unit by the same CAS, or nothing was written and
+ * take_unit decides (a refusal, a busier ring, a lost race). Returns the
+ * entry (*fence its fence; *fold_b the entry it folded, POOL_PENDING for
+ * none, *fold_f the fence that entry showed), or -1: take_unit's turn.
+ */
+HOT int take_next(struct pool_resource *r, uint32_t gen, uint64_t *fence, uint32_t *fold_b, uint64_t *fold_f)
+{
+    uint64_t capacity = atomic_load_explicit(&r->capacity, memory_order_relaxed);
+    struct hot h = hot_load(r);
+    uint32_t bits = units_bits(h.units);
+    if (!holds_entries(capacity) || units_tag(h.units) != gen_tag(gen) || (bits & (bits - 1)) ||
+        h.fence >= FENCE_MAX)
+        return -1;
+    uint64_t kept = h.units;
+    *fold_b = POOL_PENDING;
+    if (bits) {
+        /* held_entries for one bit: acquire loads after the pair, as there. */
+        uint32_t d = (uint32_t)__builtin_ctz(bits);
+        uint64_t e = atomic_load_explicit(&r->pending[d].fence, memory_order_acquire);
+        if (entry_held(e) && !entry_released(r, d, e) &&
+            atomic_load_explicit(&r->pending[d].since, memory_order_acquire) == ((e & ~ENTRY_HELD) | SINCE_DONE)) {
+            *fold_b = d;
+            *fold_f = e & ~ENTRY_HELD;
+            kept &= ~(1ull << (32 + d));
+        }
+    }
+    uint32_t b = (uint32_t)((h.fence + 1) % POOL_PENDING);
+    if ((uint64_t)units_reserved(kept) + units_active(kept) >= capacity || (bits & (1u << b)))
+        return -1;
+    /* free_entry's test of the next entry (acquire, after the pair). */
+    uint64_t e = atomic_load_explicit(&r->pending[b].fence, memory_order_acquire);
+    if (e != 0 && !(entry_held(e) && entry_released(r, b, e)))
+        return -1;
+    /* Capacity, entry and fence checked on the pair the CAS replaces: never over-admits. */
+    if (!hot_cas(r, &h, (struct hot){ kept | (1ull << (32 + b)), h.fence + 1 }))
+        return -1;
+    *fence = h.fence + 1;
+    return (int)b;
+}
+
 /* Clear entry b's bit in tenancy gen; whether this call cleared it. */
 static bool give_back(struct pool_resource *r, uint32_t gen, uint32_t b)
 {
@@ -427,10 +493,45 @@ static bool give_back(struct pool_resource *r, uint32_t gen, uint32_t b)
     return true;
 }
 
-static int reserve_refused(struct orbit_pool *p, int rc)
+/* The refusals of the hot calls, out of line: their fast paths keep a small frame. */
+#define COLD static __attribute__((cold, noinline))
+
+COLD int reserve_refused(struct orbit_pool *p, int rc)
 {
     orb_count(&p->ctr, rc == -ORBIT_EBUSY ? POOL_CTR_BUSY : POOL_CTR_STALE, 1);
     return rc;
+}
+
+/* The state word w is not LIVE in generation gen: the tenancy ended, or it drains. */
+COLD int reserve_state_refused(struct orbit_pool *p, uint32_t w, uint32_t gen)
+{
+    bool draining = RES_GEN(w) == gen && RES_STATE(w) == RES_DRAINING;
+    return reserve_refused(p, draining ? -ORBIT_EDRAINING : -ORBIT_ESTALE);
+}
+
+/* The slot ended between the state check and the CAS: the unit taken in entry b is void. */
+COLD int reserve_voided(struct orbit_pool *p, struct pool_resource *r, uint32_t gen, uint32_t b)
+{
+    give_back(r, gen, b);
+    return reserve_refused(p, -ORBIT_ESTALE);
+}
+
+/* take_unit and its folds' release, for what take_next leaves: the general ring. */
+static __attribute__((noinline)) int reserve_take(struct orbit_pool *p, struct pool_resource *r, uint32_t gen,
+                                                  uint64_t *fence)
+{
+    struct folded folded;
+    int b = take_unit(r, gen, fence, &folded);
+    if (b >= 0 && folded.bits) {
+        pool_park_here(p, POOL_PARK_FOLD);
+        release_folded(r, &folded);
+    }
+    return b;
+}
+
+COLD int reserve_no_out(void)
+{
+    return orb_fail(-ORBIT_EMALFORMED, "orbit_pool_reserve: out is NULL");
 }
 
 int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *out)
@@ -438,36 +539,38 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
     int rc = pool_enter(p, __func__);
     if (__builtin_expect(rc < 0, 0))
         return rc;
-    if (!out)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
+    if (__builtin_expect(!out, 0))
+        return reserve_no_out();
+    /* First, while little is live across the call: stamps age in ms, and a tick's error (or
+     * a few ns early) is in the noise; before the CAS, which would hold the clock's loads back. */
+    uint64_t now = orb_wall_ms_coarse();
     struct pool_resource *r;
     uint64_t index, fence;
     rc = locate(p, id, &r, &index);
-    if (rc < 0)
+    if (__builtin_expect(rc < 0, 0))
         return rc;
     uint32_t gen = orbit_id_generation(id);
+    /* One compare for the common case; the refusal sorts out which. */
     uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
-    if (RES_GEN(w) != gen || !RES_IN_USE(w))
-        return reserve_refused(p, -ORBIT_ESTALE);
-    if (RES_STATE(w) == RES_DRAINING)
-        return reserve_refused(p, -ORBIT_EDRAINING);
-    /* Read before the CAS, which would hold the clock's loads back: stamps age in ms, and a
-     * tick's error (or a few ns early) is in the noise. */
-    uint64_t now = orb_wall_ms_coarse();
-    struct folded folded;
-    int b = take_unit(r, gen, &fence, &folded);
-    if (b < 0)
-        return reserve_refused(p, b);
-    if (folded.bits) {
+    if (__builtin_expect(w != RES_WORD(gen, RES_LIVE), 0))
+        return reserve_state_refused(p, w, gen);
+    uint32_t fold_b;
+    uint64_t fold_f = 0;
+    int b = take_next(r, gen, &fence, &fold_b, &fold_f);
+    if (__builtin_expect(b >= 0, 1) && fold_b < POOL_PENDING) {
         pool_park_here(p, POOL_PARK_FOLD);
-        release_folded(r, &folded);
+        /* Release: as release_folded, the entry's wipe and fold before a reserver takes it. */
+        atomic_store_explicit(&r->pending[fold_b].released, fold_f, memory_order_release);
+    } else if (__builtin_expect(b < 0, 0)) {
+        b = reserve_take(p, r, gen, &fence);
+        if (b < 0)
+            return reserve_refused(p, b);
     }
-    /* The slot may have ended between the state check and the CAS: then the unit is void. */
+    /* The slot may have ended between the state check and the CAS: then the unit is void
+     * (draining since is fine: the reservation was taken while it was live). */
     w = atomic_load(&r->state);
-    if (RES_GEN(w) != gen || !RES_IN_USE(w)) {
-        give_back(r, gen, (uint32_t)b);
-        return reserve_refused(p, -ORBIT_ESTALE);
-    }
+    if (__builtin_expect(w != RES_WORD(gen, RES_LIVE), 0) && (RES_GEN(w) != gen || !RES_IN_USE(w)))
+        return reserve_voided(p, r, gen, (uint32_t)b);
     /* Entry b is ours by its bit: stamp it with our node, name our incarnation, then publish
      * the fence (release: a reader that acquires f sees f's stamp and holder). */
     struct pool_pending *e = &r->pending[b];
@@ -538,12 +641,8 @@ HOT int accept_held(struct pool_resource *r, uint32_t gen, uint64_t fence)
  * never reserved) and wiped after: a reserver takes the entry only once it
  * reads 0 there, so a later holder never shows f.
  */
-HOT int accept_unit(struct pool_resource *r, uint32_t gen, uint64_t fence)
+static __attribute__((noinline)) int accept_counted(struct pool_resource *r, uint32_t gen, uint64_t fence)
 {
-    if (fence == 0 || fence >= FENCE_MAX)
-        return -ORBIT_ENOTRESERVED;
-    if (holds_entries(atomic_load_explicit(&r->capacity, memory_order_relaxed)))
-        return accept_held(r, gen, fence);
     uint32_t b = (uint32_t)(fence % POOL_PENDING);
     uint64_t bit = 1ull << (32 + b);
     struct pool_pending *e = &r->pending[b];
@@ -568,11 +667,19 @@ HOT int accept_unit(struct pool_resource *r, uint32_t gen, uint64_t fence)
     return 0;
 }
 
-/* accept's checks in their documented order, then the unit. */
-HOT int accept_lease(struct orbit_pool *p, const struct orbit_lease *lease)
+/* The held path inline, the counted one (capacity above 16, or no pair CAS) out of line. */
+HOT int accept_unit(struct pool_resource *r, uint32_t gen, uint64_t fence)
 {
-    if (!p || !lease)
-        return -ORBIT_EMALFORMED;
+    if (fence == 0 || fence >= FENCE_MAX)
+        return -ORBIT_ENOTRESERVED;
+    if (__builtin_expect(holds_entries(atomic_load_explicit(&r->capacity, memory_order_relaxed)), 1))
+        return accept_held(r, gen, fence);
+    return accept_counted(r, gen, fence);
+}
+
+/* accept's checks in their documented order, then the unit: the refusals' path. */
+COLD int accept_lease(struct orbit_pool *p, const struct orbit_lease *lease)
+{
     struct pool_resource *r;
     uint64_t index;
     uint32_t w;
@@ -586,9 +693,32 @@ HOT int accept_lease(struct orbit_pool *p, const struct orbit_lease *lease)
     return accept_unit(r, orbit_id_generation(lease->id), lease->fence);
 }
 
-/* Why accept refused a lease, for orbit_last_error. */
-static int accept_refused(int rc, const struct orbit_lease *lease)
+/*
+ * The common case of accept_lease, the same checks as one conjunction: a slot
+ * of our own lane (only the owner accepts), LIVE in the lease's generation,
+ * our incarnation's, this epoch's lease. Anything else takes accept_lease,
+ * which sorts out the refusal (nothing was written yet).
+ */
+HOT int accept_checked(struct orbit_pool *p, const struct orbit_lease *lease)
 {
+    orbit_id id = lease->id;
+    uint32_t slot = orbit_id_slot(id), gen = orbit_id_generation(id);
+    if (__builtin_expect((uint32_t)(id >> 40) != p->own_hi || slot > p->lane_mask, 0))
+        return accept_lease(p, lease);
+    struct pool_resource *r = p->own_lane + slot;
+    /* Acquire: a LIVE word of this generation shows its tenancy's fields (capacity, owner). */
+    uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
+    if (__builtin_expect(gen == 0 || w != RES_WORD(gen, RES_LIVE) ||
+                         atomic_load_explicit(&r->owner_incarnation, memory_order_relaxed) != p->incarnation ||
+                         lease->epoch != pool_epoch_now(p), 0))
+        return accept_lease(p, lease);
+    return accept_unit(r, gen, lease->fence);
+}
+
+/* Why accept refused a lease, for orbit_last_error; *out is a done execution. */
+COLD int accept_refused(int rc, const struct orbit_lease *lease, struct orbit_execution *out)
+{
+    *out = (struct orbit_execution){ .done = true };   /* completing a refused one is a no-op */
     switch (-rc) {
     case ORBIT_ENOTRESERVED:
         return orb_fail(rc, "orbit_pool_accept: lease fence %llu: not an unaccepted reservation "
@@ -611,19 +741,26 @@ static int accept_refused(int rc, const struct orbit_lease *lease)
     }
 }
 
+/* A refused handle, or a NULL out or lease: *out (if any) a done execution. */
+COLD int accept_entry_refused(int rc, const struct orbit_lease *lease, struct orbit_execution *out)
+{
+    if (!out)
+        return rc < 0 ? rc : orb_fail(-ORBIT_EMALFORMED, "orbit_pool_accept: out is NULL");
+    *out = (struct orbit_execution){ .done = true };
+    if (rc < 0)
+        return rc;
+    (void)lease;
+    return orb_fail(-ORBIT_EMALFORMED, "orbit_pool_accept: lease is NULL");
+}
+
 int orbit_pool_accept(struct orbit_pool *p, const struct orbit_lease *lease, struct orbit_execution *out)
 {
     int rc = pool_enter(p, __func__);
-    if (!out)
-        return rc < 0 ? rc : orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
-    *out = (struct orbit_execution){ .done = true };   /* completing a refused one is a no-op */
+    if (__builtin_expect(rc < 0, 0) || __builtin_expect(!out, 0) || __builtin_expect(!lease, 0))
+        return accept_entry_refused(rc, lease, out);
+    rc = accept_checked(p, lease);
     if (__builtin_expect(rc < 0, 0))
-        return rc;
-    if (!lease)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: lease is NULL", __func__);
-    rc = accept_lease(p, lease);
-    if (__builtin_expect(rc < 0, 0))
-        return accept_refused(rc, lease);
+        return accept_refused(rc, lease, out);
     *out = (struct orbit_execution){ .pool = p, .lease = *lease, .done = false };
     orb_count(&p->ctr, POOL_CTR_ACCEPTS, 1);
     return 0;

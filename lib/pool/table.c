@@ -167,6 +167,7 @@ static void handle_prepare(struct orb_table_base *b)
 {
     struct orbit_pool *p = (struct orbit_pool *)b;
     p->stamp_node = p->observer ? 0 : (uint64_t)(p->node + 1u) << SINCE_NODE_SHIFT;
+    p->own_hi = UINT32_MAX;   /* until populate_lane: no id is of our lane */
     p->park = park_from_env();
 }
 
@@ -191,6 +192,9 @@ static int populate_lane(struct orbit_pool *p)
         return rc;
     /* Release: the lane's pages exist before anyone reads them through this flag. */
     atomic_store_explicit(&p->lanes[p->node].populated, 1, memory_order_release);
+    /* Ids of this lane need no look at the flag: the hot calls find the slot directly. */
+    p->own_hi = (uint32_t)p->seg.kind << 16 | p->node;   /* kind: the segment's (bound later) */
+    p->own_lane = pool_res_at(p, (uint64_t)p->node * p->geo.lane_capacity);
     return 0;
 }
 
