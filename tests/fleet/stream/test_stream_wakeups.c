@@ -27,25 +27,21 @@ struct wk { const char *name; struct tp_pipe ticket, result; };
 static int bulk_writer(void *p)
 {
     struct wk *x = p;
-    struct orbit_fleet *f = sf_join(x->name, 1, 0x7001);
-    struct orbit_streams *s = sf_streams(f, NULL);
-    struct orbit_ticket t = tp_recv_ticket(x->ticket.rd);
-    struct orbit_endpoint *b;
-    TP_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "open");
+    struct sf_taker k = sf_take(x->name, 0x7001, x->ticket.rd);
     static unsigned char chunk[CHUNK];
     for (size_t i = 0; i < CHUNK; i++)
         chunk[i] = (unsigned char)(i * 7);
     for (uint64_t sent = 0; sent < TOTAL; sent += CHUNK) {
-        int rc = orbit_endpoint_write_all(b, chunk, CHUNK, 60000);
+        int rc = orbit_endpoint_write_all(k.b, chunk, CHUNK, 60000);
         TP_CHECK(rc == 0, "write_all: %s", orbit_strerror(rc));
     }
-    TP_CHECK(orbit_endpoint_finish(b) == 0, "finish");
+    TP_CHECK(orbit_endpoint_finish(k.b) == 0, "finish");
     struct orbit_stream_stats st;
-    orbit_streams_stats(s, &st);
+    orbit_streams_stats(k.s, &st);
     tp_send_u64(x->result.wr, st.parks);
-    orbit_endpoint_close(b);
-    orbit_streams_close(s);
-    orbit_fleet_leave(f);
+    orbit_endpoint_close(k.b);
+    orbit_streams_close(k.s);
+    orbit_fleet_leave(k.f);
     return 0;
 }
 
@@ -96,25 +92,17 @@ static uint64_t drain_uring(struct orbit_endpoint *a, unsigned char *buf)
 static void transfer(bool uring)
 {
     const char *name = tu_fleet_name(uring ? "swaku" : "swakb");
-    struct orbit_fleet *f = tu_join(name, SF_CAPACITY, 0, 0x7000, tu_backing());
-    struct orbit_streams *s;
-    ck_assert_int_eq(orbit_streams_open(f, NULL, &s), 0);
-    struct orbit_endpoint *a;
-    struct orbit_ticket t;
-    ck_assert_int_eq(orbit_streams_create(s, &a, &t), 0);
+    struct sf_creator c = sf_create(name, 0x7000);
     struct wk x = { name, tp_pipe(), tp_pipe() };
     pid_t pid = tp_spawn(bulk_writer, &x);
-    tp_send_ticket(x.ticket.wr, &t);
+    tp_send_ticket(x.ticket.wr, &c.t);
     static unsigned char buf[CHUNK];
-    uint64_t got = uring ? drain_uring(a, buf) : drain_blocking(a, buf);
+    uint64_t got = uring ? drain_uring(c.a, buf) : drain_blocking(c.a, buf);
     uint64_t writer_parks = tp_recv_u64(x.result.rd);
     int child = tu_wait_child(pid, 60000);
     struct orbit_stream_stats st;
-    orbit_streams_stats(s, &st);
-    orbit_endpoint_close(a);
-    orbit_streams_close(s);
-    orbit_fleet_leave(f);
-    orbit_fleet_unlink(name);   /* before the verdicts: a failure leaves no segment behind */
+    orbit_streams_stats(c.s, &st);
+    sf_creator_close(&c, name);
 
     ck_assert_uint_eq(got, TOTAL);
     ck_assert_int_eq(child, 0);
@@ -155,23 +143,19 @@ static int echo_on_cpu(void *p)
 {
     struct echo *x = p;
     TP_CHECK(pin_to(x->cpu), "pin the echo to CPU %d", x->cpu);
-    struct orbit_fleet *f = sf_join(x->name, 1, 0x7101);
-    struct orbit_streams *s = sf_streams(f, NULL);
-    struct orbit_ticket t = tp_recv_ticket(x->ticket.rd);
-    struct orbit_endpoint *b;
-    TP_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "open");
+    struct sf_taker k = sf_take(x->name, 0x7101, x->ticket.rd);
     unsigned char byte;
     for (unsigned i = 0; i < PP_ROUNDS; i++) {
-        TP_CHECK(orbit_endpoint_read(b, &byte, 1, 60000) == 1, "echo read %u", i);
-        TP_CHECK(orbit_endpoint_write(b, &byte, 1, 60000) == 1, "echo write %u", i);
+        TP_CHECK(orbit_endpoint_read(k.b, &byte, 1, 60000) == 1, "echo read %u", i);
+        TP_CHECK(orbit_endpoint_write(k.b, &byte, 1, 60000) == 1, "echo write %u", i);
     }
     struct orbit_stream_stats st;
-    orbit_streams_stats(s, &st);
+    orbit_streams_stats(k.s, &st);
     tp_send_u64(x->result.wr, st.parks);
-    TP_CHECK(orbit_endpoint_finish(b) == 0, "finish");
-    orbit_endpoint_close(b);
-    orbit_streams_close(s);
-    orbit_fleet_leave(f);
+    TP_CHECK(orbit_endpoint_finish(k.b) == 0, "finish");
+    orbit_endpoint_close(k.b);
+    orbit_streams_close(k.s);
+    orbit_fleet_leave(k.f);
     return 0;
 }
 
@@ -182,30 +166,22 @@ START_TEST(a_ping_pong_on_one_cpu_hands_off_rather_than_parks)
     cpu_set_t saved;
     ck_assert_int_eq(sched_getaffinity(0, sizeof saved, &saved), 0);
     const char *name = tu_fleet_name("swak1");
-    struct orbit_fleet *f = tu_join(name, SF_CAPACITY, 0, 0x7100, tu_backing());
-    struct orbit_streams *s;
-    ck_assert_int_eq(orbit_streams_open(f, NULL, &s), 0);
-    struct orbit_endpoint *a;
-    struct orbit_ticket t;
-    ck_assert_int_eq(orbit_streams_create(s, &a, &t), 0);
+    struct sf_creator c = sf_create(name, 0x7100);
     struct echo x = { name, cpu, tp_pipe(), tp_pipe() };
     pid_t pid = tp_spawn(echo_on_cpu, &x);
     ck_assert(pin_to(cpu));
-    tp_send_ticket(x.ticket.wr, &t);
+    tp_send_ticket(x.ticket.wr, &c.t);
     unsigned char byte = 7;
     unsigned done = 0;
     for (; done < PP_ROUNDS; done++)
-        if (orbit_endpoint_write(a, &byte, 1, 60000) != 1 || orbit_endpoint_read(a, &byte, 1, 60000) != 1)
+        if (orbit_endpoint_write(c.a, &byte, 1, 60000) != 1 || orbit_endpoint_read(c.a, &byte, 1, 60000) != 1)
             break;
     uint64_t echo_parks = tp_recv_u64(x.result.rd);
     int child = tu_wait_child(pid, 60000);
     sched_setaffinity(0, sizeof saved, &saved);
     struct orbit_stream_stats st;
-    orbit_streams_stats(s, &st);
-    orbit_endpoint_close(a);
-    orbit_streams_close(s);
-    orbit_fleet_leave(f);
-    orbit_fleet_unlink(name);
+    orbit_streams_stats(c.s, &st);
+    sf_creator_close(&c, name);
 
     ck_assert_uint_eq(done, PP_ROUNDS);
     ck_assert_int_eq(child, 0);
