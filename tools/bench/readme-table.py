@@ -159,7 +159,7 @@ def table(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--bench", default="build/tools/orbit-bench", help="the orbit-bench binary")
+    p.add_argument("--bench", default="build/tools/bench/orbit-bench", help="the orbit-bench binary")
     p.add_argument("--json-dir", help="read DIR/<subcommand>.json instead of running the bench")
     p.add_argument("--write", metavar="README", help="replace the table between the bench-table markers")
     args = p.parse_args()
