@@ -320,12 +320,18 @@ int stream_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx, const str
         return r;
     if (orb_deadline_passed(deadline))
         return -ORBIT_ETIMEDOUT;
-    /* The hint first: a peer on our CPU that looks while we yield sees us here. */
-    if (cpu_hint)
-        stream_note_cpu(cpu_hint);
-    r = spin_here ? orb_wait_spin(pred, ctx, spin, deadline) : hand_off(pred, ctx, deadline);
+    if (spin_here) {
+        r = orb_wait_spin(pred, ctx, spin, deadline);   /* no hint: a spin costs no sched_getcpu */
+    } else {
+        /* The hint first: a peer on our CPU that looks while we yield sees us here. */
+        if (cpu_hint)
+            stream_note_cpu(cpu_hint);
+        r = hand_off(pred, ctx, deadline);
+    }
     if (r != 0)
         return r;
+    if (cpu_hint)
+        stream_note_cpu(cpu_hint);   /* a waiter about to park says where from */
     return orb_wait_park_until(w, pred, ctx, deadline, spin, stats);
 }
 

@@ -234,9 +234,10 @@ void stream_note_cpu(_Atomic uint32_t *hint);
 #define STREAM_PEER_LOOK 32u
 bool stream_peer_here(struct orbit_endpoint *ep);
 /*
- * The whole wait: pred, note the CPU, then orb_wait_spin, or when spin_here is
- * false (a peer that shares our CPU runs only once we stop) a few yields that
- * hand it the CPU, then orb_wait_park_until.
+ * The whole wait: pred, then orb_wait_spin, or when spin_here is false (a peer
+ * that shares our CPU runs only once we stop) a few yields that hand it the
+ * CPU; then orb_wait_park_until. The CPU is noted before yielding and before
+ * parking, not before a spin.
  */
 int  stream_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx, const struct orb_deadline *deadline,
                  struct orb_spin *spin, bool spin_here, _Atomic uint32_t *cpu_hint, struct orb_wait_stats *stats);
