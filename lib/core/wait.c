@@ -121,6 +121,7 @@ static uint32_t spin_ceiling(uint32_t setting)
  * pausing, until CONTENDED_MEMORY yields in a row came back at once.
  */
 #define CONTENDED_GAP_NS 5000
+#define SPIN_EARLY_CHECKS 8u
 #define CONTENDED_MEMORY 16u
 static _Thread_local unsigned cpu_contended;
 
@@ -171,11 +172,18 @@ int orb_wait_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
         return 0;
     bool explore;
     uint32_t budget = spin_budget(spin, setting, &explore);
+    int r = 0;
+    /* A few checks before the first clock read: a peer that answers within them
+     * (a ping-pong partner) costs no clock read; the budget runs from that read. */
+    for (unsigned i = 0; i < SPIN_EARLY_CHECKS && cpu_contended == 0; i++) {
+        orb_cpu_relax();
+        if ((r = pred(ctx)) != 0)
+            goto learn;
+    }
     int64_t now = orb_now_ns();
     int64_t end = now + budget;
     if (!deadline->forever && deadline->at_ns < end)
         end = deadline->at_ns;
-    int r = 0;
     for (unsigned i = 1;; i++) {
         int64_t checked = spin_step(now, (i & 15) == 0);
         if ((r = pred(ctx)) != 0)
@@ -186,6 +194,7 @@ int orb_wait_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
         if (now >= end)
             break;
     }
+learn:
     if (spin && (r || !explore)) {
         uint32_t floor = setting / 16 ? setting / 16 : 1;
         uint32_t next = r ? (budget > setting ? budget : setting) : budget / 2;

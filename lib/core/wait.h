@@ -49,10 +49,21 @@ static inline uint64_t orb_wall_ms_coarse(void)
     clock_gettime(CLOCK_REALTIME_COARSE, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
-struct orb_deadline orb_deadline_in(int timeout_ms);
+/* Inline: every blocking call begins with one, and forever reads no clock. */
+static inline struct orb_deadline orb_deadline_in(int timeout_ms)
+{
+    /* Below -1 is malformed (callers refuse it): never forever, already passed. */
+    struct orb_deadline d = { 0, timeout_ms == -1 };
+    if (timeout_ms >= 0)
+        d.at_ns = orb_now_ns() + (int64_t)timeout_ms * 1000000;
+    return d;
+}
 /* Timeouts are -1 (forever), 0 (once) or milliseconds: any other negative is malformed. */
 static inline bool orb_timeout_valid(int timeout_ms) { return timeout_ms >= -1; }
-bool orb_deadline_passed(const struct orb_deadline *);
+static inline bool orb_deadline_passed(const struct orb_deadline *d)
+{
+    return !d->forever && orb_now_ns() >= d->at_ns;
+}
 
 /* Adaptive spin budget kept by one waiter (process-local, may be shared). */
 struct orb_spin {

@@ -22,17 +22,30 @@ static size_t quarter(const struct orbit_streams *s)
 /* Up to this many bytes are copied inline: a message of a few bytes costs no call into memcpy. */
 #define STREAM_SMALL_COPY 32u
 
-/* n bytes, n small. */
-static void copy_small(unsigned char *dst, const unsigned char *src, size_t n)
+/* n bytes, 1 <= n <= 32, as two overlapping copies of the widest size that fits:
+ * a few instructions whatever n is. */
+static inline void copy_small(unsigned char *dst, const unsigned char *src, size_t n)
 {
-    for (; n >= 8; n -= 8, dst += 8, src += 8)
+    if (n >= 16) {
+        __builtin_memcpy(dst, src, 16);
+        __builtin_memcpy(dst + n - 16, src + n - 16, 16);
+    } else if (n >= 8) {
         __builtin_memcpy(dst, src, 8);
-    while (n--)
-        *dst++ = *src++;
+        __builtin_memcpy(dst + n - 8, src + n - 8, 8);
+    } else if (n >= 4) {
+        __builtin_memcpy(dst, src, 4);
+        __builtin_memcpy(dst + n - 4, src + n - 4, 4);
+    } else {
+        dst[0] = src[0];
+        dst[n / 2] = src[n / 2];
+        dst[n - 1] = src[n - 1];
+    }
 }
 
-static void copy_bytes(unsigned char *dst, const unsigned char *src, size_t n)
+static inline void copy_bytes(unsigned char *dst, const unsigned char *src, size_t n)
 {
+    if (n == 0)
+        return;
     if (n <= STREAM_SMALL_COPY)
         copy_small(dst, src, n);
     else
@@ -60,7 +73,7 @@ static uint64_t free_space(uint64_t cap, uint64_t used) { return used >= cap ? 0
 
 /* Publish [from, to). True when a reader waits and this lifts what is queued across
  * its need (need 1: the ring was empty). */
-static bool publish_head(struct orbit_endpoint *ep, uint64_t from, uint64_t to)
+static inline bool publish_head(struct orbit_endpoint *ep, uint64_t from, uint64_t to)
 {
     struct stream_dir *d = ep->wr;
     /* seq_cst store, then seq_cst loads: a reader arms parked (or a watch) and states
@@ -78,7 +91,7 @@ static bool publish_head(struct orbit_endpoint *ep, uint64_t from, uint64_t to)
 
 /* Publish consumption up to `to`. True when a writer waits and free space crossed
  * its need. */
-static bool publish_tail(struct orbit_endpoint *ep, uint64_t from, uint64_t to)
+static inline bool publish_tail(struct orbit_endpoint *ep, uint64_t from, uint64_t to)
 {
     struct stream_dir *d = ep->rd;
     uint64_t cap = ep->s->buffer_bytes;
@@ -116,6 +129,43 @@ void stream_note_cpu(_Atomic uint32_t *hint)
         atomic_store_explicit(hint, (uint32_t)cpu, memory_order_relaxed);
 }
 
+/* A bulk write of n bytes from head on: published a quarter ring at a time, so
+ * the reader copies out of one quarter while we copy into the next. */
+static void write_quarters(struct orbit_endpoint *ep, const unsigned char *buf, uint64_t head, size_t n,
+                           unsigned dir)
+{
+    struct orbit_streams *s = ep->s;
+    size_t step = quarter(s);
+    bool deferred = false;
+    for (size_t done = 0; done < n;) {
+        size_t k = min_size(step, n - done);
+        ring_put(ep->wr_ring, s->buffer_bytes, head + done, buf + done, k);
+        if (publish_head(ep, head + done, head + done + k))
+            deferred |= wake_or_defer(s, ep->slot, dir, WATCH_READER);
+        done += k;
+    }
+    if (deferred)
+        stream_dir_wake(s, ep->slot, dir, WATCH_READER);
+}
+
+/* The mirror of write_quarters: consumption published a quarter ring at a time. */
+static void read_quarters(struct orbit_endpoint *ep, unsigned char *buf, uint64_t tail, size_t n,
+                          unsigned dir)
+{
+    struct orbit_streams *s = ep->s;
+    size_t step = quarter(s);
+    bool deferred = false;
+    for (size_t done = 0; done < n;) {
+        size_t k = min_size(step, n - done);
+        ring_get(ep->rd_ring, s->buffer_bytes, tail + done, buf + done, k);
+        if (publish_tail(ep, tail + done, tail + done + k))
+            deferred |= wake_or_defer(s, ep->slot, dir, WATCH_WRITER);
+        done += k;
+    }
+    if (deferred)
+        stream_dir_wake(s, ep->slot, dir, WATCH_WRITER);
+}
+
 static int write_refusal(const struct orbit_endpoint *ep)
 {
     int rc = stream_ep_check(ep);
@@ -134,7 +184,7 @@ static int write_refusal(const struct orbit_endpoint *ep)
 }
 
 /* One attempt: what fits now (exact: all of it or nothing). */
-static ssize_t write_some(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
+static ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
 {
     struct orbit_streams *s = ep->s;
     size_t cap = s->buffer_bytes;
@@ -159,18 +209,16 @@ static ssize_t write_some(struct orbit_endpoint *ep, const unsigned char *buf, s
     size_t room = cap - (size_t)used;
     if (room == 0 || (exact && room < len))
         return -ORBIT_EAGAIN;
-    size_t n = min_size(len, room), step = exact ? n : quarter(s);
+    size_t n = min_size(len, room);
     unsigned dir = ep->side == ORBIT_SIDE_A ? 0 : 1;
-    bool deferred = false;
-    for (size_t done = 0; done < n;) {
-        size_t k = min_size(step, n - done);
-        ring_put(ep->wr_ring, cap, head + done, buf + done, k);
-        if (publish_head(ep, head + done, head + done + k))
-            deferred |= wake_or_defer(s, ep->slot, dir, WATCH_READER);
-        done += k;
+    if (exact || n <= quarter(s)) {
+        /* One publication: a wake it owes goes out now, as the call ends. */
+        ring_put(ep->wr_ring, cap, head, buf, n);
+        if (publish_head(ep, head, head + n))
+            stream_dir_wake(s, ep->slot, dir, WATCH_READER);
+    } else {
+        write_quarters(ep, buf, head, n, dir);
     }
-    if (deferred)
-        stream_dir_wake(s, ep->slot, dir, WATCH_READER);
     atomic_fetch_add_explicit(&s->bytes_written, n, memory_order_relaxed);
     orb_count(&s->ctr, STREAM_CTR_BYTES_WRITTEN, n);
     if (exact)
@@ -179,7 +227,7 @@ static ssize_t write_some(struct orbit_endpoint *ep, const unsigned char *buf, s
 }
 
 /* One attempt: what is there now (exact: the whole frame or nothing). 0 = FIN. */
-static ssize_t read_some(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
+static ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
 {
     struct orbit_streams *s = ep->s;
     size_t cap = s->buffer_bytes;
@@ -205,23 +253,94 @@ static ssize_t read_some(struct orbit_endpoint *ep, unsigned char *buf, size_t l
             return -ORBIT_EAGAIN;
         return avail == 0 && !exact ? 0 : -ORBIT_EMALFORMED;
     }
-    size_t n = min_size(len, (size_t)avail), step = exact ? n : quarter(s);
+    size_t n = min_size(len, (size_t)avail);
     unsigned dir = ep->side == ORBIT_SIDE_A ? 1 : 0;
-    bool deferred = false;
-    for (size_t done = 0; done < n;) {
-        size_t k = min_size(step, n - done);
-        ring_get(ep->rd_ring, cap, tail + done, buf + done, k);
-        if (publish_tail(ep, tail + done, tail + done + k))
-            deferred |= wake_or_defer(s, ep->slot, dir, WATCH_WRITER);
-        done += k;
+    if (exact || n <= quarter(s)) {
+        ring_get(ep->rd_ring, cap, tail, buf, n);
+        if (publish_tail(ep, tail, tail + n))
+            stream_dir_wake(s, ep->slot, dir, WATCH_WRITER);
+    } else {
+        read_quarters(ep, buf, tail, n, dir);
     }
-    if (deferred)
-        stream_dir_wake(s, ep->slot, dir, WATCH_WRITER);
     atomic_fetch_add_explicit(&s->bytes_read, n, memory_order_relaxed);
     orb_count(&s->ctr, STREAM_CTR_BYTES_READ, n);
     if (exact)
         orb_count(&s->ctr, STREAM_CTR_FRAMES_READ, 1);
     return (ssize_t)n;
+}
+
+/*
+ * The fast paths: a message of at most STREAM_SMALL_COPY bytes that fits
+ * without wrapping, on a direction with no flag raised. The same checks and
+ * the same publication as write_some and read_some, in a function small
+ * enough to inline in the public calls; anything else returns 0 and takes the
+ * general path, which decides it.
+ */
+#define STREAM_FLAGS_REFUSE_WRITE (DIR_RESET | DIR_FIN | DIR_READER_GONE)
+
+static inline size_t write_fast(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
+{
+    struct stream_dir *d = ep->wr;
+    size_t cap = ep->s->buffer_bytes;
+    if (len - 1 >= STREAM_SMALL_COPY || len > cap || ep->write_shut || stream_ep_check(ep) < 0 ||
+        (atomic_load_explicit(&d->flags, memory_order_acquire) & STREAM_FLAGS_REFUSE_WRITE))
+        return 0;
+    uint64_t head = atomic_load_explicit(&d->head, memory_order_relaxed);
+    size_t start = (size_t)(head & (cap - 1));
+    /* Room by the tail last seen (it only grows), and no wrap: else the general path looks again. */
+    if (head - ep->tail_seen > cap - len || start > cap - len)
+        return 0;
+    copy_small(ep->wr_ring + start, buf, len);
+    if (publish_head(ep, head, head + len))
+        stream_dir_wake(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 0 : 1, WATCH_READER);
+    atomic_fetch_add_explicit(&ep->s->bytes_written, len, memory_order_relaxed);
+    orb_count(&ep->s->ctr, STREAM_CTR_BYTES_WRITTEN, len);
+    if (exact)
+        orb_count(&ep->s->ctr, STREAM_CTR_FRAMES_WRITTEN, 1);
+    return len;
+}
+
+/* Also -ORBIT_EAGAIN for an empty ring that no flag ends: a waiting reader's first look. */
+static inline ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
+{
+    struct stream_dir *d = ep->rd;
+    size_t cap = ep->s->buffer_bytes;
+    if (len == 0 || len > cap || stream_ep_check(ep) < 0)
+        return 0;
+    /* Flags before head, as in read_general: a FIN seen here means the head loaded next is final. */
+    uint32_t flags = atomic_load_explicit(&d->flags, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&d->tail, memory_order_relaxed);
+    /* Acquire: the bytes up to head were copied in before the writer published it. */
+    uint64_t avail = atomic_load_explicit(&d->head, memory_order_acquire) - tail;
+    if ((flags & (DIR_RESET | DIR_FIN)) || avail > cap)
+        return 0;   /* an ended direction or corruption: the general path reports it */
+    if (avail < (exact ? len : 1))
+        return -ORBIT_EAGAIN;
+    size_t n = avail < len ? (size_t)avail : len;
+    size_t start = (size_t)(tail & (cap - 1));
+    if (n - 1 >= STREAM_SMALL_COPY || start > cap - n)
+        return 0;   /* a large read or a wrap: the general path copies it */
+    copy_small(buf, ep->rd_ring + start, n);
+    if (publish_tail(ep, tail, tail + n))
+        stream_dir_wake(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 1 : 0, WATCH_WRITER);
+    atomic_fetch_add_explicit(&ep->s->bytes_read, n, memory_order_relaxed);
+    orb_count(&ep->s->ctr, STREAM_CTR_BYTES_READ, n);
+    if (exact)
+        orb_count(&ep->s->ctr, STREAM_CTR_FRAMES_READ, 1);
+    return (ssize_t)n;
+}
+
+/* One attempt, as write_general decides it; a small message takes the fast path. */
+static inline ssize_t write_some(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
+{
+    size_t quick = write_fast(ep, buf, len, exact);
+    return quick ? (ssize_t)quick : write_general(ep, buf, len, exact);
+}
+
+static inline ssize_t read_some(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
+{
+    ssize_t quick = read_fast(ep, buf, len, exact);
+    return quick ? quick : read_general(ep, buf, len, exact);
 }
 
 /* ---- predicates (also used by the io_uring preps) ------------------------- */
@@ -406,15 +525,16 @@ ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, in
         return -ORBIT_EMALFORMED;
     if (!buf && len)
         return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
-    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    for (;;) {
-        ssize_t r = read_some(ep, buf, len, false);
-        if (r != -ORBIT_EAGAIN)
-            return r;
+    ssize_t r = read_some(ep, buf, len, false);
+    /* The deadline only once the first try found nothing: a read that need not wait reads no clock. */
+    struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
+    while (r == -ORBIT_EAGAIN) {
         int w = wait_data(ep, 1, &deadline);
         if (w < 0)
             return w;
+        r = read_some(ep, buf, len, false);
     }
+    return r;
 }
 
 int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
@@ -426,15 +546,15 @@ int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, 
         return -ORBIT_EMALFORMED;
     if (!buf && len)
         return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
-    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    for (;;) {
-        ssize_t r = read_some(ep, buf, len, true);
-        if (r != -ORBIT_EAGAIN)
-            return r < 0 ? (int)r : 0;
+    ssize_t r = read_some(ep, buf, len, true);
+    struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
+    while (r == -ORBIT_EAGAIN) {
         int w = wait_data(ep, (uint32_t)len, &deadline);
         if (w < 0)
             return w;
+        r = read_some(ep, buf, len, true);
     }
+    return r < 0 ? (int)r : 0;
 }
 
 ssize_t orbit_endpoint_try_write(struct orbit_endpoint *ep, const void *buf, size_t len)
@@ -478,15 +598,16 @@ ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t 
         return -ORBIT_EMALFORMED;
     if (!buf && len)
         return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
-    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    for (;;) {
-        ssize_t r = write_some(ep, buf, len, false);
-        if (r != -ORBIT_EAGAIN)
-            return r;
+    ssize_t r = write_some(ep, buf, len, false);
+    /* As in a read: the clock only for a write that has to wait. */
+    struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
+    while (r == -ORBIT_EAGAIN) {
         int w = wait_room(ep, 1, &deadline);
         if (w < 0)
             return w;
+        r = write_some(ep, buf, len, false);
     }
+    return r;
 }
 
 int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
@@ -499,7 +620,8 @@ int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t 
     if (!buf && len)
         return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     const unsigned char *p = buf;
-    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
+    struct orb_deadline deadline = { 0, true };
+    bool waited = false;
     size_t done = 0;
     do {
         ssize_t r = write_some(ep, p + done, len - done, false);
@@ -509,6 +631,10 @@ int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t 
         }
         if (r != -ORBIT_EAGAIN)
             return (int)r;
+        /* The deadline runs from the first wait: a call that never waits reads no clock. */
+        if (!waited)
+            deadline = orb_deadline_in(timeout_ms);
+        waited = true;
         /* Wait for a quarter ring (or the rest): fewer, larger refills. The reader
          * frees it whenever it wants bytes past what the ring already holds. */
         int w = wait_room(ep, (uint32_t)min_size(len - done, quarter(ep->s)), &deadline);
@@ -527,15 +653,15 @@ int orbit_endpoint_write_exact(struct orbit_endpoint *ep, const void *buf, size_
         return -ORBIT_EMALFORMED;
     if (!buf && len)
         return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
-    struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    for (;;) {
-        ssize_t r = write_some(ep, buf, len, true);
-        if (r != -ORBIT_EAGAIN)
-            return r < 0 ? (int)r : 0;
+    ssize_t r = write_some(ep, buf, len, true);
+    struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
+    while (r == -ORBIT_EAGAIN) {
         int w = wait_room(ep, (uint32_t)len, &deadline);
         if (w < 0)
             return w;
+        r = write_some(ep, buf, len, true);
     }
+    return r < 0 ? (int)r : 0;
 }
 
 int orbit_endpoint_wait_readable(struct orbit_endpoint *ep, int timeout_ms)

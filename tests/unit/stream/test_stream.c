@@ -715,6 +715,61 @@ START_TEST(random_sizes_concatenate_exactly)
 }
 END_TEST
 
+/* Small messages take the fast path, larger ones and wraps the general one: every size
+ * from 1 to 40 bytes at every offset of a 64-byte ring arrives whole and in order,
+ * through each pair of write and read calls. */
+START_TEST(small_messages_cross_every_offset_of_a_small_ring)
+{
+    struct fx x = fx_small(4, 64);
+    struct orbit_endpoint *a, *b;
+    pair(x.s, &a, &b);
+    unsigned char msg[40], got[48];
+    uint64_t sent = 0;
+    for (size_t len = 1; len <= sizeof msg; len++) {
+        for (unsigned off = 0; off < 64; off++) {
+            for (size_t i = 0; i < len; i++)
+                msg[i] = (unsigned char)(sent + i * 7 + len);
+            unsigned way = (unsigned)(off + len) % 3;
+            if (way == 0)
+                ck_assert_int_eq(orbit_endpoint_write(a, msg, len, 0), (ssize_t)len);
+            else if (way == 1)
+                ck_assert_int_eq(orbit_endpoint_write_exact(a, msg, len, 0), 0);
+            else
+                ck_assert_int_eq(orbit_endpoint_try_write(a, msg, len), (ssize_t)len);
+            memset(got, 0xee, sizeof got);
+            if (way == 0)
+                ck_assert_int_eq(orbit_endpoint_read_exact(b, got, len, 0), 0);
+            else if (way == 1)
+                ck_assert_int_eq(orbit_endpoint_read(b, got, sizeof got, 0), (ssize_t)len);
+            else
+                ck_assert_int_eq(orbit_endpoint_try_read(b, got, sizeof got), (ssize_t)len);
+            ck_assert_mem_eq(got, msg, len);
+            ck_assert_uint_eq(got[len], 0xee);   /* nothing past the message is written */
+            sent += len;
+            /* One byte more moves the next message to the next offset. */
+            ck_assert_int_eq(orbit_endpoint_try_write(a, "+", 1), 1);
+            ck_assert_int_eq(orbit_endpoint_try_read(b, got, 1), 1);
+            ck_assert_uint_eq(got[0], '+');
+        }
+    }
+    /* An empty ring refuses a try; a short frame waits; FIN after a small message ends it. */
+    ck_assert_int_eq(orbit_endpoint_try_read(b, got, 4), -ORBIT_EAGAIN);
+    ck_assert_int_eq(orbit_endpoint_try_write(a, "xy", 2), 2);
+    ck_assert_int_eq(orbit_endpoint_try_read_exact(b, got, 3), -ORBIT_EAGAIN);
+    ck_assert_int_eq(orbit_endpoint_finish(a), 0);
+    ck_assert_int_eq(orbit_endpoint_read_exact(b, got, 3, 0), -ORBIT_EMALFORMED);
+    ck_assert_int_eq(orbit_endpoint_read(b, got, 3, 0), 2);
+    ck_assert_mem_eq(got, "xy", 2);
+    ck_assert_int_eq(orbit_endpoint_read(b, got, 3, 0), 0);
+    struct orbit_stream_stats st = stats_of(x.s);
+    ck_assert_uint_eq(st.bytes_written, sent + 64 * sizeof msg + 2);
+    ck_assert_uint_eq(st.bytes_read, st.bytes_written);
+    orbit_endpoint_close(a);
+    orbit_endpoint_close(b);
+    fx_close(&x);
+}
+END_TEST
+
 /* ---- specs, geometry, observers ------------------------------------------ */
 
 START_TEST(specs_are_validated_and_kinds_are_independent)
@@ -1271,6 +1326,7 @@ static Suite *stream_suite(void)
     tcase_add_test(seed, an_offer_wakes_one_offer_waiter_not_every_one);
     tcase_add_test(seed, a_contested_claim_goes_to_exactly_one_opener);
     tcase_add_test(seed, random_sizes_concatenate_exactly);
+    tcase_add_test(seed, small_messages_cross_every_offset_of_a_small_ring);
     suite_add_tcase(s, seed);
 
     TCase *more = tcase_create("contract");
