@@ -88,6 +88,8 @@ else
     on=()
     echo "kernel $(uname -r) before 6.10: the default's features not checked on"
 fi
+# Linux 6.12 brought the min-wait the batched wait and the wait past sends need.
+if [ "$kv" -ge 612 ]; then on+=(wait_past_sends=on); fi
 check default "${on[@]}" zerocopy_send=opt-in batched_wait=opt-in linked_upstream=on
 check ORBIT_RELAY_NO_MULTISHOT multishot_accept=env multishot_recv=env recv_bundle=env direct_descriptors=on
 check ORBIT_RELAY_NO_BUNDLE recv_bundle=env multishot_recv=on
@@ -95,13 +97,14 @@ check ORBIT_RELAY_NO_DIRECT direct_descriptors=env multishot_accept=on multishot
 check ORBIT_RELAY_NO_DEFER_TASKRUN defer_taskrun=env single_issuer=on
 check ORBIT_RELAY_ZC zerocopy_send=on
 check ORBIT_RELAY_ZC+ORBIT_RELAY_NO_ZC zerocopy_send=env
-# Linux 6.12 brought the min-wait the batched wait needs.
 if [ "$kv" -ge 612 ]; then
     check ORBIT_RELAY_BATCH batched_wait=on
     check ORBIT_RELAY_BATCH+ORBIT_RELAY_NO_DEFER_TASKRUN batched_wait=on defer_taskrun=env
 fi
 check ORBIT_RELAY_BATCH+ORBIT_RELAY_NO_BATCH batched_wait=env
 check ORBIT_RELAY_NO_LINK linked_upstream=env
+check ORBIT_RELAY_NO_WAIT_PAST_SENDS wait_past_sends=env linked_upstream=on
+check ORBIT_RELAY_NO_WAIT_PAST_SENDS+ORBIT_RELAY_NO_LINK wait_past_sends=env linked_upstream=env
 check ORBIT_RELAY_NO_LINK+ORBIT_RELAY_NO_MULTISHOT linked_upstream=env multishot_recv=env
 check ORBIT_RELAY_NO_MULTISHOT+ORBIT_RELAY_NO_DIRECT+ORBIT_RELAY_NO_DEFER_TASKRUN multishot_recv=env \
     direct_descriptors=env defer_taskrun=env

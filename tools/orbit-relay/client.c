@@ -363,6 +363,7 @@ static void client_continue(struct worker *w, struct client *c)
     io_uring_prep_send(sqe, c->fd, c->out, c->out_len, MSG_NOSIGNAL);
     client_sqe_fd(c, sqe);
     c->send_armed = true;
+    w->sends_queued++;
 }
 
 /* A head is in: check it; 0 to read its body, or an error was answered. */
@@ -600,6 +601,7 @@ static void client_send_prep(struct worker *w, struct client *c, const char *p, 
         io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
     client_sqe_fd(c, sqe);
     c->send_armed = true;
+    w->sends_queued++;
 }
 
 void client_send(struct worker *w, struct client *c, const char *p, size_t n)

@@ -27,6 +27,7 @@
 
 #define W_BATCH_NR 32     /* a wait returns once this many completions are in ... */
 #define W_BATCH_US 500    /* ... or this long after it began, with at least one */
+#define W_SEND_WAIT_US 50 /* a wait past this turn's sends returns this long after it began at most */
 
 /* Zero-copy sends and batched waits are off unless asked for (ORBIT_RELAY_ZC=1,
  * ORBIT_RELAY_BATCH=1): measured on loopback, where a zero-copy send copies all
@@ -50,6 +51,7 @@ static const struct { unsigned bit; const char *name, *env; } w_features[] = {
     { WF_BATCH, "batched_wait", "ORBIT_RELAY_NO_BATCH" },
     { WF_FUTEX, "futex_wait", NULL },
     { WF_LINK, "linked_upstream", "ORBIT_RELAY_NO_LINK" },
+    { WF_SEND_WAIT, "wait_past_sends", "ORBIT_RELAY_NO_WAIT_PAST_SENDS" },
 };
 #define N_FEATURES (sizeof w_features / sizeof w_features[0])
 
@@ -129,9 +131,8 @@ static int ring_init(struct worker *w, unsigned want)
                 w->features |= WF_LINK;
             if ((p.features & IORING_FEAT_RECVSEND_BUNDLE) && (want & WF_BUNDLE))
                 w->features |= WF_BUNDLE;
-            if ((p.features & IORING_FEAT_MIN_TIMEOUT) && (p.features & IORING_FEAT_EXT_ARG) &&
-                (want & WF_BATCH))
-                w->features |= WF_BATCH;
+            if ((p.features & IORING_FEAT_MIN_TIMEOUT) && (p.features & IORING_FEAT_EXT_ARG))
+                w->features |= want & (WF_BATCH | WF_SEND_WAIT);
         }
     }
     return rc;
@@ -305,16 +306,33 @@ static unsigned batch_depth(const struct worker *w)
     return n < 1 ? 1 : n > w->batch_nr ? w->batch_nr : (unsigned)n;
 }
 
-/* Submits what is queued and waits for a batch: batch_depth completions,
- * returning batch_us after the wait began if at least one is in (the kernel's
- * min-wait), else at the first. Without it, the first completion. */
-int ring_submit_and_wait(struct worker *w)
+/* The wait's depth and min-wait: a batched wait's (WF_BATCH), and past the
+ * completions of this turn's sends (WF_SEND_WAIT). A send of a response
+ * mostly completes within the enter that submits it, and a wait for one
+ * completion then returns at once with nothing but it: a loop turn, and an
+ * enter, only to read a send's result. Waiting for one more than the sends
+ * makes the enter sleep until real work came; a send that did not complete
+ * inline is one completion too many at worst, which the min-wait bounds. */
+static unsigned wait_depth(struct worker *w, unsigned *min_us)
 {
     unsigned nr = (w->features & WF_BATCH) ? batch_depth(w) : 1;
+    *min_us = (w->features & WF_BATCH) ? w->batch_us : W_SEND_WAIT_US;
+    if (w->features & WF_SEND_WAIT)
+        nr += w->sends_queued < 4096 ? w->sends_queued : 4096;
+    w->sends_queued = 0;
+    return nr;
+}
+
+/* Submits what is queued and waits for wait_depth completions, returning
+ * min-wait after the wait began if at least one is in, else at the first. */
+int ring_submit_and_wait(struct worker *w)
+{
+    unsigned min_us;
+    unsigned nr = wait_depth(w, &min_us);
     if (nr == 1)
         return io_uring_submit_and_wait(&w->ring, 1);
     struct __kernel_timespec ts = { .tv_sec = 1 };
-    struct io_uring_getevents_arg arg = { .sigmask = 0, .sigmask_sz = _NSIG / 8, .pad = W_BATCH_US,
+    struct io_uring_getevents_arg arg = { .sigmask = 0, .sigmask_sz = _NSIG / 8, .pad = min_us,
                                           .ts = (uint64_t)(uintptr_t)&ts };
     unsigned flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG;
     int fd = w->ring.ring_fd;
@@ -323,12 +341,11 @@ int ring_submit_and_wait(struct worker *w)
         fd = w->ring.enter_ring_fd;
     }
     unsigned n = flush_sq(&w->ring);
-    arg.pad = w->batch_us;
     int rc = io_uring_enter2((unsigned)fd, n, nr, flags, (sigset_t *)&arg, sizeof arg);
     if (rc == -ETIME)
         rc = 0;
     if (rc == -EINVAL && !w->batch_checked) {   /* a kernel that reads no min-wait: plain waits */
-        w->features &= ~WF_BATCH;
+        w->features &= ~(WF_BATCH | WF_SEND_WAIT);
         ring_publish(w);
         rc = io_uring_submit_and_wait(&w->ring, 1);
     }

@@ -32,8 +32,10 @@ static void up_send(struct worker *w, struct upstream *up)
     struct io_uring_sqe *sqe = obj_sqe(w, &up->o, OP_U_SEND);
     io_uring_prep_send(sqe, up->fd, up->job.req + up->req_off, up->job.req_len - up->req_off,
                        MSG_NOSIGNAL | (link ? MSG_WAITALL : 0));
-    if (!link)
+    if (!link) {
+        w->sends_queued++;
         return;
+    }
     sqe->flags |= IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS;
     up->linked = true;
     up_recv(w, up);

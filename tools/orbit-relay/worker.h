@@ -36,6 +36,7 @@
 #define WF_BATCH            (1u << 8)
 #define WF_FUTEX            (1u << 9)
 #define WF_LINK             (1u << 10)
+#define WF_SEND_WAIT        (1u << 11)
 #define WF_OPT_IN           (WF_ZC | WF_BATCH)   /* off unless asked for */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
@@ -237,6 +238,7 @@ struct worker {
     unsigned features, features_off;
     bool batch_checked, accept_armed;
     unsigned batch_nr, batch_us;    /* a batched wait's completions and min-wait */
+    unsigned sends_queued;          /* sends queued since the last enter: their completions come at it */
     struct io_uring_buf_ring *br;
     char *br_bufs;
     uint16_t *br_bid_at, *br_pos_of;
