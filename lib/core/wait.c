@@ -121,7 +121,6 @@ static uint32_t spin_ceiling(uint32_t setting)
  * pausing, until CONTENDED_MEMORY yields in a row came back at once.
  */
 #define CONTENDED_GAP_NS 5000
-#define SPIN_EARLY_CHECKS 8u
 #define CONTENDED_MEMORY 16u
 static _Thread_local unsigned cpu_contended;
 
@@ -164,6 +163,9 @@ static uint32_t spin_budget(struct orb_spin *spin, uint32_t setting, bool *explo
  * a park ended soon after it began. On a contended CPU the spin yields
  * between checks (spin_step), so the budget is wall time others could use.
  */
+/* Checks a spin makes before its first clock read. */
+#define SPIN_EARLY_CHECKS 8u
+
 int orb_wait_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
                   const struct orb_deadline *deadline)
 {

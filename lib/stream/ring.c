@@ -129,43 +129,6 @@ void stream_note_cpu(_Atomic uint32_t *hint)
         atomic_store_explicit(hint, (uint32_t)cpu, memory_order_relaxed);
 }
 
-/* A bulk write of n bytes from head on: published a quarter ring at a time, so
- * the reader copies out of one quarter while we copy into the next. */
-static void write_quarters(struct orbit_endpoint *ep, const unsigned char *buf, uint64_t head, size_t n,
-                           unsigned dir)
-{
-    struct orbit_streams *s = ep->s;
-    size_t step = quarter(s);
-    bool deferred = false;
-    for (size_t done = 0; done < n;) {
-        size_t k = min_size(step, n - done);
-        ring_put(ep->wr_ring, s->buffer_bytes, head + done, buf + done, k);
-        if (publish_head(ep, head + done, head + done + k))
-            deferred |= wake_or_defer(s, ep->slot, dir, WATCH_READER);
-        done += k;
-    }
-    if (deferred)
-        stream_dir_wake(s, ep->slot, dir, WATCH_READER);
-}
-
-/* The mirror of write_quarters: consumption published a quarter ring at a time. */
-static void read_quarters(struct orbit_endpoint *ep, unsigned char *buf, uint64_t tail, size_t n,
-                          unsigned dir)
-{
-    struct orbit_streams *s = ep->s;
-    size_t step = quarter(s);
-    bool deferred = false;
-    for (size_t done = 0; done < n;) {
-        size_t k = min_size(step, n - done);
-        ring_get(ep->rd_ring, s->buffer_bytes, tail + done, buf + done, k);
-        if (publish_tail(ep, tail + done, tail + done + k))
-            deferred |= wake_or_defer(s, ep->slot, dir, WATCH_WRITER);
-        done += k;
-    }
-    if (deferred)
-        stream_dir_wake(s, ep->slot, dir, WATCH_WRITER);
-}
-
 static int write_refusal(const struct orbit_endpoint *ep)
 {
     int rc = stream_ep_check(ep);
@@ -209,16 +172,18 @@ static ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf
     size_t room = cap - (size_t)used;
     if (room == 0 || (exact && room < len))
         return -ORBIT_EAGAIN;
-    size_t n = min_size(len, room);
+    size_t n = min_size(len, room), step = exact ? n : quarter(s);
     unsigned dir = ep->side == ORBIT_SIDE_A ? 0 : 1;
-    if (exact || n <= quarter(s)) {
-        /* One publication: a wake it owes goes out now, as the call ends. */
-        ring_put(ep->wr_ring, cap, head, buf, n);
-        if (publish_head(ep, head, head + n))
-            stream_dir_wake(s, ep->slot, dir, WATCH_READER);
-    } else {
-        write_quarters(ep, buf, head, n, dir);
+    bool deferred = false;
+    for (size_t done = 0; done < n;) {
+        size_t k = min_size(step, n - done);
+        ring_put(ep->wr_ring, cap, head + done, buf + done, k);
+        if (publish_head(ep, head + done, head + done + k))
+            deferred |= wake_or_defer(s, ep->slot, dir, WATCH_READER);
+        done += k;
     }
+    if (deferred)
+        stream_dir_wake(s, ep->slot, dir, WATCH_READER);
     atomic_fetch_add_explicit(&s->bytes_written, n, memory_order_relaxed);
     orb_count(&s->ctr, STREAM_CTR_BYTES_WRITTEN, n);
     if (exact)
@@ -253,15 +218,18 @@ static ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_
             return -ORBIT_EAGAIN;
         return avail == 0 && !exact ? 0 : -ORBIT_EMALFORMED;
     }
-    size_t n = min_size(len, (size_t)avail);
+    size_t n = min_size(len, (size_t)avail), step = exact ? n : quarter(s);
     unsigned dir = ep->side == ORBIT_SIDE_A ? 1 : 0;
-    if (exact || n <= quarter(s)) {
-        ring_get(ep->rd_ring, cap, tail, buf, n);
-        if (publish_tail(ep, tail, tail + n))
-            stream_dir_wake(s, ep->slot, dir, WATCH_WRITER);
-    } else {
-        read_quarters(ep, buf, tail, n, dir);
+    bool deferred = false;
+    for (size_t done = 0; done < n;) {
+        size_t k = min_size(step, n - done);
+        ring_get(ep->rd_ring, cap, tail + done, buf + done, k);
+        if (publish_tail(ep, tail + done, tail + done + k))
+            deferred |= wake_or_defer(s, ep->slot, dir, WATCH_WRITER);
+        done += k;
     }
+    if (deferred)
+        stream_dir_wake(s, ep->slot, dir, WATCH_WRITER);
     atomic_fetch_add_explicit(&s->bytes_read, n, memory_order_relaxed);
     orb_count(&s->ctr, STREAM_CTR_BYTES_READ, n);
     if (exact)
@@ -272,7 +240,7 @@ static ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_
 /*
  * The fast paths: a message of at most STREAM_SMALL_COPY bytes that fits
  * without wrapping, on a direction with no flag raised. The same checks and
- * the same publication as write_some and read_some, in a function small
+ * the same publication as write_general and read_general, in a function small
  * enough to inline in the public calls; anything else returns 0 and takes the
  * general path, which decides it.
  */
