@@ -19,9 +19,6 @@ static size_t quarter(const struct orbit_streams *s)
     return s->buffer_bytes >= 4 ? s->buffer_bytes / 4 : s->buffer_bytes;
 }
 
-/* Up to this many bytes are copied inline: a message of a few bytes costs no call into memcpy. */
-#define STREAM_SMALL_COPY 32u
-
 /* n bytes, 1 <= n <= 32, as two overlapping copies of the widest size that fits:
  * a few instructions whatever n is. */
 static inline void copy_small(unsigned char *dst, const unsigned char *src, size_t n)
@@ -246,6 +243,42 @@ static ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_
  */
 #define STREAM_FLAGS_REFUSE_WRITE (DIR_RESET | DIR_FIN | DIR_READER_GONE)
 
+/*
+ * The line copy (stream_dir.copy_*), a seqlock the writer alone writes: copy_end
+ * 0, then the bytes, then the new end; a reader that reads the same end, equal
+ * to the head it loaded, before and after the bytes has the bytes of that write.
+ */
+static inline void line_copy_put(struct stream_dir *d, const unsigned char *buf, size_t len, uint64_t end)
+{
+    uint64_t w[2] = { 0, 0 };
+    copy_small((unsigned char *)w, buf, len);
+    atomic_store_explicit(&d->copy_end, 0, memory_order_relaxed);
+    /* Release fence: a reader that reads a word stored below then reads this 0 or later. */
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&d->copy_len, len, memory_order_relaxed);
+    atomic_store_explicit(&d->copy_word[0], w[0], memory_order_relaxed);
+    atomic_store_explicit(&d->copy_word[1], w[1], memory_order_relaxed);
+    /* Release: a reader that reads this end reads these words or newer ones. */
+    atomic_store_explicit(&d->copy_end, end, memory_order_release);
+}
+
+/* n of the avail bytes queued below head, from the line copy; false when it does not hold them. */
+static inline bool line_copy_get(const struct stream_dir *d, uint64_t head, uint64_t avail, unsigned char *buf,
+                                 size_t n)
+{
+    if (avail > STREAM_LINE_COPY || atomic_load_explicit(&d->copy_end, memory_order_acquire) != head)
+        return false;
+    uint64_t len = atomic_load_explicit(&d->copy_len, memory_order_relaxed);
+    uint64_t w[2] = { atomic_load_explicit(&d->copy_word[0], memory_order_relaxed),
+                      atomic_load_explicit(&d->copy_word[1], memory_order_relaxed) };
+    /* Acquire fence: words from a later write come with copy_end moved, seen next. */
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&d->copy_end, memory_order_relaxed) != head || len < avail || len > STREAM_LINE_COPY)
+        return false;   /* rewritten meanwhile, or a length that is not this write's */
+    copy_small(buf, (const unsigned char *)w + (len - avail), n);
+    return true;
+}
+
 static inline size_t write_fast(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
 {
     struct stream_dir *d = ep->wr;
@@ -259,6 +292,8 @@ static inline size_t write_fast(struct orbit_endpoint *ep, const unsigned char *
     if (head - ep->tail_seen > cap - len || start > cap - len)
         return 0;
     copy_small(ep->wr_ring + start, buf, len);
+    if (len <= STREAM_LINE_COPY)
+        line_copy_put(d, buf, len, head + len);
     if (publish_head(ep, head, head + len))
         stream_dir_wake(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 0 : 1, WATCH_READER);
     atomic_fetch_add_explicit(&ep->s->bytes_written, len, memory_order_relaxed);
@@ -279,7 +314,7 @@ static inline ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, s
     uint32_t flags = atomic_load_explicit(&d->flags, memory_order_acquire);
     uint64_t tail = atomic_load_explicit(&d->tail, memory_order_relaxed);
     /* Acquire: the bytes up to head were copied in before the writer published it. */
-    uint64_t avail = atomic_load_explicit(&d->head, memory_order_acquire) - tail;
+    uint64_t head = atomic_load_explicit(&d->head, memory_order_acquire), avail = head - tail;
     if ((flags & (DIR_RESET | DIR_FIN)) || avail > cap)
         return 0;   /* an ended direction or corruption: the general path reports it */
     if (avail < (exact ? len : 1))
@@ -288,7 +323,8 @@ static inline ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, s
     size_t start = (size_t)(tail & (cap - 1));
     if (n - 1 >= STREAM_SMALL_COPY || start > cap - n)
         return 0;   /* a large read or a wrap: the general path copies it */
-    copy_small(buf, ep->rd_ring + start, n);
+    if (!line_copy_get(d, head, avail, buf, n))
+        copy_small(buf, ep->rd_ring + start, n);
     if (publish_tail(ep, tail, tail + n))
         stream_dir_wake(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 1 : 0, WATCH_WRITER);
     atomic_fetch_add_explicit(&ep->s->bytes_read, n, memory_order_relaxed);

@@ -20,6 +20,7 @@ void stream_dir_clear(struct stream_dir *d)
 {
     atomic_store(&d->head, 0);
     atomic_store(&d->tail, 0);
+    atomic_store(&d->copy_end, 0);   /* a new stream's head may reach the old copy's end */
     atomic_store(&d->flags, 0);
     atomic_store(&d->writer_need, 0);
     atomic_store(&d->watch, 0);

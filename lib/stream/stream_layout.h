@@ -28,7 +28,7 @@
 #include "core/wait.h"
 
 #define ORB_TABLE_STREAMS     3u   /* the segment header's table_type */
-#define STREAM_LAYOUT_VERSION 2u
+#define STREAM_LAYOUT_VERSION 3u
 #define STREAM_RINGS_ALIGN    (2u << 20)
 #define STREAM_NODE_NONE      0xffffu
 
@@ -59,7 +59,12 @@ struct stream_dir {
     _Atomic uint32_t writer_need;     /* free bytes a waiting writer wants; 0 = any */
     _Atomic uint32_t watch;           /* WATCH_*: ring that end's doorbell on a change */
     _Atomic uint32_t writer_cpu;      /* CPU a writer last waited from (a hint) */
-    uint8_t pad1[32];
+    /* A copy of the last small write beside head (the ring holds the bytes too):
+     * a reader whose [tail, head) it covers copies from this line, the one it
+     * already fetched for head, and never moves the ring's line between CPUs. */
+    _Atomic uint64_t copy_end;        /* head after those bytes; 0 while they change */
+    _Atomic uint64_t copy_len;        /* 1..STREAM_LINE_COPY */
+    _Atomic uint64_t copy_word[2];
     /* Written by the reader only. */
     _Alignas(64) _Atomic uint64_t tail; /* bytes ever consumed */
     _Atomic uint32_t reader_need;     /* queued bytes a waiting reader wants; 0 = any */
@@ -67,6 +72,9 @@ struct stream_dir {
     uint8_t pad2[48];
 };
 _Static_assert(sizeof(struct stream_dir) == 128, "a direction is two cache lines");
+#define STREAM_LINE_COPY 16u            /* bytes of copy_word */
+/* Up to this many bytes are copied inline: a message of a few bytes costs no call into memcpy. */
+#define STREAM_SMALL_COPY 32u
 
 struct stream_slot {
     _Atomic uint32_t tenancy;         /* TENANCY(generation, SLOT_*) */

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The busy-poll cache-line round trip between two CPUs. */
-#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "bench.h"
 #include "bench_clock.h"
 #include "bench_floor.h"
@@ -12,14 +16,15 @@
 #define FLOOR_ROUNDS 2000
 #define FLOOR_WARMUP 200
 #define FLOOR_BATCH 50             /* round trips per timed batch: the clock's tick is ~20 ns */
-#define FLOOR_BUDGET_NS 20000000      /* stop early past this: a descheduled thread */
+#define FLOOR_BUDGET_NS 20000000      /* stop early past this: a descheduled peer */
 #define FLOOR_SPINS_BEFORE_YIELD 64
+#define FLOOR_CLOCK_EVERY 1024u     /* waits this long look at the clock */
+#define FLOOR_GIVE_UP_NS 1000000000   /* a side that waits a second for the other gives up */
 
 struct floor_line {
     _Alignas(64) _Atomic uint64_t ping;
     _Alignas(64) _Atomic uint64_t pong;
     _Atomic int stop;
-    int cpu;
     unsigned spin_first;           /* spins before the first yield */
 };
 
@@ -30,12 +35,15 @@ static void pin_self(int cpu)
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    sched_setaffinity(0, sizeof set, &set);
 }
 
-/* Wait until *w reaches want (or stop), spinning, then yielding to a thread on this CPU;
- * on one CPU (spin_first 0) yielding at once: a spin there only delays the peer. */
-static bool await(_Atomic uint64_t *w, uint64_t want, _Atomic int *stop, unsigned spin_first)
+/*
+ * Wait until *w reaches want (or stop), spinning, then yielding to the process
+ * on this CPU; on one CPU (spin_first 0) yielding at once: a spin there only
+ * delays the peer. False past FLOOR_GIVE_UP_NS: a peer that died or never ran.
+ */
+static bool await(_Atomic uint64_t *w, uint64_t want, _Atomic int *stop, unsigned spin_first, int64_t give_up)
 {
     for (unsigned spins = 0; atomic_load_explicit(w, memory_order_acquire) != want; spins++) {
         if (atomic_load_explicit(stop, memory_order_relaxed))
@@ -44,17 +52,21 @@ static bool await(_Atomic uint64_t *w, uint64_t want, _Atomic int *stop, unsigne
             sched_yield();
         else
             bench_cpu_relax();
+        if (spins % FLOOR_CLOCK_EVERY == FLOOR_CLOCK_EVERY - 1 && bench_now_ns() > give_up)
+            return false;
     }
     return true;
 }
 
-static void *echo(void *arg)
+/* The peer process: answers every ping until told to stop or the parent is gone. */
+static _Noreturn void echo(struct floor_line *l, int cpu)
 {
-    struct floor_line *l = arg;
-    pin_self(l->cpu);
-    for (uint64_t i = 1; await(&l->ping, i, &l->stop, l->spin_first); i++)
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    pin_self(cpu);
+    int64_t give_up = bench_now_ns() + FLOOR_GIVE_UP_NS;
+    for (uint64_t i = 1; await(&l->ping, i, &l->stop, l->spin_first, give_up); i++)
         atomic_store_explicit(&l->pong, i, memory_order_release);
-    return NULL;
+    _exit(0);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -65,26 +77,23 @@ static int cmp_i64(const void *a, const void *b)
 
 double floor_round_trip_ns(const int cpu[2])
 {
-    static struct floor_line line;
     static int64_t rt[FLOOR_ROUNDS / FLOOR_BATCH];
-    atomic_store(&line.ping, 0);
-    atomic_store(&line.pong, 0);
-    atomic_store(&line.stop, 0);
-    line.cpu = cpu[1];
-    line.spin_first = cpu[0] >= 0 && cpu[0] == cpu[1] ? 0 : FLOOR_SPINS_BEFORE_YIELD;
+    struct floor_line *line = mmap(NULL, sizeof *line, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (line == MAP_FAILED)
+        return -1;
+    line->spin_first = cpu[0] >= 0 && cpu[0] == cpu[1] ? 0 : FLOOR_SPINS_BEFORE_YIELD;
     cpu_set_t saved;
     sched_getaffinity(0, sizeof saved, &saved);
     pin_self(cpu[0]);
-    pthread_t th;
-    if (pthread_create(&th, NULL, echo, &line) != 0) {
-        sched_setaffinity(0, sizeof saved, &saved);
-        return -1;
-    }
+    pid_t peer = fork();
+    if (peer == 0)
+        echo(line, cpu[1]);
     int n = 0;
     int64_t begin = bench_now_ns(), t0 = begin;
-    for (uint64_t i = 1; i <= FLOOR_ROUNDS + FLOOR_WARMUP; i++) {
-        atomic_store_explicit(&line.ping, i, memory_order_release);
-        await(&line.pong, i, &line.stop, line.spin_first);
+    for (uint64_t i = 1; peer > 0 && i <= FLOOR_ROUNDS + FLOOR_WARMUP; i++) {
+        atomic_store_explicit(&line->ping, i, memory_order_release);
+        if (!await(&line->pong, i, &line->stop, line->spin_first, begin + FLOOR_GIVE_UP_NS))
+            break;
         if (i == FLOOR_WARMUP)
             t0 = bench_now_ns();
         if (i <= FLOOR_WARMUP || (i - FLOOR_WARMUP) % FLOOR_BATCH)
@@ -95,8 +104,10 @@ double floor_round_trip_ns(const int cpu[2])
         if (t1 - begin > FLOOR_BUDGET_NS && n >= 5)
             break;
     }
-    atomic_store(&line.stop, 1);
-    pthread_join(th, NULL);
+    atomic_store(&line->stop, 1);
+    if (peer > 0)
+        waitpid(peer, NULL, 0);
+    munmap(line, sizeof *line);
     sched_setaffinity(0, sizeof saved, &saved);
     if (n == 0)
         return -1;

@@ -44,13 +44,14 @@ static const char usage[] =
 "side's best pair) is shown for comparison only.\n"
 "Every report starts with the host (CPU, kernel, CPUs, huge pages, load average,\n"
 "other tasks running, CPU time stolen by the hypervisor during the run)\n"
-"and the floor: a busy-poll cache-line round trip between two threads on the CPUs\n"
-"used (--cpus, else the first two allowed), taken before each pair; with one CPU a\n"
-"sched_yield hand-off. A slow floor is a slow host, not a slow library; a pair\n"
-"whose floor is beyond 2x of the run's median is flagged. Latency benches print\n"
-"p50..p99.99 and max of every sample, the median over the floor, and where each\n"
-"side ran: A pings, B echoes, how often each moved, and unpinned how often both\n"
-"sat on one CPU (then a ping-pong runs at the scheduler's pace). See orbit-bench(1).\n";
+"and the floor: a busy-poll cache-line round trip between two processes on the\n"
+"CPUs used (--cpus, else the first two allowed), taken before each pair; with one\n"
+"CPU a sched_yield hand-off between processes. A slow floor is a slow host, not a\n"
+"slow library; a pair whose floor is beyond 2x of the run's median is flagged.\n"
+"Latency benches print p50..p99.99 and max of every sample, the median over the\n"
+"floor, and where each side ran: A pings, B echoes, how often each moved, and\n"
+"unpinned how often both sat on one CPU (then a ping-pong runs at the scheduler's\n"
+"pace). See orbit-bench(1).\n";
 
 int main(int argc, char **argv)
 {

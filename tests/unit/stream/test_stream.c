@@ -770,6 +770,115 @@ START_TEST(small_messages_cross_every_offset_of_a_small_ring)
 }
 END_TEST
 
+/*
+ * A message of at most STREAM_LINE_COPY bytes written by the fast path is read
+ * from the copy beside head: the ring's bytes, scribbled over here, are not
+ * read. A copy being rewritten (copy_end 0), a longer message, or one the copy
+ * does not cover comes from the ring.
+ */
+START_TEST(a_small_message_is_read_from_the_line_beside_head)
+{
+    struct fx x = fx_small(4, 64);
+    struct orbit_endpoint *a, *b;
+    pair(x.s, &a, &b);
+    unsigned char got[32];
+    ck_assert_int_eq(orbit_endpoint_try_write(a, "hello", 5), 5);
+    ck_assert_uint_eq(atomic_load(&a->wr->copy_end), 5);
+    memset(b->rd_ring, 'X', 5);
+    ck_assert_int_eq(orbit_endpoint_try_read(b, got, 2), 2);   /* part of the copy ... */
+    ck_assert_mem_eq(got, "he", 2);
+    ck_assert_int_eq(orbit_endpoint_try_read(b, got, sizeof got), 3);   /* ... and its rest */
+    ck_assert_mem_eq(got, "llo", 3);
+    ck_assert_int_eq(orbit_endpoint_try_write(a, "world", 5), 5);
+    atomic_store(&a->wr->copy_end, 0);   /* as while the writer rewrites it */
+    memset(b->rd_ring + 5, 'Y', 5);
+    ck_assert_int_eq(orbit_endpoint_try_read(b, got, sizeof got), 5);
+    ck_assert_mem_eq(got, "YYYYY", 5);
+    /* Two messages queued: the copy holds the second only, the ring both. */
+    ck_assert_int_eq(orbit_endpoint_try_write(a, "ab", 2), 2);
+    ck_assert_int_eq(orbit_endpoint_try_write(a, "cd", 2), 2);
+    memset(b->rd_ring + 10, 'Z', 4);
+    ck_assert_int_eq(orbit_endpoint_try_read(b, got, sizeof got), 4);
+    ck_assert_mem_eq(got, "ZZZZ", 4);
+    /* Past STREAM_LINE_COPY the copy is not written: the ring is read. */
+    unsigned char big[STREAM_LINE_COPY + 1];
+    memset(big, 'q', sizeof big);
+    ck_assert_int_eq(orbit_endpoint_try_write(a, big, sizeof big), (ssize_t)sizeof big);
+    ck_assert_uint_eq(atomic_load(&a->wr->copy_end), 14);
+    memset(b->rd_ring + 14, 'W', sizeof big);
+    ck_assert_int_eq(orbit_endpoint_try_read(b, got, sizeof got), (ssize_t)sizeof big);
+    ck_assert_uint_eq(got[0], 'W');
+    /* A length no write stored is not believed. */
+    ck_assert_int_eq(orbit_endpoint_try_write(a, "k", 1), 1);
+    atomic_store(&a->wr->copy_len, STREAM_LINE_COPY + 1);
+    b->rd_ring[14 + sizeof big] = 'V';
+    ck_assert_int_eq(orbit_endpoint_try_read(b, got, sizeof got), 1);
+    ck_assert_uint_eq(got[0], 'V');
+    orbit_endpoint_close(a);
+    orbit_endpoint_close(b);
+    /* A new stream in a slot starts with no copy: its head may reach the old copy's end. */
+    struct orbit_endpoint *c, *d;
+    pair(x.s, &c, &d);
+    ck_assert_uint_eq(atomic_load(&c->wr->copy_end), 0);
+    ck_assert_uint_eq(atomic_load(&d->wr->copy_end), 0);
+    orbit_endpoint_close(c);
+    orbit_endpoint_close(d);
+    fx_close(&x);
+}
+END_TEST
+
+struct byte_stream { struct orbit_endpoint *ep; uint32_t total; int failed_at; };
+
+/* Writes the byte sequence i % 251 in messages of 1..16 bytes (then one of 17..32). */
+static void *sequence_writer(void *p)
+{
+    struct byte_stream *w = p;
+    unsigned char msg[STREAM_SMALL_COPY];
+    for (uint32_t sent = 0, k = 0; sent < w->total; k++) {
+        uint32_t len = k % 7 == 6 ? STREAM_LINE_COPY + 1 + k % 16 : 1 + k % STREAM_LINE_COPY;
+        if (len > w->total - sent)
+            len = w->total - sent;
+        for (uint32_t i = 0; i < len; i++)
+            msg[i] = (unsigned char)((sent + i) % 251);
+        if (orbit_endpoint_write_all(w->ep, msg, len, 10000) != 0) {
+            w->failed_at = (int)sent;
+            return NULL;
+        }
+        sent += len;
+    }
+    return NULL;
+}
+
+/*
+ * A writer thread and a reader thread: whatever the copy beside head is doing
+ * when the reader looks (being rewritten, a later message's), every byte read
+ * is the one written there, in order.
+ */
+START_TEST(small_messages_keep_their_bytes_between_threads)
+{
+    struct fx x = fx_small(4, 256);
+    struct orbit_endpoint *a, *b;
+    pair(x.s, &a, &b);
+    struct byte_stream w = { .ep = a, .total = 400000, .failed_at = -1 };
+    pthread_t th;
+    pthread_create(&th, NULL, sequence_writer, &w);
+    unsigned char got[STREAM_SMALL_COPY];
+    uint32_t seen = 0, k = 0;
+    while (seen < w.total) {
+        size_t want = 1 + k++ % sizeof got;
+        ssize_t n = orbit_endpoint_read(b, got, want, 10000);
+        ck_assert_msg(n > 0, "read at byte %u: %zd", seen, n);
+        for (ssize_t i = 0; i < n; i++, seen++)
+            ck_assert_msg(got[i] == seen % 251, "byte %u: %u, not %u", seen, got[i], seen % 251);
+    }
+    pthread_join(th, NULL);
+    ck_assert_int_eq(w.failed_at, -1);
+    orbit_endpoint_close(a);
+    orbit_endpoint_close(b);
+    fx_close(&x);
+}
+END_TEST
+
 /* ---- specs, geometry, observers ------------------------------------------ */
 
 START_TEST(specs_are_validated_and_kinds_are_independent)
@@ -1327,6 +1436,8 @@ static Suite *stream_suite(void)
     tcase_add_test(seed, a_contested_claim_goes_to_exactly_one_opener);
     tcase_add_test(seed, random_sizes_concatenate_exactly);
     tcase_add_test(seed, small_messages_cross_every_offset_of_a_small_ring);
+    tcase_add_test(seed, a_small_message_is_read_from_the_line_beside_head);
+    tcase_add_test(seed, small_messages_keep_their_bytes_between_threads);
     suite_add_tcase(s, seed);
 
     TCase *more = tcase_create("contract");
