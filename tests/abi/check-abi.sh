@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The installed ABI: every function and extern object an installed header
 # declares is exported by its library, under a version node; nothing else is
-# exported; the sonames are the ABI's, not the release's.
+# exported; the sonames are the ABI's, not the release's; the Debian symbols
+# file lists exactly the exports (dh_makeshlibs -c4 fails the build otherwise).
 #   check-abi.sh BUILD_DIR SOURCE_DIR      check the built libraries
 #   check-abi.sh --selftest                show the checks fail on a bad library
 set -uo pipefail
@@ -37,6 +38,24 @@ check() {
     return "$bad"
 }
 
+# "name@node" per export, the nodes themselves as "NODE@NODE", as dpkg's symbols files name them.
+debian_names() {
+    nm -D --defined-only --with-symbol-versions "$1" | awk '
+        $2 == "A" { print $3 "@" $3; next }
+        { n = $3; sub(/@@/, "@", n); print n }' | sort -u
+}
+
+# symbols_match LIB SONAME FILE: FILE's section for SONAME names exactly LIB's exports.
+symbols_match() {
+    local lib=$1 soname=$2 file=$3
+    local listed; listed=$(awk -v s="$soname" '/^[^ *#]/ { on = ($1 == s); next } on && /^ / { print $1 }' "$file" | sort -u)
+    local exp; exp=$(debian_names "$lib")
+    local diffs; diffs=$(diff <(printf '%s\n' "$listed") <(printf '%s\n' "$exp") | grep '^[<>]')
+    [ -z "$diffs" ] && { echo "$file: $soname lists its $(printf '%s\n' "$exp" | wc -l) exports"; return 0; }
+    echo "$file: $soname section differs from $lib's exports (< listed only, > exported only):" $diffs
+    return 1
+}
+
 selftest() {
     d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
     mkdir -p "$d/orbit"
@@ -53,7 +72,12 @@ selftest() {
     cc -shared -fPIC -o "$d/lower.so" -Wl,-soname,libx.so.0 -Wl,--version-script="$d/lower.map" "$d/x.c"
     check "$d/lower.so" libx.so.0 ORBIT "$d/orbit/x.h" >/dev/null && die "selftest: an unexported extern object passed"
     check "$d/good.so" libx.so.1 ORBIT "$d/orbit/x.h" >/dev/null && die "selftest: a wrong soname passed"
-    echo "selftest: unversioned, unexported and wrong-soname libraries all fail the check"
+    printf 'libx.so.0 libx0 #MINVER#\n ORBIT_0.1@ORBIT_0.1 0.1\n ORBIT_B@ORBIT_0.1 0.1\n orbit_a@ORBIT_0.1 0.1\n' > "$d/good.symbols"
+    symbols_match "$d/good.so" libx.so.0 "$d/good.symbols" >/dev/null || die "selftest: a complete symbols file failed"
+    grep -v orbit_a "$d/good.symbols" > "$d/short.symbols"
+    symbols_match "$d/good.so" libx.so.0 "$d/short.symbols" >/dev/null && die "selftest: a symbols file missing an export passed"
+    symbols_match "$d/lower.so" libx.so.0 "$d/good.symbols" >/dev/null && die "selftest: a symbols file listing a lost export passed"
+    echo "selftest: unversioned, unexported and wrong-soname libraries and incomplete symbols files all fail the check"
 }
 
 if [ "${1:-}" = "--selftest" ]; then selftest; exit 0; fi
@@ -66,7 +90,9 @@ for h in "$src"/lib/include/orbit/*.h; do
     [ "$(basename "$h")" = reaper.h ] || headers+=("$h")
 done
 check "$build/liborbit.so" liborbit.so.0 ORBIT "${headers[@]}" "$build"/lib/include/orbit/version.h || rc=1
+symbols_match "$build/liborbit.so" liborbit.so.0 "$src/debian/liborbit0.symbols" || rc=1
 if [ -e "$build/bpf/liborbit-reaper.so" ]; then
     check "$build/bpf/liborbit-reaper.so" liborbit-reaper.so.0 ORBIT_REAPER "$src"/lib/include/orbit/reaper.h || rc=1
+    symbols_match "$build/bpf/liborbit-reaper.so" liborbit-reaper.so.0 "$src/debian/liborbit0.symbols" || rc=1
 fi
 exit "$rc"
