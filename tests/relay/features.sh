@@ -88,6 +88,7 @@ else
     on=()
     echo "kernel $(uname -r) before 6.10: the default's features not checked on"
 fi
+[ "$(nproc)" -ge 2 ] && on+=(pinned_cpu=on)
 # Linux 6.12 brought the min-wait the batched wait and the wait past sends need.
 if [ "$kv" -ge 612 ]; then on+=(wait_past_sends=on); fi
 check default "${on[@]}" zerocopy_send=opt-in batched_wait=opt-in linked_upstream=on quiet_own_wait=on
@@ -136,6 +137,40 @@ quiet() {   # ENV EXPECT: EXPECT "some" or "none" quiet waits over 24 connection
 }
 quiet ORBIT_RELAY_NO_QUIET_WAIT=0 some
 quiet ORBIT_RELAY_NO_QUIET_WAIT=1 none
+# Workers pinned one to a CPU in turn (two or more CPUs): each worker's
+# Cpus_allowed_list is one CPU, and two workers never share it on two CPUs;
+# forced off, each may run on every CPU the supervisor may.
+pinned() {   # ENV EXPECT (pinned or free)
+    setting="pinned workers, $1"
+    local fleet="t-relay-feat-$$-p$RANDOM" pid addr
+    env "$1" "$relay" --fleet "$fleet" --listen 127.0.0.1:0 --upstream "$backend" --workers 2 >"$tmp/relay.out" 2>&1 &
+    pid=$!; pids+=($pid)
+    for _ in $(seq 200); do grep -q 'workers on .*, backend' "$tmp/relay.out" && break; sleep 0.05; done
+    addr=$(grep -o 'workers on [0-9.:]*' "$tmp/relay.out" | awk '{ print $3 }' || true)
+    [ -n "$addr" ] || fail "the relay did not start: $(cat "$tmp/relay.out")"
+    "$relay" --load "http://$addr/" --connections 8 --requests 3000 --json >"$tmp/load" || fail "load: $(cat "$tmp/load")"
+    grep -q '"ok":"3000"' "$tmp/load" && grep -q '"bad_body":"0"' "$tmp/load" || fail "load: $(cat "$tmp/load")"
+    local all w lists=()
+    all=$(grep Cpus_allowed_list /proc/$$/status | awk '{ print $2 }')
+    for w in $(cat /proc/"$pid"/task/*/children); do
+        lists+=("$(grep Cpus_allowed_list /proc/"$w"/status | awk '{ print $2 }')")
+    done
+    [ ${#lists[@]} = 2 ] || fail "${#lists[@]} workers, not 2"
+    if [ "$2" = pinned ]; then
+        for w in "${lists[@]}"; do [[ "$w" =~ ^[0-9]+$ ]] || fail "a worker may run on $w, not one CPU"; done
+        [ "${lists[0]}" != "${lists[1]}" ] || fail "both workers on CPU ${lists[0]}"
+    else
+        for w in "${lists[@]}"; do [ "$w" = "$all" ] || fail "a worker pinned to $w while forced off"; done
+    fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    echo "ok: $setting (${lists[*]})"
+}
+if [ "$(nproc)" -ge 2 ]; then
+    check ORBIT_RELAY_NO_PIN pinned_cpu=env quiet_own_wait=on
+    pinned ORBIT_RELAY_NO_PIN=0 pinned
+    pinned ORBIT_RELAY_NO_PIN=1 free
+fi
 # The batched wait's depth follows requests in flight, not connections: one busy
 # client among 62 idle keep-alive ones must not sit out the min-wait (500 us) on
 # each of its requests (a depth by connections made its p50 1.1 ms, not 0.1 ms).

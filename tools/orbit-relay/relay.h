@@ -33,6 +33,7 @@ struct relay_opts {
     bool self_reap;              /* the supervisor runs orbit_fleet_reap on a death */
     bool report_deaths;          /* the supervisor reports its dead workers (off: the demo shows the reaper) */
     bool quiet;
+    bool pinned;                 /* a worker: its supervisor pinned it to one CPU */
 };
 
 /* ---- small helpers (util.c) -------------------------------------------- */
@@ -188,6 +189,8 @@ struct relay_fleet {
     int lfds[RELAY_STATS_SLOTS];      /* worker index -> its listener */
     struct orbit_fleet *observer;     /* for reaps and inspection */
     int ready_rd, ready_wr;
+    int cpus[RELAY_STATS_SLOTS];      /* the CPUs the workers are pinned to, in turn */
+    int n_cpus;                       /* 0: not pinned */
 };
 int  fleet_start(struct relay_fleet *rf, const struct relay_opts *o);
 /* Reaps exited children; returns the number of worker deaths seen. */

@@ -38,6 +38,7 @@
 #define WF_LINK             (1u << 10)
 #define WF_SEND_WAIT        (1u << 11)
 #define WF_QUIET_WAIT       (1u << 12)
+#define WF_PIN              (1u << 13)
 #define WF_OPT_IN           (WF_ZC | WF_BATCH)   /* off unless asked for */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
