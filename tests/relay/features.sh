@@ -88,9 +88,10 @@ else
     on=()
     echo "kernel $(uname -r) before 6.10: the default's features not checked on"
 fi
+[ "$(nproc)" -ge 2 ] && on+=(pinned_cpu=on)
 # Linux 6.12 brought the min-wait the batched wait and the wait past sends need.
 if [ "$kv" -ge 612 ]; then on+=(wait_past_sends=on); fi
-check default "${on[@]}" zerocopy_send=opt-in batched_wait=opt-in linked_upstream=on
+check default "${on[@]}" zerocopy_send=opt-in batched_wait=opt-in linked_upstream=on quiet_own_wait=on
 check ORBIT_RELAY_NO_MULTISHOT multishot_accept=env multishot_recv=env recv_bundle=env direct_descriptors=on
 check ORBIT_RELAY_NO_BUNDLE recv_bundle=env multishot_recv=on
 check ORBIT_RELAY_NO_DIRECT direct_descriptors=env multishot_accept=on multishot_recv=on
@@ -108,6 +109,68 @@ check ORBIT_RELAY_NO_WAIT_PAST_SENDS+ORBIT_RELAY_NO_LINK wait_past_sends=env lin
 check ORBIT_RELAY_NO_LINK+ORBIT_RELAY_NO_MULTISHOT linked_upstream=env multishot_recv=env
 check ORBIT_RELAY_NO_MULTISHOT+ORBIT_RELAY_NO_DIRECT+ORBIT_RELAY_NO_DEFER_TASKRUN multishot_recv=env \
     direct_descriptors=env defer_taskrun=env
+check ORBIT_RELAY_NO_QUIET_WAIT quiet_own_wait=env wait_past_sends=on
+# A request waiting for one of its worker's own upstreams (more connections than
+# the budget) arms no FUTEX_WAIT on the pool key: quiet_waits counts those. Forced
+# off, every such wait arms one and quiet_waits stays 0; the bodies stay exact.
+quiet() {   # ENV EXPECT: EXPECT "some" or "none" quiet waits over 24 connections, budget 16
+    setting="quiet own wait, $1"
+    local fleet="t-relay-feat-$$-q$RANDOM" pid addr n
+    env "$1" "$relay" --fleet "$fleet" --listen 127.0.0.1:0 --upstream "$backend" --workers 2 --upstreams 16 \
+        >"$tmp/relay.out" 2>&1 &
+    pid=$!; pids+=($pid)
+    for _ in $(seq 200); do grep -q 'workers on .*, backend' "$tmp/relay.out" && break; sleep 0.05; done
+    addr=$(grep -o 'workers on [0-9.:]*' "$tmp/relay.out" | awk '{ print $3 }' || true)
+    [ -n "$addr" ] || fail "the relay did not start: $(cat "$tmp/relay.out")"
+    "$relay" --load "http://$addr/" --connections 24 --requests 20000 --json >"$tmp/load" || fail "load: $(cat "$tmp/load")"
+    grep -q '"ok":"20000"' "$tmp/load" && grep -q '"bad_body":"0"' "$tmp/load" || fail "load: $(cat "$tmp/load")"
+    "$relay" --stats "$fleet" --json >"$tmp/stats" || fail "--stats"
+    n=$(grep -o '"quiet_waits":"[0-9]*"' "$tmp/stats" | grep -o '[0-9]*' | awk '{ s += $1 } END { print s + 0 }')
+    local waits
+    waits=$(grep -o '"pool_waits":"[0-9]*"' "$tmp/stats" | grep -o '[0-9]*' | awk '{ s += $1 } END { print s + 0 }')
+    [ "$waits" -gt 0 ] || fail "no pool waits at all: the load did not exercise them"
+    if [ "$2" = some ]; then [ "$n" -gt 0 ] || fail "no quiet waits of $waits pool waits"
+    else [ "$n" = 0 ] || fail "$n quiet waits while forced off"; fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    echo "ok: $setting ($n quiet of $waits pool waits)"
+}
+quiet ORBIT_RELAY_NO_QUIET_WAIT=0 some
+quiet ORBIT_RELAY_NO_QUIET_WAIT=1 none
+# Workers pinned one to a CPU in turn (two or more CPUs): each worker's
+# Cpus_allowed_list is one CPU, and two workers never share it on two CPUs;
+# forced off, each may run on every CPU the supervisor may.
+pinned() {   # ENV EXPECT (pinned or free)
+    setting="pinned workers, $1"
+    local fleet="t-relay-feat-$$-p$RANDOM" pid addr
+    env "$1" "$relay" --fleet "$fleet" --listen 127.0.0.1:0 --upstream "$backend" --workers 2 >"$tmp/relay.out" 2>&1 &
+    pid=$!; pids+=($pid)
+    for _ in $(seq 200); do grep -q 'workers on .*, backend' "$tmp/relay.out" && break; sleep 0.05; done
+    addr=$(grep -o 'workers on [0-9.:]*' "$tmp/relay.out" | awk '{ print $3 }' || true)
+    [ -n "$addr" ] || fail "the relay did not start: $(cat "$tmp/relay.out")"
+    "$relay" --load "http://$addr/" --connections 8 --requests 3000 --json >"$tmp/load" || fail "load: $(cat "$tmp/load")"
+    grep -q '"ok":"3000"' "$tmp/load" && grep -q '"bad_body":"0"' "$tmp/load" || fail "load: $(cat "$tmp/load")"
+    local all w lists=()
+    all=$(grep Cpus_allowed_list /proc/$$/status | awk '{ print $2 }')
+    for w in $(cat /proc/"$pid"/task/*/children); do
+        lists+=("$(grep Cpus_allowed_list /proc/"$w"/status | awk '{ print $2 }')")
+    done
+    [ ${#lists[@]} = 2 ] || fail "${#lists[@]} workers, not 2"
+    if [ "$2" = pinned ]; then
+        for w in "${lists[@]}"; do [[ "$w" =~ ^[0-9]+$ ]] || fail "a worker may run on $w, not one CPU"; done
+        [ "${lists[0]}" != "${lists[1]}" ] || fail "both workers on CPU ${lists[0]}"
+    else
+        for w in "${lists[@]}"; do [ "$w" = "$all" ] || fail "a worker pinned to $w while forced off"; done
+    fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    echo "ok: $setting (${lists[*]})"
+}
+if [ "$(nproc)" -ge 2 ]; then
+    check ORBIT_RELAY_NO_PIN pinned_cpu=env quiet_own_wait=on
+    pinned ORBIT_RELAY_NO_PIN=0 pinned
+    pinned ORBIT_RELAY_NO_PIN=1 free
+fi
 # The batched wait's depth follows requests in flight, not connections: one busy
 # client among 62 idle keep-alive ones must not sit out the min-wait (500 us) on
 # each of its requests (a depth by connections made its p50 1.1 ms, not 0.1 ms).

@@ -70,8 +70,10 @@ struct orbit_decision fair_decide(void *ctx, orbit_key key, const struct orbit_c
      * longer queue (a skewed load) still borrows. Below our share, our queue is what
      * makes a peer over its share give one back (others_starving). */
     else if (d.kind == ORBIT_DECIDE_REUSE && orbit_id_node(d.reuse) != orbit_fleet_node(w->fleet) &&
-             w->n_ups >= W_OWN_WAIT_MIN && STAT_GET(w->st, queued) * 4 < (uint64_t)w->n_ups)
+             w->n_ups >= W_OWN_WAIT_MIN && STAT_GET(w->st, queued) * 4 < (uint64_t)w->n_ups) {
         d = (struct orbit_decision){ .kind = ORBIT_DECIDE_WAIT };
+        w->decided_own = true;
+    }
     return d;
 }
 
@@ -110,6 +112,7 @@ static int try_dispatch(struct worker *w, struct client *c, uint32_t *version)
          * than a remote owner takes): only our own upstreams. */
         bool local = c->streaming || c->req_len > relay_buffered_max(w->o) || w->n_rs >= W_LANE - 4;
         const struct orbit_policy *pol = local ? &orbit_policy_local_only : &w->policy;
+        w->decided_own = false;
         int rc = orbit_pool_acquire(w->pool, w->key, &w->limits, pol, &plan);
         if (rc < 0) {
             client_error(w, c, 503, "Service Unavailable", false);
@@ -133,6 +136,7 @@ static int try_dispatch(struct worker *w, struct client *c, uint32_t *version)
             return D_STARTED;
         case ORBIT_PLAN_WAIT:
             *version = plan.version;
+            w->wait_own = w->decided_own && (w->features & WF_QUIET_WAIT);
             return D_WAIT;
         case ORBIT_PLAN_REJECT:
         default:
@@ -144,14 +148,32 @@ static int try_dispatch(struct worker *w, struct client *c, uint32_t *version)
     return D_STARTED;
 }
 
-static bool need_pool_wait(struct worker *w)
+/* Remote requests whose owner has not answered: they wait on the pool key. */
+static bool rs_waiting(struct worker *w)
 {
-    if (w->qhead)
-        return true;
     for (struct rstream *rs = w->rs_list; rs; rs = rs->next)
         if (rs->phase != RS_BODY)
             return true;
     return false;
+}
+
+static bool need_pool_wait(struct worker *w)
+{
+    return w->qhead || rs_waiting(w);
+}
+
+/*
+ * The queue's head waits for one of our own upstreams (fair_decide), and
+ * nothing else waits on the key: each of those comes back through
+ * up_job_done or up_fail, which sweep the queue. So no FUTEX_WAIT on the key,
+ * whose arming costs a membarrier(2) (the pool's fence before a sleep) and
+ * whose completion a loop turn, both for a wake our own completion brings
+ * anyway. A peer's upstream that comes free meanwhile is seen at that sweep,
+ * or at the tick's.
+ */
+static bool quiet_wait(struct worker *w)
+{
+    return w->wait_own && w->qhead && !rs_waiting(w);
 }
 
 /* Arms one FUTEX_WAIT on the key's change word past since: 0 armed (or
@@ -160,6 +182,10 @@ static int arm_pool_wait(struct worker *w, uint32_t since)
 {
     if (!w->futex || w->pool_armed)
         return 0;
+    if (quiet_wait(w)) {
+        STAT_ADD(w->st, quiet_waits, 1);
+        return 0;
+    }
     struct io_uring_sqe *sqe = relay_sqe(&w->ring);
     int r = orbit_pool_prep_wait_capacity(w->pool, w->key, since, sqe);
     /* Not armed: the prep left a NOP, whose completion is ignored. */

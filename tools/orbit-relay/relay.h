@@ -33,6 +33,7 @@ struct relay_opts {
     bool self_reap;              /* the supervisor runs orbit_fleet_reap on a death */
     bool report_deaths;          /* the supervisor reports its dead workers (off: the demo shows the reaper) */
     bool quiet;
+    bool pinned;                 /* a worker: its supervisor pinned it to one CPU */
 };
 
 /* ---- small helpers (util.c) -------------------------------------------- */
@@ -86,7 +87,7 @@ int http_error(char *buf, size_t len, int status, const char *reason, bool close
 /* ---- shared statistics (stats.c): /dev/shm/orbit-relay.<fleet> --------- */
 
 #define RELAY_STATS_MAGIC   0x79616c6572626f72ull   /* "orbrelay" */
-#define RELAY_STATS_VERSION 2
+#define RELAY_STATS_VERSION 3
 #define RELAY_STATS_SLOTS   64
 
 enum relay_slot_state { SLOT_FREE, SLOT_STARTING, SLOT_RUNNING, SLOT_EXITED, SLOT_KILLED };
@@ -119,8 +120,9 @@ struct relay_worker_stats {
     _Atomic uint64_t inflight;       /* gauge: client requests not yet answered */
     _Atomic uint64_t queued;         /* gauge: requests waiting for pool capacity */
     _Atomic uint64_t accept_pauses;  /* accepts paused: out of descriptors */
+    _Atomic uint64_t quiet_waits;    /* pool waits for our own upstreams, with no FUTEX_WAIT armed */
     _Atomic uint32_t features_off;   /* ... and those an ORBIT_RELAY_NO_* variable turned off */
-    uint8_t pad[36];
+    uint8_t pad[28];
 };
 
 struct relay_stats {
@@ -187,6 +189,8 @@ struct relay_fleet {
     int lfds[RELAY_STATS_SLOTS];      /* worker index -> its listener */
     struct orbit_fleet *observer;     /* for reaps and inspection */
     int ready_rd, ready_wr;
+    int cpus[RELAY_STATS_SLOTS];      /* the CPUs the workers are pinned to, in turn */
+    int n_cpus;                       /* 0: not pinned */
 };
 int  fleet_start(struct relay_fleet *rf, const struct relay_opts *o);
 /* Reaps exited children; returns the number of worker deaths seen. */

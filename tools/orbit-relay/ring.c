@@ -52,6 +52,8 @@ static const struct { unsigned bit; const char *name, *env; } w_features[] = {
     { WF_FUTEX, "futex_wait", NULL },
     { WF_LINK, "linked_upstream", "ORBIT_RELAY_NO_LINK" },
     { WF_SEND_WAIT, "wait_past_sends", "ORBIT_RELAY_NO_WAIT_PAST_SENDS" },
+    { WF_QUIET_WAIT, "quiet_own_wait", "ORBIT_RELAY_NO_QUIET_WAIT" },
+    { WF_PIN, "pinned_cpu", "ORBIT_RELAY_NO_PIN" },
 };
 #define N_FEATURES (sizeof w_features / sizeof w_features[0])
 
@@ -224,6 +226,9 @@ int ring_open(struct worker *w)
         w->features |= WF_DIRECT;
     if ((want & WF_ZC) && op_supported(&w->ring, IORING_OP_SEND_ZC))
         w->features |= WF_ZC;
+    w->features |= want & WF_QUIET_WAIT;   /* the worker's own: no kernel to ask */
+    if (w->o->pinned)
+        w->features |= WF_PIN;             /* by the supervisor, before the fork returned */
     return 0;
 }
 

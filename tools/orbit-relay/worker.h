@@ -37,6 +37,8 @@
 #define WF_FUTEX            (1u << 9)
 #define WF_LINK             (1u << 10)
 #define WF_SEND_WAIT        (1u << 11)
+#define WF_QUIET_WAIT       (1u << 12)
+#define WF_PIN              (1u << 13)
 #define WF_OPT_IN           (WF_ZC | WF_BATCH)   /* off unless asked for */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
@@ -220,6 +222,8 @@ struct worker {
     /* the pool wait queue (FIFO) and what is armed */
     struct client *qhead, *qtail;
     bool pool_armed, offer_armed;
+    bool decided_own;               /* the last acquire's WAIT was fair_decide's wait for our own */
+    bool wait_own;                  /* ... and so the queue's head waits for our own upstreams */
     struct upstream *by_slot[W_LANE];
     struct upstream *idle[W_LANE];  /* our idle upstreams, the most recently used last */
     int n_idle;
