@@ -40,19 +40,34 @@ pipelined() {
     [ "$(stat -c %s "$tmp/pipe")" -gt 5030 ] || fail "pipelined: $(stat -c %s "$tmp/pipe") bytes"
 }
 
+# start_relay FLEET [NAME=VALUE...] -- ARGS...: the relay under that environment with
+# ARGS, on the backend; sets pid and addr (declare them local in the caller).
+start_relay() {
+    local fleet=$1 envs=()
+    shift
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    env "${envs[@]}" "$relay" --fleet "$fleet" --listen 127.0.0.1:0 --upstream "$backend" "$@" \
+        >"$tmp/relay.out" 2>&1 &
+    pid=$!; pids+=($pid)
+    # The whole line: ", backend" follows the address (a partial line has none yet).
+    for _ in $(seq 200); do grep -q 'workers on .*, backend' "$tmp/relay.out" && break; sleep 0.05; done
+    addr=$(grep -o 'workers on [0-9.:]*' "$tmp/relay.out" | awk '{ print $3 }' || true)
+    [ -n "$addr" ] || fail "the relay did not start: $(cat "$tmp/relay.out")"
+}
+
+# load_ok CONNECTIONS REQUESTS: the load generator's checked bodies all come back through addr.
+load_ok() {
+    "$relay" --load "http://$addr/" --connections "$1" --requests "$2" --json >"$tmp/load" || fail "load: $(cat "$tmp/load")"
+    grep -q "\"ok\":\"$2\"" "$tmp/load" && grep -q '"bad_body":"0"' "$tmp/load" || fail "load: $(cat "$tmp/load")"
+}
+
 # check SETTING EXPECT...: EXPECT are feature=state pairs --stats --json must show.
 check() {
     setting=$1; shift
-    local fleet="t-relay-feat-$$-$RANDOM" env=()
+    local fleet="t-relay-feat-$$-$RANDOM" env=() pid addr
     [ "$setting" = default ] || IFS=+ read -r -a env <<<"$setting"
-    env "${env[@]/%/=1}" "$relay" --fleet "$fleet" --listen 127.0.0.1:0 --upstream "$backend" --workers 2 \
-        >"$tmp/relay.out" 2>&1 & local pid=$!
-    pids+=($pid)
-    # The whole line: ", backend" follows the address (a partial line has none yet).
-    for _ in $(seq 200); do grep -q 'workers on .*, backend' "$tmp/relay.out" && break; sleep 0.05; done
-    local addr
-    addr=$(grep -o 'workers on [0-9.:]*' "$tmp/relay.out" | awk '{ print $3 }' || true)
-    [ -n "$addr" ] || fail "the relay did not start: $(cat "$tmp/relay.out")"
+    start_relay "$fleet" "${env[@]/%/=1}" -- --workers 2
     local e n
     for e in "$@"; do
         for _ in $(seq 40); do   # both workers' slots, once they run
@@ -63,8 +78,7 @@ check() {
         done
         [ "$n" -ge 2 ] || fail "--stats: $e in $n of 2 workers: $(grep -o '"features":{[^}]*}' "$tmp/stats" | head -2)"
     done
-    "$relay" --load "http://$addr/" --connections 8 --requests 3000 --json >"$tmp/load" || fail "load: $(cat "$tmp/load")"
-    grep -q '"ok":"3000"' "$tmp/load" && grep -q '"bad_body":"0"' "$tmp/load" || fail "load: $(cat "$tmp/load")"
+    load_ok 8 3000
     curl -s --max-time 10 -o "$tmp/got" "http://$addr/size/300000" || fail "curl /size/300000"
     cmp -s "$tmp/want" "$tmp/got" || fail "/size/300000 differs from the backend's"
     pipelined "$addr"
@@ -116,14 +130,8 @@ check ORBIT_RELAY_NO_QUIET_WAIT quiet_own_wait=env wait_past_sends=on
 quiet() {   # ENV EXPECT: EXPECT "some" or "none" quiet waits over 24 connections, budget 16
     setting="quiet own wait, $1"
     local fleet="t-relay-feat-$$-q$RANDOM" pid addr n
-    env "$1" "$relay" --fleet "$fleet" --listen 127.0.0.1:0 --upstream "$backend" --workers 2 --upstreams 16 \
-        >"$tmp/relay.out" 2>&1 &
-    pid=$!; pids+=($pid)
-    for _ in $(seq 200); do grep -q 'workers on .*, backend' "$tmp/relay.out" && break; sleep 0.05; done
-    addr=$(grep -o 'workers on [0-9.:]*' "$tmp/relay.out" | awk '{ print $3 }' || true)
-    [ -n "$addr" ] || fail "the relay did not start: $(cat "$tmp/relay.out")"
-    "$relay" --load "http://$addr/" --connections 24 --requests 20000 --json >"$tmp/load" || fail "load: $(cat "$tmp/load")"
-    grep -q '"ok":"20000"' "$tmp/load" && grep -q '"bad_body":"0"' "$tmp/load" || fail "load: $(cat "$tmp/load")"
+    start_relay "$fleet" "$1" -- --workers 2 --upstreams 16
+    load_ok 24 20000
     "$relay" --stats "$fleet" --json >"$tmp/stats" || fail "--stats"
     n=$(grep -o '"quiet_waits":"[0-9]*"' "$tmp/stats" | grep -o '[0-9]*' | awk '{ s += $1 } END { print s + 0 }')
     local waits
@@ -143,13 +151,8 @@ quiet ORBIT_RELAY_NO_QUIET_WAIT=1 none
 pinned() {   # ENV EXPECT (pinned or free)
     setting="pinned workers, $1"
     local fleet="t-relay-feat-$$-p$RANDOM" pid addr
-    env "$1" "$relay" --fleet "$fleet" --listen 127.0.0.1:0 --upstream "$backend" --workers 2 >"$tmp/relay.out" 2>&1 &
-    pid=$!; pids+=($pid)
-    for _ in $(seq 200); do grep -q 'workers on .*, backend' "$tmp/relay.out" && break; sleep 0.05; done
-    addr=$(grep -o 'workers on [0-9.:]*' "$tmp/relay.out" | awk '{ print $3 }' || true)
-    [ -n "$addr" ] || fail "the relay did not start: $(cat "$tmp/relay.out")"
-    "$relay" --load "http://$addr/" --connections 8 --requests 3000 --json >"$tmp/load" || fail "load: $(cat "$tmp/load")"
-    grep -q '"ok":"3000"' "$tmp/load" && grep -q '"bad_body":"0"' "$tmp/load" || fail "load: $(cat "$tmp/load")"
+    start_relay "$fleet" "$1" -- --workers 2
+    load_ok 8 3000
     local all w lists=()
     all=$(grep Cpus_allowed_list /proc/$$/status | awk '{ print $2 }')
     for w in $(cat /proc/"$pid"/task/*/children); do
@@ -176,12 +179,7 @@ fi
 # each of its requests (a depth by connections made its p50 1.1 ms, not 0.1 ms).
 setting="batched wait, 62 idle connections"
 fleet="t-relay-feat-$$-idle"
-ORBIT_RELAY_BATCH=1 "$relay" --fleet "$fleet" --listen 127.0.0.1:0 --upstream "$backend" --workers 2 \
-    >"$tmp/relay.out" 2>&1 &
-pid=$!; pids+=($pid)
-for _ in $(seq 200); do grep -q 'workers on .*, backend' "$tmp/relay.out" && break; sleep 0.05; done
-addr=$(grep -o 'workers on [0-9.:]*' "$tmp/relay.out" | awk '{ print $3 }' || true)
-[ -n "$addr" ] || fail "the relay did not start: $(cat "$tmp/relay.out")"
+start_relay "$fleet" ORBIT_RELAY_BATCH=1 -- --workers 2
 idle=()
 for _ in $(seq 62); do exec {fd}<>/dev/tcp/"${addr%:*}"/"${addr##*:}" || fail "idle connection"; idle+=("$fd"); done
 best=""

@@ -44,6 +44,8 @@ int relay_parse_addr(const char *text, struct sockaddr_in *out);   /* "host:port
 void relay_format_addr(const struct sockaddr_in *a, char *buf, size_t len);
 int relay_listen_socket(const struct sockaddr_in *a, bool reuseport);
 int relay_cpu_count(void);
+/* An ORBIT_RELAY_* switch: set, and not "0". */
+bool relay_env_on(const char *name);
 /* A request the relay holds whole (its head and a body of at most RELAY_STREAM_MIN): at most this long. */
 size_t relay_buffered_max(const struct relay_opts *o);
 #define RELAY_STREAM_MIN (64u << 10)         /* bodies beyond this stream through */

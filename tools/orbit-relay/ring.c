@@ -70,13 +70,11 @@ static unsigned env_off(unsigned *not_asked)
 {
     unsigned off = 0;
     for (unsigned i = 0; i < N_FEATURES; i++) {
-        const char *v = w_features[i].env ? getenv(w_features[i].env) : NULL;
-        if (v && *v && strcmp(v, "0") != 0)
+        if (w_features[i].env && relay_env_on(w_features[i].env))
             off |= w_features[i].bit;
     }
     for (unsigned i = 0; i < sizeof w_opt_in / sizeof w_opt_in[0]; i++) {
-        const char *v = getenv(w_opt_in[i].on_env);
-        if (!(v && *v && strcmp(v, "0") != 0))
+        if (!relay_env_on(w_opt_in[i].on_env))
             *not_asked |= w_opt_in[i].bit;
     }
     if (off & WF_MULTISHOT_RECV)

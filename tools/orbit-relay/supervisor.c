@@ -54,9 +54,8 @@ void relay_child_signals(void)
 static void pin_plan(struct relay_fleet *rf)
 {
     rf->n_cpus = 0;
-    const char *v = getenv("ORBIT_RELAY_NO_PIN");
     cpu_set_t set;
-    if ((v && *v && strcmp(v, "0") != 0) || rf->opts.workers < 2 ||
+    if (relay_env_on("ORBIT_RELAY_NO_PIN") || rf->opts.workers < 2 ||
         sched_getaffinity(0, sizeof set, &set) < 0 || CPU_COUNT(&set) < 2)
         return;
     for (int c = 0; c < CPU_SETSIZE && rf->n_cpus < RELAY_STATS_SLOTS; c++)

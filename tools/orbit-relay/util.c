@@ -179,3 +179,9 @@ size_t relay_buffered_max(const struct relay_opts *o)
     size_t body = o->max_body && o->max_body < RELAY_STREAM_MIN ? o->max_body : RELAY_STREAM_MIN;
     return o->max_head + body + 256;
 }
+
+bool relay_env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
