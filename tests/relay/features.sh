@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# orbit-relay's io_uring features, each forced off (ORBIT_RELAY_NO_*) or asked
+# orbit-relay's io_uring features (and splice), each forced off (ORBIT_RELAY_NO_*) or asked
 # for (the opt-in ORBIT_RELAY_ZC, ORBIT_RELAY_BATCH): for each setting, --stats
 # --json must report the feature so, and real HTTP traffic through the relay
 # must come back byte for byte: the load generator's checked bodies over 8
@@ -89,6 +89,14 @@ check() {
     [ "$code" = 200 ] || fail "5 MiB upload: $code"
     "$relay" --stats "$fleet" --json >"$tmp/stats" || fail "--stats at the end"
     grep -q '"deaths":"0"' "$tmp/stats" || fail "a worker died: $(cat "$tmp/relay.out")"
+    # The 300 KB body went by splice exactly where splice is on.
+    local spliced
+    spliced=$(grep -o '"spliced":"[0-9]*"' "$tmp/stats" | grep -o '[0-9]*' | awk '{ s += $1 } END { print s + 0 }')
+    if grep -q '"splice_body":"on"' "$tmp/stats"; then
+        [ "$spliced" -gt 0 ] || fail "splice on, yet no body went by splice"
+    else
+        [ "$spliced" = 0 ] || fail "$spliced bodies went by splice with splice off"
+    fi
     kill "$pid" 2>/dev/null || fail "the relay ended early: $(cat "$tmp/relay.out")"
     wait "$pid" 2>/dev/null || true
     echo "ok: $setting ($*)"
@@ -97,7 +105,7 @@ check() {
 # Linux 6.10 has every feature here (bundles came last): the default runs them all.
 kv=$(uname -r | awk -F. '{ print $1 * 100 + $2 }')
 if [ "$kv" -ge 610 ]; then
-    on=(multishot_accept=on multishot_recv=on recv_bundle=on direct_descriptors=on defer_taskrun=on)
+    on=(multishot_accept=on multishot_recv=on recv_bundle=on defer_taskrun=on)
 else
     on=()
     echo "kernel $(uname -r) before 6.10: the default's features not checked on"
@@ -105,10 +113,13 @@ fi
 [ "$(nproc)" -ge 2 ] && on+=(pinned_cpu=on)
 # Linux 6.12 brought the min-wait the batched wait and the wait past sends need.
 if [ "$kv" -ge 612 ]; then on+=(wait_past_sends=on); fi
-check default "${on[@]}" zerocopy_send=opt-in batched_wait=opt-in linked_upstream=on quiet_own_wait=on
-check ORBIT_RELAY_NO_MULTISHOT multishot_accept=env multishot_recv=env recv_bundle=env direct_descriptors=on
+# Splice needs the clients' sockets as plain descriptors: direct ones only without it.
+check default "${on[@]}" zerocopy_send=opt-in batched_wait=opt-in linked_upstream=on quiet_own_wait=on \
+    splice_body=on direct_descriptors=off
+check ORBIT_RELAY_NO_SPLICE splice_body=env direct_descriptors=on
+check ORBIT_RELAY_NO_MULTISHOT multishot_accept=env multishot_recv=env recv_bundle=env splice_body=on
 check ORBIT_RELAY_NO_BUNDLE recv_bundle=env multishot_recv=on
-check ORBIT_RELAY_NO_DIRECT direct_descriptors=env multishot_accept=on multishot_recv=on
+check ORBIT_RELAY_NO_DIRECT+ORBIT_RELAY_NO_SPLICE direct_descriptors=env multishot_accept=on multishot_recv=on
 check ORBIT_RELAY_NO_DEFER_TASKRUN defer_taskrun=env single_issuer=on
 check ORBIT_RELAY_ZC zerocopy_send=on
 check ORBIT_RELAY_ZC+ORBIT_RELAY_NO_ZC zerocopy_send=env

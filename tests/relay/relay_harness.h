@@ -170,6 +170,15 @@ static inline bool backend_answer(int fd, const char *req, size_t head_len, size
         put_str(fd, "HTTP/1.1 200 OK\r\nContent-Length: 67108864\r\n\r\n");
         for (int i = 0; i < 1024; i++)
             send_all(fd, chunk, sizeof chunk);
+    } else if (strcmp(path, "/stall-long") == 0 || strcmp(path, "/cut-long") == 0) {
+        /* A long body (the relay splices it) that stops after 256 KiB of 1 MiB: stalled, or cut. */
+        static char part[256 << 10];
+        memset(part, 'c', sizeof part);
+        put_str(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n");
+        send_all(fd, part, sizeof part);
+        if (path[1] == 's')
+            sleep(30);
+        return false;
     } else if (strcmp(path, "/stall-body") == 0) {   /* a head and part of the body, then nothing */
         put_str(fd, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789");
         sleep(30);

@@ -9,6 +9,7 @@
 #include "relay_harness.h"
 
 static uint16_t relay_port, backend_port;
+static char relay_fleet[64];
 static struct backend_seen *seen;
 
 static size_t ask(const char *req, char *buf, size_t cap)
@@ -484,6 +485,77 @@ static long long stat_sum(const char *fleet, const char *key)
     return sum;
 }
 
+/* Reads a response from fd until the connection ends or ms pass without a
+ * byte: how many body bytes (past the head) came, whether each was c, and
+ * whether the connection ended. */
+static size_t read_to_end(int fd, int ms, char c, bool *all_c, bool *ended)
+{
+    char b[65536];
+    size_t got = 0, head = 0;
+    *all_c = true;
+    *ended = false;
+    for (;;) {
+        struct pollfd pl = { .fd = fd, .events = POLLIN };
+        if (poll(&pl, 1, ms) <= 0)
+            return got;
+        ssize_t k = recv(fd, b, sizeof b, 0);
+        if (k <= 0) {
+            *ended = true;
+            return got;
+        }
+        size_t i = 0;
+        if (head == 0) {   /* the head comes whole in the first read here */
+            char *e = memmem(b, (size_t)k, "\r\n\r\n", 4);
+            ck_assert_msg(e != NULL, "no head in the first %zd bytes", k);
+            head = (size_t)(e - b) + 4;
+            i = head;
+        }
+        for (; i < (size_t)k; i++, got++)
+            *all_c = *all_c && b[i] == c;
+    }
+}
+
+START_TEST(long_bodies_go_by_splice)
+{
+    /* A 64 MiB body, read at the client's pace: all of it, every byte, and the
+     * relay says it went by splice. */
+    long long before = stat_sum(relay_fleet, "spliced");
+    int fd = connect_to(relay_port);
+    put_str(fd, "GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    bool all_b, ended;
+    size_t got = read_to_end(fd, 5000, 'b', &all_b, &ended);
+    close(fd);
+    ck_assert_msg(ended && all_b, "ended %d, body intact %d", ended, all_b);
+    ck_assert_uint_eq(got, 64u << 20);
+    ck_assert_int_eq(stat_sum(relay_fleet, "spliced"), before + 1);
+    /* A backend that closes mid-body, and one that stalls (the response timeout,
+     * 1.5 s here): the client's connection is cut short of the length its head said. */
+    static const char *const cut[] = { "/cut-long", "/stall-long" };
+    for (int i = 0; i < 2; i++) {
+        char req[96];
+        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", cut[i]);
+        fd = connect_to(relay_port);
+        put_str(fd, req);
+        int64_t t0 = tu_now_ns();
+        got = read_to_end(fd, 4000, 'c', &all_b, &ended);
+        close(fd);
+        ck_assert_msg(ended && all_b, "%s: ended %d, body intact %d", cut[i], ended, all_b);
+        ck_assert_msg(got == (256u << 10), "%s: %zu body bytes", cut[i], got);
+        ck_assert_msg(tu_now_ns() - t0 < 4000000000ll, "%s: cut after %lld ms", cut[i],
+                      (long long)((tu_now_ns() - t0) / 1000000));
+    }
+    /* A client that leaves mid-body: the relay goes on serving. */
+    fd = connect_to(relay_port);
+    put_str(fd, "GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+    char b[1 << 16];
+    ck_assert_int_gt(recv(fd, b, sizeof b, 0), 0);
+    close(fd);
+    char buf[1024];
+    ask("GET /after HTTP/1.1\r\nHost: t\r\n\r\n", buf, sizeof buf);
+    ck_assert_str_eq(body_of(buf), "/after");
+}
+END_TEST
+
 START_TEST(response_timeout_is_504_on_any_worker)
 {
     /* One upstream, two workers: a request accepted by the worker that does not own the
@@ -564,11 +636,10 @@ int main(void)
     pid_t bpid, rpid;
     uint16_t bport = backend_start(&bpid, &seen);
     backend_port = bport;
-    char fleet[64];
-    snprintf(fleet, sizeof fleet, "%s", tu_fleet_name("relay-http"));
+    snprintf(relay_fleet, sizeof relay_fleet, "%s", tu_fleet_name("relay-http"));
     char *extra[] = { "--workers", "2", "--header-timeout", "1000", "--idle-timeout", "2000",
                       "--response-timeout", "1500", "--max-body", "200000", NULL };
-    relay_port = relay_start(fleet, bport, extra, &rpid);
+    relay_port = relay_start(relay_fleet, bport, extra, &rpid);
 
     Suite *s = suite_create("relay");
     TCase *tc = tcase_create("proxy");
@@ -588,6 +659,7 @@ int main(void)
     tcase_add_test(tc, streamed_chunked_body_errors);
     tcase_add_test(tc, chunked_body_over_max_body);
     tcase_add_test(tc, expect_100_continue);
+    tcase_add_test(tc, long_bodies_go_by_splice);
     tcase_add_test(tc, response_timeout_is_504_on_any_worker);
     tcase_add_test(tc, command_line);
     suite_add_tcase(s, tc);

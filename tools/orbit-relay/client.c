@@ -732,6 +732,8 @@ static void client_gone(struct worker *w, struct client *c)
     client_close(w, c);
 }
 
+static void client_sent(struct worker *w, struct client *c);
+
 void client_on_send(struct worker *w, struct client *c, int res)
 {
     c->send_armed = false;
@@ -751,6 +753,12 @@ void client_on_send(struct worker *w, struct client *c, int res)
         client_send_prep(w, c, c->out + c->out_off, c->out_len - c->out_off);
         return;
     }
+    client_sent(w, c);
+}
+
+/* The piece in progress went out whole: whoever handed it on is told. */
+static void client_sent(struct worker *w, struct client *c)
+{
     switch (c->state) {
     case C_LOCAL: up_drained(w, c->up); break;
     case C_REMOTE: rs_step(w, c->rs); break;
@@ -763,6 +771,90 @@ void client_on_send(struct worker *w, struct client *c, int res)
         break;
     default: break;
     }
+}
+
+/* ---- a piece in a pipe (the upstream's splice) goes to the socket by splice:
+ * the kernel moves its pages, nothing is copied through user space ---------- */
+
+/* The rest of the piece from the pipe: 1 all went, 0 the socket is full (a poll
+ * for room is armed: client_on_poll goes on), or a negative errno. */
+static int client_pipe_step(struct worker *w, struct client *c)
+{
+    while (c->out_off < c->out_len) {
+        ssize_t k = splice(c->pipe_rd, NULL, c->fd, NULL, c->out_len - c->out_off, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+        if (k > 0) {
+            c->out_off += (size_t)k;
+            c->t_send = w->now;
+            continue;
+        }
+        if (k < 0 && errno == EAGAIN) {
+            struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_POLL);
+            io_uring_prep_poll_add(sqe, c->fd, POLLOUT);
+            c->send_armed = true;
+            return 0;
+        }
+        return k < 0 ? -errno : -EPIPE;
+    }
+    c->pipe_rd = -1;
+    return 1;
+}
+
+/*
+ * n bytes at p, sent now by the worker itself (for a splice to follow within
+ * the turn): 1 when they all went; 0 when the socket took part or none (the
+ * rest goes as an io_uring send, whose end client_sent reports); a negative
+ * errno: the client is gone, which the caller reports through client_on_send
+ * once its own state is settled.
+ */
+int client_send_now(struct worker *w, struct client *c, const char *p, size_t n)
+{
+    c->out = p;
+    c->pipe_rd = -1;
+    c->out_len = n;
+    c->out_off = 0;
+    c->t_send = w->now;
+    c->resp_started = true;
+    ssize_t k = send(c->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (k == (ssize_t)n)
+        return 1;
+    if (k < 0 && errno != EAGAIN)
+        return -errno;
+    c->out_off = k > 0 ? (size_t)k : 0;
+    client_send_prep(w, c, p + c->out_off, n - c->out_off);
+    return 0;
+}
+
+/*
+ * n bytes of the response wait in the pipe pipe_rd: 1 when they all went at
+ * once (the caller goes on, nothing is reported), 0 when the socket is full
+ * (client_sent reports the end as for any send), or a negative errno: the
+ * client is gone, which the caller reports through client_on_send once its own
+ * state is settled.
+ */
+int client_send_pipe(struct worker *w, struct client *c, int pipe_rd, size_t n)
+{
+    c->out = NULL;
+    c->pipe_rd = pipe_rd;
+    c->out_len = n;
+    c->out_off = 0;
+    c->t_send = w->now;
+    c->resp_started = true;
+    return client_pipe_step(w, c);
+}
+
+/* Room in the socket (or its end): the rest of the piece in the pipe goes on. */
+void client_on_poll(struct worker *w, struct client *c, int res)
+{
+    c->send_armed = false;
+    if (c->closing)
+        return;
+    int r = res < 0 ? res : client_pipe_step(w, c);
+    if (r == 0)
+        return;
+    if (r < 0)
+        client_on_send(w, c, r);   /* the socket failed: client_gone */
+    else
+        client_sent(w, c);
 }
 
 void client_on_recv(struct worker *w, struct client *c, int res)
@@ -786,6 +878,13 @@ void client_on_recv(struct worker *w, struct client *c, int res)
     client_try_request(w, c);
 }
 
+/* A splice into the socket must not block the worker when the socket is full
+ * (client_pipe_step); the ring's own operations wait for room either way. */
+static int accept_flags(const struct worker *w)
+{
+    return SOCK_CLOEXEC | ((w->features & WF_SPLICE) ? SOCK_NONBLOCK : 0);
+}
+
 /* One accept, or a multishot one that stays armed; into the ring's table when direct
  * (a direct descriptor is never inherited: no CLOEXEC, which it refuses). */
 void accept_arm(struct worker *w)
@@ -798,11 +897,11 @@ void accept_arm(struct worker *w)
         if (direct)
             io_uring_prep_multishot_accept_direct(sqe, w->lfd, NULL, NULL, 0);
         else
-            io_uring_prep_multishot_accept(sqe, w->lfd, NULL, NULL, SOCK_CLOEXEC);
+            io_uring_prep_multishot_accept(sqe, w->lfd, NULL, NULL, accept_flags(w));
     } else if (direct) {
         io_uring_prep_accept_direct(sqe, w->lfd, NULL, NULL, 0, IORING_FILE_INDEX_ALLOC - 1);
     } else {
-        io_uring_prep_accept(sqe, w->lfd, NULL, NULL, SOCK_CLOEXEC);
+        io_uring_prep_accept(sqe, w->lfd, NULL, NULL, accept_flags(w));
     }
     io_uring_sqe_set_data64(sqe, (uint64_t)OP_ACCEPT << 56);
     w->accept_armed = true;
@@ -859,6 +958,7 @@ void on_accept(struct worker *w, int res, uint32_t flags)
         c->in_cap = W_IN;
         c->t_idle = w->now;
         c->fd = res;
+        c->pipe_rd = -1;
         c->direct = w->features & WF_DIRECT;   /* TCP_NODELAY: inherited from the listener */
         w->n_clients++;
         STAT_ADD(w->st, accepted, 1);

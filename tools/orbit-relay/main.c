@@ -38,7 +38,7 @@ static const char usage[] =
 "  orbit-relay --stats FLEET [--json]\n"
 "      the fleet's relay counters, each worker's io_uring features (on, off, env: turned off\n"
 "      by ORBIT_RELAY_NO_{DEFER_TASKRUN,MULTISHOT,BUNDLE,DIRECT,ZC,BATCH,LINK,WAIT_PAST_SENDS,\n"
-"      QUIET_WAIT,PIN}=1,\n"
+"      QUIET_WAIT,PIN,SPLICE}=1,\n"
 "      opt-in: on with ORBIT_RELAY_ZC=1 or ORBIT_RELAY_BATCH=1; ORBIT_RELAY_BATCH_{NR,US} tune\n"
 "      it), and its live pool and stream tables.\n"
 "  orbit-relay --demo [--help]\n"

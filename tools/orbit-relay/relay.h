@@ -89,7 +89,7 @@ int http_error(char *buf, size_t len, int status, const char *reason, bool close
 /* ---- shared statistics (stats.c): /dev/shm/orbit-relay.<fleet> --------- */
 
 #define RELAY_STATS_MAGIC   0x79616c6572626f72ull   /* "orbrelay" */
-#define RELAY_STATS_VERSION 3
+#define RELAY_STATS_VERSION 4
 #define RELAY_STATS_SLOTS   64
 
 enum relay_slot_state { SLOT_FREE, SLOT_STARTING, SLOT_RUNNING, SLOT_EXITED, SLOT_KILLED };
@@ -124,7 +124,8 @@ struct relay_worker_stats {
     _Atomic uint64_t accept_pauses;  /* accepts paused: out of descriptors */
     _Atomic uint64_t quiet_waits;    /* pool waits for our own upstreams, with no FUTEX_WAIT armed */
     _Atomic uint32_t features_off;   /* ... and those an ORBIT_RELAY_NO_* variable turned off */
-    uint8_t pad[28];
+    _Atomic uint64_t spliced;        /* responses whose body went on by splice, not through a buffer */
+    uint8_t pad[20];
 };
 
 struct relay_stats {

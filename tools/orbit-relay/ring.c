@@ -54,6 +54,7 @@ static const struct { unsigned bit; const char *name, *env; } w_features[] = {
     { WF_SEND_WAIT, "wait_past_sends", "ORBIT_RELAY_NO_WAIT_PAST_SENDS" },
     { WF_QUIET_WAIT, "quiet_own_wait", "ORBIT_RELAY_NO_QUIET_WAIT" },
     { WF_PIN, "pinned_cpu", "ORBIT_RELAY_NO_PIN" },
+    { WF_SPLICE, "splice_body", "ORBIT_RELAY_NO_SPLICE" },
 };
 #define N_FEATURES (sizeof w_features / sizeof w_features[0])
 
@@ -220,7 +221,11 @@ int ring_open(struct worker *w)
         bufring_free(w);
     if (!(w->features & WF_MULTISHOT_RECV))
         w->features &= ~WF_BUNDLE;
-    if ((want & WF_DIRECT) && direct_init(w) == 0)
+    /* A splice needs the client's socket as a descriptor of the process, which
+     * a direct one is not: with splice on, clients are accepted as plain ones. */
+    if (want & WF_SPLICE)
+        w->features |= WF_SPLICE;   /* a kernel that refuses it turns it off at the first (up_splice) */
+    if ((want & WF_DIRECT) && !(w->features & WF_SPLICE) && direct_init(w) == 0)
         w->features |= WF_DIRECT;
     if ((want & WF_ZC) && op_supported(&w->ring, IORING_OP_SEND_ZC))
         w->features |= WF_ZC;

@@ -89,7 +89,7 @@ void relay_stats_unlink(const char *fleet)
 
 #define COUNTERS(X) X(accepted) X(requests) X(errors) X(local_leases) X(remote_leases) X(served_remote) \
     X(streams) X(retries) X(aborted) X(upstreams_created) X(upstream_failures) X(pool_waits) X(refused) \
-    X(futex_waits) X(submits) X(quiet_waits)
+    X(futex_waits) X(submits) X(quiet_waits) X(spliced)
 #define GAUGES(X) X(conns_open) X(serving_remote) X(upstreams_open) X(inflight) X(queued)
 
 void relay_stats_total(const struct relay_stats *s, struct relay_worker_stats *out)

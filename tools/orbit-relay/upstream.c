@@ -14,10 +14,12 @@
 
 /* ---- upstreams: the owner's side ---------------------------------------- */
 
-static void up_recv(struct worker *w, struct upstream *up)
+void up_recv(struct worker *w, struct upstream *up)
 {
+    size_t room = up_recv_room(w, up);
+    up->capped = room < W_UPBUF - up->len;
     struct io_uring_sqe *sqe = obj_sqe(w, &up->o, OP_U_RECV);
-    io_uring_prep_recv(sqe, up->fd, up->buf + up->len, W_UPBUF - up->len, 0);
+    io_uring_prep_recv(sqe, up->fd, up->buf + up->len, room, 0);
 }
 
 /* The request goes out; when it is the whole of it, the response's receive is
@@ -96,7 +98,7 @@ static void up_start(struct worker *w, struct upstream *up, enum sink_kind sink,
     up->sink_obj = sink_obj;
     up->job = *job;
     up->req_off = 0;
-    up->sent_any = up->head_done = up->close_client = up->timed_out = up->handing = false;
+    up->sent_any = up->head_done = up->close_client = up->timed_out = up->handing = up->splicing = false;
     up->len = up->hout_len = up->body_len = 0;
     up->delivered = 0;
     up->t_start = w->now;
@@ -129,12 +131,13 @@ static void up_retire(struct worker *w, struct upstream *up)
         close(up->fd);
         up->fd = -1;
     }
+    up_pipe_close(up);
     obj_kill(w, &up->o);
 }
 
 /* A request may go again only if no byte of the response went on, and either
  * none of it reached the backend or its method is idempotent. */
-static void up_fail(struct worker *w, struct upstream *up)
+void up_fail(struct worker *w, struct upstream *up)
 {
     bool retryable = up->delivered == 0 && (!up->sent_any || up->job.idempotent) && !up->timed_out;
     enum sink_kind sink = up->sink;
@@ -162,7 +165,7 @@ static void up_fail(struct worker *w, struct upstream *up)
     sweep(w);   /* the budget has room again */
 }
 
-static void up_job_done(struct worker *w, struct upstream *up)
+void up_job_done(struct worker *w, struct upstream *up)
 {
     enum sink_kind sink = up->sink;
     void *obj = up->sink_obj;
@@ -184,25 +187,35 @@ static void up_job_done(struct worker *w, struct upstream *up)
     sweep(w);
 }
 
-/* Hands the sink the next piece: the rewritten head, then the body bytes. */
+/* The next piece for the sink, the rewritten head, then the body bytes: false
+ * when none is left. */
+bool up_next_piece(struct upstream *up, const char **p, size_t *n)
+{
+    if (up->hout_len) {
+        *p = up->hout;
+        *n = up->hout_len;
+        up->hout_len = 0;
+    } else if (up->body_len) {
+        *p = up->body;
+        *n = up->body_len;
+        up->body_len = 0;
+    } else {
+        return false;
+    }
+    if (up->head_done)
+        up->delivered += *n;   /* interim heads alone are not the response */
+    return true;
+}
+
+/* Hands the sink the next piece. */
 static void up_deliver(struct worker *w, struct upstream *up)
 {
     const char *p;
     size_t n;
-    if (up->hout_len) {
-        p = up->hout;
-        n = up->hout_len;
-        up->hout_len = 0;
-    } else if (up->body_len) {
-        p = up->body;
-        n = up->body_len;
-        up->body_len = 0;
-    } else {
+    if (!up_next_piece(up, &p, &n)) {
         up_drained(w, up);
         return;
     }
-    if (up->head_done)
-        up->delivered += n;   /* interim heads alone are not the response */
     up->handing = true;
     switch (up->sink) {
     case SINK_CLIENT:
@@ -222,6 +235,10 @@ void up_drained(struct worker *w, struct upstream *up)
     up->handing = false;
     if (up->hout_len || up->body_len) {
         up_deliver(w, up);
+        return;
+    }
+    if (up->splicing) {
+        up_splice_drained(w, up);
         return;
     }
     if (!up->head_done) {   /* interim heads went on: the final one (begun in buf, maybe) is to come */
@@ -347,6 +364,7 @@ void up_on_recv(struct worker *w, struct upstream *up, int res)
         }
         start = (size_t)r;
     }
+    up_read_rest_now(w, up, start);
     size_t out;
     ssize_t used = hm_body(&up->msg, up->buf + start, up->len - start, &out);
     if (used < 0) {
@@ -359,7 +377,8 @@ void up_on_recv(struct worker *w, struct upstream *up, int res)
     up->body_len = out;
     if (start)
         up_join_head(up, start);
-    up_deliver(w, up);
+    if (!up_splice_begin(w, up))
+        up_deliver(w, up);
 }
 
 void up_on_send(struct worker *w, struct upstream *up, int res, bool linked)
@@ -444,6 +463,7 @@ void up_create(struct worker *w, struct client *c, struct orbit_permit *permit)
     }
     up->permit = *permit;
     up->idle_at = -1;
+    up->pipe_rd = up->pipe_wr = -1;
     up->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     up->creator = c;
     up->addr = w->o->upstream;

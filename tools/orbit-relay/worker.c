@@ -315,6 +315,8 @@ static void on_cqe(struct worker *w, uint64_t ud, int res, uint32_t flags)
     case OP_U_CONNECT: up_on_connect(w, (struct upstream *)o, res); break;
     case OP_U_SEND: up_on_send(w, (struct upstream *)o, res, linked); break;
     case OP_U_RECV: up_on_recv(w, (struct upstream *)o, res); break;
+    case OP_U_POLL: up_on_poll(w, (struct upstream *)o, res); break;
+    case OP_C_POLL: client_on_poll(w, (struct client *)o, res); break;
     case OP_EP_WAIT:
         if (o->kind == K_RSTREAM) {
             ((struct rstream *)o)->wait_armed = false;

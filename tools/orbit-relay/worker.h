@@ -23,6 +23,9 @@
 #define W_ZC_MIN     16384         /* sends this long go zero-copy (when it is on) */
 #define W_OWN_WAIT_MIN 8           /* own upstreams, all busy, that a request waits for rather than borrow */
 #define W_STASH_MAX  (256u << 10)  /* received ahead of the request: the receive pauses past this */
+#define W_SPLICE_FIRST 16384       /* with splice: a response's first reads take this much, then ... */
+#define W_SPLICE_MIN (16u << 10)   /* ... a Content-Length body with this much still to come is spliced */
+#define W_SPLICE_MAX (1u << 20)    /* one splice into the pipe moves at most this much */
 
 /* The ring's features (ring.c); --stats shows them. */
 #define WF_SINGLE_ISSUER    (1u << 0)
@@ -39,6 +42,7 @@
 #define WF_SEND_WAIT        (1u << 11)
 #define WF_QUIET_WAIT       (1u << 12)
 #define WF_PIN              (1u << 13)
+#define WF_SPLICE           (1u << 14)
 #define WF_OPT_IN           (WF_ZC | WF_BATCH)   /* off unless asked for */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
@@ -46,6 +50,8 @@ enum w_op {
     OP_IGNORE = 0, OP_ACCEPT, OP_C_RECV, OP_C_SEND, OP_U_CONNECT, OP_U_SEND, OP_U_RECV,
     OP_EP_WAIT, OP_OFFER_WAIT, OP_POOL_WAIT, OP_TIMER, OP_READY_STREAMS, OP_READY_POOL,
     OP_C_MRECV,   /* a client's multishot receive */
+    OP_C_POLL,    /* a client's socket has room for the rest of a piece in a pipe */
+    OP_U_POLL,    /* an upstream's socket has body bytes to splice */
 };
 
 enum w_kind { K_CLIENT = 1, K_UPSTREAM, K_RSTREAM, K_OSTREAM };
@@ -99,6 +105,7 @@ struct client {
     struct upstream *up;            /* C_LOCAL / C_CREATE */
     struct rstream *rs;             /* C_REMOTE */
     const char *out; size_t out_len, out_off;   /* the send in progress */
+    int pipe_rd;                    /* ... taken from this pipe (splice), or -1: from out */
     bool resp_started, resp_done;
     struct client *qnext, *qprev;   /* the pool wait queue */
     bool queued;
@@ -139,6 +146,10 @@ struct upstream {
     size_t hout_len;                /* the rewritten head, not yet handed on */
     const char *body; size_t body_len;   /* body bytes in buf not yet handed on */
     size_t delivered;
+    bool splicing;                  /* the body goes on by splice (WF_SPLICE, splice.c) */
+    bool capped;                    /* the receive in flight was cut short for splice's sake */
+    int pipe_rd, pipe_wr;           /* its pipe, made at the first splice; -1 before */
+    size_t pipe_len;                /* bytes in the pipe the sink has not taken */
     char hout[2 * W_UPHEAD + 128];  /* the heads, and the body when it cannot go before them */
     char buf[W_UPBUF];
 };
@@ -279,6 +290,9 @@ void client_resp_done(struct worker *w, struct client *c);
 void client_job_failed(struct worker *w, struct client *c, bool retryable);
 void client_on_send(struct worker *w, struct client *c, int res);
 void client_on_send_cqe(struct worker *w, struct client *c, int res, uint32_t flags);
+int client_send_now(struct worker *w, struct client *c, const char *p, size_t n);
+int client_send_pipe(struct worker *w, struct client *c, int pipe_rd, size_t n);
+void client_on_poll(struct worker *w, struct client *c, int res);
 void client_on_recv(struct worker *w, struct client *c, int res);
 void client_on_recv_cqe(struct worker *w, struct client *c, int res, uint32_t flags);
 void client_ready_run(struct worker *w);
@@ -295,6 +309,18 @@ void up_unsink(struct worker *w, struct upstream *up);
 void up_drained(struct worker *w, struct upstream *up);
 void up_on_recv(struct worker *w, struct upstream *up, int res);
 void up_on_send(struct worker *w, struct upstream *up, int res, bool linked);
+void up_recv(struct worker *w, struct upstream *up);
+void up_fail(struct worker *w, struct upstream *up);
+void up_job_done(struct worker *w, struct upstream *up);
+bool up_next_piece(struct upstream *up, const char **p, size_t *n);
+
+/* long bodies by splice (splice.c) */
+size_t up_recv_room(const struct worker *w, const struct upstream *up);
+void up_read_rest_now(struct worker *w, struct upstream *up, size_t start);
+bool up_splice_begin(struct worker *w, struct upstream *up);
+void up_splice_drained(struct worker *w, struct upstream *up);
+void up_pipe_close(struct upstream *up);
+void up_on_poll(struct worker *w, struct upstream *up, int res);
 void up_link_cqe(struct worker *w, struct upstream *up, enum w_op op);
 struct upstream *up_by_id(struct worker *w, orbit_id id);
 struct upstream *up_idle_pop(struct worker *w);
