@@ -2,8 +2,8 @@
 # relay-bench.sh — orbit-relay against HAProxy and nginx as reverse proxies (and
 # the backend directly), side by side in one run: wrk keep-alive load, 100 B and
 # 64 KiB responses, at one or more connection counts; requests/s, p50/p99/p99.9
-# latency, and syscalls and context switches per request of each proxy's
-# workers (perf stat, or /proc counters without it).
+# latency, and syscalls, context switches and CPU time per request of each
+# proxy's workers (perf stat, or /proc counters without it).
 #
 #   tools/bench/relay-bench.sh [--relay PATH] [--workers N] [--connections C[,C...]]
 #                              [--sizes B[,B...]] [--duration S] [--repeat R]
@@ -169,6 +169,13 @@ workers_of() {   # the pids (comma list) whose work a proxy's figures count
         *) echo "" ;;
     esac
 }
+cpu_ticks() {   # user + system clock ticks of every thread of the pids in a comma list
+    local sum=0 p
+    for p in ${1//,/ }; do
+        sum=$((sum + $(cat /proc/"$p"/task/*/stat 2>/dev/null | awk '{ s += $14 + $15 } END { print s + 0 }')))
+    done
+    echo "$sum"
+}
 ctxsw() {   # context switches of every thread of the pids in a comma list
     local sum=0 p
     for p in ${1//,/ }; do
@@ -179,13 +186,14 @@ ctxsw() {   # context switches of every thread of the pids in a comma list
 port_of() { case $1 in backend) echo "$bport" ;; relay) echo "$rport" ;; nginx) echo "$nport" ;; haproxy) echo "$hport" ;; esac; }
 fmt_us() { awk -v u="$1" 'BEGIN { if (u == "" || u == "-") print "-"; else if (u >= 1000) printf "%.2fms", u / 1000; else printf "%dus", u }'; }
 
-# run NAME CONNS SIZE: one wrk run; prints "rps p50 p99 p999 sys/req cs/req load errors" (µs).
+# run NAME CONNS SIZE: one wrk run; prints "rps p50 p99 p999 sys/req cs/req cpu/req load errors" (µs).
 run() {
-    local name=$1 conns=$2 size=$3 who cs0=0 cs1 perfpid="" load
+    local name=$1 conns=$2 size=$3 who cs0=0 cs1 t0=0 t1 perfpid="" load
     load=$(cut -d' ' -f1 /proc/loadavg)
     who=$(workers_of "$name")
     if [ -n "$who" ]; then
         cs0=$(ctxsw "$who")
+        t0=$(cpu_ticks "$who")
         if [ $have_perf = 1 ]; then
             perf stat -x, -e raw_syscalls:sys_enter,context-switches -p "$who" -o "$tmp/perf.$name" \
                 -- sleep "$duration" >/dev/null 2>&1 & perfpid=$!
@@ -196,8 +204,8 @@ run() {
     wrk -t$threads -c"$conns" -d"${duration}s" --timeout 10s -s "$tmp/pct.lua" \
         "http://127.0.0.1:$(port_of "$name")/size/$size" >"$tmp/wrk.out" 2>&1 || true
     [ -n "$perfpid" ] && wait "$perfpid" 2>/dev/null || true
-    [ -n "$who" ] && cs1=$(ctxsw "$who")
-    local rps total pct sys="-" cs="-" err=0
+    [ -n "$who" ] && cs1=$(ctxsw "$who") && t1=$(cpu_ticks "$who")
+    local rps total pct sys="-" cs="-" cpu="-" err=0
     rps=$(awk '/^Requests\/sec/ { print $2 }' "$tmp/wrk.out")
     total=$(awk '/requests in/ { print $1 }' "$tmp/wrk.out")
     pct=$(awk '$1 == "PCT" { print $2, $3, $4 }' "$tmp/wrk.out")
@@ -209,12 +217,14 @@ run() {
         else
             cs=$(awk -v a="$cs0" -v b="$cs1" -v n="$total" 'BEGIN { printf "%.3f", (b - a) / n }')
         fi
+        cpu=$(awk -v a="$t0" -v b="$t1" -v n="$total" -v hz="$(getconf CLK_TCK)" \
+              'BEGIN { printf "%.1f", (b - a) * 1e6 / hz / n }')
     fi
     if grep -q 'Non-2xx\|Socket errors' "$tmp/wrk.out"; then
         err=1
         echo "  ($name c=$conns $size B: $(grep -E 'Non-2xx|Socket errors' "$tmp/wrk.out" | tr -s ' ' | paste -sd' ' -))" >&2
     fi
-    echo "${rps:-0} $pct ${sys:--} ${cs:--} $load $err"
+    echo "${rps:-0} $pct ${sys:--} ${cs:--} ${cpu:--} $load $err"
 }
 
 targets=(relay haproxy nginx)
@@ -226,8 +236,8 @@ echo "haproxy: $("$HAPROXY" -v 2>&1 | head -1 | awk '{ print $3 }'), nbthread $w
 echo "nginx: $("$NGINX" -v 2>&1 | sed 's/.*: //'), worker_processes $workers, upstream keepalive 64"
 results=$tmp/results.tsv
 : >"$results"
-printf '%-3s %-6s %-6s %-8s %10s %9s %9s %9s %8s %8s %5s\n' rep conns size target "req/s" p50 p99 p99.9 \
-    "sys/req" "cs/req" load
+printf '%-3s %-6s %-6s %-8s %10s %9s %9s %9s %8s %8s %8s %5s\n' rep conns size target "req/s" p50 p99 p99.9 \
+    "sys/req" "cs/req" "cpu/req" load
 for r in $(seq "$repeat"); do
     # Rotate the order each repetition: no proxy always runs first (or last).
     k=$(( (r - 1) % ${#targets[@]} ))
@@ -236,11 +246,11 @@ for r in $(seq "$repeat"); do
     for conns in "${conns_arr[@]}"; do
         for size in "${size_arr[@]}"; do
             for t in "${order[@]}"; do
-                read -r rps p50 p99 p999 sys cs load err <<<"$(run "$t" "$conns" "$size")"
-                printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$conns" "$size" "$t" "$rps" "$p50" \
-                    "$p99" "$p999" "$sys" "$cs" "$err" >>"$results"
-                printf '%-3s %-6s %-6s %-8s %10s %9s %9s %9s %8s %8s %5s\n' "$r" "$conns" "$size" "$t" "$rps" \
-                    "$(fmt_us "$p50")" "$(fmt_us "$p99")" "$(fmt_us "$p999")" "$sys" "$cs" "$load"
+                read -r rps p50 p99 p999 sys cs cpu load err <<<"$(run "$t" "$conns" "$size")"
+                printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$conns" "$size" "$t" "$rps" "$p50" \
+                    "$p99" "$p999" "$sys" "$cs" "$err" "$cpu" >>"$results"
+                printf '%-3s %-6s %-6s %-8s %10s %9s %9s %9s %8s %8s %8s %5s\n' "$r" "$conns" "$size" "$t" "$rps" \
+                    "$(fmt_us "$p50")" "$(fmt_us "$p99")" "$(fmt_us "$p999")" "$sys" "$cs" "$([ "$cpu" = - ] && echo - || echo "${cpu}us")" "$load"
             done
         done
     done
@@ -251,8 +261,8 @@ done
 # each proxy's figures and of the per-repetition ratios, with min-max.
 echo
 echo "summary: medians over $repeat repetition(s); ratios are per repetition, median [min-max]"
-printf '%-6s %-6s %-8s %10s %9s %9s %9s %8s %8s  %-22s %-22s\n' conns size target "req/s" p50 p99 p99.9 \
-    "sys/req" "cs/req" "req/s vs haproxy" "p99 vs haproxy"
+printf '%-6s %-6s %-8s %10s %9s %9s %9s %8s %8s %8s  %-22s %-22s\n' conns size target "req/s" p50 p99 p99.9 \
+    "sys/req" "cs/req" "cpu/req" "req/s vs haproxy" "p99 vs haproxy"
 awk -F'\t' -v order="relay haproxy nginx backend" '
 function med(key, n,   i, j, t, a) {
     n = cnt[key]; if (n == 0) return "-"
@@ -269,6 +279,7 @@ function us(x) { if (x == "-") return "-"; return x >= 1000 ? sprintf("%.2fms", 
     put(c SUBSEP s SUBSEP t SUBSEP "rps", $5); put(c SUBSEP s SUBSEP t SUBSEP "p50", $6)
     put(c SUBSEP s SUBSEP t SUBSEP "p99", $7); put(c SUBSEP s SUBSEP t SUBSEP "p999", $8)
     put(c SUBSEP s SUBSEP t SUBSEP "sys", $9); put(c SUBSEP s SUBSEP t SUBSEP "cs", $10)
+    put(c SUBSEP s SUBSEP t SUBSEP "cpu", $12)
     rps[rep, c, s, t] = $5; p99[rep, c, s, t] = $7; reps[rep] = 1
 }
 END {
@@ -291,10 +302,11 @@ END {
                 m = med(base SUBSEP "pr")
                 if (m != "-") pr = sprintf("%.2fx [%.2f-%.2f]", m, lo[base SUBSEP "pr"], hi[base SUBSEP "pr"])
             }
-            sy = med(base SUBSEP "sys"); cw = med(base SUBSEP "cs")
-            printf "%-6s %-6s %-8s %10.0f %9s %9s %9s %8s %8s  %-22s %-22s\n", c, s, t, med(base SUBSEP "rps"),
+            sy = med(base SUBSEP "sys"); cw = med(base SUBSEP "cs"); cu = med(base SUBSEP "cpu")
+            printf "%-6s %-6s %-8s %10.0f %9s %9s %9s %8s %8s %8s  %-22s %-22s\n", c, s, t, med(base SUBSEP "rps"),
                 us(med(base SUBSEP "p50")), us(med(base SUBSEP "p99")), us(med(base SUBSEP "p999")),
-                sy == "-" ? "-" : sprintf("%.3f", sy), cw == "-" ? "-" : sprintf("%.3f", cw), rr, pr
+                sy == "-" ? "-" : sprintf("%.3f", sy), cw == "-" ? "-" : sprintf("%.3f", cw),
+                cu == "-" ? "-" : sprintf("%.1fus", cu), rr, pr
         }
     }
 }' "$results"
