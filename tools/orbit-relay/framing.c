@@ -1,24 +1,117 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * orbit-relay: where a message's body ends (RFC 9112 6.3): after
- * Content-Length bytes, after the last chunk and its trailers, or at the
- * connection's close for a response with neither. libhttp-parser walks the
- * body; its callbacks (parse.c) stop it at the message's last byte.
+ * Content-Length bytes (counted here), after the last chunk and its
+ * trailers, or at the connection's close for a response with neither.
+ * libhttp-parser walks chunked bodies: the hard part, from the library the
+ * relay trusts for it. The head was read without it (parse.c), so the
+ * parser is brought to the body by a head of the same kind that says
+ * chunked and nothing else, the state a real chunked head leaves it in
+ * as far as the body is concerned.
  */
+#include <string.h>
 #include "httpmsg.h"
 
-ssize_t hm_body(struct hm_msg *m, char *buf, size_t len, size_t *out)
+static int on_url(http_parser *p, const char *at, size_t n)
 {
-    *out = 0;
-    if (m->complete || len == 0)   /* a zero-length feed would mean EOF to the parser */
-        return 0;
+    struct hm_msg *m = p->data;
+    if (!m->h.path)
+        m->h.path = at;
+    m->h.path_len += n;
+    return 0;
+}
+
+/* 1: this message has no body whatever its fields say. */
+static int on_headers_complete(http_parser *p)
+{
+    struct hm_msg *m = p->data;
+    if (p->type == HTTP_RESPONSE &&
+        (p->status_code / 100 == 1 || p->status_code == 204 || p->status_code == 304))
+        m->skip_body = true;
+    return m->skip_body ? 1 : 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t n)
+{
+    struct hm_msg *m = p->data;
+    if (m->dechunk) {
+        memmove(m->wp, at, n);   /* wp never passes at: the payload only shrinks */
+        m->wp += n;
+    }
+    m->payload += n;
+    return 0;
+}
+
+/* Stops the parser at the message's last byte: what follows is the next message. */
+static int on_message_complete(http_parser *p)
+{
+    struct hm_msg *m = p->data;
+    m->complete = true;
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+const http_parser_settings hm_settings = {
+    .on_url = on_url, .on_headers_complete = on_headers_complete, .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+/* The body's callbacks alone: the head that brings the parser to the body must not touch h. */
+static const http_parser_settings body_settings = {
+    .on_body = on_body, .on_message_complete = on_message_complete,
+};
+
+static const char chunked_request[] = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+static const char chunked_response[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+/* Brings m->p to the start of a chunked body. */
+static void chunked_parser(struct hm_msg *m)
+{
+    const char *head = m->response ? chunked_response : chunked_request;
+    size_t n = m->response ? sizeof chunked_response - 1 : sizeof chunked_request - 1;
+    http_parser_init(&m->p, m->response ? HTTP_RESPONSE : HTTP_REQUEST);
+    m->p.data = m;
+    http_parser_execute(&m->p, &body_settings, head, n);
+    m->parser_ready = true;
+}
+
+static ssize_t chunked_body(struct hm_msg *m, char *buf, size_t len, size_t *out)
+{
+    if (!m->parser_ready)
+        chunked_parser(m);
+    m->p.data = m;
     m->wp = buf;
-    size_t n = http_parser_execute(&m->p, &hm_settings, buf, len);
+    size_t n = http_parser_execute(&m->p, &body_settings, buf, len);
     enum http_errno err = HTTP_PARSER_ERRNO(&m->p);
     if ((err != HPE_OK && err != HPE_PAUSED) || (!m->complete && n != len) || n > len)
         return -1;
     *out = m->dechunk ? (size_t)(m->wp - buf) : n;
     return (ssize_t)n;
+}
+
+ssize_t hm_body(struct hm_msg *m, char *buf, size_t len, size_t *out)
+{
+    *out = 0;
+    if (m->complete || len == 0)
+        return 0;
+    switch (m->framing) {
+    case HM_BY_LENGTH: {
+        size_t n = len < m->left ? len : (size_t)m->left;
+        m->left -= n;
+        m->payload += n;
+        m->complete = m->left == 0;
+        *out = n;
+        return (ssize_t)n;
+    }
+    case HM_BY_CLOSE:
+        m->payload += len;
+        *out = len;
+        return (ssize_t)len;
+    case HM_CHUNKED:
+        return chunked_body(m, buf, len, out);
+    default:
+        return 0;   /* HM_NO_BODY is complete from its head on */
+    }
 }
 
 int hm_eof(struct hm_msg *m)
@@ -27,6 +120,6 @@ int hm_eof(struct hm_msg *m)
         return 0;
     if (!m->h.close_delimited)
         return -1;
-    http_parser_execute(&m->p, &hm_settings, NULL, 0);
-    return m->complete ? 0 : -1;
+    m->complete = true;
+    return 0;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * orbit-relay's proxy-side HTTP/1.1: strict head checks (parse.c), the
- * head rewrite that drops hop-by-hop fields (parse.c), and message framing
- * by Content-Length, chunked and close (framing.c). libhttp-parser does the
- * grammar and the framing; the checks refuse what it is lenient about.
+ * orbit-relay's proxy-side HTTP/1.1: the strict head scanner (parse.c), the
+ * head rewrite that drops hop-by-hop fields (rewrite.c), and message framing
+ * by Content-Length, chunked and close (framing.c). A head is read in one
+ * walk that refuses what a proxy must not pass on and otherwise reads it as
+ * libhttp-parser would; libhttp-parser walks chunked bodies.
  */
 #ifndef ORBIT_RELAY_HTTPMSG_H
 #define ORBIT_RELAY_HTTPMSG_H
@@ -33,15 +34,41 @@ struct hm_head {
     const char *path; size_t path_len;
 };
 
-/* One message being read: its head, then its body through the parser. */
+/* At most this many field lines a rewrite may drop are noted while a head is read. */
+#define HM_PLAN_LINES 16
+
+/*
+ * What the rewrite needs from a head, noted while it is read: the field lines
+ * it may drop (hop-by-hop, Expect, the framing fields) and the fields the
+ * Connection header names. With none of them the rewrite is one copy.
+ */
+struct hm_plan {
+    uint16_t n_lines;           /* lines noted in line[] */
+    uint16_t named;             /* the field kinds Connection names: bit 1 << enum hm_field (hm_fields.h) */
+    bool walk;                  /* the notes do not say it all: the rewrite reads the head again */
+    struct hm_plan_line {
+        uint32_t off, len;      /* the line in the head, its CRLF included */
+        uint8_t kind;           /* its field's kind */
+    } line[HM_PLAN_LINES];
+};
+
+/* How a message's body ends once its head is read. */
+enum hm_framing { HM_NO_BODY, HM_BY_LENGTH, HM_BY_CLOSE, HM_CHUNKED };
+
+/* One message being read: its head, then its body. */
 struct hm_msg {
-    http_parser p;
+    http_parser p;              /* a chunked body's parser, set up on the body's first bytes */
     struct hm_head h;
     bool complete;              /* the message's last byte was fed */
     bool skip_body;             /* response to HEAD, or 1xx/204/304 */
     bool dechunk;               /* compact the chunked payload to the front of each buffer */
     char *wp;                   /* dechunk: where the next payload byte goes */
     uint64_t payload;           /* payload bytes seen */
+    uint8_t framing;            /* enum hm_framing */
+    bool response;
+    bool parser_ready;          /* p is inside the chunked body */
+    uint64_t left;              /* HM_BY_LENGTH: body bytes still to come */
+    struct hm_plan plan;
 };
 
 /*
@@ -50,7 +77,8 @@ struct hm_msg {
  * vectors, a Transfer-Encoding other than chunked), -431 longer than
  * max_head, -501 CONNECT, -505 not HTTP/1.x. head_request: the response
  * answers a HEAD.
- * On success m is ready for hm_body.
+ * On success m is ready for hm_body (and hm_msg_rewrite); otherwise m is
+ * left as it was.
  */
 int hm_head_parse(struct hm_msg *m, enum hm_kind kind, const char *buf, size_t len, size_t max_head,
                   bool head_request);
@@ -66,7 +94,9 @@ bool hm_head_bad_prefix(const char *buf, size_t len);
  */
 ssize_t hm_body(struct hm_msg *m, char *buf, size_t len, size_t *out);
 
-/* The parser's callbacks (parse.c), shared with the framing. */
+/* libhttp-parser callbacks for a parser whose data is an hm_msg: the target
+ * into h.path, no body after HEAD or 1xx/204/304, the body into payload (and
+ * dechunk), and a stop at the message's last byte (framing.c). */
 extern const http_parser_settings hm_settings;
 
 /* The connection closed: 0 if that ends the message (close-delimited), -1 if it was cut short. */
@@ -89,5 +119,12 @@ struct hm_rewrite {
  * the length written, or -1 when it does not fit in cap.
  */
 ssize_t hm_head_rewrite(const char *in, size_t head_len, const struct hm_rewrite *rw, char *out, size_t cap);
+
+/*
+ * hm_head_rewrite of the head m was just read from (hm_head_parse returned
+ * > 0 for in), by the notes taken while it was read: the same bytes, without
+ * reading the head again in the common case.
+ */
+ssize_t hm_msg_rewrite(const struct hm_msg *m, const char *in, const struct hm_rewrite *rw, char *out, size_t cap);
 
 #endif

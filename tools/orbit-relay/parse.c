@@ -1,33 +1,54 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * orbit-relay: heads. libhttp-parser parses the grammar; the checks here
- * refuse what it accepts but a proxy must not (RFC 9112 2.2, 5.1, 5.2, 6.1,
- * 6.3): bare CR or LF, whitespace before a colon, obs-fold, duplicate or
- * invalid Content-Length, Content-Length beside Transfer-Encoding, a
- * Transfer-Encoding other than chunked, a missing or repeated Host.
+ * orbit-relay: heads, read in one walk. The walk refuses what a proxy must
+ * not pass on (RFC 9112 2.2, 3, 5.1, 5.2, 6.1, 6.3): NUL, bare CR or LF,
+ * whitespace before a colon, obs-fold, a duplicate or invalid
+ * Content-Length, Content-Length beside Transfer-Encoding, a
+ * Transfer-Encoding other than chunked, a missing or repeated Host. What it
+ * lets through it reads as libhttp-parser reads a head, quirks included
+ * (its methods, request targets, Connection and Transfer-Encoding tokens,
+ * its 80 KiB limit): framing and keep-alive are what the checks plus
+ * libhttp-parser over the head make of it. tests/relay/hm_oracle.c is that
+ * reference reader; the differential tests (test_http_diff, fuzz_http_diff)
+ * hold the walk to its answers.
  */
-#include <stdio.h>
 #include <string.h>
-#include <strings.h>
+#include "hm_bytes.h"
+#include "hm_fields.h"
 #include "httpmsg.h"
 
-static bool is_tchar(unsigned char c)
+/* ---- bytes --------------------------------------------------------------- */
+
+#define TCHAR(c)                                                                                        \
+    (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || ((c) >= '0' && (c) <= '9') ||        \
+     (c) == '!' || (c) == '#' || (c) == '$' || (c) == '%' || (c) == '&' || (c) == '\'' || (c) == '*' || \
+     (c) == '+' || (c) == '-' || (c) == '.' || (c) == '^' || (c) == '_' || (c) == '`' || (c) == '|' ||  \
+     (c) == '~')
+#define TCHAR_ROW(r)                                                                                    \
+    TCHAR(r), TCHAR(r + 1), TCHAR(r + 2), TCHAR(r + 3), TCHAR(r + 4), TCHAR(r + 5), TCHAR(r + 6),       \
+    TCHAR(r + 7), TCHAR(r + 8), TCHAR(r + 9), TCHAR(r + 10), TCHAR(r + 11), TCHAR(r + 12),             \
+    TCHAR(r + 13), TCHAR(r + 14), TCHAR(r + 15)
+
+/* One lookup per byte of a method or field name. */
+static const bool tchars[256] = {
+    TCHAR_ROW(0x00), TCHAR_ROW(0x10), TCHAR_ROW(0x20), TCHAR_ROW(0x30), TCHAR_ROW(0x40), TCHAR_ROW(0x50),
+    TCHAR_ROW(0x60), TCHAR_ROW(0x70), TCHAR_ROW(0x80), TCHAR_ROW(0x90), TCHAR_ROW(0xa0), TCHAR_ROW(0xb0),
+    TCHAR_ROW(0xc0), TCHAR_ROW(0xd0), TCHAR_ROW(0xe0), TCHAR_ROW(0xf0),
+};
+
+static inline bool is_tchar(unsigned c)
 {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-        return true;
-    switch (c) {   /* a switch, not strchr: this runs for every byte of every field name */
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
-        return true;
-    default:
-        return false;
-    }
+    return tchars[c & 0xff];
 }
 
-/* VCHAR, obs-text, SP and HTAB: what a field value may hold. */
-static bool is_value_char(unsigned char c)
+static inline bool is_digit(char c)
 {
-    return c == '\t' || c >= 0x20 ? c != 0x7f : false;
+    return c >= '0' && c <= '9';
+}
+
+static bool is_ows(char c)
+{
+    return c == ' ' || c == '\t';
 }
 
 bool hm_head_bad_prefix(const char *buf, size_t len)
@@ -41,160 +62,400 @@ bool hm_head_bad_prefix(const char *buf, size_t len)
     return false;
 }
 
-static bool name_is(const char *name, size_t n, const char *want)
-{
-    return strlen(want) == n && strncasecmp(name, want, n) == 0;
-}
+/* ---- what a head says ---------------------------------------------------- */
 
-static bool value_is(const char *v, size_t n, const char *want)
-{
-    return name_is(v, n, want);
-}
+/* Connection options as libhttp-parser notes them (bit i: connection_options' word i). */
+enum { CONN_KEEP_ALIVE = 1, CONN_CLOSE = 2, CONN_UPGRADE = 4 };
 
-/* What the field lines say about framing. */
-struct facts { int n_cl, n_te, n_host; bool te_chunked_only, expect_continue; };
-
-/* One field line [p, end): name, colon, OWS value OWS. 0 or -400. */
-static int check_field(const char *p, const char *end, struct facts *f)
-{
-    const char *q = p;
-    while (q < end && is_tchar((unsigned char)*q))
-        q++;
-    if (q == p || q == end || *q != ':')
-        return -400;   /* obs-fold, whitespace before the colon, or no name */
-    size_t nlen = (size_t)(q - p);
-    const char *v = q + 1, *ve = end;
-    for (const char *c = v; c < ve; c++)
-        if (!is_value_char((unsigned char)*c))
-            return -400;
-    while (v < ve && (*v == ' ' || *v == '\t'))
-        v++;
-    while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
-        ve--;
-    size_t vlen = (size_t)(ve - v);
-    if (name_is(p, nlen, "content-length")) {
-        f->n_cl++;
-        if (vlen == 0 || vlen > 18)
-            return -400;
-        for (size_t i = 0; i < vlen; i++)
-            if (v[i] < '0' || v[i] > '9')
-                return -400;
-    } else if (name_is(p, nlen, "transfer-encoding")) {
-        f->n_te++;
-        f->te_chunked_only = value_is(v, vlen, "chunked");
-    } else if (name_is(p, nlen, "host")) {
-        f->n_host++;
-    } else if (name_is(p, nlen, "expect")) {
-        f->expect_continue = value_is(v, vlen, "100-continue");
-    }
-    return 0;
-}
-
-/* "HTTP/1.x" exactly: the parser does not check the letters. */
-static bool version_ok(const char *p, const char *end)
-{
-    return end - p >= 8 && memcmp(p, "HTTP/1.", 7) == 0 && (p[7] == '0' || p[7] == '1');
-}
-
-/* request-line = method SP target SP version; status-line = version SP 3DIGIT SP reason. */
-static int check_start_line(enum hm_kind kind, const char *p, const char *eol)
-{
-    if (kind == HM_RESPONSE)
-        return version_ok(p, eol) && eol - p >= 12 && p[8] == ' ' && p[9] >= '1' && p[9] <= '5' &&
-               p[10] >= '0' && p[10] <= '9' && p[11] >= '0' && p[11] <= '9' && (eol - p == 12 || p[12] == ' ')
-               ? 0 : -400;
-    const char *q = p;
-    while (q < eol && is_tchar((unsigned char)*q))
-        q++;
-    if (q == p || q == eol || *q != ' ')
-        return -400;
-    const char *t = ++q;
-    while (q < eol && (unsigned char)*q > 0x20 && *q != 0x7f)
-        q++;
-    if (q == t || q == eol || *q != ' ' || eol - q != 9)
-        return -400;
-    if (version_ok(q + 1, eol))
-        return 0;
-    bool other = memcmp(q + 1, "HTTP/", 5) == 0 && q[6] >= '0' && q[6] <= '9' && q[7] == '.' && q[8] >= '0' &&
-                 q[8] <= '9';
-    return other ? -505 : -400;
-}
-
-/* Every field line of a head whose lines all end in CRLF. */
-static int check_fields(const char *buf, size_t head_len, struct facts *f)
-{
-    const char *end = buf + head_len - 2;   /* the blank line's CRLF */
-    const char *p = memchr(buf, '\n', head_len) + 1;
-    memset(f, 0, sizeof *f);
-    while (p < end) {
-        const char *eol = memchr(p, '\r', (size_t)(end - p));
-        if (!eol)
-            return -400;
-        if (check_field(p, eol, f) < 0)
-            return -400;
-        p = eol + 2;
-    }
-    return 0;
-}
-
-static int framing_rules(enum hm_kind kind, const struct facts *f, const http_parser *p)
-{
-    if (f->n_cl > 1 || f->n_te > 1 || (f->n_cl && f->n_te))
-        return -400;
-    if (kind == HM_RESPONSE)
-        return 0;
-    if (f->n_te && (!f->te_chunked_only || p->http_minor == 0))
-        return -400;
-    if (f->n_host > 1 || (p->http_minor == 1 && f->n_host == 0))
-        return -400;
-    return 0;
-}
-
-/* ---- the parser's callbacks --------------------------------------------- */
-
-static int on_url(http_parser *p, const char *at, size_t n)
-{
-    struct hm_msg *m = p->data;
-    if (!m->h.path)
-        m->h.path = at;
-    m->h.path_len += n;
-    return 0;
-}
-
-/* 1: this message has no body whatever its fields say. */
-static int on_headers_complete(http_parser *p)
-{
-    struct hm_msg *m = p->data;
-    if (p->type == HTTP_RESPONSE &&
-        (p->status_code / 100 == 1 || p->status_code == 204 || p->status_code == 304))
-        m->skip_body = true;
-    return m->skip_body ? 1 : 0;
-}
-
-static int on_body(http_parser *p, const char *at, size_t n)
-{
-    struct hm_msg *m = p->data;
-    if (m->dechunk) {
-        memmove(m->wp, at, n);   /* wp never passes at: the payload only shrinks */
-        m->wp += n;
-    }
-    m->payload += n;
-    return 0;
-}
-
-/* Stops the parser at the message's last byte: what follows is the next message. */
-static int on_message_complete(http_parser *p)
-{
-    struct hm_msg *m = p->data;
-    m->complete = true;
-    http_parser_pause(p, 1);
-    return 0;
-}
-
-const http_parser_settings hm_settings = {
-    .on_url = on_url, .on_headers_complete = on_headers_complete, .on_body = on_body,
-    .on_message_complete = on_message_complete,
+/* One head as the walk read it: what the relay's rules count and what libhttp-parser would note. */
+struct head {
+    size_t len;
+    unsigned method, status, minor;
+    const char *target;
+    size_t target_len;
+    unsigned n_cl, n_te, n_host, n_named;
+    uint64_t content_length;
+    bool te_chunked_only;       /* the relay: the Transfer-Encoding value is "chunked" */
+    bool te_noted;              /* libhttp-parser: a field name began with transfer-encoding */
+    bool chunked;               /* libhttp-parser: chunked is the final coding of the last such field */
+    bool expect_continue;
+    bool upgrade_field;         /* libhttp-parser: an Upgrade with a value */
+    unsigned conn;              /* libhttp-parser: CONN_* */
 };
+
+/* ---- the start line ------------------------------------------------------ */
+
+static const struct method {
+    char name[12];
+    uint8_t len, id;
+} methods[] = {
+#define XX(num, name, string) { #string, sizeof #string - 1, num },
+    HTTP_METHOD_MAP(XX)
+#undef XX
+};
+
+/* libhttp-parser's methods, exactly as it spells them; -1 for any other. */
+static int method_id(const char *s, size_t n)
+{
+    if (n == 3 && memcmp(s, "GET", 3) == 0)   /* the common case first */
+        return HTTP_GET;
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+        if (methods[i].len == n && memcmp(methods[i].name, s, n) == 0)
+            return methods[i].id;
+    return -1;
+}
+
+static bool is_alpha(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* libhttp-parser's userinfo and host bytes (its IS_USERINFO_CHAR, '[' and ']'). */
+static bool is_server_char(char c)
+{
+    if (is_alpha(c) || is_digit(c))
+        return true;
+    switch (c) {
+    case '-': case '_': case '.': case '!': case '~': case '*': case '\'': case '(': case ')':
+    case '%': case ';': case ':': case '&': case '=': case '+': case '$': case ',': case '[': case ']':
+        return true;
+    default:
+        return false;
+    }
+}
+
+/*
+ * A request target libhttp-parser accepts (n target bytes, none of them
+ * whitespace). From a path or query on it accepts every such byte; before
+ * that an absolute-form scheme and authority have a grammar of their own,
+ * and CONNECT's target is an authority from its first byte.
+ */
+static bool target_ok(const char *t, size_t n, bool connect)
+{
+    enum { START, SCHEME, SCHEME_SLASH, SCHEME_SLASH2, SERVER_START, SERVER, SERVER_AT } st;
+    st = connect ? SERVER_START : START;
+    for (size_t i = 0; i < n; i++) {
+        char c = t[i];
+        switch (st) {
+        case START:
+            if (c == '/' || c == '*')
+                return true;
+            if (!is_alpha(c))
+                return false;
+            st = SCHEME;
+            break;
+        case SCHEME:
+            if (c == ':')
+                st = SCHEME_SLASH;
+            else if (!is_alpha(c))
+                return false;
+            break;
+        case SCHEME_SLASH:
+        case SCHEME_SLASH2:
+            if (c != '/')
+                return false;
+            st = st == SCHEME_SLASH ? SCHEME_SLASH2 : SERVER_START;
+            break;
+        case SERVER_AT:
+            if (c == '@')
+                return false;
+            /* fall through */
+        case SERVER_START:
+        case SERVER:
+            if (c == '/' || c == '?')
+                return true;
+            if (c == '@')
+                st = SERVER_AT;
+            else if (is_server_char(c))
+                st = SERVER;
+            else
+                return false;
+            break;
+        }
+    }
+    return st == SERVER || st == SERVER_AT;   /* the target may end in the authority, not before it */
+}
+
+/*
+ * request-line = method SP request-target SP HTTP-version CRLF. Returns the
+ * line's length, or -400 / -505 (a well-formed version other than 1.0 and
+ * 1.1), or -400 for a method or target libhttp-parser refuses. A line cut
+ * short by end is -400 too: only a complete head's verdict counts.
+ */
+static int request_line(struct head *h, const char *buf, const char *end)
+{
+    const char *p = buf;
+    while (p < end && is_tchar((unsigned char)*p))
+        p++;
+    if (p == buf || p == end || *p != ' ')
+        return -400;
+    size_t method_len = (size_t)(p - buf);
+    const char *target = ++p;
+    p = hb_target_run(buf, p, end);
+    if (p == target || end - p < 11 || *p != ' ' || p[9] != '\r')
+        return -400;
+    const char *v = p + 1;
+    if (memcmp(v, "HTTP/1.", 7) != 0 || (v[7] != '0' && v[7] != '1'))
+        return memcmp(v, "HTTP/", 5) == 0 && is_digit(v[5]) && v[6] == '.' && is_digit(v[7]) ? -505 : -400;
+    if (v[9] != '\n')
+        return -400;
+    int id = method_id(buf, method_len);
+    h->target = target;
+    h->target_len = (size_t)(p - target);
+    if (id < 0 || !target_ok(target, h->target_len, id == HTTP_CONNECT))
+        return -400;
+    h->method = (unsigned)id;
+    h->minor = (unsigned)(v[7] - '0');
+    return (int)(v + 10 - buf);
+}
+
+/* status-line = HTTP-version SP 3DIGIT SP [reason] CRLF, the first digit 1 to 5. The line's length or -400. */
+static int status_line(struct head *h, const char *buf, const char *end)
+{
+    if (end - buf < 13 || memcmp(buf, "HTTP/1.", 7) != 0 || (buf[7] != '0' && buf[7] != '1') || buf[8] != ' ' ||
+        buf[9] < '1' || buf[9] > '5' || !is_digit(buf[10]) || !is_digit(buf[11]))
+        return -400;
+    const char *p = buf + 12;
+    if (*p == ' ')
+        p = hb_line_end(buf, p, end);   /* the reason: any other byte */
+    if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
+        return -400;
+    h->minor = (unsigned)(buf[7] - '0');
+    h->status = (unsigned)((buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0'));
+    return (int)(p + 2 - buf);
+}
+
+/* ---- field values -------------------------------------------------------- */
+
+/* Bit 5 set, as libhttp-parser folds a byte before it compares it with a token. */
+static unsigned folded(char c)
+{
+    return (unsigned char)c | 0x20u;
+}
+
+/*
+ * The Connection options libhttp-parser notes in a value (v: its first byte
+ * after the leading whitespace; eol: its end), replayed as it reads them
+ * since keep-alive follows them: an option is matched letter by letter; one
+ * that matched counts if spaces only or a comma follow; after a comma, a
+ * byte that is neither a space nor (folded) a token character ends the
+ * reading of the value.
+ */
+static unsigned connection_options(const char *v, const char *eol)
+{
+    static const char *const word[] = { "keep-alive", "close", "upgrade" };
+    static const unsigned char word_len[] = { 10, 5, 7 };
+    enum { AT_TOKEN, MATCHING, MATCHED, IN_TOKEN } st = IN_TOKEN;
+    unsigned flags = 0, w = 0, i = 0;
+    for (const char *p = v; p < eol; p++) {
+        unsigned c = folded(*p);
+        if (p == v || st == AT_TOKEN) {
+            unsigned k = c == 'k' ? 0 : c == 'c' ? 1 : c == 'u' ? 2 : 3;
+            if (k < 3) {
+                st = MATCHING, w = k, i = 0;
+                continue;
+            }
+            if (p == v || (c != ' ' && is_tchar(c)))
+                st = IN_TOKEN;
+            else if (c != ' ')
+                return flags;
+            continue;
+        }
+        switch (st) {
+        case MATCHING:
+            if (c != (unsigned char)word[w][++i])
+                st = IN_TOKEN;
+            else if (i == word_len[w] - 1u)
+                st = MATCHED;
+            break;
+        case MATCHED:
+            if (*p == ',') {
+                flags |= 1u << w;
+                st = AT_TOKEN;
+            } else if (*p != ' ') {
+                st = IN_TOKEN;
+            }
+            break;
+        default:
+            if (*p == ',')
+                st = AT_TOKEN;
+            break;
+        }
+    }
+    return st == MATCHED ? flags | 1u << w : flags;
+}
+
+/*
+ * Whether libhttp-parser takes chunked for the final coding of a
+ * Transfer-Encoding value (v: its first byte after the leading whitespace):
+ * "chunked" followed by spaces only, after the start or a comma; after a
+ * comma, a byte that is neither a space nor (folded) a token character ends
+ * its reading of the value, and a comma right after "chunked" does not begin
+ * a new coding.
+ */
+static bool te_chunked(const char *v, const char *eol)
+{
+    static const char chunked[] = "chunked";
+    enum { AT_TOKEN, MATCHING, MATCHED, IN_TOKEN } st = IN_TOKEN;
+    unsigned i = 0;
+    for (const char *p = v; p < eol; p++) {
+        unsigned c = folded(*p);
+        if (p == v || st == AT_TOKEN) {
+            if (c == 'c')
+                st = MATCHING, i = 0;
+            else if (p == v || (c != ' ' && is_tchar(c)))
+                st = IN_TOKEN;
+            else if (c != ' ')
+                return false;
+            continue;
+        }
+        switch (st) {
+        case MATCHING:
+            if (c != (unsigned char)chunked[++i])
+                st = IN_TOKEN;
+            else if (i == sizeof chunked - 2)
+                st = MATCHED;
+            break;
+        case MATCHED:
+            if (*p != ' ')
+                st = IN_TOKEN;
+            break;
+        default:
+            if (*p == ',')
+                st = AT_TOKEN;
+            break;
+        }
+    }
+    return st == MATCHED;
+}
+
+/*
+ * Content-Length: 1 to 18 digits (the relay's rule), then spaces only
+ * (libhttp-parser refuses a tab there). v: after the leading whitespace.
+ */
+static int content_length(struct head *h, const char *v, const char *eol)
+{
+    uint64_t n = 0;
+    const char *p = v;
+    while (p < eol && is_digit(*p))
+        n = n * 10 + (uint64_t)(*p++ - '0');
+    size_t digits = (size_t)(p - v);
+    while (p < eol && *p == ' ')
+        p++;
+    if (digits == 0 || digits > 18 || p != eol)
+        return -400;
+    h->content_length = n;
+    return 0;
+}
+
+/* v..eol without the whitespace around it equals lit (n bytes, lower case) in any case. */
+static bool trimmed_is(const char *v, const char *eol, const char *lit, size_t n)
+{
+    while (eol > v && is_ows(eol[-1]))
+        eol--;
+    return (size_t)(eol - v) == n && hf_is(v, n, lit);
+}
+
+/*
+ * One field line of a kind that means something (its name at line): what
+ * it says, and what the rewrite needs to know of it. value..eol is the value
+ * after the colon. 0, or -400. libhttp-parser as Debian ships it (2.9.4-5,
+ * CVE-2020-8287) forgets an earlier chunked at each name that begins with
+ * transfer-encoding: the last such field decides.
+ */
+static int special_field(struct head *h, struct hm_plan *plan, const char *buf, enum hm_field kind,
+                         const char *line, const char *value, const char *eol)
+{
+    if (kind == HF_HOST) {
+        h->n_host++;
+        return 0;
+    }
+    if (hf_noted(kind))
+        hm_plan_note(plan, kind, (size_t)(line - buf), (size_t)(eol + 2 - line));
+    const char *v = value;
+    while (v < eol && is_ows(*v))
+        v++;
+    switch (kind) {
+    case HF_CONTENT_LENGTH:
+        if (++h->n_cl > 1)   /* libhttp-parser refuses a second one, before CONNECT is answered */
+            return -400;
+        return content_length(h, v, eol);
+    case HF_TRANSFER_ENCODING:
+        h->n_te++;
+        h->te_chunked_only = trimmed_is(v, eol, "chunked", 7);
+        h->te_noted = true;
+        h->chunked = v < eol && te_chunked(v, eol);
+        return 0;
+    case HF_TRANSFER_ENCODING_MORE:
+        h->te_noted = true;
+        h->chunked = false;
+        return 0;
+    case HF_EXPECT:
+        h->expect_continue = trimmed_is(v, eol, "100-continue", 12);
+        return 0;
+    case HF_CONNECTION:
+        hm_plan_connection(plan, &h->n_named, value, eol);
+        /* fall through */
+    case HF_PROXY_CONNECTION:
+        if (v < eol)
+            h->conn |= connection_options(v, eol);
+        return 0;
+    case HF_UPGRADE:
+        if (v < eol)
+            h->upgrade_field = true;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * The field lines from p to the blank line. Returns the head's length, or
+ * -400 (also for a head cut short by end: only a complete head's verdict
+ * counts).
+ */
+static int fields(struct head *h, struct hm_plan *plan, const char *buf, const char *p, const char *end)
+{
+    for (;;) {
+        if (end - p < 2)
+            return -400;
+        if (*p == '\r')
+            return p[1] == '\n' ? (int)(p + 2 - buf) : -400;
+        const char *name = p;
+        while (p < end && is_tchar((unsigned char)*p))
+            p++;
+        if (p == name || p == end || *p != ':')
+            return -400;   /* no name, whitespace before the colon, or obs-fold */
+        const char *value = ++p;
+        p = hb_value_run(buf, p, end);
+        if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
+            return -400;
+        enum hm_field kind = hf_kind(name, (size_t)(value - 1 - name));
+        if (kind != HF_OTHER && special_field(h, plan, buf, kind, name, value, p) < 0)
+            return -400;
+        p += 2;
+    }
+}
+
+/*
+ * Reads the head at buf, looking no further than end. Returns its length,
+ * or -status. The verdict is exact for a complete head free of NUL and bare
+ * CR or LF (what hm_head_parse checks first); on any other input a value
+ * <= 0 only says the walk did not accept it.
+ */
+static int walk(struct head *h, struct hm_plan *plan, enum hm_kind kind, const char *buf, const char *end)
+{
+    memset(h, 0, sizeof *h);
+    plan->n_lines = 0;
+    plan->named = 0;
+    plan->walk = false;
+    int n = kind == HM_REQUEST ? request_line(h, buf, end) : status_line(h, buf, end);
+    if (n < 0)
+        return n;
+    return fields(h, plan, buf, buf + n, end);
+}
+
+/* ---- what follows from it ------------------------------------------------ */
 
 static bool idempotent(unsigned method)
 {
@@ -206,145 +467,145 @@ static bool idempotent(unsigned method)
     }
 }
 
-static void fill_head(struct hm_msg *m, enum hm_kind kind, const struct facts *f, size_t head_len)
+/* What the message is once its head is read: its framing, and whether it is kept. */
+struct verdict {
+    bool skip_body, complete, close_delimited, keepalive;
+    enum hm_framing framing;
+};
+
+/*
+ * How libhttp-parser frames the body once the head is read: no body after
+ * HEAD, 1xx, 204 and 304, nor for an upgrade (CONNECT included) without one;
+ * a Transfer-Encoding that does not end in chunked is read to the close in
+ * a response, refused (-400) in a request.
+ */
+static int framing_of(const struct head *h, bool request, bool skip_body)
 {
-    const http_parser *p = &m->p;
-    m->h.head_len = head_len;
-    m->h.method = p->method;
-    m->h.status = p->status_code;
-    m->h.major = p->http_major;
-    m->h.minor = p->http_minor;
-    m->h.chunked = (p->flags & F_CHUNKED) != 0;
-    m->h.has_length = f->n_cl == 1;
-    m->h.content_length = m->h.has_length ? p->content_length : 0;
-    m->h.expect_continue = kind == HM_REQUEST && f->expect_continue && p->http_minor == 1;
-    m->h.idempotent = idempotent(p->method);
-    m->h.head_method = kind == HM_REQUEST && p->method == HTTP_HEAD;
-    m->h.close_delimited = kind == HM_RESPONSE && !m->skip_body && !m->h.chunked && !m->h.has_length;
-    m->h.keepalive = http_should_keep_alive(p) && !m->h.close_delimited;
+    bool connect = request && h->method == HTTP_CONNECT;
+    bool upgrade = connect || ((h->conn & CONN_UPGRADE) && h->upgrade_field && (request || h->status == 101));
+    bool has_body = h->chunked || (h->n_cl && h->content_length > 0);
+    if (skip_body || (upgrade && (connect || !has_body)))
+        return HM_NO_BODY;
+    if (h->chunked)
+        return HM_CHUNKED;
+    if (h->te_noted)
+        return request ? -400 : HM_BY_CLOSE;
+    if (h->n_cl)
+        return h->content_length ? HM_BY_LENGTH : HM_NO_BODY;
+    return request ? HM_NO_BODY : HM_BY_CLOSE;
+}
+
+/*
+ * The rules that need the whole head, in the order that decides the
+ * status: libhttp-parser's refusals (past its 80 KiB, Content-Length beside
+ * a Transfer-Encoding, framing_of's) before CONNECT's 501, the relay's
+ * framing rules after it. Returns 0 or -status.
+ */
+static int judge(const struct head *h, enum hm_kind kind, bool head_request, struct verdict *v)
+{
+    bool request = kind == HM_REQUEST;
+    if (h->len > HTTP_MAX_HEADER_SIZE || (h->n_cl && h->te_noted))
+        return -400;
+    v->skip_body = head_request || (!request && (h->status / 100 == 1 || h->status == 204 || h->status == 304));
+    int framing = framing_of(h, request, v->skip_body);
+    if (framing < 0)
+        return framing;
+    if (request && h->method == HTTP_CONNECT)
+        return -501;
+    if (h->n_te > 1 || (h->n_cl && h->n_te))
+        return -400;
+    if (request && ((h->n_te && (!h->te_chunked_only || h->minor == 0)) || h->n_host > 1 ||
+                    (h->minor == 1 && h->n_host == 0)))
+        return -400;
+    v->framing = (enum hm_framing)framing;
+    v->complete = framing == HM_NO_BODY;
+    v->close_delimited = !request && !v->skip_body && !h->chunked && !h->n_cl;
+    /* libhttp-parser's http_should_keep_alive: its "needs EOF" is close_delimited here. */
+    bool kept = h->minor == 1 ? !(h->conn & CONN_CLOSE) : (h->conn & CONN_KEEP_ALIVE) != 0;
+    v->keepalive = kept && !v->close_delimited;
+    return 0;
+}
+
+static void commit(struct hm_msg *m, enum hm_kind kind, const struct head *h, const struct verdict *v,
+                   const struct hm_plan *plan)
+{
+    bool request = kind == HM_REQUEST;
+    m->h = (struct hm_head){
+        .head_len = h->len,
+        .method = h->method,   /* HTTP_DELETE (0) in a response, as libhttp-parser left it */
+        .status = h->status,
+        .major = 1,
+        .minor = h->minor,
+        .keepalive = v->keepalive,
+        .chunked = h->chunked,
+        .has_length = h->n_cl == 1,
+        .content_length = h->content_length,
+        .expect_continue = request && h->expect_continue && h->minor == 1,
+        .idempotent = idempotent(h->method),
+        .head_method = request && h->method == HTTP_HEAD,
+        .close_delimited = v->close_delimited,
+        .path = h->target,
+        .path_len = h->target_len,
+    };
+    m->complete = v->complete;
+    m->skip_body = v->skip_body;
+    m->dechunk = false;
+    m->wp = NULL;
+    m->payload = 0;
+    m->framing = (uint8_t)v->framing;
+    m->response = !request;
+    m->parser_ready = false;
+    m->left = v->framing == HM_BY_LENGTH ? h->content_length : 0;
+    m->plan.n_lines = plan->n_lines;
+    m->plan.named = plan->named;
+    m->plan.walk = plan->walk;
+    if (plan->n_lines)
+        memcpy(m->plan.line, plan->line, plan->n_lines * sizeof plan->line[0]);
+}
+
+/*
+ * What decides first for a head the walk did not accept: where the head
+ * ends (-431 past max_head), NUL or a bare CR or LF in it (-400, also while
+ * it is still arriving), or 0 while it is incomplete. 1 with *head_len when
+ * it is complete.
+ */
+static int head_bounds(const char *buf, size_t len, size_t max_head, size_t *head_len)
+{
+    const char *e = len >= 4 ? memmem(buf, len, "\r\n\r\n", 4) : NULL;
+    size_t n = e ? (size_t)(e - buf) + 4 : 0;
+    if (n > max_head || (!e && len > max_head))
+        return -431;
+    if (hm_head_bad_prefix(buf, e ? n : len))
+        return -400;
+    if (!e)
+        return 0;
+    *head_len = n;
+    return 1;
 }
 
 int hm_head_parse(struct hm_msg *m, enum hm_kind kind, const char *buf, size_t len, size_t max_head,
                   bool head_request)
 {
-    const char *e = len >= 4 ? memmem(buf, len, "\r\n\r\n", 4) : NULL;
-    size_t head_len = e ? (size_t)(e - buf) + 4 : 0;
-    if (head_len > max_head || (!e && len > max_head))
-        return -431;
-    if (hm_head_bad_prefix(buf, e ? head_len : len))
-        return -400;
-    if (!e)
-        return 0;
-    struct facts f;
-    int bad = check_start_line(kind, buf, memchr(buf, '\r', head_len));
+    struct head h;
+    struct hm_plan plan;
+    /* A walk that accepts a head saw every byte of it, up to its first blank
+     * line within max_head: what head_bounds would say. Anything else takes
+     * head_bounds' steps first, then the walk's verdict on the head alone. */
+    int n = walk(&h, &plan, kind, buf, buf + (len < max_head ? len : max_head));
+    if (n <= 0) {
+        size_t head_len;
+        int r = head_bounds(buf, len, max_head, &head_len);
+        if (r <= 0)
+            return r;
+        n = walk(&h, &plan, kind, buf, buf + head_len);
+        if (n <= 0)
+            return n;
+    }
+    h.len = (size_t)n;
+    struct verdict v;
+    int bad = judge(&h, kind, head_request, &v);
     if (bad < 0)
         return bad;
-    if (check_fields(buf, head_len, &f) < 0)
-        return -400;
-    memset(m, 0, sizeof *m);
-    http_parser_init(&m->p, kind == HM_REQUEST ? HTTP_REQUEST : HTTP_RESPONSE);
-    m->p.data = m;
-    m->skip_body = head_request;
-    size_t n = http_parser_execute(&m->p, &hm_settings, buf, head_len);
-    enum http_errno err = HTTP_PARSER_ERRNO(&m->p);
-    if (err != HPE_OK && err != HPE_PAUSED)
-        return err == HPE_INVALID_VERSION ? -505 : -400;
-    if (n != head_len)
-        return -400;
-    if (m->p.http_major != 1 || m->p.http_minor > 1)
-        return -505;
-    if (kind == HM_REQUEST && m->p.method == HTTP_CONNECT)
-        return -501;
-    if (framing_rules(kind, &f, &m->p) < 0)
-        return -400;
-    fill_head(m, kind, &f, head_len);
-    return (int)head_len;
-}
-
-/* ---- the rewrite -------------------------------------------------------- */
-
-#define HM_MAX_NAMED 16
-
-/* Fields a Connection header may not remove: the framing and the target. */
-static bool protected_field(const char *name, size_t n)
-{
-    return name_is(name, n, "content-length") || name_is(name, n, "transfer-encoding") ||
-           name_is(name, n, "host");
-}
-
-struct span { const char *p; size_t n; };
-
-/* The field names a Connection header lists (RFC 9110 7.6.1). */
-static int connection_tokens(const char *v, const char *end, struct span *out, int n)
-{
-    while (v < end) {
-        while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
-            v++;
-        const char *t = v;
-        while (v < end && *v != ',' && *v != ' ' && *v != '\t')
-            v++;
-        if (v > t && n < HM_MAX_NAMED && !protected_field(t, (size_t)(v - t)))
-            out[n++] = (struct span){ t, (size_t)(v - t) };
-    }
+    commit(m, kind, &h, &v, &plan);
     return n;
-}
-
-static bool hop_by_hop(const char *name, size_t n, const struct hm_rewrite *rw, const struct span *named, int n_named)
-{
-    if (name_is(name, n, "connection") || name_is(name, n, "keep-alive") || name_is(name, n, "te") ||
-        name_is(name, n, "upgrade") || (n >= 6 && strncasecmp(name, "proxy-", 6) == 0))
-        return true;
-    if (rw->drop_expect && name_is(name, n, "expect"))
-        return true;
-    if (rw->drop_te && (name_is(name, n, "transfer-encoding") || name_is(name, n, "content-length") ||
-                        name_is(name, n, "trailer")))
-        return true;
-    for (int i = 0; i < n_named; i++)
-        if ((named[i].n == n && strncasecmp(named[i].p, name, n) == 0))
-            return true;
-    return false;
-}
-
-/* Appends n bytes; false when out of room. */
-static bool put(char *out, size_t cap, size_t *at, const char *p, size_t n)
-{
-    if (*at + n > cap)
-        return false;
-    memcpy(out + *at, p, n);
-    *at += n;
-    return true;
-}
-
-ssize_t hm_head_rewrite(const char *in, size_t head_len, const struct hm_rewrite *rw, char *out, size_t cap)
-{
-    const char *end = in + head_len - 2;
-    const char *first = memchr(in, '\n', head_len) + 1;
-    struct span named[HM_MAX_NAMED];
-    int n_named = 0;
-    for (const char *p = first; p < end;) {
-        const char *eol = memchr(p, '\r', (size_t)(end - p)), *colon = memchr(p, ':', (size_t)(eol - p));
-        if (name_is(p, (size_t)(colon - p), "connection"))
-            n_named = connection_tokens(colon + 1, eol, named, n_named);
-        p = eol + 2;
-    }
-    size_t at = 0;
-    if (!put(out, cap, &at, in, (size_t)(first - in)))
-        return -1;
-    for (const char *p = first; p < end;) {
-        const char *eol = memchr(p, '\r', (size_t)(end - p)), *colon = memchr(p, ':', (size_t)(eol - p));
-        if (!hop_by_hop(p, (size_t)(colon - p), rw, named, n_named) && !put(out, cap, &at, p, (size_t)(eol - p) + 2))
-            return -1;
-        p = eol + 2;
-    }
-    char extra[128];
-    int n = 0;
-    if (rw->add_length)
-        n += snprintf(extra, sizeof extra, "Content-Length: %llu\r\n", (unsigned long long)rw->length);
-    if (rw->add_chunked)
-        n += snprintf(extra + n, sizeof extra - (size_t)n, "Transfer-Encoding: chunked\r\n");
-    if (rw->connection)
-        n += snprintf(extra + n, sizeof extra - (size_t)n, "Connection: %s\r\n", rw->connection);
-    if (!put(out, cap, &at, extra, (size_t)n) || !put(out, cap, &at, "\r\n", 2))
-        return -1;
-    return (ssize_t)at;
 }
