@@ -143,7 +143,7 @@ static int framing_rules(enum hm_kind kind, const struct facts *f, const http_pa
         return -400;
     if (kind == HM_RESPONSE)
         return 0;
-    if (f->n_te && (!f->te_chunked_only || p->http_minor == 0))
+    if (f->n_te && (!f->te_chunked_only || p->http_minor == 0 || !(p->flags & F_CHUNKED)))
         return -400;
     if (f->n_host > 1 || (p->http_minor == 1 && f->n_host == 0))
         return -400;
