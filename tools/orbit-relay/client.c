@@ -331,7 +331,7 @@ static int build_upstream_request(struct client *c, bool rechunk)
         c->req = r;
         c->req_cap = need;
     }
-    ssize_t n = hm_head_rewrite(c->in, h->head_len, &rw, c->req, c->req_cap - body - 32);
+    ssize_t n = hm_msg_rewrite(&c->msg, c->in, &rw, c->req, c->req_cap - body - 32);
     if (n < 0)
         return -1;
     char *e = c->req + n;

@@ -114,6 +114,17 @@ ssize_t hm_body(struct hm_msg *m, char *buf, size_t len, size_t *out)
     }
 }
 
+void hm_body_passed(struct hm_msg *m, uint64_t n)
+{
+    if (m->framing != HM_BY_LENGTH || m->complete)
+        return;
+    if (n > m->left)
+        n = m->left;
+    m->left -= n;
+    m->payload += n;
+    m->complete = m->left == 0;
+}
+
 int hm_eof(struct hm_msg *m)
 {
     if (m->complete)

@@ -99,6 +99,10 @@ ssize_t hm_body(struct hm_msg *m, char *buf, size_t len, size_t *out);
  * dechunk), and a stop at the message's last byte (framing.c). */
 extern const http_parser_settings hm_settings;
 
+/* n bytes of a Content-Length body went on without passing through hm_body
+ * (a splice, socket to socket): counted as read, to the body's end at most. */
+void hm_body_passed(struct hm_msg *m, uint64_t n);
+
 /* The connection closed: 0 if that ends the message (close-delimited), -1 if it was cut short. */
 int hm_eof(struct hm_msg *m);
 

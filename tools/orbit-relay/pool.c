@@ -119,7 +119,7 @@ static int try_dispatch(struct worker *w, struct client *c, uint32_t *version)
             return D_STARTED;
         }
         switch (plan.kind) {
-        case ORBIT_PLAN_LOCAL_REUSE:
+        case ORBIT_PLAN_LOCAL_REUSE: {
             struct up_job job = client_job(c);
             if (up_run_lease(w, &plan.lease, SINK_CLIENT, c, &job) == 0) {
                 c->state = C_LOCAL;
@@ -128,6 +128,7 @@ static int try_dispatch(struct worker *w, struct client *c, uint32_t *version)
                 return D_STARTED;
             }
             continue;
+        }
         case ORBIT_PLAN_REMOTE_REUSE:
             rs_start(w, c, &plan.lease);
             return D_STARTED;

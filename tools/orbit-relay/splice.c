@@ -18,8 +18,7 @@
 
 static uint64_t up_body_left(const struct upstream *up)
 {
-    const struct hm_msg *m = &up->msg;
-    return m->h.content_length > m->payload ? m->h.content_length - m->payload : 0;
+    return up->msg.framing == HM_BY_LENGTH && !up->msg.complete ? up->msg.left : 0;
 }
 
 /* The rest of a body of this head, left bytes long, goes by splice: Content-Length
@@ -29,7 +28,7 @@ static bool up_splice_wanted(const struct worker *w, const struct upstream *up, 
 {
     const struct hm_msg *m = &up->msg;
     return (w->features & WF_SPLICE) && up->sink == SINK_CLIENT && up->head_done && !m->complete &&
-           !m->skip_body && m->h.has_length && !m->h.chunked && !m->dechunk && left >= W_SPLICE_MIN;
+           m->framing == HM_BY_LENGTH && !m->dechunk && left >= W_SPLICE_MIN;
 }
 
 size_t up_recv_room(const struct worker *w, const struct upstream *up)
@@ -52,9 +51,9 @@ void up_read_rest_now(struct worker *w, struct upstream *up, size_t start)
     up->capped = false;
     const struct hm_msg *m = &up->msg;
     uint64_t have = up->len - start;
-    if (m->skip_body || (m->h.has_length && m->h.content_length <= have))
+    if (m->framing == HM_NO_BODY || (m->framing == HM_BY_LENGTH && m->left <= have))
         return;
-    if (m->h.has_length && up_splice_wanted(w, up, m->h.content_length - have))
+    if (m->framing == HM_BY_LENGTH && up_splice_wanted(w, up, m->left - have))
         return;
     ssize_t k = recv(up->fd, up->buf + up->len, W_UPBUF - up->len, MSG_DONTWAIT);
     if (k > 0)
@@ -93,7 +92,6 @@ void up_pipe_close(struct upstream *up)
 /* The body is all in the client's socket: the job ends as a copied one does. */
 static void up_splice_done(struct worker *w, struct upstream *up)
 {
-    up->msg.complete = true;
     up->splicing = false;
     up->len = 0;
     STAT_ADD(w->st, spliced, 1);
@@ -110,7 +108,7 @@ static ssize_t up_splice_in(struct worker *w, struct upstream *up)
                        SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
     if (k > 0) {
         up->pipe_len = (size_t)k;
-        up->msg.payload += (uint64_t)k;
+        hm_body_passed(&up->msg, (uint64_t)k);
         up->t_start = w->now;   /* the response timeout bounds each wait for more */
         return k;
     }

@@ -261,7 +261,7 @@ static int up_interim(struct upstream *up, size_t r)
 {
     if (up->msg.h.status != 100 && !up->job.http10) {
         struct hm_rewrite rw = { 0 };
-        ssize_t n = hm_head_rewrite(up->buf, r, &rw, up->hout + up->hout_len, sizeof up->hout - up->hout_len);
+        ssize_t n = hm_msg_rewrite(&up->msg, up->buf, &rw, up->hout + up->hout_len, sizeof up->hout - up->hout_len);
         if (n < 0)
             return -1;
         up->hout_len += (size_t)n;
@@ -299,7 +299,7 @@ static int up_head(struct upstream *up)
     up->close_client = !up->job.keepalive || h->close_delimited || dechunk;
     struct hm_rewrite rw = { .drop_te = dechunk,
                              .connection = up->close_client ? "close" : up->job.http10 ? "keep-alive" : NULL };
-    ssize_t n = hm_head_rewrite(up->buf, h->head_len, &rw, up->hout + up->hout_len, sizeof up->hout - up->hout_len);
+    ssize_t n = hm_msg_rewrite(&up->msg, up->buf, &rw, up->hout + up->hout_len, sizeof up->hout - up->hout_len);
     if (n < 0)
         return -1;
     up->hout_len += (size_t)n;
