@@ -25,15 +25,16 @@
 #define IORING_FEAT_MIN_TIMEOUT (1U << 15)
 #endif
 
-#define W_BATCH_NR 32     /* a wait returns once this many completions are in ... */
-#define W_BATCH_US 500    /* ... or this long after it began, with at least one */
+#define W_BATCH_NR 64     /* a batched wait's depth grows to this at most ... */
+#define W_BATCH_US 150    /* ... and it returns this long after it began, with one or more */
 #define W_SEND_WAIT_US 50 /* a wait past this turn's sends returns this long after it began at most */
 
 /* Zero-copy sends and batched waits are off unless asked for (ORBIT_RELAY_ZC=1,
  * ORBIT_RELAY_BATCH=1): measured on loopback, where a zero-copy send copies all
  * the same, the first costs more completions (so more waits) than it saves; the
- * second cuts system calls a third but not CPU time a request, and costs
- * requests/s (a median 6 % in eleven paired runs at 64 connections). */
+ * second halves system calls but holds completions back from the processes
+ * that wait for them, and costs requests/s (a median 5-7 % in paired runs at
+ * 64 connections, whatever its min-wait from 50 to 150 us). */
 static const struct { unsigned bit; const char *on_env; } w_opt_in[] = {
     { WF_ZC, "ORBIT_RELAY_ZC" },
     { WF_BATCH, "ORBIT_RELAY_BATCH" },
@@ -302,16 +303,30 @@ static unsigned flush_sq(struct io_uring *ring)
     return tail - __atomic_load_n(sq->khead, __ATOMIC_ACQUIRE);
 }
 
-/* A batched wait's depth: half the worker's client requests in flight, at
- * most batch_nr. Each of those brings a completion soon (its upstream's
- * response, its send), while an idle keep-alive connection brings none: a
- * depth counted in connections would sit out the min-wait on every request
- * of a worker with a few busy clients among many idle ones. Fewer than four
- * in flight: a plain wait for the first completion. */
+/*
+ * A batched wait's depth follows what the last waits brought: while one
+ * brings more completions than it waited for, it grows by a quarter (and one);
+ * once one runs out of its min-wait first, it is what that one brought. So a
+ * busy worker waits for about as many completions as come within the
+ * min-wait, and a worker with one busy client among idle keep-alive
+ * connections (whose completions do not come) waits for the first: one at a
+ * time never brings more than asked.
+ */
 static unsigned batch_depth(const struct worker *w)
 {
-    uint64_t n = STAT_GET(w->st, inflight) / 2;   /* our own slot's gauge */
-    return n < 1 ? 1 : n > w->batch_nr ? w->batch_nr : (unsigned)n;
+    return w->batch_depth < 1 ? 1 : w->batch_depth > w->batch_nr ? w->batch_nr : w->batch_depth;
+}
+
+void ring_waited(struct worker *w, unsigned seen)
+{
+    if (!(w->features & WF_BATCH))
+        return;
+    unsigned events = seen > w->wait_sends ? seen - w->wait_sends : 0;   /* the sends' own are no news */
+    if (seen > w->wait_nr)
+        w->batch_depth += 1 + w->batch_depth / 4;   /* more came than it waited for */
+    else if (seen < w->wait_nr)
+        w->batch_depth = events;                    /* the min-wait passed first */
+    w->batch_depth = batch_depth(w);
 }
 
 /* The wait's depth and min-wait: a batched wait's (WF_BATCH), and past the
@@ -325,10 +340,12 @@ static unsigned wait_depth(struct worker *w, unsigned *min_us)
 {
     unsigned nr = (w->features & WF_BATCH) ? batch_depth(w) : 1;
     *min_us = (w->features & WF_BATCH) ? w->batch_us : W_SEND_WAIT_US;
+    w->wait_sends = 0;
     if (w->features & WF_SEND_WAIT)
-        nr += w->sends_queued < 4096 ? w->sends_queued : 4096;
+        w->wait_sends = w->sends_queued < 4096 ? w->sends_queued : 4096;
     w->sends_queued = 0;
-    return nr;
+    w->wait_nr = nr + w->wait_sends;
+    return w->wait_nr;
 }
 
 /* Submits what is queued and waits for wait_depth completions, returning

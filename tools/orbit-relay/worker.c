@@ -437,6 +437,7 @@ int worker_main(const struct relay_opts *o, struct relay_stats *stats, int slot,
             on_cqe(&w, cqe->user_data, cqe->res, cqe->flags);
         }
         io_uring_cq_advance(&w.ring, seen);
+        ring_waited(&w, seen);
         client_ready_run(&w);   /* before the grave: a dead client there is skipped, not freed */
         grave_empty(&w);
     }

@@ -254,6 +254,8 @@ struct worker {
     bool batch_checked, accept_armed;
     unsigned batch_nr, batch_us;    /* a batched wait's completions and min-wait */
     unsigned sends_queued;          /* sends queued since the last enter: their completions come at it */
+    unsigned wait_nr, wait_sends;   /* the last wait's depth, and the sends' completions in it */
+    unsigned batch_depth;           /* a batched wait's depth, as the last waits taught it (ring_waited) */
     struct io_uring_buf_ring *br;
     char *br_bufs;
     uint16_t *br_bid_at, *br_pos_of;
@@ -265,6 +267,7 @@ struct worker {
 int ring_open(struct worker *w);
 void ring_close(struct worker *w);
 int ring_submit_and_wait(struct worker *w);
+void ring_waited(struct worker *w, unsigned seen);
 void ring_publish(struct worker *w);
 const char *ring_feature_name(unsigned i, unsigned *bit);
 void ring_buf_put(struct worker *w, uint16_t bid);
