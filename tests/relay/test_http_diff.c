@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "hm_diff.h"
+#include "http_smuggling.h"
 #include "testutil.h"
 
 /* The input, printable. */
@@ -72,27 +73,7 @@ static void diff_str(enum hm_kind kind, const char *s)
 /* ---- the cases of test_http_parse.c -------------------------------------- */
 
 static const char *const unit_requests[] = {
-    "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
-    "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
-    "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n",
-    "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n",
-    "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x5\r\n\r\n",
-    "POST / HTTP/1.1\r\nHost: a\r\nContent-Length : 5\r\n\r\n",
-    "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\n\r\n",
-    "GET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n  folded\r\n\r\n",
-    "GET / HTTP/1.1\r\nHost: a\r\n\tX-A: 1\r\n\r\n",
-    "GET / HTTP/1.1\nHost: a\r\n\r\n",
-    "GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n",
-    "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
-    "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
-    "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
-    "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
-    "GET / HTTP/1.1\r\n\r\n",
-    "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
-    "GET / HTTP/1.1\r\nHost: a\r\n\r\n",
-    "GET / HTTX/1.1\r\nHost: a\r\n\r\n",
-    "GET  / HTTP/1.1\r\nHost: a\r\n\r\n",
-    ("GET / HTTP/1.1\r\nHost: a\r\nX-A: a\x01" "b\r\n\r\n"),
+    HTTP_SMUGGLING_VECTORS,
     "GET / HTTP/2.0\r\nHost: a\r\n\r\n",
     "CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n",
     "GET / HTTP/1.1\nHost",

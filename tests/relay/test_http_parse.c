@@ -6,6 +6,7 @@
  */
 #include <string.h>
 #include "httpmsg.h"
+#include "http_smuggling.h"
 #include "testutil.h"
 
 static int req(const char *text)
@@ -17,30 +18,7 @@ static int req(const char *text)
 START_TEST(refuses_smuggling_vectors)
 {
     static const char *const bad[] = {
-        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
-        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
-        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n",
-        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n",
-        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x5\r\n\r\n",
-        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length : 5\r\n\r\n",
-        "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\n\r\n",
-        "GET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n  folded\r\n\r\n",
-        "GET / HTTP/1.1\r\nHost: a\r\n\tX-A: 1\r\n\r\n",
-        "GET / HTTP/1.1\nHost: a\r\n\r\n",
-        "GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n",
-        "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
-        "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
-        "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
-        "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
-        /* Read as no body because of the upgrade, yet the field would go upstream. */
-        "POST / HTTP/1.1\r\nHost: a\r\nUpgrade: h2c\r\nConnection: Upgrade\r\nTransfer-Encoding: chunked\t\r\n\r\n",
-        "POST / HTTP/1.1\r\nHost: a\r\nUpgrade: h2c\r\nConnection: Upgrade\r\nTransfer-Encoding: chunked\r\n"
-        "Transfer-Encoding-X: y\r\n\r\n",
-        "GET / HTTP/1.1\r\n\r\n",
-        "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
-        "GET / HTTX/1.1\r\nHost: a\r\n\r\n",
-        "GET  / HTTP/1.1\r\nHost: a\r\n\r\n",
-        "GET / HTTP/1.1\r\nHost: a\r\nX-A: a\x01b\r\n\r\n",
+        HTTP_SMUGGLING_VECTORS
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(req(bad[i]) == -400, "case %zu accepted (%d): %s", i, req(bad[i]), bad[i]);
