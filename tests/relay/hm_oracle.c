@@ -52,7 +52,7 @@ static bool value_is(const char *v, size_t n, const char *want)
 }
 
 /* What the field lines say about framing. */
-struct facts { int n_cl, n_te, n_host; bool te_chunked_only, expect_continue; };
+struct facts { int n_cl, n_te, n_host; bool te_chunked_only, expect_continue, te_prefix; };
 
 /* One field line [p, end): name, colon, OWS value OWS. 0 or -400. */
 static int check_field(const char *p, const char *end, struct facts *f)
@@ -72,6 +72,8 @@ static int check_field(const char *p, const char *end, struct facts *f)
     while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
         ve--;
     size_t vlen = (size_t)(ve - v);
+    if (nlen >= 17 && strncasecmp(p, "transfer-encoding", 17) == 0)
+        f->te_prefix = true;   /* libhttp-parser notes it, and reads no chunked after it */
     if (name_is(p, nlen, "content-length")) {
         f->n_cl++;
         if (vlen == 0 || vlen > 18)
@@ -143,7 +145,7 @@ static int framing_rules(enum hm_kind kind, const struct facts *f, const http_pa
         return -400;
     if (kind == HM_RESPONSE)
         return 0;
-    if (f->n_te && (!f->te_chunked_only || p->http_minor == 0 || !(p->flags & F_CHUNKED)))
+    if ((f->te_prefix && !(p->flags & F_CHUNKED)) || (f->n_te && (!f->te_chunked_only || p->http_minor == 0)))
         return -400;
     if (f->n_host > 1 || (p->http_minor == 1 && f->n_host == 0))
         return -400;

@@ -24,6 +24,8 @@
     "POST / HTTP/1.1\r\nHost: a\r\nUpgrade: h2c\r\nConnection: Upgrade\r\nTransfer-Encoding: chunked\t\r\n\r\n", \
     "POST / HTTP/1.1\r\nHost: a\r\nUpgrade: h2c\r\nConnection: Upgrade\r\nTransfer-Encoding: chunked\r\n" \
     "Transfer-Encoding-X: y\r\n\r\n", \
+    /* A transfer-encoding* field alone: libhttp-parser notes it and reads no body. */ \
+    "POST / HTTP/1.1\r\nHost: a\r\nUpgrade: h2c\r\nConnection: Upgrade\r\nTransfer-Encoding-X: y\r\n\r\n", \
     "GET / HTTP/1.1\r\n\r\n", \
     "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", \
     "GET / HTTX/1.1\r\nHost: a\r\n\r\n", \

@@ -514,13 +514,13 @@ static int judge(const struct head *h, enum hm_kind kind, bool head_request, str
         return -501;
     if (h->n_te > 1 || (h->n_cl && h->n_te))
         return -400;
-    /* A Transfer-Encoding not read as chunked (libhttp-parser's reading: a tab
-     * after the token, a later transfer-encoding* field) would frame nothing
-     * here and still go upstream, where the backend may read the next bytes of
-     * the connection (another client's request) as its body: refused, upgrade
-     * or not. */
-    if (request && ((h->n_te && (!h->te_chunked_only || h->minor == 0 || !h->chunked)) || h->n_host > 1 ||
-                    (h->minor == 1 && h->n_host == 0)))
+    /* A Transfer-Encoding (or transfer-encoding* field) not read as chunked
+     * (libhttp-parser's reading: a tab after the token, a later
+     * transfer-encoding* field) frames nothing here, yet beside an upgrade it
+     * went upstream, where a backend may read the next bytes of the connection
+     * (another client's request) as its body: refused, upgrade or not. */
+    if (request && ((h->te_noted && !h->chunked) || (h->n_te && (!h->te_chunked_only || h->minor == 0)) ||
+                    h->n_host > 1 || (h->minor == 1 && h->n_host == 0)))
         return -400;
     v->framing = (enum hm_framing)framing;
     v->complete = framing == HM_NO_BODY;
