@@ -89,6 +89,8 @@ if [ -n "$relay" ]; then
     bad "$relay" "bad --listen 'nowhere'" --fleet "$fleet" --listen nowhere --upstream 127.0.0.1:2
     bad "$relay" "--fleet needs --upstream" --fleet "$fleet" --listen 127.0.0.1:1
     bad "$relay" "'--frob'" --frob
+    bad "$relay" "it picks its own paths" --load http://127.0.0.1:1/size/100 --requests 1
+    bad "$relay" "bad --load URL" --load http://:1/ --requests 1
     good "$relay" "orbit-relay --fleet NAME" --help
     good "$relay" "orbit-relay $version" --version
 fi

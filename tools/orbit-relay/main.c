@@ -32,9 +32,10 @@ static const char usage[] =
 "      clients as they come (never to HTTP/1.0 ones).\n"
 "  orbit-relay --backend [HOST:]PORT\n"
 "      a keep-alive HTTP/1.1 origin whose bodies are a function of the path\n"
-"      (/size/N: N bytes; any other path 32..2048 bytes).\n"
+"      (/size/N: N bytes, at most 1 MiB (1048576); any other path 32..2048 bytes).\n"
 "  orbit-relay --load URL [--connections C] [--requests N] [--duration S] [--json]\n"
 "      closed-loop load; every body is verified; prints p50/p99 latency and errors.\n"
+"      It requests its own paths (/item/C/N, bodies of 32..2048 bytes): a URL with a path is refused.\n"
 "  orbit-relay --stats FLEET [--json]\n"
 "      the fleet's relay counters, each worker's io_uring features (on, off, env: turned off\n"
 "      by ORBIT_RELAY_NO_{DEFER_TASKRUN,MULTISHOT,BUNDLE,DIRECT,ZC,BATCH,LINK,WAIT_PAST_SENDS,\n"
@@ -68,13 +69,15 @@ static bool parse_num(const char *text, long long min, long long max, long long 
 
 enum mode { M_NONE, M_RELAY, M_BACKEND, M_LOAD, M_STATS };
 
-/* "http://host:port/..." or "host:port" or "port". */
+/* "http://host:port/" or "host:port" or "port": the load picks its own paths
+ * (/item/C/N, whose bodies it can verify), so a URL naming another path is refused
+ * rather than silently not requested. */
 static int parse_url(const char *url, struct load_opts *lo)
 {
     char buf[128];
     const char *p = strncmp(url, "http://", 7) == 0 ? url + 7 : url;
     size_t n = strcspn(p, "/");
-    if (n == 0 || n >= sizeof buf)
+    if (n == 0 || n >= sizeof buf || (p[n] == '/' && p[n + 1] != 0))
         return -1;
     memcpy(buf, p, n);
     buf[n] = 0;
@@ -140,7 +143,11 @@ static int take_option(struct args *a, int ch, const char *arg)
     case 'S': a->ro.self_reap = true; break;
     case 'R': a->ro.restart = false; break;
     case 'b': if (relay_parse_addr(arg, &a->backend) < 0) return bad_arg("--backend", arg); a->mode = M_BACKEND; break;
-    case 'L': if (parse_url(arg, &a->lo) < 0) return bad_arg("--load", arg); a->mode = M_LOAD; break;
+    case 'L':
+        if (parse_url(arg, &a->lo) < 0)
+            return bad_arg("--load URL (http://HOST:PORT/: it picks its own paths)", arg);
+        a->mode = M_LOAD;
+        break;
     case 'c': a->lo.connections = (int)v; break;
     case 'n': a->lo.requests = (uint64_t)v; break;
     case 'd': {
