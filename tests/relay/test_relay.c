@@ -598,6 +598,36 @@ START_TEST(response_timeout_is_504_on_any_worker)
 }
 END_TEST
 
+START_TEST(a_refused_connect_is_one_502_not_a_retry_storm)
+{
+    /* A backend that is down: each request gets its 502 from one refused connect and the
+     * connection stays usable; the relay does not dial again for the same request. */
+    char fleet[64], buf[1024];
+    snprintf(fleet, sizeof fleet, "%s", tu_fleet_name("relay-down"));
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t alen = sizeof a;
+    ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(getsockname(s, (struct sockaddr *)&a, &alen), 0);
+    uint16_t dead = ntohs(a.sin_port);   /* bound, never listening: connects are refused */
+    pid_t pid;
+    uint16_t port = relay_start(fleet, dead, (char *[]){ "--workers", "2", NULL }, &pid);
+    int fd = connect_to(port);
+    enum { N = 20 };
+    for (int i = 0; i < N; i++) {
+        put_str(fd, i % 2 ? "GET /down HTTP/1.1\r\nHost: t\r\n\r\n"
+                          : "POST /down HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi");
+        read_response(fd, buf, sizeof buf, 5000);
+        ck_assert_msg(strncmp(buf, "HTTP/1.1 502", 12) == 0, "request %d: got '%.40s'", i, buf);
+    }
+    close(fd);
+    ck_assert_int_eq(stat_sum(fleet, "retries"), 0);
+    ck_assert_int_eq(stat_sum(fleet, "upstream_failures"), N);
+    relay_stop(pid);
+    close(s);
+}
+END_TEST
+
 /* Runs the relay with args; its exit status and stderr. */
 static int run_cli(char *const args[], char *err, size_t cap)
 {
@@ -667,6 +697,7 @@ int main(void)
     tcase_add_test(tc, expect_100_continue);
     tcase_add_test(tc, long_bodies_go_by_splice);
     tcase_add_test(tc, response_timeout_is_504_on_any_worker);
+    tcase_add_test(tc, a_refused_connect_is_one_502_not_a_retry_storm);
     tcase_add_test(tc, command_line);
     suite_add_tcase(s, tc);
     int rc = tu_run(s);
