@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # orbit-relay's io_uring features (and splice), each forced off (ORBIT_RELAY_NO_*) or asked
-# for (the opt-in ORBIT_RELAY_ZC, ORBIT_RELAY_BATCH): for each setting, --stats
+# for (the opt-in ORBIT_RELAY_ZC, ORBIT_RELAY_BATCH, ORBIT_RELAY_YIELD): for each setting, --stats
 # --json must report the feature so, and real HTTP traffic through the relay
 # must come back byte for byte: the load generator's checked bodies over 8
 # keep-alive connections, a 300 KB response compared with the backend's own,
@@ -115,7 +115,7 @@ fi
 if [ "$kv" -ge 612 ]; then on+=(wait_past_sends=on); fi
 # Splice needs the clients' sockets as plain descriptors: direct ones only without it.
 check default "${on[@]}" zerocopy_send=opt-in batched_wait=opt-in linked_upstream=on quiet_own_wait=on \
-    splice_body=on direct_descriptors=off
+    splice_body=on direct_descriptors=off yields_cpu=opt-in
 check ORBIT_RELAY_NO_SPLICE splice_body=env direct_descriptors=on
 check ORBIT_RELAY_NO_MULTISHOT multishot_accept=env multishot_recv=env recv_bundle=env splice_body=on
 check ORBIT_RELAY_NO_BUNDLE recv_bundle=env multishot_recv=on
@@ -180,6 +180,32 @@ pinned() {   # ENV EXPECT (pinned or free)
     wait "$pid" 2>/dev/null || true
     echo "ok: $setting (${lists[*]})"
 }
+# A yielding worker runs at nice ORBIT_RELAY_YIELD_NICE (5 unless set); the
+# supervisor keeps its own; turned off, or not asked for, the workers keep it too.
+yielding() {   # ENV... -- EXPECT: the workers' nice value
+    setting="yielding workers, $*"
+    local fleet="t-relay-feat-$$-y$RANDOM" pid addr envs=() w n sup
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done
+    start_relay "$fleet" "${envs[@]}" -- --workers 2
+    load_ok 8 3000
+    sup=$(awk '{ print $19 }' /proc/"$pid"/stat)
+    [ "$sup" = 0 ] || fail "the supervisor runs at nice $sup"
+    n=0
+    for w in $(cat /proc/"$pid"/task/*/children); do
+        [ "$(awk '{ print $19 }' /proc/"$w"/stat)" = "$2" ] || fail "a worker at nice $(awk '{ print $19 }' /proc/"$w"/stat), not $2"
+        n=$((n + 1))
+    done
+    [ $n = 2 ] || fail "$n workers, not 2"
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    echo "ok: $setting"
+}
+check ORBIT_RELAY_YIELD yields_cpu=on
+check ORBIT_RELAY_YIELD+ORBIT_RELAY_NO_YIELD yields_cpu=env
+yielding ORBIT_RELAY_YIELD=1 -- 5
+yielding ORBIT_RELAY_YIELD=1 ORBIT_RELAY_YIELD_NICE=19 -- 19
+yielding ORBIT_RELAY_YIELD=1 ORBIT_RELAY_NO_YIELD=1 -- 0
+yielding ORBIT_RELAY_YIELD=0 -- 0
 if [ "$(nproc)" -ge 2 ]; then
     check ORBIT_RELAY_NO_PIN pinned_cpu=env quiet_own_wait=on
     pinned ORBIT_RELAY_NO_PIN=0 pinned

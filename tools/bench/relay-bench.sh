@@ -7,7 +7,7 @@
 #
 #   tools/bench/relay-bench.sh [--relay PATH] [--workers N] [--connections C[,C...]]
 #                              [--sizes B[,B...]] [--duration S] [--repeat R]
-#                              [--upstreams U] [--no-direct] [--floor] [--tsv FILE]
+#                              [--upstreams U] [--no-direct] [--floor] [--lean] [--tsv FILE]
 #
 # Every proxy gets N workers (nginx worker_processes, HAProxy nbthread) and
 # reuses its upstream connections (nginx keepalive, HAProxy http-reuse always).
@@ -17,14 +17,16 @@
 # with their min and max. --floor adds relay-floor (built beside orbit-relay,
 # tools/bench/relay-floor.c): a byte mover with a backend connection per
 # client and no HTTP, the floor under what any proxy costs on this host.
+# --lean adds relay-lean: a second orbit-relay with its opt-in batched wait
+# and yielding workers (ORBIT_RELAY_BATCH=1 ORBIT_RELAY_YIELD=1, orbit-relay(1)).
 # The descriptor limit is raised for the run.
 # Installs nothing: says what is missing (wrk, haproxy and nginx are needed;
 # perf is optional) and exits 77 without them.
 set -euo pipefail
 
 relay=""; workers=2; conns_list=64; sizes=100,65536; duration=8; repeat=1; upstreams=""
-direct=1; tsv=""; floor=0
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+direct=1; tsv=""; floor=0; lean=0
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --relay) relay=$2; shift 2 ;;
@@ -36,6 +38,7 @@ while [ $# -gt 0 ]; do
         --upstreams) upstreams=$2; shift 2 ;;
         --no-direct) direct=0; shift ;;
         --floor) floor=1; shift ;;
+        --lean) lean=1; shift ;;
         --tsv) tsv=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         --version) echo "relay-bench.sh 2"; exit 0 ;;
@@ -110,12 +113,19 @@ free_port() {   # a port nothing listens on
 wait_port() { for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 
 bport=$(free_port); rport=$(free_port); nport=$(free_port); hport=$(free_port); fport=$(free_port)
+lport=$(free_port)
 fleet="bench-relay-$$"
 "$relay" --backend 127.0.0.1:"$bport" --quiet >/dev/null 2>&1 & pids+=($!)
 wait_port "$bport"
 "$relay" --fleet "$fleet" --listen 127.0.0.1:"$rport" --upstream 127.0.0.1:"$bport" --workers "$workers" \
     ${upstreams:+--upstreams "$upstreams"} >"$tmp/relay.log" 2>&1 & relay_pid=$!; pids+=($relay_pid)
 wait_port "$rport"
+if [ $lean = 1 ]; then
+    ORBIT_RELAY_BATCH=1 ORBIT_RELAY_YIELD=1 "$relay" --fleet "$fleet-lean" --listen 127.0.0.1:"$lport" \
+        --upstream 127.0.0.1:"$bport" --workers "$workers" ${upstreams:+--upstreams "$upstreams"} \
+        >"$tmp/lean.log" 2>&1 & lean_pid=$!; pids+=($lean_pid)
+    wait_port "$lport"
+fi
 if [ $floor = 1 ]; then
     "$floor_bin" --listen 127.0.0.1:"$fport" --upstream 127.0.0.1:"$bport" --workers "$workers" \
         >"$tmp/floor.log" 2>&1 & floor_pid=$!; pids+=($floor_pid)
@@ -176,6 +186,7 @@ workers_of() {   # the pids (comma list) whose work a proxy's figures count
     case $1 in
         relay) children "$relay_pid" ;;
         floor) children "$floor_pid" ;;
+        lean) children "$lean_pid" ;;
         nginx) children "$(cat "$tmp/nginx.pid")" ;;
         haproxy) echo "$haproxy_pid" ;;   # one process, nbthread threads
         *) echo "" ;;
@@ -197,7 +208,7 @@ ctxsw() {   # context switches of every thread of the pids in a comma list
 }
 port_of() {
     case $1 in backend) echo "$bport" ;; relay) echo "$rport" ;; nginx) echo "$nport" ;; haproxy) echo "$hport" ;;
-               floor) echo "$fport" ;; esac
+               floor) echo "$fport" ;; lean) echo "$lport" ;; esac
 }
 fmt_us() { awk -v u="$1" 'BEGIN { if (u == "" || u == "-") print "-"; else if (u >= 1000) printf "%.2fms", u / 1000; else printf "%dus", u }'; }
 
@@ -243,11 +254,13 @@ run() {
 }
 
 targets=(relay haproxy nginx)
+[ $lean = 1 ] && targets+=(lean)
 [ $floor = 1 ] && targets+=(floor)
 echo "relay-bench: $workers workers each, wrk -t2 -c{$conns_list} -d${duration}s keep-alive, $(nproc) CPUs," \
      "load average $(cut -d' ' -f1-3 /proc/loadavg), ulimit -n $(ulimit -n), $repeat repetition(s)"
 echo "  (the load column: the 1-minute load average as each run began; on a shared machine figures are noisy)"
 echo "relay: $(head -1 "$tmp/relay.log")"
+[ $lean = 1 ] && echo "lean: the same with ORBIT_RELAY_BATCH=1 ORBIT_RELAY_YIELD=1"
 echo "haproxy: $("$HAPROXY" -v 2>&1 | head -1 | awk '{ print $3 }'), nbthread $workers, http-reuse always"
 echo "nginx: $("$NGINX" -v 2>&1 | sed 's/.*: //'), worker_processes $workers, upstream keepalive 64"
 results=$tmp/results.tsv
@@ -279,7 +292,7 @@ echo
 echo "summary: medians over $repeat repetition(s); ratios are per repetition, median [min-max]"
 printf '%-6s %-6s %-8s %10s %9s %9s %9s %8s %8s %8s  %-22s %-22s\n' conns size target "req/s" p50 p99 p99.9 \
     "sys/req" "cs/req" "cpu/req" "req/s vs haproxy" "p99 vs haproxy"
-awk -F'\t' -v order="relay haproxy nginx floor backend" '
+awk -F'\t' -v order="relay lean haproxy nginx floor backend" '
 function med(key, n,   i, j, t, a) {
     n = cnt[key]; if (n == 0) return "-"
     for (i = 1; i <= n; i++) a[i] = v[key, i]

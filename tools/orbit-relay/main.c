@@ -39,9 +39,10 @@ static const char usage[] =
 "  orbit-relay --stats FLEET [--json]\n"
 "      the fleet's relay counters, each worker's io_uring features (on, off, env: turned off\n"
 "      by ORBIT_RELAY_NO_{DEFER_TASKRUN,MULTISHOT,BUNDLE,DIRECT,ZC,BATCH,LINK,WAIT_PAST_SENDS,\n"
-"      QUIET_WAIT,PIN,SPLICE}=1,\n"
-"      opt-in: on with ORBIT_RELAY_ZC=1 or ORBIT_RELAY_BATCH=1; ORBIT_RELAY_BATCH_{NR,US} tune\n"
-"      it), and its live pool and stream tables.\n"
+"      QUIET_WAIT,PIN,SPLICE,YIELD}=1,\n"
+"      opt-in: on with ORBIT_RELAY_ZC=1, ORBIT_RELAY_BATCH=1 or ORBIT_RELAY_YIELD=1;\n"
+"      ORBIT_RELAY_BATCH_{NR,US} and ORBIT_RELAY_YIELD_NICE tune them), and its live pool\n"
+"      and stream tables. BATCH and YIELD together: about 0.1 system calls a request.\n"
 "  orbit-relay --demo [--help]\n"
 "      backend + reaper + fleet + load, one worker killed midway, and a checked summary.\n"
 "  orbit-relay --help | --version\n";

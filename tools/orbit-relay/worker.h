@@ -43,7 +43,8 @@
 #define WF_QUIET_WAIT       (1u << 12)
 #define WF_PIN              (1u << 13)
 #define WF_SPLICE           (1u << 14)
-#define WF_OPT_IN           (WF_ZC | WF_BATCH)   /* off unless asked for */
+#define WF_YIELD            (1u << 15)
+#define WF_OPT_IN           (WF_ZC | WF_BATCH | WF_YIELD)   /* off unless asked for */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
 enum w_op {
