@@ -12,25 +12,6 @@
 #include <string.h>
 #include "httpmsg.h"
 
-static int on_url(http_parser *p, const char *at, size_t n)
-{
-    struct hm_msg *m = p->data;
-    if (!m->h.path)
-        m->h.path = at;
-    m->h.path_len += n;
-    return 0;
-}
-
-/* 1: this message has no body whatever its fields say. */
-static int on_headers_complete(http_parser *p)
-{
-    struct hm_msg *m = p->data;
-    if (p->type == HTTP_RESPONSE &&
-        (p->status_code / 100 == 1 || p->status_code == 204 || p->status_code == 304))
-        m->skip_body = true;
-    return m->skip_body ? 1 : 0;
-}
-
 static int on_body(http_parser *p, const char *at, size_t n)
 {
     struct hm_msg *m = p->data;
@@ -51,12 +32,7 @@ static int on_message_complete(http_parser *p)
     return 0;
 }
 
-const http_parser_settings hm_settings = {
-    .on_url = on_url, .on_headers_complete = on_headers_complete, .on_body = on_body,
-    .on_message_complete = on_message_complete,
-};
-
-/* The body's callbacks alone: the head that brings the parser to the body must not touch h. */
+/* Only the body's callbacks: the head that brings the parser to the body must not touch h. */
 static const http_parser_settings body_settings = {
     .on_body = on_body, .on_message_complete = on_message_complete,
 };
@@ -97,9 +73,7 @@ ssize_t hm_body(struct hm_msg *m, char *buf, size_t len, size_t *out)
     switch (m->framing) {
     case HM_BY_LENGTH: {
         size_t n = len < m->left ? len : (size_t)m->left;
-        m->left -= n;
-        m->payload += n;
-        m->complete = m->left == 0;
+        hm_body_passed(m, n);
         *out = n;
         return (ssize_t)n;
     }

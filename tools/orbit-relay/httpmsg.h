@@ -94,11 +94,6 @@ bool hm_head_bad_prefix(const char *buf, size_t len);
  */
 ssize_t hm_body(struct hm_msg *m, char *buf, size_t len, size_t *out);
 
-/* libhttp-parser callbacks for a parser whose data is an hm_msg: the target
- * into h.path, no body after HEAD or 1xx/204/304, the body into payload (and
- * dechunk), and a stop at the message's last byte (framing.c). */
-extern const http_parser_settings hm_settings;
-
 /* n bytes of a Content-Length body went on without passing through hm_body
  * (a splice, socket to socket): counted as read, to the body's end at most. */
 void hm_body_passed(struct hm_msg *m, uint64_t n);
