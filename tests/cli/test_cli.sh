@@ -87,6 +87,8 @@ if [ -n "$relay" ]; then
     bad "$relay" "bad --workers '2x'" --fleet "$fleet" --listen 127.0.0.1:1 --upstream 127.0.0.1:2 --workers 2x
     bad "$relay" "bad --upstreams '0'" --fleet "$fleet" --listen 127.0.0.1:1 --upstream 127.0.0.1:2 --upstreams 0
     bad "$relay" "bad --listen 'nowhere'" --fleet "$fleet" --listen nowhere --upstream 127.0.0.1:2
+    bad "$relay" "bad --listen '127.0.0.1:0x50'" --fleet "$fleet" --listen 127.0.0.1:0x50 --upstream 127.0.0.1:2
+    bad "$relay" "bad --upstream ':2'" --fleet "$fleet" --listen 127.0.0.1:1 --upstream :2
     bad "$relay" "--fleet needs --upstream" --fleet "$fleet" --listen 127.0.0.1:1
     bad "$relay" "'--frob'" --frob
     bad "$relay" "it picks its own paths" --load http://127.0.0.1:1/size/100 --requests 1

@@ -61,6 +61,10 @@ bad() {   # args... : exit 2 with one line naming the fault on stderr, nothing o
 BASH_TMP_ERR=$(mktemp); trap 'rm -f "$BASH_TMP_ERR"; kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 bad --listen 127.0.0.1:"$fport"
 bad --listen 127.0.0.1:0 --upstream 127.0.0.1:"$bport"
+bad --listen 127.0.0.1:65536 --upstream 127.0.0.1:"$bport"
+bad --listen 127.0.0.1:0x50 --upstream 127.0.0.1:"$bport"
+bad --listen :80 --upstream 127.0.0.1:"$bport"
+bad --listen 300.1.1.1:80 --upstream 127.0.0.1:"$bport"
 bad --listen 127.0.0.1:"$(free_port)" --upstream 127.0.0.1:"$bport" --workers 0
 bad --listen 127.0.0.1:"$(free_port)" --upstream 127.0.0.1:"$bport" --workers x
 bad --bogus

@@ -217,19 +217,14 @@ static _Noreturn void worker_run(int lfd, const struct sockaddr_in *backend, int
     }
 }
 
-/* "[HOST:]PORT" into a, refusing anything else. */
+/* "[HOST:]PORT" into a (tools/common), and a port to dial or listen on: not 0. */
 static void parse_addr(const char *opt, const char *s, struct sockaddr_in *a)
 {
-    const char *colon = strrchr(s, ':');
-    char host[64] = "127.0.0.1";
-    if (colon && (size_t)(colon - s) >= sizeof host)
-        cli_bad(TOOL, opt, s, "the host is too long");
-    if (colon)
-        snprintf(host, sizeof host, "%.*s", (int)(colon - s), s);
-    *a = (struct sockaddr_in){ .sin_family = AF_INET,
-                               .sin_port = htons((uint16_t)cli_int(TOOL, opt, colon ? colon + 1 : s, 1, 65535)) };
-    if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
-        cli_bad(TOOL, opt, s, "not an IPv4 address");
+    const char *why;
+    if (cli_parse_inet(s, a, &why) < 0)
+        cli_bad(TOOL, opt, s, why);
+    if (a->sin_port == 0)
+        cli_bad(TOOL, opt, s, "port 0: name one");
 }
 
 int main(int argc, char **argv)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Command-line helpers shared by the orbit tools. */
+#include <arpa/inet.h>
 #include <math.h>
 #include <errno.h>
 #include <stdio.h>
@@ -174,4 +175,37 @@ void cli_getopt_error(const char *tool, int c, int optopt_char, const char *elem
 void cli_version(const char *tool)
 {
     printf("%s %s\n", tool, ORBIT_TOOL_VERSION);
+}
+
+/* The reason s is not "[HOST:]PORT", or NULL with out filled in. */
+static const char *inet_fault(const char *s, struct sockaddr_in *out)
+{
+    const char *colon = strrchr(s, ':'), *port = colon ? colon + 1 : s;
+    char host[64] = "127.0.0.1";
+    if (colon && colon == s)
+        return "no host before ':'";
+    if (colon && (size_t)(colon - s) >= sizeof host)
+        return "the host is too long";
+    if (*port == 0 || strspn(port, "0123456789") != strlen(port))
+        return "not a port";
+    uint64_t p;
+    const char *why;
+    if (cli_parse_u64(port, 0, 65535, &p, &why) < 0)
+        return "port out of range 0..65535";
+    if (colon)
+        snprintf(host, sizeof host, "%.*s", (int)(colon - s), s);
+    *out = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)p) };
+    if (strcmp(host, "localhost") == 0)
+        out->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    else if (inet_pton(AF_INET, host, &out->sin_addr) != 1)
+        return "not an IPv4 address";
+    return NULL;
+}
+
+int cli_parse_inet(const char *s, struct sockaddr_in *out, const char **why)
+{
+    const char *reason = inet_fault(s, out);
+    if (why)
+        *why = reason;
+    return reason ? -1 : 0;
 }

@@ -42,6 +42,14 @@ uint64_t cli_size(const char *tool, const char *opt, const char *s, uint64_t min
 /* A finite decimal number (strtod syntax, no leading space, no suffix) in [min, max], or cli_bad. */
 double cli_double(const char *tool, const char *opt, const char *s, double min, double max);
 
+/*
+ * cli_parse_inet - "[HOST:]PORT" into an IPv4 socket address: HOST a dotted quad or
+ * localhost (none: 127.0.0.1), PORT 0..65535. Returns 0, or -1 with *why (if why is
+ * not NULL) set to a static reason.
+ */
+struct sockaddr_in;
+int cli_parse_inet(const char *s, struct sockaddr_in *out, const char **why);
+
 /* A fleet name as liborbit takes it (1..64 bytes of [A-Za-z0-9_.-]), or cli_bad. */
 const char *cli_fleet_name(const char *tool, const char *opt, const char *s);
 

@@ -137,7 +137,7 @@ static int start_backend(struct demo *d, struct sockaddr_in *addr)
         relay_child_signals();
         close(p[0]);
         struct sockaddr_in any;
-        relay_parse_addr("127.0.0.1:0", &any);
+        cli_parse_inet("127.0.0.1:0", &any, NULL);
         _exit(backend_main(&any, p[1], true));
     }
     close(p[1]);
@@ -147,7 +147,7 @@ static int start_backend(struct demo *d, struct sockaddr_in *addr)
     close(p[0]);
     if (!ok)
         return -EIO;
-    relay_parse_addr("127.0.0.1:0", addr);
+    cli_parse_inet("127.0.0.1:0", addr, NULL);
     addr->sin_port = htons(port);
     return 0;
 }
@@ -640,7 +640,7 @@ int demo_main(int argc, char **argv)
         fprintf(stderr, "orbit-relay demo: the backend did not start\n");
         return 1;
     }
-    relay_parse_addr("127.0.0.1:0", &ro.listen);   /* the supervisor picks the port */
+    cli_parse_inet("127.0.0.1:0", &ro.listen, NULL);   /* the supervisor picks the port */
     bool reaper = start_reaper(&d) == 0;
     ro.self_reap = !reaper;
     ro.report_deaths = !reaper;   /* with the daemon, show the daemon's reclaim */

@@ -82,7 +82,7 @@ static int parse_url(const char *url, struct load_opts *lo)
         return -1;
     memcpy(buf, p, n);
     buf[n] = 0;
-    if (relay_parse_addr(buf, &lo->addr) < 0)
+    if (cli_parse_inet(buf, &lo->addr, NULL) < 0)
         return -1;
     snprintf(lo->host, sizeof lo->host, "%.63s", buf);
     return 0;
@@ -137,13 +137,13 @@ static int take_option(struct args *a, int ch, const char *arg)
             return bad_arg(opt_name(ch), arg);
     switch (ch) {
     case 'f': a->ro.fleet = arg; a->mode = M_RELAY; break;
-    case 'l': if (relay_parse_addr(arg, &a->ro.listen) < 0) return bad_arg("--listen", arg); a->have_listen = true; break;
-    case 'U': if (relay_parse_addr(arg, &a->ro.upstream) < 0) return bad_arg("--upstream", arg); a->have_up = true; break;
+    case 'l': if (cli_parse_inet(arg, &a->ro.listen, NULL) < 0) return bad_arg("--listen", arg); a->have_listen = true; break;
+    case 'U': if (cli_parse_inet(arg, &a->ro.upstream, NULL) < 0) return bad_arg("--upstream", arg); a->have_up = true; break;
     case 'w': a->ro.workers = (int)v; break;
     case 'u': a->ro.upstreams = (int)v; break;
     case 'S': a->ro.self_reap = true; break;
     case 'R': a->ro.restart = false; break;
-    case 'b': if (relay_parse_addr(arg, &a->backend) < 0) return bad_arg("--backend", arg); a->mode = M_BACKEND; break;
+    case 'b': if (cli_parse_inet(arg, &a->backend, NULL) < 0) return bad_arg("--backend", arg); a->mode = M_BACKEND; break;
     case 'L':
         if (parse_url(arg, &a->lo) < 0)
             return bad_arg("--load URL (http://HOST:PORT/: it picks its own paths)", arg);

@@ -40,7 +40,6 @@ struct relay_opts {
 
 void relay_opts_defaults(struct relay_opts *o);
 int64_t relay_now_ns(void);
-int relay_parse_addr(const char *text, struct sockaddr_in *out);   /* "host:port" or "port" */
 void relay_format_addr(const struct sockaddr_in *a, char *buf, size_t len);
 int relay_listen_socket(const struct sockaddr_in *a, bool reuseport);
 int relay_cpu_count(void);

@@ -23,32 +23,6 @@ int64_t relay_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int relay_parse_addr(const char *text, struct sockaddr_in *out)
-{
-    char host[64] = "127.0.0.1";
-    const char *colon = strrchr(text, ':');
-    const char *port = text;
-    if (colon) {
-        size_t n = (size_t)(colon - text);
-        if (n == 0 || n >= sizeof host)
-            return -1;
-        memcpy(host, text, n);
-        host[n] = 0;
-        port = colon + 1;
-    }
-    char *end;
-    errno = 0;
-    long p = strtol(port, &end, 10);
-    if (errno || *port == 0 || *end || p < 0 || p > 65535)
-        return -1;
-    memset(out, 0, sizeof *out);
-    out->sin_family = AF_INET;
-    out->sin_port = htons((uint16_t)p);
-    if (strcmp(host, "localhost") == 0)
-        strcpy(host, "127.0.0.1");
-    return inet_pton(AF_INET, host, &out->sin_addr) == 1 ? 0 : -1;
-}
-
 void relay_format_addr(const struct sockaddr_in *a, char *buf, size_t len)
 {
     char ip[INET_ADDRSTRLEN];
