@@ -799,6 +799,17 @@ static int client_pipe_step(struct worker *w, struct client *c)
     return 1;
 }
 
+/* A piece of the response, n bytes at p or in the pipe pipe_rd, becomes the send in progress. */
+static void client_piece_begin(struct worker *w, struct client *c, const char *p, int pipe_rd, size_t n)
+{
+    c->out = p;
+    c->pipe_rd = pipe_rd;
+    c->out_len = n;
+    c->out_off = 0;
+    c->t_send = w->now;
+    c->resp_started = true;
+}
+
 /*
  * n bytes at p, sent now by the worker itself (for a splice to follow within
  * the turn): 1 when they all went; 0 when the socket took part or none (the
@@ -808,12 +819,7 @@ static int client_pipe_step(struct worker *w, struct client *c)
  */
 int client_send_now(struct worker *w, struct client *c, const char *p, size_t n)
 {
-    c->out = p;
-    c->pipe_rd = -1;
-    c->out_len = n;
-    c->out_off = 0;
-    c->t_send = w->now;
-    c->resp_started = true;
+    client_piece_begin(w, c, p, -1, n);
     ssize_t k = send(c->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (k == (ssize_t)n)
         return 1;
@@ -833,12 +839,7 @@ int client_send_now(struct worker *w, struct client *c, const char *p, size_t n)
  */
 int client_send_pipe(struct worker *w, struct client *c, int pipe_rd, size_t n)
 {
-    c->out = NULL;
-    c->pipe_rd = pipe_rd;
-    c->out_len = n;
-    c->out_off = 0;
-    c->t_send = w->now;
-    c->resp_started = true;
+    client_piece_begin(w, c, NULL, pipe_rd, n);
     return client_pipe_step(w, c);
 }
 
