@@ -15,6 +15,7 @@
 #include "table_ops.h"
 #include "error_internal.h"
 #include "guard.h"
+#include "guard_sigbus.h"
 
 #define NODE_REAPING 3u   /* internal state: one reporter is ending this node */
 
@@ -309,6 +310,7 @@ static struct orbit_fleet *fleet_alloc(const char *name, uint32_t capacity)
     f->node = ORBIT_NODE_NONE;
     f->gid = -1;
     f->seg.fd = -1;
+    f->seg.guard = -1;
     f->life_fd = -1;
     f->fork_generation = atomic_load(&orb_fork_generation);
     return f;
@@ -389,6 +391,7 @@ int orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, stru
         return rc;
     }
     orb_life_register(f);
+    orb_guard_bind(f->seg.guard, &f->fork_generation);   /* after the register set the generation */
     *out = f;
     return 0;
 }
@@ -436,6 +439,7 @@ int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
     }
     f->want_backing = f->seg.backing;
     orb_life_register(f);
+    orb_guard_bind(f->seg.guard, &f->fork_generation);   /* after the register set the generation */
     *out = f;
     return 0;
 }

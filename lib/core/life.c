@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "error_internal.h"
 #include "guard.h"
+#include "guard_sigbus.h"
 #include "life.h"
 #include "lock.h"
 
@@ -284,8 +285,9 @@ bool orb_life_held_here(const struct orbit_fleet *f, uint16_t node)
 
 int orb_fleet_usable(const struct orbit_fleet *f, const char *call)
 {
-    if (f->fork_generation == atomic_load_explicit(&orb_fork_generation, memory_order_relaxed))
-        return 0;
+    if (__atomic_load_n(&f->fork_generation, __ATOMIC_RELAXED) ==
+        atomic_load_explicit(&orb_fork_generation, memory_order_relaxed))
+        return 0;   /* the SIGBUS guard poisons the word when the fleet file shrinks (guard_sigbus.h) */
     return orb_enter_refused(&f->fork_generation, call, "fleet handle");
 }
 
@@ -300,6 +302,7 @@ struct watcher {
     int fd;                        /* the watcher's own open file description */
     void *map;                     /* its own mapping of the records: valid after the handle left */
     size_t map_len;
+    int guard;                     /* the mapping's SIGBUS guard slot (guard_sigbus.h), -1: none */
     struct orb_node_record *rec;
 };
 
@@ -308,6 +311,7 @@ static unsigned n_watchers;
 
 static void watcher_free(struct watcher *w)
 {
+    orb_guard_unmap(w->guard);
     if (w->map)
         munmap(w->map, w->map_len);
     if (w->fd >= 0)
@@ -375,6 +379,8 @@ static int watcher_start(struct orbit_fleet *f, struct watcher *w)
         w->map = NULL;
         return -errno;
     }
+    if ((w->guard = orb_guard_map(w->map, w->map_len, f->seg.path)) < 0)
+        return w->guard;   /* the file may shrink under the watcher too */
     w->rec = (struct orb_node_record *)((char *)w->map + ORB_SEG_HEADER_BYTES) + w->node;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -402,7 +408,8 @@ int orb_life_watch(struct orbit_fleet *f, uint16_t node, uint64_t joins)
     if (rc == 0 && !w)
         rc = -ENOMEM;
     if (w) {
-        *w = (struct watcher){ .dev = st.st_dev, .ino = st.st_ino, .node = node, .joins = joins, .fd = -1 };
+        *w = (struct watcher){ .dev = st.st_dev, .ino = st.st_ino, .node = node, .joins = joins, .fd = -1,
+                              .guard = -1 };
         rc = watcher_start(f, w);
         if (rc == 0) {
             w->next = watchers;

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
+#include "error_internal.h"
+#include "guard_sigbus.h"
 #include "segment.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -164,7 +166,7 @@ static int open_private(const struct orb_seg_request *req, struct orb_segment *o
     if (base == MAP_FAILED)
         return -ENOMEM;
     madvise(base, size, MADV_HUGEPAGE);
-    *out = (struct orb_segment){ .base = base, .mapped = size, .page = 4096, .fd = -1,
+    *out = (struct orb_segment){ .base = base, .mapped = size, .page = 4096, .fd = -1, .guard = -1,
                                  .backing = ORBIT_BACKING_PRIVATE, .created = true,
                                  .kind = req->kind, .table_type = req->table_type };
     fill_header(orb_seg_hdr(out), req, size);
@@ -202,6 +204,7 @@ static int create_named(const struct orb_seg_request *req, enum orbit_backing ba
         return -errno;
     int rc = creator_lock(fd, F_WRLCK);   /* before the link: nobody can see the file unlocked */
     void *base = MAP_FAILED;
+    int guard = -1;
     size_t page = backing_page(fd), size = round_up(req->table_bytes, page);
     if (rc < 0)
         goto fail;
@@ -216,12 +219,17 @@ static int create_named(const struct orb_seg_request *req, enum orbit_backing ba
         rc = -errno;
         goto fail;
     }
+    /* Guarded before the first touch: the file may shrink under us from now on. */
+    if ((guard = orb_guard_map(base, size, path)) < 0) {
+        rc = guard;
+        goto fail;
+    }
     size_t want = req->populate_bytes > ORB_SEG_HEADER_BYTES ? req->populate_bytes : ORB_SEG_HEADER_BYTES;
     if ((rc = populate(base, size, page, 0, want)) < 0)
         goto fail;
     if (page == 4096)
         madvise(base, size, MADV_HUGEPAGE);
-    *out = (struct orb_segment){ .base = base, .mapped = size, .page = page, .fd = fd,
+    *out = (struct orb_segment){ .base = base, .mapped = size, .page = page, .fd = fd, .guard = guard,
                                  .backing = backing, .created = true, .kind = req->kind,
                                  .table_type = req->table_type };
     snprintf(out->path, sizeof out->path, "%s", path);
@@ -234,12 +242,11 @@ static int create_named(const struct orb_seg_request *req, enum orbit_backing ba
     unlink(tmp);
     if ((rc = finish_create(out, req)) < 0) {
         unlink(path);
-        munmap(base, size);
-        close(fd);
-        out->base = NULL;
+        orb_segment_close(out);
     }
     return rc;
 fail:
+    orb_guard_unmap(guard);
     if (base != MAP_FAILED)
         munmap(base, size);
     close(fd);
@@ -313,6 +320,24 @@ static int open_segment_fd(const char *path, int flags, const struct orb_seg_req
     return fd;
 }
 
+/*
+ * The file is still the size its header says and no fault broke the mapping:
+ * a file shrunk (or grown) under its name is not a segment to use. A fault
+ * while reading the header already turned it into zeros, which no header
+ * passes. 0, or -ORBIT_ECORRUPT naming the file.
+ */
+static int still_whole(int fd, int guard, const struct orb_seg_header *h, size_t mapped, const char *path)
+{
+    struct stat now;
+    if (fstat(fd, &now) != 0)
+        return -errno;
+    if (orb_guard_broken(guard) || (uint64_t)now.st_size != h->mapped_bytes || h->mapped_bytes != mapped)
+        return orb_fail(-ORBIT_ECORRUPT, "segment %s is %lld bytes where its header says %llu: it was "
+                        "truncated, grown or replaced", path, (long long)now.st_size,
+                        (unsigned long long)h->mapped_bytes);
+    return 0;
+}
+
 static int open_path(const char *path, enum orbit_backing backing, const struct orb_seg_request *req,
                      struct orb_segment *out)
 {
@@ -322,7 +347,8 @@ static int open_path(const char *path, enum orbit_backing backing, const struct 
         return fd;
     if ((size_t)st.st_size < ORB_SEG_HEADER_BYTES) {
         close(fd);
-        return -ORBIT_ECORRUPT;
+        return orb_fail(-ORBIT_ECORRUPT, "segment %s is %lld bytes: shorter than a segment header", path,
+                        (long long)st.st_size);
     }
     size_t size = (size_t)st.st_size;
     void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
@@ -331,8 +357,11 @@ static int open_path(const char *path, enum orbit_backing backing, const struct 
         close(fd);
         return e == EINVAL ? -ORBIT_ECORRUPT : -e;
     }
+    /* Guarded before the header is read: the file may have shrunk since the fstat. */
+    int guard = orb_guard_map(base, size, path), rc = guard < 0 ? guard : 0;
     struct orb_seg_header *h = base;
-    int rc = validate_header(h, size);
+    if (rc == 0)
+        rc = validate_header(h, size);
     if (rc == 0)
         rc = wait_ready(h, fd);
     if (rc == 0 && req &&
@@ -341,13 +370,18 @@ static int open_path(const char *path, enum orbit_backing backing, const struct 
          memcmp(h->geometry, req->geometry, req->geometry_len) != 0 ||
          h->table_bytes != req->table_bytes))
         rc = -ORBIT_EGEOMETRY;
+    if (rc == 0 || rc == -ORBIT_ECORRUPT) {
+        int whole = still_whole(fd, guard, h, size, path);
+        rc = whole < 0 ? whole : rc;
+    }
     if (rc < 0) {
+        orb_guard_unmap(guard);
         munmap(base, size);
         close(fd);
         return rc;
     }
     *out = (struct orb_segment){ .base = base, .mapped = size, .page = backing_page(fd), .fd = fd,
-                                 .backing = backing, .created = false, .kind = h->kind,
+                                 .guard = guard, .backing = backing, .created = false, .kind = h->kind,
                                  .table_type = h->table_type };
     snprintf(out->path, sizeof out->path, "%s", path);
     return 0;
@@ -567,6 +601,8 @@ void orb_segment_close(struct orb_segment *seg)
 {
     if (!seg || !seg->base)
         return;
+    orb_guard_unmap(seg->guard);   /* before the range goes: no handler maps over a reused one */
+    seg->guard = -1;
     munmap(seg->base, seg->mapped);
     if (seg->fd >= 0)
         close(seg->fd);

@@ -60,6 +60,7 @@ struct orb_segment {
     int      fd;                  /* -1 for PRIVATE */
     enum orbit_backing backing;   /* HUGETLB, SHM or PRIVATE: what was obtained */
     bool     created;             /* this process created it */
+    int      guard;               /* its slot in the SIGBUS guard (guard_sigbus.h), -1: none */
     uint8_t  kind;
     uint8_t  table_type;
     char     path[256];
