@@ -357,14 +357,15 @@ static void *watch_life(void *arg)
 
 int orb_life_reopen(struct orbit_fleet *f)
 {
-    int fd = open(f->seg.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    int mode = f->seg.read_only ? O_RDONLY : O_RDWR;   /* a read-only observer only tests locks */
+    int fd = open(f->seg.path, mode | O_CLOEXEC | O_NOFOLLOW);
     if (fd >= 0 && same_file(fd, f->seg.fd))
         return fd;
     if (fd >= 0)
         close(fd);
     char self[64];
     snprintf(self, sizeof self, "/proc/self/fd/%d", f->seg.fd);
-    fd = open(self, O_RDWR | O_CLOEXEC);   /* the name was unlinked or replaced: the inode itself */
+    fd = open(self, mode | O_CLOEXEC);   /* the name was unlinked or replaced: the inode itself */
     return fd >= 0 ? fd : -errno;
 }
 
@@ -455,6 +456,8 @@ int orb_life_over_pred(void *arg)
 int orb_life_check_wait(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, const char *call)
 {
     int rc = orb_enter_fleet(f, call);
+    if (rc == 0)
+        rc = orb_fleet_writable(f, call);   /* its watcher kicks every waiter through the file */
     if (rc == 0 && !orb_fleet_record(f, node))
         rc = orb_fail(-ORBIT_EMALFORMED, "%s: node %u: the fleet has %u nodes", call, (unsigned)node,
                       (unsigned)f->capacity);
