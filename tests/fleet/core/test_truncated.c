@@ -107,8 +107,8 @@ static int member(const char *name, struct tu_gate *ready, struct tu_gate *go)
     return 0;
 }
 
-/* Run a command line; its wait status (never through a shell that would hide a signal). */
-static int run(char *const argv[], const char *out_path)
+/* Start a command line, its output in out_path (no shell: a signal that kills it shows). */
+static pid_t spawn(char *const argv[], const char *out_path)
 {
     fflush(NULL);
     pid_t kid = fork();
@@ -119,21 +119,17 @@ static int run(char *const argv[], const char *out_path)
         execv(argv[0], argv);
         _exit(127);
     }
+    return kid;
+}
+
+/* Run it to its end: its wait status. */
+static int run(char *const argv[], const char *out_path)
+{
     int st;
-    waitpid(kid, &st, 0);
+    waitpid(spawn(argv, out_path), &st, 0);
     return st;
 }
 
-static bool file_has(const char *path, const char *what)
-{
-    char buf[65536];
-    FILE *fp = fopen(path, "r");
-    size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
-    if (fp)
-        fclose(fp);
-    buf[n] = '\0';
-    return strstr(buf, what) != NULL;
-}
 
 static void cut(const char *name)
 {
@@ -161,15 +157,8 @@ START_TEST(a_truncated_fleet_gives_ecorrupt_to_member_and_tools)
     char top_out[64], out[64];
     snprintf(top_out, sizeof top_out, "/tmp/t-cut-top-%d", (int)getpid());
     snprintf(out, sizeof out, "/tmp/t-cut-out-%d", (int)getpid());
-    fflush(NULL);
-    pid_t top = fork();
-    if (top == 0) {
-        int fd = open(top_out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execl(orbitctl_bin(), "orbitctl", "top", name, "--interval", "0.1", "--count", "12", (char *)NULL);
-        _exit(127);
-    }
+    char *top_argv[] = { (char *)orbitctl_bin(), "top", (char *)name, "--interval", "0.1", "--count", "12", NULL };
+    pid_t top = spawn(top_argv, top_out);
     tu_sleep_ms(350);
     cut(name);
     tu_gate_open(&go, 1);
@@ -177,19 +166,19 @@ START_TEST(a_truncated_fleet_gives_ecorrupt_to_member_and_tools)
     int st;
     ck_assert_int_eq(waitpid(top, &st, 0), top);
     NOT_SIGNALED(st, "orbitctl top");
-    ck_assert_msg(file_has(top_out, "orbit top"), "top never drew");
+    ck_assert_msg(tu_file_has(top_out, "orbit top"), "top never drew");
 
     /* Opened after the cut: the size check at open refuses it, naming the file. */
     char *show[] = { (char *)orbitctl_bin(), "show", (char *)name, NULL };
     st = run(show, out);
     NOT_SIGNALED(st, "orbitctl show");
-    ck_assert_msg(WEXITSTATUS(st) != 0 && file_has(out, "corrupt"), "orbitctl show of a truncated fleet");
+    ck_assert_msg(WEXITSTATUS(st) != 0 && tu_file_has(out, "corrupt"), "orbitctl show of a truncated fleet");
     char *metrics[] = { (char *)orbitctl_bin(), "metrics", (char *)name, NULL };
     st = run(metrics, out);
     NOT_SIGNALED(st, "orbitctl metrics");
     char up0[160];
     snprintf(up0, sizeof up0, "orbit_fleet_up{fleet=\"%s\"} 0", name);
-    ck_assert_msg(file_has(out, up0), "metrics does not say %s", up0);
+    ck_assert_msg(tu_file_has(out, up0), "metrics does not say %s", up0);
     char *ls[] = { (char *)orbitctl_bin(), "ls", NULL };
     st = run(ls, out);
     NOT_SIGNALED(st, "orbitctl ls");
@@ -226,19 +215,12 @@ START_TEST(the_reaper_survives_a_truncated_fleet_and_keeps_reaping)
     tu_gate_pass(&joined);
     char log[64];
     snprintf(log, sizeof log, "/tmp/t-cut-reaper-%d", (int)getpid());
-    fflush(NULL);
-    pid_t reaper = fork();
-    if (reaper == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execl(reaper_bin(), "orbit-reaper", "--fleet", victim, "--fleet", other, "--backend", "pidfd",
-              "--interval", "20", (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 200 && !file_has(log, "\"event\":\"start\""); i++)
+    char *reaper_argv[] = { (char *)reaper_bin(), "--fleet", victim, "--fleet", other, "--backend", "pidfd",
+                            "--interval", "20", NULL };
+    pid_t reaper = spawn(reaper_argv, log);
+    for (int i = 0; i < 200 && !tu_file_has(log, "\"event\":\"start\""); i++)
         tu_sleep_ms(10);
-    ck_assert(file_has(log, "\"event\":\"start\""));
+    ck_assert(tu_file_has(log, "\"event\":\"start\""));
     tu_sleep_ms(100);   /* a few re-reads with the victim mapped */
     cut(victim);
     tu_sleep_ms(300);   /* re-reads across the cut */
@@ -249,7 +231,7 @@ START_TEST(the_reaper_survives_a_truncated_fleet_and_keeps_reaping)
     snprintf(death, sizeof death, "\"fleet\":\"%s\"", other);
     bool reaped = false;
     for (int i = 0; i < 300 && !reaped; i++) {
-        reaped = file_has(log, "\"event\":\"death\"") && file_has(log, death);
+        reaped = tu_file_has(log, "\"event\":\"death\"") && tu_file_has(log, death);
         if (!reaped)
             tu_sleep_ms(10);
     }

@@ -64,16 +64,6 @@ static int run_as(uid_t uid, gid_t gid, char *const argv[], const char *out)
     return st;
 }
 
-static bool file_has(const char *path, const char *what)
-{
-    static char buf[1 << 20];
-    FILE *fp = fopen(path, "r");
-    size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
-    if (fp)
-        fclose(fp);
-    buf[n] = '\0';
-    return strstr(buf, what) != NULL;
-}
 
 /*
  * The attacker (nobody): its own 0660 fleet's streams segment renamed to the
@@ -170,19 +160,19 @@ START_TEST(a_table_planted_by_another_user_is_not_the_fleets)
     char *show[] = { (char *)orbitctl_bin(), "--json", "show", (char *)victim, NULL };
     int st = run_as(0, 0, show, out);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "show: %#x", st);
-    ck_assert(!file_has(out, "\"kind\":200") && !file_has(out, "\"kind\":201"));
-    ck_assert(file_has(out, "\"kind\":247"));
+    ck_assert(!tu_file_has(out, "\"kind\":200") && !tu_file_has(out, "\"kind\":201"));
+    ck_assert(tu_file_has(out, "\"kind\":247"));
     char *metrics[] = { (char *)orbitctl_bin(), "metrics", (char *)victim, NULL };
     st = run_as(0, 0, metrics, out);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "metrics: %#x", st);
-    ck_assert(!file_has(out, "kind=\"200\"") && !file_has(out, "kind=\"201\""));
+    ck_assert(!tu_file_has(out, "kind=\"200\"") && !tu_file_has(out, "kind=\"201\""));
     /* The death report maps neither plant and waits on neither (its creator lock is held). */
     char *reap[] = { (char *)orbitctl_bin(), "reap", (char *)victim, NULL };
     int64_t t0 = tu_now_ns();
     st = run_as(0, 0, reap, out);
     int64_t took_ms = (tu_now_ns() - t0) / 1000000;
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "reap: %#x", st);
-    ck_assert_msg(file_has(out, "1 dead node"), "reap did not report the death");
+    ck_assert_msg(tu_file_has(out, "1 dead node"), "reap did not report the death");
     ck_assert_msg(took_ms < 3000, "reap took %lld ms", (long long)took_ms);
     /* A reset of every table leaves the plant as it was (its epoch is the attacker's). */
     uint64_t before, after;
@@ -239,15 +229,15 @@ START_TEST(a_0640_group_observer_reads_with_read_access_alone)
     snprintf(out, sizeof out, "/tmp/t-trust-ro-%d", (int)getpid());
     char *show[] = { (char *)orbitctl_bin(), "show", (char *)name, NULL };
     int st = run_as(OBSERVER_UID, TN_SHARED_GID, show, out);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && file_has(out, "pool"), "show as the group: %#x", st);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && tu_file_has(out, "pool"), "show as the group: %#x", st);
     char *metrics[] = { (char *)orbitctl_bin(), "metrics", (char *)name, NULL };
     st = run_as(OBSERVER_UID, TN_SHARED_GID, metrics, out);
     char up[160];
     snprintf(up, sizeof up, "orbit_fleet_up{fleet=\"%s\"} 1", name);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && file_has(out, up), "metrics as the group: %#x", st);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && tu_file_has(out, up), "metrics as the group: %#x", st);
     char *top[] = { (char *)orbitctl_bin(), "top", (char *)name, "--interval", "0.1", "--count", "2", NULL };
     st = run_as(OBSERVER_UID, TN_SHARED_GID, top, out);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && file_has(out, "orbit top"), "top as the group: %#x", st);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && tu_file_has(out, "orbit top"), "top as the group: %#x", st);
     /* What would change the fleet for others is refused to the reader, named. */
     char *reap[] = { (char *)orbitctl_bin(), "reap", (char *)name, NULL };
     st = run_as(OBSERVER_UID, TN_SHARED_GID, reap, out);
