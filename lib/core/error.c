@@ -5,6 +5,7 @@
 #include <string.h>
 #include "error_internal.h"
 #include "guard.h"
+#include "guard_sigbus.h"
 
 const char *orbit_strerror(int err)
 {
@@ -73,6 +74,13 @@ int orb_enter_refused(const uint32_t *gen, const char *call, const char *what)
 {
     if (!gen)
         return orb_fail(-ORBIT_EMALFORMED, "%s: the %s is NULL", call, what);
+    uint32_t g = __atomic_load_n(gen, __ATOMIC_RELAXED);
+    if ((g & ORB_GEN_BROKEN) && orb_handle_ours(g & ~ORB_GEN_BROKEN)) {
+        char path[256] = "its segment";
+        orb_guard_path_of(gen, path, sizeof path);
+        return orb_fail(-ORBIT_ECORRUPT, "%s: %s changed under this process (truncated or replaced): its "
+                        "mapping was withdrawn; close this %s and open the fleet again", call, path, what);
+    }
     return orb_fail(-ORBIT_EFORKED, "%s: this %s belongs to the parent process (made before fork): "
                     "join again in the child (orbit_fleet_join after fork)", call, what);
 }

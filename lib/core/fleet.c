@@ -15,6 +15,7 @@
 #include "table_ops.h"
 #include "error_internal.h"
 #include "guard.h"
+#include "guard_sigbus.h"
 
 #define NODE_REAPING 3u   /* internal state: one reporter is ending this node */
 
@@ -279,6 +280,9 @@ static int check_opts(const char *name, const struct orbit_fleet_opts *o)
     if ((o->mode & 0007) || o->mode > 0777)
         return orb_fail(-ORBIT_EMALFORMED, "%s: mode %#o: segments are never world-accessible and "
                         "mode has only permission bits", call, (unsigned)o->mode);
+    if (o->mode && (o->mode & 0600) != 0600)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: mode %#o: the owner's members map segments read-write "
+                        "(0600 at least)", call, (unsigned)o->mode);
     if (o->backing > ORBIT_BACKING_PRIVATE)
         return orb_fail(-ORBIT_EMALFORMED, "%s: backing %d is not an enum orbit_backing", call, (int)o->backing);
     if (o->gid < -1 || o->gid > 4294967294LL)   /* (gid_t)-1 means "no change" to chown */
@@ -309,6 +313,7 @@ static struct orbit_fleet *fleet_alloc(const char *name, uint32_t capacity)
     f->node = ORBIT_NODE_NONE;
     f->gid = -1;
     f->seg.fd = -1;
+    f->seg.guard = -1;
     f->life_fd = -1;
     f->fork_generation = atomic_load(&orb_fork_generation);
     return f;
@@ -389,8 +394,17 @@ int orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, stru
         return rc;
     }
     orb_life_register(f);
+    orb_guard_bind(f->seg.guard, &f->fork_generation);   /* after the register set the generation */
     *out = f;
     return 0;
+}
+
+int orb_fleet_writable(const struct orbit_fleet *f, const char *call)
+{
+    if (!f->seg.read_only)
+        return 0;
+    return orb_fail(-EACCES, "%s: fleet '%s' is observed read-only (this user may read its segments, not "
+                    "write them)", call, f->name);
 }
 
 static int check_observed(struct orbit_fleet *f, const char *name)
@@ -423,6 +437,10 @@ int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
     if (!f)
         return -ENOMEM;
     int rc = orb_segment_open_existing(name, ORB_FLEET_KIND, &f->seg);
+    if (rc == -EACCES) {   /* read access only (a 0640 fleet's group): a read-only view */
+        orb_error_clear();
+        rc = orb_segment_open_existing_read_only(name, ORB_FLEET_KIND, &f->seg);
+    }
     if (rc == 0)
         rc = check_observed(f, name);
     f->observer = true;
@@ -436,6 +454,7 @@ int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
     }
     f->want_backing = f->seg.backing;
     orb_life_register(f);
+    orb_guard_bind(f->seg.guard, &f->fork_generation);   /* after the register set the generation */
     *out = f;
     return 0;
 }
@@ -572,6 +591,8 @@ static int reap_node(struct orbit_fleet *f, uint16_t node, uint64_t inc, uint64_
 int orbit_fleet_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
 {
     int rc = orb_enter_fleet(f, "orbit_fleet_node_dead");
+    if (rc == 0)
+        rc = orb_fleet_writable(f, "orbit_fleet_node_dead");
     if (rc < 0)
         return rc;
     if (!orb_fleet_record(f, node))
@@ -586,6 +607,8 @@ int orbit_fleet_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarna
 int orbit_fleet_reap(struct orbit_fleet *f)
 {
     int rc = orb_enter_fleet(f, "orbit_fleet_reap");
+    if (rc == 0)
+        rc = orb_fleet_writable(f, "orbit_fleet_reap");
     if (rc < 0)
         return rc;
     int reported = 0;
@@ -682,7 +705,8 @@ int orb_fleet_table_open_existing(struct orbit_fleet *f, uint8_t kind, struct or
         pthread_mutex_unlock(&f->lock);
         return i >= 0 ? 0 : -ENOENT;
     }
-    int rc = orb_segment_open_existing(f->name, kind, out);
+    int rc = f->seg.read_only ? orb_segment_open_existing_read_only(f->name, kind, out)
+                              : orb_segment_open_existing(f->name, kind, out);
     if (rc == 0 && orb_seg_hdr(out)->fleet_capacity != f->capacity) {
         orb_segment_close(out);
         rc = -ORBIT_EGEOMETRY;

@@ -67,15 +67,21 @@ static void collect_segment(void *ctx, const char *dir, const char *fleet, unsig
     struct seg_collect *c = ctx;
     if (strcmp(fleet, c->fleet) != 0)
         return;
+    struct orb_seg_header h;
+    uint64_t size = 0;
+    int peeked = orb_segment_peek(fleet, (uint8_t)kind, &h, &size, NULL);
+    if (peeked == -EACCES)
+        return;   /* another user's file under the fleet's name: not one of its segments */
     if (c->n < c->max) {
         struct orbit_segment_info *si = &c->out[c->n];
         memset(si, 0, sizeof *si);
         si->kind = (uint8_t)kind;
         si->backing = b;
         snprintf(si->path, sizeof si->path, "%s/orbit.%s.%u", dir, fleet, kind);
-        struct orb_seg_header h;
-        if (orb_segment_peek(fleet, (uint8_t)kind, &h, &si->size, NULL) == 0)
+        if (peeked == 0) {
+            si->size = size;
             si->epoch = h.epoch;
+        }
         struct stat st;
         if (lstat(si->path, &st) == 0)
             si->resident = (uint64_t)st.st_blocks * 512u;   /* tmpfs and hugetlbfs count pages held */
@@ -153,31 +159,44 @@ static void unlink_one(void *ctx, const char *dir, const char *fleet, unsigned k
 }
 
 /*
+ * Is n "orbit.<name>.<kind>.tmp.<pid>.<ns>" for exactly this fleet name
+ * ("orbit.web." also begins fleet "web.x"'s files: the kind must follow)?
+ */
+static bool half_built_of(const char *n, const char *name)
+{
+    size_t len = strlen(name);
+    if (strncmp(n, "orbit.", 6) != 0 || strncmp(n + 6, name, len) != 0 || n[6 + len] != '.')
+        return false;
+    const char *kind = n + 6 + len + 1, *p = kind;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return p > kind && p - kind <= 3 && strncmp(p, ".tmp.", 5) == 0;
+}
+
+/*
  * A creator builds a segment as "orbit.<fleet>.<kind>.tmp.<pid>.<ns>" and links it into
- * place; one killed before that leaves the file. Removes those whose creator is gone,
- * or is this process (a bench's signal handler unlinking its fleet mid-creation); another
- * live creator's file is its own: it links or removes it. Returns how many.
+ * place; one killed before that leaves the file. Removes those whose creator is gone:
+ * a creator holds its file's creator lock from its first instant to its link, and the
+ * kernel drops it with the creator, in any pid namespace (a pid in the name is another
+ * namespace's as often as ours). This process's own, cut short (a bench's signal handler
+ * unlinking its fleet mid-creation), goes too. Returns how many.
  */
 static int unlink_dead_creations(const char *name)
 {
     const char *dirs[2];
-    char hdir[256], prefix[ORBIT_FLEET_NAME_MAX + 8];
+    char hdir[256];
     int removed = 0;
     segment_dirs(dirs, hdir);
-    snprintf(prefix, sizeof prefix, "orbit.%s.", name);
     for (int d = 0; d < 2; d++) {
         DIR *dir = dirs[d] ? opendir(dirs[d]) : NULL;
         struct dirent *e;
         while (dir && (e = readdir(dir)) != NULL) {
-            const char *tmp = strstr(e->d_name, ".tmp.");
-            if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || !tmp)
-                continue;
-            long pid = strtol(tmp + 5, NULL, 10);
-            if (pid <= 0 || pid > INT32_MAX ||
-                (pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
+            if (!half_built_of(e->d_name, name))
                 continue;
             char path[600];
             snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
+            if (!orb_segment_creating_here(e->d_name) && orb_segment_creator_alive(path) != 0)
+                continue;   /* its creator lives (or the file is not one we can judge): its own */
             removed += unlink(path) == 0;
         }
         if (dir)

@@ -102,6 +102,13 @@ bool orb_node_alive(struct orbit_fleet *f, uint16_t node);
  * caller (fleet.c's report) kicks the doorbells after it: the registry calls nothing above. */
 int  orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation);
 
+/*
+ * An observer with read access only (its segments opened O_RDONLY, mapped
+ * copy-on-write): calls that would change the fleet for others are -EACCES,
+ * named; inspection works. 0 otherwise.
+ */
+int  orb_fleet_writable(const struct orbit_fleet *f, const char *call);
+
 /* Epoch for reset_all: max(now in ms, previous + 1). */
 uint64_t orb_next_epoch(uint64_t previous);
 

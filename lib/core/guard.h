@@ -9,8 +9,10 @@
  *         return rc;
  *
  * It forgets the thread's last error, refuses a NULL handle with
- * -ORBIT_EMALFORMED and a parent's handle in a fork child with -ORBIT_EFORKED,
- * each with its sentence for orbit_last_error. A handle copies the fork
+ * -ORBIT_EMALFORMED, a parent's handle in a fork child with -ORBIT_EFORKED and
+ * a handle whose segment file shrank under it with -ORBIT_ECORRUPT (the SIGBUS
+ * guard poisoned its generation, guard_sigbus.h: the same compare, no extra
+ * load), each with its sentence for orbit_last_error. A handle copies the fork
  * generation of its fleet handle when it is opened, so the check is a load of
  * the handle's own line, one of the process-global generation (read-mostly:
  * only a fork child writes it) and a compare.
@@ -48,7 +50,8 @@ int orb_enter_refused(const uint32_t *gen, const char *call, const char *what)
 static inline int orb_enter(const uint32_t *gen, const char *call, const char *what)
 {
     orb_error_clear();
-    if (__builtin_expect(gen && orb_handle_ours(*gen), 1))
+    /* Relaxed atomic: the SIGBUS guard poisons the word from another thread (guard_sigbus.h). */
+    if (__builtin_expect(gen && orb_handle_ours(__atomic_load_n(gen, __ATOMIC_RELAXED)), 1))
         return 0;
     return orb_enter_refused(gen, call, what);
 }

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
+#include "error_internal.h"
+#include "guard_sigbus.h"
 #include "segment.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -164,7 +166,7 @@ static int open_private(const struct orb_seg_request *req, struct orb_segment *o
     if (base == MAP_FAILED)
         return -ENOMEM;
     madvise(base, size, MADV_HUGEPAGE);
-    *out = (struct orb_segment){ .base = base, .mapped = size, .page = 4096, .fd = -1,
+    *out = (struct orb_segment){ .base = base, .mapped = size, .page = 4096, .fd = -1, .guard = -1,
                                  .backing = ORBIT_BACKING_PRIVATE, .created = true,
                                  .kind = req->kind, .table_type = req->table_type };
     fill_header(orb_seg_hdr(out), req, size);
@@ -184,24 +186,85 @@ static size_t backing_page(int fd)
     return 4096;
 }
 
-/* Create under a private name, map, pre-fault, write the header, link into place. */
 /* The file mode of a segment and of its creation lock: group-shared, the caller's, or 0600. */
 static mode_t segment_mode(const struct orb_seg_request *req)
 {
-    return req->gid >= 0 ? 0660 : (req->mode ? (mode_t)req->mode : 0600);
+    if (req->mode)
+        return (mode_t)req->mode;   /* honoured with a group too: 0640 + gid lets the group read only */
+    return req->gid >= 0 ? 0660 : 0600;
 }
 
+/*
+ * The temporary names this process is building segments under, as hashes
+ * (async-signal-safe to read: a signal handler's orbit_fleet_unlink removes
+ * its own half-built file, whose creator lock its own creator holds).
+ */
+#define CREATING_MAX 32
+static _Atomic uint64_t creating[CREATING_MAX];
+
+static uint64_t name_hash(const char *s)
+{
+    const char *base = strrchr(s, '/');
+    uint64_t x = 0xcbf29ce484222325ull;
+    for (const char *p = base ? base + 1 : s; *p; p++)
+        x = (x ^ (unsigned char)*p) * 0x100000001b3ull;
+    return x | 1;   /* never 0, a free slot */
+}
+
+static int creating_add(const char *tmp)
+{
+    uint64_t h = name_hash(tmp);
+    for (int i = 0; i < CREATING_MAX; i++) {
+        uint64_t none = 0;
+        if (atomic_compare_exchange_strong(&creating[i], &none, h))
+            return i;
+    }
+    return -1;   /* more creators at once than slots: such a file is judged by its lock only */
+}
+
+static void creating_drop(int i)
+{
+    if (i >= 0)
+        atomic_store(&creating[i], 0);
+}
+
+bool orb_segment_creating_here(const char *name)
+{
+    uint64_t h = name_hash(name);
+    for (int i = 0; i < CREATING_MAX; i++)
+        if (atomic_load(&creating[i]) == h)
+            return true;
+    return false;
+}
+
+int orb_segment_creator_alive(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    int rc = fstat(fd, &st) != 0 ? -errno : !S_ISREG(st.st_mode) ? -EACCES : !creator_gone(fd);
+    close(fd);
+    return rc;
+}
+
+/* Create under a private name, map, pre-fault, write the header, link into place. */
 static int create_named(const struct orb_seg_request *req, enum orbit_backing backing,
                         const char *path, struct orb_segment *out)
 {
     char tmp[300];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d.%ld", path, (int)getpid(), (long)orb_now_ns());
     mode_t mode = segment_mode(req);
-    int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd < 0)
+    int mine = creating_add(tmp);
+    /* O_EXCL never follows a link: the file is new, ours, with one name, before any fchmod/fchown. */
+    int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0) {
+        creating_drop(mine);
         return -errno;
+    }
     int rc = creator_lock(fd, F_WRLCK);   /* before the link: nobody can see the file unlocked */
     void *base = MAP_FAILED;
+    int guard = -1;
     size_t page = backing_page(fd), size = round_up(req->table_bytes, page);
     if (rc < 0)
         goto fail;
@@ -216,30 +279,37 @@ static int create_named(const struct orb_seg_request *req, enum orbit_backing ba
         rc = -errno;
         goto fail;
     }
+    /* Guarded before the first touch: the file may shrink under us from now on. */
+    if ((guard = orb_guard_map(base, size, path)) < 0) {
+        rc = guard;
+        goto fail;
+    }
     size_t want = req->populate_bytes > ORB_SEG_HEADER_BYTES ? req->populate_bytes : ORB_SEG_HEADER_BYTES;
     if ((rc = populate(base, size, page, 0, want)) < 0)
         goto fail;
     if (page == 4096)
         madvise(base, size, MADV_HUGEPAGE);
-    *out = (struct orb_segment){ .base = base, .mapped = size, .page = page, .fd = fd,
+    *out = (struct orb_segment){ .base = base, .mapped = size, .page = page, .fd = fd, .guard = guard,
                                  .backing = backing, .created = true, .kind = req->kind,
                                  .table_type = req->table_type };
     snprintf(out->path, sizeof out->path, "%s", path);
     fill_header(orb_seg_hdr(out), req, size);
     /* link(2) is atomic and refuses an existing name: exactly one creator wins. */
     if (link(tmp, path) != 0) {
-        rc = -errno;
+        /* ENOENT: a cleaner took our file in the instant before we locked it; try again. */
+        rc = errno == ENOENT ? -EEXIST : -errno;
         goto fail;
     }
     unlink(tmp);
+    creating_drop(mine);
     if ((rc = finish_create(out, req)) < 0) {
         unlink(path);
-        munmap(base, size);
-        close(fd);
-        out->base = NULL;
+        orb_segment_close(out);
     }
     return rc;
 fail:
+    creating_drop(mine);
+    orb_guard_unmap(guard);
     if (base != MAP_FAILED)
         munmap(base, size);
     close(fd);
@@ -285,8 +355,8 @@ static int wait_ready(struct orb_seg_header *h, int fd)
  * A segment we may share memory through: a regular file under its own name
  * (opened O_NOFOLLOW), no access for others (no creation mode gives any),
  * owned by us or root, or by another user who shared it with the group: the
- * group the caller joins with (any group for tools: req NULL). -EACCES
- * otherwise: another local user planted it.
+ * group the caller joins with (any group it may read for tools: req NULL).
+ * -EACCES otherwise: another local user planted it.
  */
 static int segment_trusted(const struct stat *st, const struct orb_seg_request *req)
 {
@@ -294,9 +364,62 @@ static int segment_trusted(const struct stat *st, const struct orb_seg_request *
         return -EACCES;
     if (st->st_uid == geteuid() || st->st_uid == 0)
         return 0;
+    if (!req)   /* an observer: a group that may read it (0640 and 0660 fleets alike) */
+        return (st->st_mode & 0040) ? 0 : -EACCES;
     if ((st->st_mode & 0060) != 0060)
         return -EACCES;
-    return !req || (req->gid >= 0 && st->st_gid == (gid_t)req->gid) ? 0 : -EACCES;
+    return req->gid >= 0 && st->st_gid == (gid_t)req->gid ? 0 : -EACCES;
+}
+
+/*
+ * The fleet segment of the fleet a table segment's path names ("<dir>/orbit.
+ * <fleet>.<kind>", kind not 255), in either backing directory: 0 and its stat,
+ * or -ENOENT (no such fleet, or the path is the fleet segment's own).
+ */
+static int fleet_anchor(const char *path, struct stat *anchor)
+{
+    const char *base = strrchr(path, '/'), *dot = strrchr(path, '.');
+    base = base ? base + 1 : path;
+    if (strncmp(base, "orbit.", 6) != 0 || !dot || dot <= base + 6 || strcmp(dot + 1, "255") == 0)
+        return -ENOENT;
+    char fleet[ORBIT_FLEET_NAME_MAX + 1];
+    size_t n = (size_t)(dot - (base + 6));
+    if (n > ORBIT_FLEET_NAME_MAX)
+        return -ENOENT;
+    memcpy(fleet, base + 6, n);
+    fleet[n] = '\0';
+    static const enum orbit_backing order[] = { ORBIT_BACKING_HUGETLB, ORBIT_BACKING_SHM };
+    for (size_t i = 0; i < 2; i++) {
+        char fpath[256];
+        if (orb_segment_path(order[i], fleet, ORB_FLEET_KIND, fpath, sizeof fpath) != 0)
+            continue;
+        int fd = open(fpath, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        int rc = fstat(fd, anchor) == 0 && S_ISREG(anchor->st_mode) ? 0 : -ENOENT;
+        close(fd);
+        if (rc == 0)
+            return 0;
+    }
+    return -ENOENT;
+}
+
+/*
+ * A table segment belongs to its fleet only if a member could have made it:
+ * owned by the fleet segment's owner or root, or, in a fleet shared with its
+ * group, carrying that group and the fleet's mode. Anything else under the
+ * fleet's name is another user's plant: -EACCES, named.
+ */
+static int table_trusted(const char *path, const struct stat *st, const struct stat *fleet)
+{
+    if (st->st_uid == fleet->st_uid || st->st_uid == 0)
+        return 0;
+    if ((fleet->st_mode & 0070) && st->st_gid == fleet->st_gid && (st->st_mode & 0777) == (fleet->st_mode & 0777))
+        return 0;
+    return orb_fail(-EACCES, "segment %s is not its fleet's: owned by uid %u (group %u, mode %#o), where "
+                    "the fleet is uid %u's (group %u, mode %#o)", path, (unsigned)st->st_uid,
+                    (unsigned)st->st_gid, (unsigned)(st->st_mode & 0777), (unsigned)fleet->st_uid,
+                    (unsigned)fleet->st_gid, (unsigned)(fleet->st_mode & 0777));
 }
 
 /* Open a segment's name without following a symlink or blocking on a FIFO planted there. */
@@ -304,8 +427,17 @@ static int open_segment_fd(const char *path, int flags, const struct orb_seg_req
 {
     int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
-        return errno == ELOOP ? -EACCES : -errno;
-    int rc = fstat(fd, st) != 0 ? -errno : segment_trusted(st, req);
+        return errno == ELOOP ? orb_fail(-EACCES, "segment %s is a symbolic link", path) : -errno;
+    struct stat fleet;
+    int rc = fstat(fd, st) != 0 ? -errno : 0;
+    if (rc == 0 && (!S_ISREG(st->st_mode) || (st->st_mode & 0007)))
+        rc = orb_fail(-EACCES, "segment %s is %s", path, S_ISREG(st->st_mode) ? "open to others (world "
+                      "permission bits)" : "not a regular file");
+    else if (rc == 0 && fleet_anchor(path, &fleet) == 0)
+        rc = table_trusted(path, st, &fleet);   /* a table: judged by its fleet */
+    else if (rc == 0 && segment_trusted(st, req) < 0)
+        rc = orb_fail(-EACCES, "segment %s is uid %u's (group %u, mode %#o), not shared with this caller",
+                      path, (unsigned)st->st_uid, (unsigned)st->st_gid, (unsigned)(st->st_mode & 0777));
     if (rc < 0) {
         close(fd);
         return rc;
@@ -313,26 +445,51 @@ static int open_segment_fd(const char *path, int flags, const struct orb_seg_req
     return fd;
 }
 
+/*
+ * The file is still the size its header says and no fault broke the mapping:
+ * a file shrunk (or grown) under its name is not a segment to use. A fault
+ * while reading the header already turned it into zeros, which no header
+ * passes. 0, or -ORBIT_ECORRUPT naming the file.
+ */
+static int still_whole(int fd, int guard, const struct orb_seg_header *h, size_t mapped, const char *path)
+{
+    struct stat now;
+    if (fstat(fd, &now) != 0)
+        return -errno;
+    if (orb_guard_broken(guard) || (uint64_t)now.st_size != h->mapped_bytes || h->mapped_bytes != mapped)
+        return orb_fail(-ORBIT_ECORRUPT, "segment %s is %lld bytes where its header says %llu: it was "
+                        "truncated, grown or replaced", path, (long long)now.st_size,
+                        (unsigned long long)h->mapped_bytes);
+    return 0;
+}
+
+/* read_only: a private, copy-on-write view of a file this caller may only read (an observer). */
 static int open_path(const char *path, enum orbit_backing backing, const struct orb_seg_request *req,
-                     struct orb_segment *out)
+                     bool read_only, struct orb_segment *out)
 {
     struct stat st;
-    int fd = open_segment_fd(path, O_RDWR, req, &st);
+    int fd = open_segment_fd(path, read_only ? O_RDONLY : O_RDWR, req, &st);
     if (fd < 0)
         return fd;
     if ((size_t)st.st_size < ORB_SEG_HEADER_BYTES) {
         close(fd);
-        return -ORBIT_ECORRUPT;
+        return orb_fail(-ORBIT_ECORRUPT, "segment %s is %lld bytes: shorter than a segment header", path,
+                        (long long)st.st_size);
     }
     size_t size = (size_t)st.st_size;
-    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    /* Read-only: what the observer might write (a lock it takes to read) stays its own. */
+    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, (read_only ? MAP_PRIVATE : MAP_SHARED) | MAP_NORESERVE,
+                      fd, 0);
     if (base == MAP_FAILED) {
         int e = errno;
         close(fd);
         return e == EINVAL ? -ORBIT_ECORRUPT : -e;
     }
+    /* Guarded before the header is read: the file may have shrunk since the fstat. */
+    int guard = orb_guard_map(base, size, path), rc = guard < 0 ? guard : 0;
     struct orb_seg_header *h = base;
-    int rc = validate_header(h, size);
+    if (rc == 0)
+        rc = validate_header(h, size);
     if (rc == 0)
         rc = wait_ready(h, fd);
     if (rc == 0 && req &&
@@ -341,20 +498,25 @@ static int open_path(const char *path, enum orbit_backing backing, const struct 
          memcmp(h->geometry, req->geometry, req->geometry_len) != 0 ||
          h->table_bytes != req->table_bytes))
         rc = -ORBIT_EGEOMETRY;
+    if (rc == 0 || rc == -ORBIT_ECORRUPT) {
+        int whole = still_whole(fd, guard, h, size, path);
+        rc = whole < 0 ? whole : rc;
+    }
     if (rc < 0) {
+        orb_guard_unmap(guard);
         munmap(base, size);
         close(fd);
         return rc;
     }
     *out = (struct orb_segment){ .base = base, .mapped = size, .page = backing_page(fd), .fd = fd,
-                                 .backing = backing, .created = false, .kind = h->kind,
-                                 .table_type = h->table_type };
+                                 .guard = guard, .backing = backing, .created = false, .read_only = read_only,
+                                 .kind = h->kind, .table_type = h->table_type };
     snprintf(out->path, sizeof out->path, "%s", path);
     return 0;
 }
 
 /* An existing segment of that name in either directory. -ENOENT when none. */
-static int open_found(const char *fleet, uint8_t kind, const struct orb_seg_request *req,
+static int open_found(const char *fleet, uint8_t kind, const struct orb_seg_request *req, bool read_only,
                       struct orb_segment *out)
 {
     static const enum orbit_backing order[] = { ORBIT_BACKING_HUGETLB, ORBIT_BACKING_SHM };
@@ -362,7 +524,7 @@ static int open_found(const char *fleet, uint8_t kind, const struct orb_seg_requ
         char path[256];
         if (orb_segment_path(order[i], fleet, kind, path, sizeof path) != 0)
             continue;
-        int rc = open_path(path, order[i], req, out);
+        int rc = open_path(path, order[i], req, read_only, out);
         if (rc != -ENOENT)
             return rc;
     }
@@ -403,7 +565,14 @@ int orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segmen
 {
     if (!orb_fleet_name_valid(fleet) || !out)
         return -ORBIT_EMALFORMED;
-    return open_found(fleet, kind, NULL, out);
+    return open_found(fleet, kind, NULL, false, out);
+}
+
+int orb_segment_open_existing_read_only(const char *fleet, uint8_t kind, struct orb_segment *out)
+{
+    if (!orb_fleet_name_valid(fleet) || !out)
+        return -ORBIT_EMALFORMED;
+    return open_found(fleet, kind, NULL, true, out);
 }
 
 static int create_with_backing(const struct orb_seg_request *req, enum orbit_backing backing,
@@ -424,10 +593,34 @@ int orb_segment_lock_path(const char *fleet, uint8_t kind, char *buf, size_t len
     return n < 0 || (size_t)n >= len ? -ORBIT_ETOOLARGE : 0;
 }
 
-/* A lock file we may wait on: a regular file of ours or root's (never one another user planted). */
+/*
+ * A lock file we may wait on: a regular file of ours or root's under one name
+ * (never one another user planted, nor a hard link to some other file).
+ */
 static bool lock_trusted(const struct stat *st)
 {
-    return S_ISREG(st->st_mode) && (st->st_uid == geteuid() || st->st_uid == 0);
+    return S_ISREG(st->st_mode) && st->st_nlink == 1 && (st->st_uid == geteuid() || st->st_uid == 0);
+}
+
+/*
+ * The lock file under its name, never through a link: created here (O_EXCL:
+ * a new inode of ours, given the fleet's group and mode through the
+ * descriptor), or an existing one opened O_NOFOLLOW and used as it is (no
+ * chown or chmod of a file we did not create). An fd, or -errno.
+ */
+static int open_lock_file(const char *path, const struct orb_seg_request *req, mode_t mode)
+{
+    /* NONBLOCK: a FIFO planted under the name must not block the open. */
+    int fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
+    if (fd >= 0) {
+        if (req->gid >= 0)   /* best effort: the lock works without it */
+            (void)(fchown(fd, (uid_t)-1, (gid_t)req->gid) == 0 && fchmod(fd, mode) == 0);
+        return fd;
+    }
+    if (errno != EEXIST)
+        return -errno;
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    return fd >= 0 ? fd : -errno;
 }
 
 /* flock with a bound: a holder stopped mid-create must not stop us. */
@@ -473,17 +666,16 @@ static int creation_lock(const struct orb_seg_request *req, char *path, size_t l
         return rc;
     mode_t mode = segment_mode(req);
     for (int attempt = 0; attempt < 8; attempt++) {
-        /* NONBLOCK: a FIFO planted under the name must not block the open. */
-        int fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
+        int fd = open_lock_file(path, req, mode);
+        if (fd == -ENOENT)
+            continue;   /* its holder unlinked it between our two opens: make ours */
         if (fd < 0)
-            return lock_unusable(errno) ? 0 : -errno;
+            return lock_unusable(-fd) ? 0 : fd;
         struct stat held, named;
         if (fstat(fd, &held) != 0 || !lock_trusted(&held)) {
             close(fd);
             return 0;
         }
-        if (req->gid >= 0 && held.st_uid == geteuid())   /* best effort */
-            (void)(fchown(fd, (uid_t)-1, (gid_t)req->gid) == 0 && fchmod(fd, mode) == 0);
         rc = flock_bounded(fd);
         if (rc == 0 && stat(path, &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev) {
             *lock_fd = fd;
@@ -530,7 +722,7 @@ int orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out)
     if (!orb_fleet_name_valid(req->fleet))
         return -ORBIT_EMALFORMED;
     for (int attempt = 0; attempt < 8; attempt++) {
-        int rc = open_found(req->fleet, req->kind, req, out);
+        int rc = open_found(req->fleet, req->kind, req, false, out);
         if (rc != -ENOENT)
             return rc;
         int lock;
@@ -538,7 +730,7 @@ int orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out)
         if ((rc = creation_lock(req, lock_path, sizeof lock_path, &lock)) < 0)
             return rc;
         /* Under the lock, look again: the creator that held it before us may have made it. */
-        rc = open_found(req->fleet, req->kind, req, out);
+        rc = open_found(req->fleet, req->kind, req, false, out);
         if (rc == -ENOENT)
             rc = create_segment(req, out);
         creation_unlock(lock_path, lock);
@@ -567,6 +759,8 @@ void orb_segment_close(struct orb_segment *seg)
 {
     if (!seg || !seg->base)
         return;
+    orb_guard_unmap(seg->guard);   /* before the range goes: no handler maps over a reused one */
+    seg->guard = -1;
     munmap(seg->base, seg->mapped);
     if (seg->fd >= 0)
         close(seg->fd);

@@ -60,6 +60,8 @@ struct orb_segment {
     int      fd;                  /* -1 for PRIVATE */
     enum orbit_backing backing;   /* HUGETLB, SHM or PRIVATE: what was obtained */
     bool     created;             /* this process created it */
+    int      guard;               /* its slot in the SIGBUS guard (guard_sigbus.h), -1: none */
+    bool     read_only;           /* a private view of a file this process may only read */
     uint8_t  kind;
     uint8_t  table_type;
     char     path[256];
@@ -106,6 +108,8 @@ int  orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out
  * it does not exist.
  */
 int  orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segment *out);
+/* The same for a caller with read access only: opened O_RDONLY and mapped copy-on-write. */
+int  orb_segment_open_existing_read_only(const char *fleet, uint8_t kind, struct orb_segment *out);
 
 /* FNV-1a over the header fields before check (what validation compares). */
 uint64_t orb_seg_header_check(const struct orb_seg_header *h);
@@ -129,6 +133,14 @@ void orb_segment_close(struct orb_segment *seg);
 
 /* Build "<dir>/orbit.<fleet>.<kind>" for a backing; -ORBIT_ETOOLARGE, -ENOENT (no such dir). */
 int  orb_segment_path(enum orbit_backing backing, const char *fleet, uint8_t kind, char *buf, size_t len);
+/*
+ * A half-built segment ("orbit.<fleet>.<kind>.tmp.<pid>.<ns>"): is its creator
+ * alive? It holds the file's creator lock from its first instant to its link:
+ * 1 held, 0 not, or a negative code. The kernel's word, in any pid namespace.
+ */
+int  orb_segment_creator_alive(const char *path);
+/* Is this process building a segment under that temporary name right now? */
+bool orb_segment_creating_here(const char *name);
 /* The file in /dev/shm whose flock serialises creating that segment name. */
 int  orb_segment_lock_path(const char *fleet, uint8_t kind, char *buf, size_t len);
 bool orb_fleet_name_valid(const char *name);

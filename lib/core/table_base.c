@@ -5,6 +5,7 @@
 #include "error_internal.h"
 #include "fleet_internal.h"
 #include "guard.h"
+#include "guard_sigbus.h"
 #include "table_base.h"
 #include "readiness.h"
 
@@ -20,6 +21,7 @@ void *orb_table_alloc(size_t bytes, struct orbit_fleet *f)
     b->node = b->observer ? ORBIT_NODE_NONE : f->node;
     b->incarnation = b->observer ? 0 : f->incarnation;
     b->readiness_fd = -1;
+    b->seg.guard = -1;
     pthread_mutex_init(&b->lock, NULL);
     return b;
 }
@@ -29,6 +31,8 @@ void orb_table_bound(struct orb_table_base *b)
     b->kind = b->seg.kind;
     orb_ctr_ref_open(&b->ctr, b->fleet, b->kind);
     b->stats.ctr = &b->ctr;
+    /* A fault in the segment poisons the generation: every later call fails its entry check. */
+    orb_guard_bind(b->seg.guard, &b->fork_generation);
 }
 
 /* In a fork child the readiness fd goes without its driver and nothing shared is touched. */

@@ -127,6 +127,8 @@ int orbit_fleet_reset_tables(struct orbit_fleet *f)
 {
     struct table_ref v[TABLES_MAX];
     int refused = orb_enter_fleet(f, __func__);
+    if (refused == 0)
+        refused = orb_fleet_writable(f, __func__);
     if (refused < 0)
         return refused;
     int n = list_tables(f, v), reset = 0, first_error = 0;

@@ -170,7 +170,8 @@ static inline int streams_enter(const struct orbit_streams *s, const char *call)
 }
 static inline int endpoint_enter(const struct orbit_endpoint *ep, const char *call)
 {
-    return orb_enter(ep ? &ep->fork_generation : (const uint32_t *)0, call, "endpoint");
+    /* Its table's word, which the SIGBUS guard poisons when the streams file shrinks. */
+    return orb_enter(ep && ep->s ? &ep->s->fork_generation : (const uint32_t *)0, call, "endpoint");
 }
 
 /* ---- account.c: the streams' death accounting (table ops) ---- */

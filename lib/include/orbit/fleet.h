@@ -80,8 +80,8 @@ struct orbit_fleet_opts {
     int32_t  node;              /* -1: first free node; otherwise claim exactly this node */
     uint64_t incarnation;       /* 0: a random one (top bit set), unique per process life */
     enum orbit_backing backing;
-    uint32_t mode;              /* 0: 0600 */
-    int64_t  gid;               /* -1: none; 0..4294967294: segments are chowned to it and 0660 */
+    uint32_t mode;              /* 0: 0600 (0660 with a gid); else these bits, gid or not (0600 at least, none for others) */
+    int64_t  gid;               /* -1: none; 0..4294967294: segments are chowned to it (0660 unless mode says) */
     uint64_t resv[4];      /* zero; a later release may give it meaning */
 };
 #define ORBIT_FLEET_OPTS_DEFAULT { .capacity = 64, .node = -1, .incarnation = 0, \
@@ -114,8 +114,10 @@ int  orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, str
 /*
  * orbit_fleet_observe - open an existing fleet without claiming a node, for
  * tools and supervisors (orbitctl, the reaper). Tables opened through an
- * observer may be inspected and may report deaths, but create nothing.
- * -ENOENT when the fleet does not exist.
+ * observer may be inspected and may report deaths, but create nothing. An
+ * observer with read access only (a 0640 fleet's group) gets a read-only
+ * handle: it inspects; reap, node_dead, reset_tables and death waits are
+ * -EACCES. -ENOENT when the fleet does not exist.
  */
 int  orbit_fleet_observe(const char *name, struct orbit_fleet **out);
 

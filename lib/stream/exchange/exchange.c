@@ -48,6 +48,14 @@ int orbit_exchanges_open(struct orbit_fleet *f, const struct orbit_exchange_spec
         return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     if (!spec)
         spec = &dflt;
+    if ((rc = orb_check_resv(spec->resv, sizeof spec->resv / sizeof spec->resv[0], __func__,
+                             "ORBIT_EXCHANGE_SPEC_DEFAULT")) < 0)
+        return rc;
+    /* A shared arena (b_to_a.kind 0) never opens b_to_a: its reserved words are checked here. */
+    if (spec->b_to_a.kind == 0 &&
+        (rc = orb_check_resv(spec->b_to_a.resv, sizeof spec->b_to_a.resv / sizeof spec->b_to_a.resv[0],
+                             __func__, "ORBIT_EXCHANGE_SPEC_DEFAULT (b_to_a.resv)")) < 0)
+        return rc;
     if ((rc = spec_check(spec)) < 0)
         return orb_fail(rc, "%s: spec: the control, a_to_b and b_to_a kinds must differ (b_to_a 0: "
                         "shared) and control.buffer_bytes hold a frame (%u bytes)", __func__,
