@@ -42,22 +42,60 @@ const char *orbit_strerror(int err)
 }
 
 #define LAST_ERROR_MAX 256
-static _Thread_local char last_error[LAST_ERROR_MAX];
-_Thread_local bool orb_error_held;
+struct last_error {
+    const char *call;             /* the call that failed (NULL: it did not say) */
+    const char *text;             /* buf, or a constant sentence */
+    char buf[LAST_ERROR_MAX];
+    char said[LAST_ERROR_MAX + 64];
+};
+static _Thread_local struct last_error last;
+_Thread_local const void *orb_error_now;
+
+/* Does the sentence begin with "call:" already? */
+static bool names_call(const char *text, const char *call)
+{
+    size_t n = strlen(call);
+    return strncmp(text, call, n) == 0 && text[n] == ':';
+}
 
 const char *orbit_last_error(void)
 {
-    return orb_error_held ? last_error : "";
+    if (orb_error_now != &last)
+        return "";
+    if (!last.call || names_call(last.text, last.call))
+        return last.text;
+    snprintf(last.said, sizeof last.said, "%s: %s", last.call, last.text);
+    return last.said;
+}
+
+static void record(const char *text)
+{
+    if (orb_error_now != &last)   /* the first failure of this call: remember which call */
+        last.call = orb_error_now;
+    last.text = text;
+    orb_error_now = &last;
 }
 
 int orb_fail(int rc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(last.buf, sizeof last.buf, fmt, ap);
     va_end(ap);
-    orb_error_held = true;
+    record(last.buf);
     return rc;
+}
+
+int orb_fail_text(int rc, const char *text)
+{
+    record(text);
+    return rc;
+}
+
+void orb_error_forget(void)
+{
+    if (orb_error_now == &last)
+        orb_error_now = last.call;
 }
 
 int orb_check_resv(const uint64_t *resv, size_t n, const char *call, const char *dflt)

@@ -1,20 +1,38 @@
 /* SPDX-License-Identifier: MIT */
-/* What orbit_last_error says: one sentence per failed call, kept per thread. */
+/*
+ * What orbit_last_error says: one sentence per failed call, kept per thread.
+ *
+ * A public call begins with orb_error_clear() (or orb_enter, which does it):
+ * one store that names the running call and forgets the previous call's
+ * sentence. A failure records its sentence with orb_fail (formatted) or
+ * orb_fail_text (a constant: no formatting, for refusals a loop may meet
+ * often, such as -ORBIT_EAGAIN); both are cold and out of line, so a call
+ * that succeeds pays nothing but that first store. The sentence need not name
+ * the call: orbit_last_error puts the running call's name in front of one
+ * that does not begin with it. A failure the call recovers from (a fallback
+ * taken, a retry that worked) is forgotten with orb_error_forget.
+ */
 #ifndef ORB_CORE_ERROR_INTERNAL_H
 #define ORB_CORE_ERROR_INTERNAL_H
 
 #include <stdbool.h>
 #include <orbit/error.h>
 
-/* Does this thread hold a reason (initial-exec: a public call clears it with one store)? */
-extern _Thread_local bool orb_error_held __attribute__((visibility("hidden"), tls_model("initial-exec")));
+/* The running public call's name, or the thread's failure record once it failed (initial-exec TLS). */
+extern _Thread_local const void *orb_error_now __attribute__((visibility("hidden"), tls_model("initial-exec")));
 
 /* Records "call: what was wrong" for orbit_last_error and returns rc (a negated code). */
-int  orb_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A public call begins: the last error is the previous call's no longer. */
-static inline void orb_error_clear(void)
+int  orb_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3), cold, noinline));
+/* The same with a constant sentence (a string literal: it is kept, not copied). */
+int  orb_fail_text(int rc, const char *text) __attribute__((cold, noinline));
+/* A failure of this call that it got past: orbit_last_error says nothing of it. */
+void orb_error_forget(void);
+
+/* A public call (named call) begins: the last error is the previous call's no longer. */
+static inline void orb_error_enter(const char *call)
 {
-    orb_error_held = false;
+    orb_error_now = call;
 }
+#define orb_error_clear() orb_error_enter(__func__)
 
 #endif

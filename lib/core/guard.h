@@ -47,7 +47,7 @@ int orb_enter_refused(const uint32_t *gen, const char *call, const char *what)
 /* gen: the handle's copied generation, NULL for a NULL handle; what names the handle. */
 static inline int orb_enter(const uint32_t *gen, const char *call, const char *what)
 {
-    orb_error_clear();
+    orb_error_enter(call);
     if (__builtin_expect(gen && orb_handle_ours(*gen), 1))
         return 0;
     return orb_enter_refused(gen, call, what);
@@ -56,7 +56,7 @@ static inline int orb_enter(const uint32_t *gen, const char *call, const char *w
 /* The entry of a call that opens a table on fleet handle f (life.h's check of f). */
 static inline int orb_enter_fleet(const struct orbit_fleet *f, const char *call)
 {
-    orb_error_clear();
+    orb_error_enter(call);
     if (!f)
         return orb_fail(-ORBIT_EMALFORMED, "%s: the fleet handle is NULL", call);
     return orb_fleet_usable(f, call);
