@@ -9,7 +9,7 @@ static int prep(struct orb_waitword *w, orb_wait_pred pred, void *ctx, struct or
                 _Atomic uint32_t *cpu_hint, struct orbit_streams *s, struct io_uring_sqe *sqe)
 {
     if (!orbit_uring_futex_supported())
-        return orb_uring_prep_result(sqe, -ORBIT_ENOTSUP);
+        return orb_uring_unsupported(sqe);
     struct orb_deadline forever = orb_deadline_in(-1);
     int r = pred(ctx);
     if (r == 0)
