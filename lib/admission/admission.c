@@ -172,6 +172,8 @@ int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spe
         .table_type = ORB_TABLE_ADMISSION,
         .geometry = &g,
         .geometry_len = sizeof g,
+        .geometry_names = (const char *const[]){ "layout version", "max_domains", "max_claims", "record bytes",
+                                                 "retained_max_bytes", "retained_max_bytes (high half)", NULL },
         .table_bytes = ORB_SEG_HEADER_BYTES + off.table_bytes,
         .populate_bytes = ORB_SEG_HEADER_BYTES + off.table_bytes,
         .init = adm_init,

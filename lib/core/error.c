@@ -44,34 +44,41 @@ const char *orbit_strerror(int err)
 #define LAST_ERROR_MAX 256
 struct last_error {
     const char *call;             /* the call that failed (NULL: it did not say) */
+    const char *outer;            /* the public call that called it, when it was called from one */
     const char *text;             /* buf, or a constant sentence */
     char buf[LAST_ERROR_MAX];
-    char said[LAST_ERROR_MAX + 64];
+    char said[LAST_ERROR_MAX + 128];
 };
 static _Thread_local struct last_error last;
 _Thread_local const void *orb_error_now;
 
-/* Does the sentence begin with "call:" already? */
-static bool names_call(const char *text, const char *call)
+/* Does the sentence begin with a call's name ("orbit_x: ...")? */
+static bool names_a_call(const char *text)
 {
-    size_t n = strlen(call);
-    return strncmp(text, call, n) == 0 && text[n] == ':';
+    if (strncmp(text, "orbit_", 6) != 0)
+        return false;
+    size_t n = strspn(text, "abcdefghijklmnopqrstuvwxyz0123456789_");
+    return text[n] == ':';
 }
 
 const char *orbit_last_error(void)
 {
     if (orb_error_now != &last)
         return "";
-    if (!last.call || names_call(last.text, last.call))
+    const char *call = last.call && !names_a_call(last.text) ? last.call : NULL;
+    if (!call && !last.outer)
         return last.text;
-    snprintf(last.said, sizeof last.said, "%s: %s", last.call, last.text);
+    snprintf(last.said, sizeof last.said, "%s%s%s%s%s", last.outer ? last.outer : "", last.outer ? ": " : "",
+             call ? call : "", call ? ": " : "", last.text);
     return last.said;
 }
 
 static void record(const char *text)
 {
-    if (orb_error_now != &last)   /* the first failure of this call: remember which call */
+    if (orb_error_now != &last) {   /* the first failure of this call: remember which call */
         last.call = orb_error_now;
+        last.outer = NULL;
+    }
     last.text = text;
     orb_error_now = &last;
 }
@@ -96,6 +103,20 @@ void orb_error_forget(void)
 {
     if (orb_error_now == &last)
         orb_error_now = last.call;
+}
+
+int orb_error_outer(int rc, const char *call)
+{
+    if (rc >= 0) {
+        orb_error_now = call;   /* the inner call named itself: this call runs on */
+        return rc;
+    }
+    if (orb_error_now != &last)
+        return orb_fail(rc, "%s: %s", call, orbit_strerror(rc));
+    if (!last.outer && (!last.call || strcmp(last.call, call) != 0) &&
+        !(names_a_call(last.text) && strncmp(last.text, call, strlen(call)) == 0 && last.text[strlen(call)] == ':'))
+        last.outer = call;
+    return rc;
 }
 
 int orb_check_resv(const uint64_t *resv, size_t n, const char *call, const char *dflt)

@@ -27,6 +27,11 @@ int  orb_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3),
 int  orb_fail_text(int rc, const char *text) __attribute__((cold, noinline));
 /* A failure of this call that it got past: orbit_last_error says nothing of it. */
 void orb_error_forget(void);
+/*
+ * After a public call made from inside another (call): its failure is told as
+ * "call: inner: why"; its success gives the running call its name back. Returns rc.
+ */
+int  orb_error_outer(int rc, const char *call);
 
 /* A public call (named call) begins: the last error is the previous call's no longer. */
 static inline void orb_error_enter(const char *call)

@@ -76,6 +76,8 @@ static void collect_segment(void *ctx, const char *dir, const char *fleet, unsig
         struct orb_seg_header h;
         if (orb_segment_peek(fleet, (uint8_t)kind, &h, &si->size, NULL) == 0)
             si->epoch = h.epoch;
+        else
+            orb_error_forget();   /* listed all the same, with what the file system says */
         struct stat st;
         if (lstat(si->path, &st) == 0)
             si->resident = (uint64_t)st.st_blocks * 512u;   /* tmpfs and hugetlbfs count pages held */

@@ -251,6 +251,8 @@ int orbit_pool_open(struct orbit_fleet *f, const struct orbit_pool_spec *spec, s
     p->kind = s.kind;
     struct orb_seg_request req = {
         .kind = s.kind, .table_type = ORB_TABLE_POOL, .geometry = &g, .geometry_len = sizeof g,
+        .geometry_names = (const char *const[]){ "layout version", "key_capacity", "lane_capacity",
+                                                 "generation_limit", NULL },
         .table_bytes = ORB_SEG_HEADER_BYTES + sec.end,
         .populate_bytes = ORB_SEG_HEADER_BYTES + sec.res,   /* the shared part; lanes by their nodes */
         .init = pool_init, .ctx = &g,

@@ -131,6 +131,8 @@ int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *sp
     struct orb_seg_request req = {
         .kind = spec->kind, .table_type = ORB_TABLE_STREAMS, .geometry = &g,
         .geometry_len = sizeof g, .table_bytes = l.total, .populate_bytes = l.rings_off,
+        .geometry_names = (const char *const[]){ "layout version", "lane_capacity", "buffer_bytes",
+                                                 "generation_limit", NULL },
         .init = orb_table_init_epoch,   /* zero: every slot EMPTY at generation 0 */
     };
     return orb_table_create(&streams_kind, f, &req, &l, (void **)out);

@@ -104,6 +104,7 @@ int orbit_arena_open(struct orbit_fleet *f, const struct orbit_arena_spec *spec,
         return rc;
     struct orb_seg_request req = {
         .kind = spec->kind, .table_type = ORB_TABLE_ARENA, .geometry = &g, .geometry_len = sizeof g,
+        .geometry_names = (const char *const[]){ "layout version", "slot_bytes", "slots_per_lane", NULL },
         .table_bytes = l.total, .populate_bytes = l.payload_off,
         .init = orb_table_init_epoch,   /* zero: every slot FREE at generation 0 */
     };
