@@ -18,6 +18,9 @@
 #include <stdbool.h>
 #include <orbit/error.h>
 
+/* What a fleet name must be, for the sentences that refuse one. */
+#define ORB_NAME_RULE "fleet name: 1-64 bytes of letters, digits, '_', '.' and '-'"
+
 /* The running public call's name, or the thread's failure record once it failed (initial-exec TLS). */
 extern _Thread_local const void *orb_error_now __attribute__((visibility("hidden"), tls_model("initial-exec")));
 

@@ -87,8 +87,9 @@ static void collect_segment(void *ctx, const char *dir, const char *fleet, unsig
 
 ssize_t orbit_fleet_segments(const char *name, struct orbit_segment_info *out, size_t max)
 {
+    orb_error_clear();
     if (!orb_fleet_name_valid(name) || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "%s", max && !out ? "out is NULL with max > 0" : ORB_NAME_RULE);
     struct seg_collect c = { name, out, max, 0 };
     scan_segments(collect_segment, &c);
     return (ssize_t)c.n;
@@ -131,8 +132,9 @@ static void collect_name(void *ctx, const char *dir, const char *fleet, unsigned
 
 ssize_t orbit_fleet_list(char (*names)[ORBIT_FLEET_NAME_MAX + 1], size_t max)
 {
+    orb_error_clear();
     if (max && !names)
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "names is NULL with max %zu", max);
     struct name_collect c = { names, max, 0 };
     scan_segments(collect_name, &c);
     return (ssize_t)c.n;
@@ -190,8 +192,9 @@ static int unlink_dead_creations(const char *name)
 
 int orbit_fleet_unlink(const char *name)
 {
+    orb_error_clear();
     if (!orb_fleet_name_valid(name))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, ORB_NAME_RULE);
     struct unlink_ctx u = { name, 0, 0 };
     scan_segments(unlink_one, &u);
     u.removed += unlink_dead_creations(name);
@@ -202,6 +205,7 @@ int orbit_fleet_unlink(const char *name)
             u.removed++;
     }
     if (u.error)
-        return u.error;
-    return u.removed ? 0 : -ENOENT;
+        return orb_fail(u.error, "fleet '%s': a segment could not be removed: %s", name, strerror(-u.error));
+    return u.removed ? 0 : orb_fail(-ENOENT, "no fleet '%s' on this host: no segment or lock file of it to "
+                                    "remove", name);
 }
