@@ -386,7 +386,8 @@ int orbit_key_format(orbit_key key, char *buf, size_t len)
     int n = snprintf(tmp, sizeof tmp, "key:%016llx%016llx", (unsigned long long)key.hi,
                      (unsigned long long)key.lo);
     if (n < 0 || (size_t)n >= len)
-        return -ORBIT_ETOOLARGE;
+        return orb_fail(-ORBIT_ETOOLARGE, "%s needs %d bytes, len is %zu (ORBIT_KEY_TEXT_MAX is enough)", tmp,
+                        n + 1, len);
     memcpy(buf, tmp, (size_t)n + 1);
     return n;
 }
