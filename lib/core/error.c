@@ -105,6 +105,27 @@ void orb_error_forget(void)
         orb_error_now = last.call;
 }
 
+void orb_error_resume(bool failed, const void *saved)
+{
+    if (!failed) {
+        orb_error_now = saved;   /* the outer call's name, or its failure recorded before */
+        return;
+    }
+    if (saved == &last || !saved)
+        return;   /* the outer call had failed already, or did not say its name */
+    if (orb_error_now != &last) {
+        orb_error_now = saved;
+        return;
+    }
+    if (last.call != saved)
+        last.outer = saved;   /* the outermost call names the failure */
+}
+
+bool orb_error_in_call(void)
+{
+    return orb_error_now == &last;
+}
+
 int orb_error_outer(int rc, const char *call)
 {
     if (rc >= 0) {

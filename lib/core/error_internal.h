@@ -28,6 +28,8 @@ extern _Thread_local const void *orb_error_now __attribute__((visibility("hidden
 int  orb_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3), cold, noinline));
 /* The same with a constant sentence (a string literal: it is kept, not copied). */
 int  orb_fail_text(int rc, const char *text) __attribute__((cold, noinline));
+/* Has this call recorded a failure already (a sentence more precise than a caller's)? */
+bool orb_error_in_call(void);
 /* A failure of this call that it got past: orbit_last_error says nothing of it. */
 void orb_error_forget(void);
 /*
@@ -35,6 +37,25 @@ void orb_error_forget(void);
  * "call: inner: why"; its success gives the running call its name back. Returns rc.
  */
 int  orb_error_outer(int rc, const char *call);
+
+/*
+ * A public call made from inside another: ORB_NESTED(orbit_x(...)) evaluates it
+ * and then lets the running call go on under its own name (success), or tells
+ * the failure as "outer: orbit_x: why". Its value is the inner call's.
+ */
+void orb_error_resume(bool failed, const void *saved);
+#define ORB_NESTED(expr) __extension__({                                  \
+        const void *orb_saved_ = orb_error_now;                          \
+        __typeof__(expr) orb_rc_ = (expr);                               \
+        orb_error_resume(orb_rc_ < 0, orb_saved_);                       \
+        orb_rc_; })
+
+/* The same for an inner call whose failure is an answer, not the outer call's failure (a probe). */
+#define ORB_QUIET(expr) __extension__({                                   \
+        const void *orb_saved_ = orb_error_now;                          \
+        __typeof__(expr) orb_rc_ = (expr);                               \
+        orb_error_now = orb_saved_;                                      \
+        orb_rc_; })
 
 /* A public call (named call) begins: the last error is the previous call's no longer. */
 static inline void orb_error_enter(const char *call)
