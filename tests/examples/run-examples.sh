@@ -11,7 +11,7 @@ failed=0
 refused=0
 if [ -n "${2:-}" ] && "$2" --check; then refused=1; fi
 echo "io_uring $([ $refused -eq 1 ] && echo refused || echo allowed) here"
-for x in lease stream exchange session admission peer_death uring_loop; do
+for x in hello lease stream exchange session admission peer_death uring_loop; do
     out=$(timeout 60 "$dir/example_$x" 2>&1); rc=$?
     if [ "$x" = uring_loop ] && [ $refused -eq 1 ]; then
         if [ $rc -eq 1 ] && grep -q 'io_uring is refused here' <<<"$out" &&
