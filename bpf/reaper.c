@@ -153,6 +153,8 @@ static void watch_token(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t no
             queue_hinted_exit(r, rf, node, w);   /* over by now: the backend's event, handed on */
         else
             queue_found_dead(r, rf, node, &w->seen);
+    } else if (!r->token && !w->watched) {
+        rp_watched_via(r, w, RP_VIA_TOKEN);   /* no token ring (io_uring refused): tested on each re-read */
     }
 }
 
@@ -689,7 +691,7 @@ static int pick_backend(struct orbit_reaper *r, enum orbit_reaper_backend want)
 /* Members the backend cannot see are watched through the token; without it, on each re-read. */
 static void open_token(struct orbit_reaper *r)
 {
-    char why[96] = "";
+    char why[384] = "";
     r->pidns = rp_pidns_self();
     if (rp_token_open(r, why, sizeof why) == 0)
         return;

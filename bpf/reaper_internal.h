@@ -108,7 +108,7 @@ struct rp_token;
 struct orbit_reaper {
     pthread_mutex_t lock;
     enum orbit_reaper_backend backend;
-    char note[192];
+    char note[640];
     int epfd, timerfd;
     int interval_ms;
     bool all;

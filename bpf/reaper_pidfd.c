@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "reaper_internal.h"
 #include "syscalls.h"
@@ -63,9 +64,15 @@ struct rp_pidfd_info {
 };
 #define RP_PIDFD_GET_INFO  _IOWR(0xFF, 11, struct rp_pidfd_info)
 #define RP_PIDFD_INFO_EXIT (1ull << 3)
+#define RP_P_PIDFD 3   /* waitid's idtype for a pidfd (Linux 5.4) */
 
 int rp_pidfd_status(int pidfd)
 {
+    /* Our own child: waitid(P_PIDFD) reads its status and leaves it for the waiter (WNOWAIT). */
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(RP_P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid != 0)
+        return si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : si.si_status & 0x7f;
     struct rp_pidfd_info info;
     memset(&info, 0, sizeof info);
     info.mask = RP_PIDFD_INFO_EXIT;
@@ -102,8 +109,10 @@ void rp_pidfd_event(struct orbit_reaper *r, uint64_t tag)
     /* The event may predate a re-watch: act on the pidfd held now, if it says so. */
     if (!w->watched || w->pidfd < 0 || !rp_pidfd_exited(w->pidfd))
         return;
+    /* The pidfd turns readable as the thread group exits: now is the exit, to the loop's latency. */
+    uint64_t now = rp_now_ns();
     struct rp_exit e = { .kind = RP_EXIT_NODE, .fleet_id = rf->id, .node = node, .seen = w->seen,
-                         .status = rp_pidfd_status(w->pidfd), .detected_ns = rp_now_ns() };
+                         .status = rp_pidfd_status(w->pidfd), .exit_ns = now, .detected_ns = now };
     r->stats.events++;
     rp_queue_push(r, &e);
     rp_unwatch(r, rf, node);   /* its pidfd stays readable: out of the set now */

@@ -196,8 +196,7 @@ int rp_token_open(struct orbit_reaper *r, char *why, size_t why_len)
     if (rc == 0)
         rc = token_start(t);
     if (rc < 0) {
-        snprintf(why, why_len, "%s", rc == -ORBIT_ENOTSUP ? "no io_uring futex waits (Linux 6.7)"
-                                                         : strerror(-rc));
+        snprintf(why, why_len, "%s", rc == -ORBIT_ENOTSUP ? orbit_uring_futex_status() : strerror(-rc));
         if (t->efd >= 0)
             epoll_ctl(r->epfd, EPOLL_CTL_DEL, t->efd, NULL);
         token_free(t);

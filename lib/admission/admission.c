@@ -29,7 +29,7 @@ int adm_geometry_make(const struct orbit_admission_spec *spec, struct adm_geomet
 {
     if (spec->kind == ORB_FLEET_KIND || spec->max_domains == 0 || spec->max_domains > ADM_DOMAINS_MAX ||
         spec->max_claims == 0 || spec->max_claims > ADM_CLAIMS_MAX)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     *out = (struct adm_geometry){
         .layout = ADM_LAYOUT_VERSION,
         .max_domains = spec->max_domains,
@@ -48,7 +48,7 @@ int adm_offsets(const struct adm_geometry *g, struct adm_offsets *out)
     out->free_stack = out->domains + round64(sizeof(struct adm_domain) * g->max_domains);
     out->records = out->free_stack + round64(sizeof(uint32_t) * g->max_claims);
     out->table_bytes = out->records + (size_t)g->record_bytes * g->max_claims;
-    return ORB_SEG_HEADER_BYTES + out->table_bytes <= ADM_TABLE_MAX ? 0 : -ORBIT_EMALFORMED;
+    return ORB_SEG_HEADER_BYTES + out->table_bytes <= ADM_TABLE_MAX ? 0 : orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
 }
 
 /*
@@ -112,7 +112,7 @@ static int attach(struct orbit_fleet *f, struct orb_segment *seg, const struct a
     int rc = a && scratch && want ? adm_offsets(g, &off) : -ENOMEM;
     if (rc == 0 && (orb_seg_hdr(seg)->table_bytes != ORB_SEG_HEADER_BYTES + off.table_bytes ||
                     seg->mapped < ORB_SEG_HEADER_BYTES + off.table_bytes))
-        rc = -ORBIT_ECORRUPT;
+        rc = orb_fail_text(-ORBIT_ECORRUPT, "the ledger's shared values failed a bounds check");
     if (rc < 0) {
         free(scratch);
         free(want);
@@ -143,11 +143,11 @@ static int attach(struct orbit_fleet *f, struct orb_segment *seg, const struct a
 static int open_as_observer(struct orbit_fleet *f, const struct adm_geometry *g, uint8_t kind,
                             struct orbit_admission **out)
 {
-    int rc = orbit_admission_open_existing(f, kind, out);
+    int rc = ORB_NESTED(orbit_admission_open_existing(f, kind, out));
     if (rc == 0 && memcmp(&(*out)->geo, g, sizeof *g) != 0) {
         orbit_admission_close(*out);
         *out = NULL;
-        rc = -ORBIT_EGEOMETRY;
+        rc = orb_fail_text(-ORBIT_EGEOMETRY, "the ledger's geometry fails its checks (garbled, or another orbit version)");
     }
     return rc;
 }
@@ -176,6 +176,8 @@ int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spe
         .table_type = ORB_TABLE_ADMISSION,
         .geometry = &g,
         .geometry_len = sizeof g,
+        .geometry_names = (const char *const[]){ "layout version", "max_domains", "max_claims", "record bytes",
+                                                 "retained_max_bytes", "retained_max_bytes (high half)", NULL },
         .table_bytes = ORB_SEG_HEADER_BYTES + off.table_bytes,
         .populate_bytes = ORB_SEG_HEADER_BYTES + off.table_bytes,
         .init = adm_init,
@@ -208,7 +210,7 @@ int orbit_admission_open_existing(struct orbit_fleet *f, uint8_t kind, struct or
     if (h->table_type != ORB_TABLE_ADMISSION || h->geometry_len != sizeof stored ||
         adm_geometry_make(&spec, &g) < 0 || memcmp(&g, &stored, sizeof g) != 0) {
         orb_fleet_table_close(f, &seg);
-        return -ORBIT_EGEOMETRY;
+        return orb_fail_text(-ORBIT_EGEOMETRY, "the ledger's geometry fails its checks (garbled, or another orbit version)");
     }
     return attach(f, &seg, &g, out);
 }
@@ -238,7 +240,7 @@ static int add_domain(struct orbit_admission *a, uint32_t id, uint64_t capacity)
 {
     struct adm_ledger *l = a->ledger;
     if (l->n_domains >= a->geo.max_domains)
-        return -ORBIT_EKEYFULL;
+        return orb_fail_text(-ORBIT_EKEYFULL, "every domain slot is taken (max_domains)");
     a->domains[l->n_domains] = (struct adm_domain){ .id = id, .capacity = capacity };
     /* The entry is whole before n_domains covers it: a crash here leaves it unseen. */
     atomic_signal_fence(memory_order_seq_cst);
@@ -249,10 +251,10 @@ static int add_domain(struct orbit_admission *a, uint32_t id, uint64_t capacity)
 static int set_capacity_locked(struct orbit_admission *a, uint32_t id, uint64_t capacity)
 {
     if (adm_is_poisoned(a))
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     if (a->ledger->n_domains > a->geo.max_domains) {
         adm_poison(a, ADM_POISON_LAYOUT);
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     }
     int64_t i = adm_domain_find(a, id);
     if (i < 0)
@@ -267,10 +269,10 @@ static int set_capacity_locked(struct orbit_admission *a, uint32_t id, uint64_t 
     /* Growth: deferred claimers on this domain may fit now. */
     if (dom->availability_epoch == UINT64_MAX) {
         adm_poison(a, ADM_POISON_EPOCH);
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     }
     if (!adm_advance_epoch(a))
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     dom->capacity = capacity;
     dom->availability_epoch++;
     orb_wait_signal(&a->ledger->change, &a->stats);
@@ -302,20 +304,20 @@ int orbit_admission_shutdown(struct orbit_admission *a)
     if (refused < 0)
         return refused;
     if (!a)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     int rc = adm_lock(a, false);
     if (rc < 0)
         return rc;
     struct adm_ledger *l = a->ledger;
     if (adm_is_poisoned(a))
-        rc = -ORBIT_EPOISONED;
+        rc = orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     else if (!atomic_load_explicit(&l->closed, memory_order_relaxed)) {
         atomic_store_explicit(&l->closed, 1, memory_order_relaxed);
         /* Deferred claimers wake and learn from try_claim that admission closed. */
         if (adm_advance_epoch(a))
             orb_wait_signal(&l->change, &a->stats);
         else
-            rc = -ORBIT_EPOISONED;
+            rc = orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     }
     adm_unlock(a);
     return rc;
@@ -330,7 +332,7 @@ static int epoch_passed(void *p)
 {
     const struct adm_wait_ctx *c = p;
     if (adm_is_poisoned(c->a))
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     /* Acquire pairs with the epoch's release store: the change behind it is visible. */
     return atomic_load_explicit(&c->a->ledger->change_epoch, memory_order_acquire) > c->since;
 }
@@ -374,11 +376,11 @@ int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int ti
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     if (!a) {
         if (now)
             *now = 0;
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     }
     struct adm_wait_ctx ctx = { a, since_epoch };
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
@@ -390,6 +392,9 @@ int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int ti
         rc = orb_wait_park_until(&a->ledger->change, epoch_passed_armed, &ctx, &deadline, &a->spin, &a->stats);
     if (now)
         *now = atomic_load_explicit(&a->ledger->change_epoch, memory_order_acquire);
+    if (rc == -ETIMEDOUT || rc == -ORBIT_ETIMEDOUT)
+        return orb_fail(-ORBIT_ETIMEDOUT, "no release or capacity change moved the ledger past epoch %llu "
+                        "within %d ms", (unsigned long long)since_epoch, timeout_ms);
     return rc > 0 ? 0 : rc;
 }
 
@@ -399,7 +404,7 @@ int orbit_admission_prep_wait(struct orbit_admission *a, uint64_t since_epoch, s
     if (refused < 0)
         return orb_uring_prep_result(sqe, refused);
     if (!a || !sqe)
-        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
+        return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum"));
     struct adm_wait_ctx ctx = { a, since_epoch };
     return orb_uring_prep_wait(&a->ledger->change, epoch_passed_armed, &ctx, sqe, &a->stats);
 }
@@ -424,7 +429,7 @@ uint64_t orbit_admission_retained_bytes(struct orbit_admission *a)
 {
     if (adm_enter(a, __func__) < 0)
         return 0;
-    int rc = a ? adm_lock(a, true) : -ORBIT_EMALFORMED;
+    int rc = a ? adm_lock(a, true) : orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     if (rc < 0)
         return 0;
     uint64_t v = a->ledger->retained_bytes;
@@ -438,7 +443,7 @@ ssize_t orbit_admission_domains(struct orbit_admission *a, struct orbit_domain_i
     if (refused < 0)
         return refused;
     if (!a || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     int rc = adm_lock(a, true);
     if (rc < 0)
         return rc;
@@ -467,7 +472,7 @@ ssize_t orbit_admission_claims(struct orbit_admission *a, struct orbit_claim_inf
     if (refused < 0)
         return refused;
     if (!a || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     int rc = adm_lock(a, true);
     if (rc < 0)
         return rc;
@@ -491,7 +496,7 @@ ssize_t orbit_admission_claim_units(struct orbit_admission *a, const struct orbi
     if (refused < 0)
         return refused;
     if (!a || !c || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     int rc = adm_lock(a, true);
     if (rc < 0)
         return rc;
@@ -499,7 +504,7 @@ ssize_t orbit_admission_claim_units(struct orbit_admission *a, const struct orbi
     ssize_t n = -ORBIT_ENOTRESERVED;
     if (r && c->serial != 0 && r->serial == c->serial &&
         atomic_load_explicit(&r->state, memory_order_relaxed) == ADM_REC_LIVE) {
-        n = r->n_units <= a->geo.max_domains ? (ssize_t)r->n_units : -ORBIT_ECORRUPT;
+        n = r->n_units <= a->geo.max_domains ? (ssize_t)r->n_units : orb_fail_text(-ORBIT_ECORRUPT, "the ledger's shared values failed a bounds check");
         for (ssize_t i = 0; i < n && (size_t)i < max; i++) {
             uint32_t d = r->units[i].domain_index;
             out[i] = (struct orbit_units){ d < a->geo.max_domains ? a->domains[d].id : UINT32_MAX,
@@ -507,6 +512,9 @@ ssize_t orbit_admission_claim_units(struct orbit_admission *a, const struct orbi
         }
     }
     adm_inspect_done(a, rc);
+    if (n == -ORBIT_ENOTRESERVED)
+        return orb_fail(-ORBIT_ENOTRESERVED, "claim serial %llu (slot %u) is not live: released, or given back "
+                        "by a death report", (unsigned long long)c->serial, c->slot);
     return n;
 }
 

@@ -71,6 +71,7 @@ static int map_fleet(struct orbit_fleet *f, enum orbit_backing backing)
         .fleet = f->is_private ? NULL : f->name, .kind = ORB_FLEET_KIND,
         .table_type = ORB_TABLE_FLEET, .fleet_capacity = f->capacity,
         .geometry = &geom, .geometry_len = sizeof geom, .table_bytes = bytes,
+        .geometry_names = (const char *const[]){ "capacity", "node record bytes", "layout version", NULL },
         .populate_bytes = bytes, .backing = backing, .mode = f->mode, .gid = f->gid,
         .init = fleet_init, .ctx = &geom,
     };
@@ -658,11 +659,13 @@ static int private_open(struct orbit_fleet *f, struct orb_seg_request *req, stru
         bool same = req->table_bytes == h->table_bytes && req->table_type == h->table_type &&
                     req->geometry_len == h->geometry_len &&
                     memcmp(req->geometry, h->geometry, req->geometry_len) == 0;
-        rc = same ? 0 : -ORBIT_EGEOMETRY;
+        rc = same ? 0 : orb_seg_geometry_refused(h, req, "a private table");
     } else {
         for (i = 0; i < ORB_PRIVATE_TABLES_MAX && f->private_tables[i].refs > 0; i++)
             ;
-        rc = i < ORB_PRIVATE_TABLES_MAX ? orb_segment_open(req, &f->private_tables[i].seg) : -ORBIT_EFULL;
+        rc = i < ORB_PRIVATE_TABLES_MAX ? orb_segment_open(req, &f->private_tables[i].seg)
+                                        : orb_fail(-ORBIT_EFULL, "a private fleet holds at most %d tables",
+                                                   ORB_PRIVATE_TABLES_MAX);
     }
     if (rc == 0) {
         f->private_tables[i].refs++;
@@ -703,13 +706,14 @@ int orb_fleet_table_open_existing(struct orbit_fleet *f, uint8_t kind, struct or
             out->created = false;
         }
         pthread_mutex_unlock(&f->lock);
-        return i >= 0 ? 0 : -ENOENT;
+        return i >= 0 ? 0 : orb_fail(-ENOENT, "this private fleet has no table of kind %u", (unsigned)kind);
     }
     int rc = f->seg.read_only ? orb_segment_open_existing_read_only(f->name, kind, out)
                               : orb_segment_open_existing(f->name, kind, out);
     if (rc == 0 && orb_seg_hdr(out)->fleet_capacity != f->capacity) {
+        rc = orb_fail(-ORBIT_EGEOMETRY, "table kind %u of fleet '%s' was made for capacity %u vs %u of this "
+                      "fleet", (unsigned)kind, f->name, orb_seg_hdr(out)->fleet_capacity, f->capacity);
         orb_segment_close(out);
-        rc = -ORBIT_EGEOMETRY;
     }
     return rc;
 }

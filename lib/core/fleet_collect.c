@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Fleets nobody lives in: counting live members and collecting, through an observer handle. */
+#include <string.h>
 #include "fleet_internal.h"
 #include "life.h"
 #include "error_internal.h"
@@ -7,7 +8,8 @@
 ssize_t orbit_fleet_live_members(const char *name)
 {
     struct orbit_fleet *f;
-    int rc = orbit_fleet_observe(name, &f);
+    orb_error_clear();
+    int rc = orb_error_outer(orbit_fleet_observe(name, &f), __func__);
     if (rc < 0)
         return rc;
     ssize_t live = 0;
@@ -21,7 +23,8 @@ ssize_t orbit_fleet_live_members(const char *name)
 int orbit_fleet_collect(const char *name)
 {
     struct orbit_fleet *f;
-    int rc = orbit_fleet_observe(name, &f);
+    orb_error_clear();
+    int rc = orb_error_outer(orbit_fleet_observe(name, &f), __func__);
     if (rc < 0)
         return rc;
     /* The gate alone: no joiner is between its open and its published life while we hold it. */
@@ -29,7 +32,8 @@ int orbit_fleet_collect(const char *name)
     if (rc == 0) {
         int held = orb_life_probe_all(f->life_fd, f->capacity);
         rc = held > 0 ? orb_fail(-ORBIT_EBUSY, "orbit_fleet_collect: '%s' has a live member", name)
-                      : held < 0 ? held : orbit_fleet_unlink(name);
+                      : held < 0 ? orb_fail(held, "'%s': probing its members' locks: %s", name, strerror(-held))
+                                 : orb_error_outer(orbit_fleet_unlink(name), __func__);
     } else if (rc == -EAGAIN) {
         rc = orb_fail(-ORBIT_EBUSY, "orbit_fleet_collect: '%s': a member is joining", name);
     }

@@ -70,8 +70,10 @@ static void collect_segment(void *ctx, const char *dir, const char *fleet, unsig
     struct orb_seg_header h;
     uint64_t size = 0;
     int peeked = orb_segment_peek(fleet, (uint8_t)kind, &h, &size, NULL);
-    if (peeked == -EACCES)
+    if (peeked == -EACCES) {
+        orb_error_forget();
         return;   /* another user's file under the fleet's name: not one of its segments */
+    }
     if (c->n < c->max) {
         struct orbit_segment_info *si = &c->out[c->n];
         memset(si, 0, sizeof *si);
@@ -81,6 +83,8 @@ static void collect_segment(void *ctx, const char *dir, const char *fleet, unsig
         if (peeked == 0) {
             si->size = size;
             si->epoch = h.epoch;
+        } else {
+            orb_error_forget();   /* listed all the same, with what the file system says */
         }
         struct stat st;
         if (lstat(si->path, &st) == 0)
@@ -91,8 +95,9 @@ static void collect_segment(void *ctx, const char *dir, const char *fleet, unsig
 
 ssize_t orbit_fleet_segments(const char *name, struct orbit_segment_info *out, size_t max)
 {
+    orb_error_clear();
     if (!orb_fleet_name_valid(name) || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "%s", max && !out ? "out is NULL with max > 0" : ORB_NAME_RULE);
     struct seg_collect c = { name, out, max, 0 };
     scan_segments(collect_segment, &c);
     return (ssize_t)c.n;
@@ -135,8 +140,9 @@ static void collect_name(void *ctx, const char *dir, const char *fleet, unsigned
 
 ssize_t orbit_fleet_list(char (*names)[ORBIT_FLEET_NAME_MAX + 1], size_t max)
 {
+    orb_error_clear();
     if (max && !names)
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "names is NULL with max %zu", max);
     struct name_collect c = { names, max, 0 };
     scan_segments(collect_name, &c);
     return (ssize_t)c.n;
@@ -207,8 +213,9 @@ static int unlink_dead_creations(const char *name)
 
 int orbit_fleet_unlink(const char *name)
 {
+    orb_error_clear();
     if (!orb_fleet_name_valid(name))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, ORB_NAME_RULE);
     struct unlink_ctx u = { name, 0, 0 };
     scan_segments(unlink_one, &u);
     u.removed += unlink_dead_creations(name);
@@ -219,6 +226,7 @@ int orbit_fleet_unlink(const char *name)
             u.removed++;
     }
     if (u.error)
-        return u.error;
-    return u.removed ? 0 : -ENOENT;
+        return orb_fail(u.error, "fleet '%s': a segment could not be removed: %s", name, strerror(-u.error));
+    return u.removed ? 0 : orb_fail(-ENOENT, "no fleet '%s' on this host: no segment or lock file of it to "
+                                    "remove", name);
 }

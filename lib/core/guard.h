@@ -49,7 +49,7 @@ int orb_enter_refused(const uint32_t *gen, const char *call, const char *what)
 /* gen: the handle's copied generation, NULL for a NULL handle; what names the handle. */
 static inline int orb_enter(const uint32_t *gen, const char *call, const char *what)
 {
-    orb_error_clear();
+    orb_error_enter(call);
     /* Relaxed atomic: the SIGBUS guard poisons the word from another thread (guard_sigbus.h). */
     if (__builtin_expect(gen && orb_handle_ours(__atomic_load_n(gen, __ATOMIC_RELAXED)), 1))
         return 0;
@@ -59,7 +59,7 @@ static inline int orb_enter(const uint32_t *gen, const char *call, const char *w
 /* The entry of a call that opens a table on fleet handle f (life.h's check of f). */
 static inline int orb_enter_fleet(const struct orbit_fleet *f, const char *call)
 {
-    orb_error_clear();
+    orb_error_enter(call);
     if (!f)
         return orb_fail(-ORBIT_EMALFORMED, "%s: the fleet handle is NULL", call);
     return orb_fleet_usable(f, call);

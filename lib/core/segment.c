@@ -106,7 +106,10 @@ int orb_segment_populate(struct orb_segment *seg, size_t off, size_t len)
 {
     if (!seg || !seg->base || off > seg->mapped || len > seg->mapped - off)
         return -ORBIT_EMALFORMED;
-    return populate(seg->base, seg->mapped, seg->page, off, len);
+    int rc = populate(seg->base, seg->mapped, seg->page, off, len);
+    if (rc < 0)
+        orb_seg_no_room(rc, seg->path, seg->fd, len);
+    return rc;
 }
 
 static void fill_header(struct orb_seg_header *h, const struct orb_seg_request *req, size_t mapped)
@@ -259,8 +262,9 @@ static int create_named(const struct orb_seg_request *req, enum orbit_backing ba
     /* O_EXCL never follows a link: the file is new, ours, with one name, before any fchmod/fchown. */
     int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0) {
+        int e = errno;
         creating_drop(mine);
-        return -errno;
+        return orb_fail(-e, "creating %s: %s", tmp, strerror(e));
     }
     int rc = creator_lock(fd, F_WRLCK);   /* before the link: nobody can see the file unlocked */
     void *base = MAP_FAILED;
@@ -270,13 +274,14 @@ static int create_named(const struct orb_seg_request *req, enum orbit_backing ba
         goto fail;
     if (fchmod(fd, mode) != 0 || (req->gid >= 0 && fchown(fd, (uid_t)-1, (gid_t)req->gid) != 0) ||
         ftruncate(fd, (off_t)size) != 0) {
-        rc = -errno;
+        rc = orb_fail(-errno, "%s: mode, group %lld or size %zu: %s", path, (long long)req->gid, size,
+                      strerror(errno));
         goto fail;
     }
     /* NORESERVE: pages are taken by the populate below, where exhaustion is an error code. */
     base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
     if (base == MAP_FAILED) {
-        rc = -errno;
+        rc = orb_fail(-errno, "mapping %zu bytes of %s: %s", size, path, strerror(errno));
         goto fail;
     }
     /* Guarded before the first touch: the file may shrink under us from now on. */
@@ -285,8 +290,10 @@ static int create_named(const struct orb_seg_request *req, enum orbit_backing ba
         goto fail;
     }
     size_t want = req->populate_bytes > ORB_SEG_HEADER_BYTES ? req->populate_bytes : ORB_SEG_HEADER_BYTES;
-    if ((rc = populate(base, size, page, 0, want)) < 0)
+    if ((rc = populate(base, size, page, 0, want)) < 0) {
+        orb_seg_no_room(rc, path, fd, want);
         goto fail;
+    }
     if (page == 4096)
         madvise(base, size, MADV_HUGEPAGE);
     *out = (struct orb_segment){ .base = base, .mapped = size, .page = page, .fd = fd, .guard = guard,
@@ -318,21 +325,70 @@ fail:
     return rc;
 }
 
-static int validate_header(const struct orb_seg_header *h, size_t file_size)
+static bool same_geometry(const struct orb_seg_header *h, const struct orb_seg_request *req)
+{
+    return h->kind == req->kind && h->table_type == req->table_type && h->fleet_capacity == req->fleet_capacity &&
+           h->geometry_len == req->geometry_len && memcmp(h->geometry, req->geometry, req->geometry_len) == 0 &&
+           h->table_bytes == req->table_bytes;
+}
+
+/* -ORBIT_EGEOMETRY, saying what differs: the existing segment's value, then the one asked for. */
+int orb_seg_geometry_refused(const struct orb_seg_header *h, const struct orb_seg_request *req, const char *path)
+{
+    const char *name = req->fleet ? req->fleet : "(private)";
+    if (h->table_type != req->table_type)
+        return orb_fail(-ORBIT_EGEOMETRY, "%s holds another type of table (type %u, not %u)", path,
+                        h->table_type, req->table_type);
+    if (h->fleet_capacity != req->fleet_capacity)
+        return orb_fail(-ORBIT_EGEOMETRY, "fleet '%s' exists with capacity %u vs %u asked: join with "
+                        "capacity %u, or remove the fleet (orbitctl unlink %s)", name, h->fleet_capacity,
+                        req->fleet_capacity, h->fleet_capacity, name);
+    uint32_t have[ORB_GEOMETRY_MAX / 4] = { 0 }, want[ORB_GEOMETRY_MAX / 4] = { 0 };
+    memcpy(have, h->geometry, h->geometry_len <= sizeof have ? h->geometry_len : sizeof have);
+    memcpy(want, req->geometry, req->geometry_len);
+    for (uint32_t i = 0; req->geometry_names && i < req->geometry_len / 4 && req->geometry_names[i]; i++)
+        if (have[i] != want[i])
+            return orb_fail(-ORBIT_EGEOMETRY, "fleet '%s' table kind %u exists with %s %u vs %u asked "
+                            "(%s)", name, req->kind, req->geometry_names[i], have[i], want[i],
+                            strcmp(req->geometry_names[i], "layout version") == 0
+                                ? "made by another orbit version" : "open it with the spec it was made with");
+    return orb_fail(-ORBIT_EGEOMETRY, "fleet '%s' table kind %u exists with another layout (%llu bytes vs %zu "
+                    "asked)", name, req->kind, (unsigned long long)h->table_bytes, req->table_bytes);
+}
+
+/* -ENOMEM from pre-faulting want bytes of path: how much was asked, and how much room is left. */
+void orb_seg_no_room(int rc, const char *path, int fd, size_t want)
+{
+    struct statfs sf;
+    if (rc != -ENOMEM || fstatfs(fd, &sf) != 0)
+        return;
+    unsigned long long total = (unsigned long long)sf.f_blocks * (unsigned long long)sf.f_bsize,
+                       avail = (unsigned long long)sf.f_bavail * (unsigned long long)sf.f_bsize;
+    if (sf.f_type == HUGETLBFS_MAGIC)
+        orb_fail(rc, "%s: %zu bytes of huge pages asked, %llu bytes free of %llu (vm.nr_hugepages, or "
+                 "ORBIT_HUGETLB_DIR= for /dev/shm)", path, want, avail, total);
+    else
+        orb_fail(rc, "%s: %zu bytes asked, %llu bytes free of %llu on its file system (a bigger /dev/shm: "
+                 "docker --shm-size, a Memory emptyDir)", path, want, avail, total);
+}
+
+static int validate_header(const struct orb_seg_header *h, size_t file_size, const char *path)
 {
     if (h->magic != ORB_SEG_MAGIC || h->header_bytes != ORB_SEG_HEADER_BYTES)
-        return -ORBIT_ECORRUPT;
+        return orb_fail(-ORBIT_ECORRUPT, "%s is not an orbit segment (no segment header)", path);
     if (h->version != ORB_SEG_VERSION)
-        return -ORBIT_EGEOMETRY;
+        return orb_fail(-ORBIT_EGEOMETRY, "%s has segment header version %u, this library reads %u "
+                        "(made by another orbit version)", path, h->version, ORB_SEG_VERSION);
     if (h->check != orb_seg_header_check(h) || h->geometry_len > ORB_GEOMETRY_MAX ||
         h->mapped_bytes != file_size || h->table_bytes > h->mapped_bytes ||
         h->table_bytes < ORB_SEG_HEADER_BYTES)
-        return -ORBIT_ECORRUPT;
+        return orb_fail(-ORBIT_ECORRUPT, "%s: its header is garbled or its size (%zu bytes) is not the "
+                        "header's (%llu)", path, file_size, (unsigned long long)h->mapped_bytes);
     return 0;
 }
 
 /* Park on the ready word until the creator publishes, or it is known dead. */
-static int wait_ready(struct orb_seg_header *h, int fd)
+static int wait_ready(struct orb_seg_header *h, int fd, const char *path)
 {
     int64_t give_up = orb_now_ns() + (int64_t)READY_WAIT_MS * 1000000;
     for (;;) {
@@ -340,11 +396,13 @@ static int wait_ready(struct orb_seg_header *h, int fd)
         if (ready == 1)
             return 0;
         if (ready != 0)
-            return -ORBIT_ECORRUPT;
+            return orb_fail(-ORBIT_ECORRUPT, "%s: its ready word holds %u", path, ready);
         if (creator_gone(fd) || orb_now_ns() > give_up) {
             /* Look once more: a creator may publish and exit between our load and its check. */
             ready = atomic_load_explicit(&h->ready.changes, memory_order_acquire);
-            return ready == 1 ? 0 : -ORBIT_ECORRUPT;   /* it died before publishing */
+            return ready == 1 ? 0 : orb_fail(-ORBIT_ECORRUPT, "%s: its creator (pid %d) %s before it was "
+                                             "ready", path, (int)h->creator_pid, creator_gone(fd) ? "died" :
+                                             "has been at it for 10 s");
         }
         struct orb_deadline slice = orb_deadline_in(50);
         orb_futex_wait(&h->ready.changes, 0, &slice);
@@ -426,10 +484,13 @@ static int table_trusted(const char *path, const struct stat *st, const struct s
 static int open_segment_fd(const char *path, int flags, const struct orb_seg_request *req, struct stat *st)
 {
     int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+        return -ENOENT;   /* the callers decide: create it, look elsewhere, or say so */
     if (fd < 0)
-        return errno == ELOOP ? orb_fail(-EACCES, "segment %s is a symbolic link", path) : -errno;
+        return orb_fail(errno == ELOOP ? -EACCES : -errno, "%s: %s", path,
+                        errno == ELOOP ? "a symbolic link, not a segment" : strerror(errno));
     struct stat fleet;
-    int rc = fstat(fd, st) != 0 ? -errno : 0;
+    int rc = fstat(fd, st) != 0 ? orb_fail(-errno, "%s: %s", path, strerror(errno)) : 0;
     if (rc == 0 && (!S_ISREG(st->st_mode) || (st->st_mode & 0007)))
         rc = orb_fail(-EACCES, "segment %s is %s", path, S_ISREG(st->st_mode) ? "open to others (world "
                       "permission bits)" : "not a regular file");
@@ -440,7 +501,7 @@ static int open_segment_fd(const char *path, int flags, const struct orb_seg_req
                       path, (unsigned)st->st_uid, (unsigned)st->st_gid, (unsigned)(st->st_mode & 0777));
     if (rc < 0) {
         close(fd);
-        return rc;
+        return rc;   /* each refusal above said what it found */
     }
     return fd;
 }
@@ -483,21 +544,17 @@ static int open_path(const char *path, enum orbit_backing backing, const struct 
     if (base == MAP_FAILED) {
         int e = errno;
         close(fd);
-        return e == EINVAL ? -ORBIT_ECORRUPT : -e;
+        return orb_fail(e == EINVAL ? -ORBIT_ECORRUPT : -e, "mapping %s: %s", path, strerror(e));
     }
     /* Guarded before the header is read: the file may have shrunk since the fstat. */
     int guard = orb_guard_map(base, size, path), rc = guard < 0 ? guard : 0;
     struct orb_seg_header *h = base;
     if (rc == 0)
-        rc = validate_header(h, size);
+        rc = validate_header(h, size, path);
     if (rc == 0)
-        rc = wait_ready(h, fd);
-    if (rc == 0 && req &&
-        (h->kind != req->kind || h->table_type != req->table_type ||
-         h->fleet_capacity != req->fleet_capacity || h->geometry_len != req->geometry_len ||
-         memcmp(h->geometry, req->geometry, req->geometry_len) != 0 ||
-         h->table_bytes != req->table_bytes))
-        rc = -ORBIT_EGEOMETRY;
+        rc = wait_ready(h, fd, path);
+    if (rc == 0 && req && !same_geometry(h, req))
+        rc = orb_seg_geometry_refused(h, req, path);
     if (rc == 0 || rc == -ORBIT_ECORRUPT) {
         int whole = still_whole(fd, guard, h, size, path);
         rc = whole < 0 ? whole : rc;
@@ -551,7 +608,7 @@ int orb_segment_peek(const char *fleet, uint8_t kind, struct orb_seg_header *out
         close(fd);
         if (n != (ssize_t)sizeof *out)
             return -ORBIT_ECORRUPT;
-        int rc = validate_header(out, (size_t)st.st_size);
+        int rc = validate_header(out, (size_t)st.st_size, path);
         if (rc == 0 && file_size)
             *file_size = (uint64_t)st.st_size;
         if (rc == 0 && backing)
@@ -564,14 +621,21 @@ int orb_segment_peek(const char *fleet, uint8_t kind, struct orb_seg_header *out
 int orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segment *out)
 {
     if (!orb_fleet_name_valid(fleet) || !out)
-        return -ORBIT_EMALFORMED;
-    return open_found(fleet, kind, NULL, false, out);
+        return orb_fail(-ORBIT_EMALFORMED, "fleet name: 1-64 bytes of letters, digits, '_', '.' and '-'");
+    int rc = open_found(fleet, kind, NULL, false, out);
+    if (rc == -ENOENT && kind == ORB_FLEET_KIND)
+        return orb_fail(-ENOENT, "no fleet '%s' on this host (no orbit.%s.%u in %s or " SHM_DIR ")", fleet, fleet,
+                        (unsigned)kind, orb_hugetlb_dir() ? orb_hugetlb_dir() : "a hugetlbfs mount");
+    if (rc == -ENOENT)
+        return orb_fail(-ENOENT, "fleet '%s' has no table of kind %u (no orbit.%s.%u)", fleet, (unsigned)kind,
+                        fleet, (unsigned)kind);
+    return rc;
 }
 
 int orb_segment_open_existing_read_only(const char *fleet, uint8_t kind, struct orb_segment *out)
 {
     if (!orb_fleet_name_valid(fleet) || !out)
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "fleet name: 1-64 bytes of letters, digits, '_', '.' and '-'");
     return open_found(fleet, kind, NULL, true, out);
 }
 
@@ -707,8 +771,12 @@ static int create_segment(const struct orb_seg_request *req, struct orb_segment 
     int rc = create_with_backing(req, ORBIT_BACKING_HUGETLB, out);
     /* AUTO: no huge pages, or a hugetlbfs this user may not write, means /dev/shm. */
     if ((rc == -ENOMEM || rc == -EACCES || rc == -EPERM || rc == -EROFS) &&
-        req->backing == ORBIT_BACKING_AUTO)
+        req->backing == ORBIT_BACKING_AUTO) {
+        orb_error_forget();   /* the fallback decides */
         rc = create_with_backing(req, ORBIT_BACKING_SHM, out);
+    }
+    if (rc == -ENOMEM && req->backing == ORBIT_BACKING_HUGETLB && !orb_hugetlb_dir())
+        return orb_fail(rc, "HUGETLB backing, but no hugetlbfs is mounted (or ORBIT_HUGETLB_DIR names none)");
     return rc;
 }
 

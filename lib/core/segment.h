@@ -75,6 +75,7 @@ struct orb_seg_request {
     uint16_t fleet_capacity;
     const void *geometry;         /* compared byte for byte with an existing header */
     uint32_t geometry_len;        /* <= ORB_GEOMETRY_MAX */
+    const char *const *geometry_names;   /* a name per 32-bit word, for the sentence of a mismatch; may be NULL */
     size_t   table_bytes;         /* total bytes including the 4 KiB header */
     size_t   populate_bytes;      /* the creator pre-faults [0, populate_bytes) */
     enum orbit_backing backing;
@@ -110,6 +111,11 @@ int  orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out
 int  orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segment *out);
 /* The same for a caller with read access only: opened O_RDONLY and mapped copy-on-write. */
 int  orb_segment_open_existing_read_only(const char *fleet, uint8_t kind, struct orb_segment *out);
+
+/* -ORBIT_EGEOMETRY with the sentence naming what differs between h and req (both values). */
+int  orb_seg_geometry_refused(const struct orb_seg_header *h, const struct orb_seg_request *req, const char *path);
+/* The sentence of an -ENOMEM while pre-faulting want bytes of path: asked, free and total. */
+void orb_seg_no_room(int rc, const char *path, int fd, size_t want);
 
 /* FNV-1a over the header fields before check (what validation compares). */
 uint64_t orb_seg_header_check(const struct orb_seg_header *h);

@@ -2,6 +2,7 @@
 /* The part every table handle shares: lifecycle, opening by header, lane, readiness (table_base.h). */
 #include <stdlib.h>
 #include <string.h>
+#include <orbit/inspect.h>
 #include "error_internal.h"
 #include "fleet_internal.h"
 #include "guard.h"
@@ -57,7 +58,8 @@ int orb_table_open_existing(struct orb_table_base *b, uint8_t kind, uint8_t type
         return rc;
     const struct orb_seg_header *h = orb_seg_hdr(&b->seg);
     if (h->table_type != type || h->geometry_len != geometry_len)
-        return -ORBIT_EGEOMETRY;
+        return orb_fail(-ORBIT_EGEOMETRY, "table kind %u of fleet '%s' is a %s table (this call opens a %s one)",
+                        kind, b->fleet->name, orbit_table_type_name(h->table_type), orbit_table_type_name(type));
     memcpy(geometry, h->geometry, geometry_len);
     return 0;
 }
@@ -72,7 +74,7 @@ int orb_table_open_existing_as(const struct orb_table_kind *k, struct orbit_flee
         return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", call);
     struct orb_table_base *b = orb_table_alloc(k->handle_bytes, f);
     if (!b)
-        return -ENOMEM;
+        return orb_fail(-ENOMEM, "out of memory for a table handle (%zu bytes)", k->handle_bytes);
     if (k->prepare)
         k->prepare(b);
     uint64_t geometry[(ORB_GEOMETRY_MAX + 7) / 8];   /* what a segment header can hold */
@@ -98,7 +100,7 @@ int orb_table_create(const struct orb_table_kind *k, struct orbit_fleet *f, stru
 {
     struct orb_table_base *b = orb_table_alloc(k->handle_bytes, f);
     if (!b)
-        return -ENOMEM;
+        return orb_fail(-ENOMEM, "out of memory for a table handle (%zu bytes)", k->handle_bytes);
     if (k->prepare)
         k->prepare(b);
     int rc = orb_fleet_table_open(f, req, &b->seg);

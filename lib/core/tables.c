@@ -78,9 +78,12 @@ static int list_tables(struct orbit_fleet *f, struct table_ref *v)
         return rc;
     for (unsigned k = 0; k < TABLES_MAX; k++) {
         struct orb_seg_header h;
-        if (!(present[k / 64] >> (k % 64) & 1) || k == ORB_FLEET_KIND ||
-            orb_segment_peek(f->name, (uint8_t)k, &h, NULL, NULL) != 0)
+        if (!(present[k / 64] >> (k % 64) & 1) || k == ORB_FLEET_KIND)
             continue;
+        if (orb_segment_peek(f->name, (uint8_t)k, &h, NULL, NULL) != 0) {
+            orb_error_forget();   /* not a table we can read: passed over */
+            continue;
+        }
         v[n++] = (struct table_ref){ h.kind, h.table_type, h.epoch };
     }
     return n;   /* ascending kinds, one each (a name in both backing directories counts once) */
@@ -93,7 +96,9 @@ int orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarn
     for (int i = 0; i < n; i++) {
         const struct orb_table_ops *ops = orb_table_ops_of(v[i].type);
         void *t;
-        if (ops && ops->open_existing(f, v[i].kind, &t) == 0) {
+        if (ops && ops->open_existing(f, v[i].kind, &t) != 0)
+            orb_error_forget();   /* gone meanwhile: nothing of it to give back */
+        else if (ops) {
             int r = ops->node_dead(t, node, incarnation);   /* every table is tried */
             if (r < 0 && rc == 0)
                 rc = r;
@@ -189,10 +194,11 @@ static void cache_add(struct orbit_fleet *f, struct orb_table_cache *c, const st
     struct stat st;
     struct cached_table *e = &c->t[c->n];
     if (si->kind == ORB_FLEET_KIND || stat(si->path, &st) != 0 ||
-        orb_segment_peek(f->name, si->kind, &h, NULL, NULL) != 0 || !(e->ops = orb_table_ops_of(h.table_type)))
+        orb_segment_peek(f->name, si->kind, &h, NULL, NULL) != 0 || !(e->ops = orb_table_ops_of(h.table_type)) ||
+        e->ops->open_existing(f, si->kind, &e->t) != 0) {
+        orb_error_forget();   /* a table that cannot be opened is left out */
         return;
-    if (e->ops->open_existing(f, si->kind, &e->t) != 0)
-        return;
+    }
     e->dev = st.st_dev;
     e->ino = st.st_ino;
     snprintf(e->path, sizeof e->path, "%s", si->path);
@@ -228,7 +234,9 @@ static void account_private(struct orbit_fleet *f, uint16_t node, uint64_t inc, 
     for (int i = 0; i < n; i++) {
         const struct orb_table_ops *ops = orb_table_ops_of(v[i].type);
         void *t;
-        if (ops && ops->open_existing(f, v[i].kind, &t) == 0) {
+        if (ops && ops->open_existing(f, v[i].kind, &t) != 0)
+            orb_error_forget();   /* gone meanwhile: nothing of it to give back */
+        else if (ops) {
             ops->account(t, node, inc, out);
             ops->close(t);
             out->tables++;

@@ -159,6 +159,8 @@ void orb_futex_wake_one(_Atomic uint32_t *word);
 struct io_uring_sqe;
 int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
                         struct io_uring_sqe *sqe, struct orb_wait_stats *stats);
+/* -ORBIT_ENOTSUP with the probe's reason for orbit_last_error; sqe (if any) becomes a NOP. */
+int orb_uring_unsupported(struct io_uring_sqe *sqe);
 
 /* Spin for up to budget; returns true as soon as pred becomes non-zero. */
 void orb_cpu_relax(void);

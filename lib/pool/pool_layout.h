@@ -474,4 +474,7 @@ void pool_resources_reset(struct orbit_pool *p);
  * the membarrier was refused to this process, and a completion may be missed. */
 bool pool_key_fold_after_fence(struct orbit_pool *p, uint32_t i, bool *fenced);
 
+/* Why a call on resource id was refused with rc, for orbit_last_error (resource.c); returns rc. */
+int pool_id_refused(const struct orbit_pool *p, int rc, orbit_id id);
+
 #endif

@@ -3,6 +3,7 @@
  * Resource slots: register, unregister, drain, reserve, accept, complete,
  * reconcile, candidates, owners, death and reset.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -83,7 +84,8 @@ static int lane_take(struct orbit_pool *p, uint32_t *slot, uint32_t *word)
         *word = w;
         return 0;
     }
-    return -ORBIT_EFULL;
+    return orb_fail(-ORBIT_EFULL, "node %u's lane is full: its %u resource slots are registered, closing or "
+                    "spent (generation_limit)", p->node, p->geo.lane_capacity);
 }
 
 static void resource_fill(struct orbit_pool *p, struct pool_resource *r, uint32_t gen, orbit_key key,
@@ -118,7 +120,7 @@ int orbit_pool_register(struct orbit_pool *p, orbit_key key, uint32_t capacity, 
     if (p->observer)
         return orb_fail(-ORBIT_ENOTOWNER, "%s: an observer's pool registers nothing (join as a member)",
                         __func__);
-    uint32_t ki, slot, w;
+    uint32_t ki, slot = 0, w = 0;
     rc = pool_key_hold(p, key, &ki);
     if (rc < 0)
         return rc;
@@ -227,9 +229,9 @@ int orbit_pool_unregister(struct orbit_pool *p, orbit_id id)
     uint64_t index;
     uint32_t w;
     rc = owned(p, id, &r, &index, &w);
-    if (rc < 0)
-        return rc;
-    return resource_close(p, index, w);
+    if (rc == 0)
+        rc = resource_close(p, index, w);
+    return rc < 0 ? pool_id_refused(p, rc, id) : rc;
 }
 
 int orbit_pool_drain(struct orbit_pool *p, orbit_id id)
@@ -242,11 +244,11 @@ int orbit_pool_drain(struct orbit_pool *p, orbit_id id)
     uint32_t w;
     rc = owned(p, id, &r, &index, &w);
     if (rc < 0)
-        return rc;
+        return pool_id_refused(p, rc, id);
     uint32_t gen = RES_GEN(w);
     for (;;) {
         if (RES_GEN(w) != gen || !RES_IN_USE(w))
-            return -ORBIT_ESTALE;
+            return pool_id_refused(p, -ORBIT_ESTALE, id);
         if (RES_STATE(w) == RES_DRAINING)
             return 0;
         /* The CAS carries the generation: a later tenant is never drained by an old id. */
@@ -496,24 +498,50 @@ static bool give_back(struct pool_resource *r, uint32_t gen, uint32_t b)
 /* The refusals of the hot calls, out of line: their fast paths keep a small frame. */
 #define COLD static __attribute__((cold, noinline))
 
-COLD int reserve_refused(struct orbit_pool *p, int rc)
+/* Why a call on resource id was refused with rc, for orbit_last_error; returns rc. */
+__attribute__((cold, noinline)) int pool_id_refused(const struct orbit_pool *p, int rc, orbit_id id)
+{
+    char text[ORBIT_ID_TEXT_MAX];
+    snprintf(text, sizeof text, "%u:%u:%llu", (unsigned)orbit_id_kind(id), (unsigned)orbit_id_node(id),
+             (unsigned long long)orbit_id_counter(id));
+    switch (-rc) {
+    case ORBIT_EBUSY:
+        return orb_fail_text(rc, "every unit of the resource is reserved or active, or 16 reservations wait "
+                                 "for its owner to accept them");
+    case ORBIT_EMALFORMED:
+        return orb_fail(rc, "id %s is not a resource of this pool (kind %u, %u nodes, %u slots a lane, "
+                        "generation 1 or more)", text, p->kind, p->geo.fleet_capacity, p->geo.lane_capacity);
+    case ORBIT_ESTALE:
+        return orb_fail(rc, "resource %s: no such live resource (unregistered, its owner died or left, the "
+                        "pool was reset, or never registered)", text);
+    case ORBIT_ENOTOWNER:
+        return orb_fail(rc, "resource %s is node %u's; this handle is node %u%s", text, orbit_id_node(id),
+                        p->node, p->observer ? " (an observer)" : "");
+    case ORBIT_EDRAINING:
+        return orb_fail(rc, "resource %s is draining: it takes no new reservations", text);
+    default:
+        return orb_fail(rc, "resource %s: %s", text, orbit_strerror(rc));
+    }
+}
+
+COLD int reserve_refused(struct orbit_pool *p, int rc, orbit_id id)
 {
     orb_count(&p->ctr, rc == -ORBIT_EBUSY ? POOL_CTR_BUSY : POOL_CTR_STALE, 1);
-    return rc;
+    return pool_id_refused(p, rc, id);
 }
 
 /* The state word w is not LIVE in generation gen: the tenancy ended, or it drains. */
-COLD int reserve_state_refused(struct orbit_pool *p, uint32_t w, uint32_t gen)
+COLD int reserve_state_refused(struct orbit_pool *p, uint32_t w, uint32_t gen, orbit_id id)
 {
     bool draining = RES_GEN(w) == gen && RES_STATE(w) == RES_DRAINING;
-    return reserve_refused(p, draining ? -ORBIT_EDRAINING : -ORBIT_ESTALE);
+    return reserve_refused(p, draining ? -ORBIT_EDRAINING : -ORBIT_ESTALE, id);
 }
 
 /* The slot ended between the state check and the CAS: the unit taken in entry b is void. */
-COLD int reserve_voided(struct orbit_pool *p, struct pool_resource *r, uint32_t gen, uint32_t b)
+COLD int reserve_voided(struct orbit_pool *p, struct pool_resource *r, uint32_t gen, uint32_t b, orbit_id id)
 {
     give_back(r, gen, b);
-    return reserve_refused(p, -ORBIT_ESTALE);
+    return reserve_refused(p, -ORBIT_ESTALE, id);
 }
 
 /* take_unit and its folds' release, for what take_next leaves: the general ring. */
@@ -548,12 +576,12 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
     uint64_t index, fence;
     rc = locate(p, id, &r, &index);
     if (__builtin_expect(rc < 0, 0))
-        return rc;
+        return pool_id_refused(p, rc, id);
     uint32_t gen = orbit_id_generation(id);
     /* One compare for the common case; the refusal sorts out which. */
     uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
     if (__builtin_expect(w != RES_WORD(gen, RES_LIVE), 0))
-        return reserve_state_refused(p, w, gen);
+        return reserve_state_refused(p, w, gen, id);
     uint32_t fold_b;
     uint64_t fold_f = 0;
     int b = take_next(r, gen, &fence, &fold_b, &fold_f);
@@ -564,13 +592,13 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
     } else if (__builtin_expect(b < 0, 0)) {
         b = reserve_take(p, r, gen, &fence);
         if (b < 0)
-            return reserve_refused(p, b);
+            return reserve_refused(p, b, id);
     }
     /* The slot may have ended between the state check and the CAS: then the unit is void
      * (draining since is fine: the reservation was taken while it was live). */
     w = atomic_load(&r->state);
     if (__builtin_expect(w != RES_WORD(gen, RES_LIVE), 0) && (RES_GEN(w) != gen || !RES_IN_USE(w)))
-        return reserve_voided(p, r, gen, (uint32_t)b);
+        return reserve_voided(p, r, gen, (uint32_t)b, id);
     /* Entry b is ours by its bit: stamp it with our node, name our incarnation, then publish
      * the fence (release: a reader that acquires f sees f's stamp and holder). */
     struct pool_pending *e = &r->pending[b];
@@ -931,10 +959,11 @@ int orbit_pool_reconcile(struct orbit_pool *p, orbit_id id, uint32_t active, uin
     uint64_t index;
     uint32_t w;
     rc = owned(p, id, &r, &index, &w);
-    if (rc == 0 && active > atomic_load(&r->capacity))
-        rc = -ORBIT_EMALFORMED;   /* more active than it can hold: not the owner's truth */
     if (rc < 0)
-        return rc;
+        return pool_id_refused(p, rc, id);
+    if (active > atomic_load(&r->capacity))   /* more active than it can hold: not the owner's truth */
+        return orb_fail(-ORBIT_EMALFORMED, "active %u is more than the resource's capacity %llu", active,
+                        (unsigned long long)atomic_load(&r->capacity));
     uint32_t gen = RES_GEN(w);
     struct aged a;
     a.held = holds_entries(atomic_load(&r->capacity));
@@ -945,7 +974,7 @@ int orbit_pool_reconcile(struct orbit_pool *p, orbit_id id, uint32_t active, uin
     bool freed;
     for (;;) {
         if (units_tag(h.units) != gen_tag(gen))
-            return -ORBIT_ESTALE;
+            return pool_id_refused(p, -ORBIT_ESTALE, id);
         uint32_t bits = units_bits(h.units) & ~aged_clearable(&a, h.fence), counted = active;
         if (a.held)
             bits = reconcile_held(r, bits, &counted, &cleared);

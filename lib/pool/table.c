@@ -255,6 +255,8 @@ int orbit_pool_open(struct orbit_fleet *f, const struct orbit_pool_spec *spec, s
     p->kind = s.kind;
     struct orb_seg_request req = {
         .kind = s.kind, .table_type = ORB_TABLE_POOL, .geometry = &g, .geometry_len = sizeof g,
+        .geometry_names = (const char *const[]){ "layout version", "key_capacity", "lane_capacity",
+                                                 "generation_limit", NULL },
         .table_bytes = ORB_SEG_HEADER_BYTES + sec.end,
         .populate_bytes = ORB_SEG_HEADER_BYTES + sec.res,   /* the shared part; lanes by their nodes */
         .init = pool_init, .ctx = &g,
@@ -388,7 +390,8 @@ int orbit_key_format(orbit_key key, char *buf, size_t len)
     int n = snprintf(tmp, sizeof tmp, "key:%016llx%016llx", (unsigned long long)key.hi,
                      (unsigned long long)key.lo);
     if (n < 0 || (size_t)n >= len)
-        return -ORBIT_ETOOLARGE;
+        return orb_fail(-ORBIT_ETOOLARGE, "%s needs %d bytes, len is %zu (ORBIT_KEY_TEXT_MAX is enough)", tmp,
+                        n + 1, len);
     memcpy(buf, tmp, (size_t)n + 1);
     return n;
 }

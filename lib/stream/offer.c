@@ -99,7 +99,7 @@ int orbit_streams_take_offer(struct orbit_streams *s, struct orbit_ticket *out)
     if (!out)
         return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     if (!stream_is_member(s))
-        return -ORBIT_ENOTOWNER;
+        return orb_fail_text(-ORBIT_ENOTOWNER, "an observer has no offers (join as a member)");
     struct stream_offers *o = stream_offers_of(s, s->node);
     for (uint32_t w = 0; w < s->lay.lane_words; w++) {
         uint64_t bits = atomic_load(&o->lanes[w]);
@@ -117,7 +117,7 @@ int orbit_streams_take_offer(struct orbit_streams *s, struct orbit_ticket *out)
                 return 0;
         }
     }
-    return -ORBIT_EAGAIN;
+    return orb_fail_text(-ORBIT_EAGAIN, "no offer is pending for this node (would block)");
 }
 
 struct offer_wait { struct orbit_streams *s; struct orbit_ticket *out; };
@@ -125,7 +125,7 @@ struct offer_wait { struct orbit_streams *s; struct orbit_ticket *out; };
 static int pred_take(void *ctx)
 {
     struct offer_wait *ow = ctx;
-    int rc = orbit_streams_take_offer(ow->s, ow->out);
+    int rc = ORB_QUIET(orbit_streams_take_offer(ow->s, ow->out));
     return rc == -ORBIT_EAGAIN ? 0 : rc == 0 ? 1 : rc;
 }
 
@@ -167,11 +167,11 @@ int orbit_streams_wait_offer(struct orbit_streams *s, int timeout_ms, struct orb
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "out is NULL");
     if (!out)
         return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     if (!stream_is_member(s))
-        return -ORBIT_ENOTOWNER;
+        return orb_fail_text(-ORBIT_ENOTOWNER, "an observer has no offers (join as a member)");
     struct offer_wait ow = { s, out };
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
     int r = pred_take(&ow);
@@ -180,7 +180,7 @@ int orbit_streams_wait_offer(struct orbit_streams *s, int timeout_ms, struct orb
     if (r == 0)
         r = offer_sleep(s, &ow, &deadline);
     if (r == -ETIMEDOUT)
-        return -ORBIT_ETIMEDOUT;
+        return orb_fail_text(-ORBIT_ETIMEDOUT, "no offer came within the timeout");
     return r < 0 ? r : 0;
 }
 

@@ -488,6 +488,45 @@ static void watch(struct stream_dir *d, uint32_t bit)
 
 /* ---- public calls --------------------------------------------------------- */
 
+/* Why a read (or a wait for bytes) failed with rc, for orbit_last_error; returns rc. */
+static __attribute__((cold, noinline)) int read_said(int rc, const struct orbit_endpoint *ep, size_t len,
+                                                     int timeout_ms)
+{
+    if (orb_error_in_call())
+        return rc;
+    switch (-rc) {
+    case ORBIT_EAGAIN:     return orb_fail_text(rc, "nothing to read yet (would block)");
+    case ORBIT_ETIMEDOUT:  return orb_fail(rc, "no bytes came within %d ms", timeout_ms);
+    case ORBIT_ERESET:     return orb_fail_text(rc, "the peer reset the direction this side reads");
+    case ORBIT_ETOOLARGE:  return orb_fail(rc, "a frame of %zu bytes is larger than the ring (%u bytes)", len,
+                                           ep->s->buffer_bytes);
+    case ORBIT_EMALFORMED: return orb_fail(rc, "the peer finished (FIN) before a whole %zu-byte frame came", len);
+    case ORBIT_ECORRUPT:   return orb_fail_text(rc, "the ring's head and tail are out of bounds (garbled "
+                                                    "shared memory)");
+    default:               return stream_said(rc);
+    }
+}
+
+/* Why a write (or a wait for room) failed with rc, for orbit_last_error; returns rc. */
+static __attribute__((cold, noinline)) int write_said(int rc, const struct orbit_endpoint *ep, size_t len,
+                                                      int timeout_ms)
+{
+    if (orb_error_in_call())
+        return rc;
+    switch (-rc) {
+    case ORBIT_EAGAIN:     return orb_fail_text(rc, "the ring is full (would block)");
+    case ORBIT_ETIMEDOUT:  return orb_fail(rc, "no room for %zu bytes came within %d ms", len, timeout_ms);
+    case ORBIT_ERESET:     return orb_fail_text(rc, "this direction was reset");
+    case ORBIT_ECLOSED:    return orb_fail_text(rc, "this side's write half is finished (FIN) or reset");
+    case ORBIT_EPEERGONE:  return orb_fail_text(rc, "the peer stopped reading (closed or stop_reading)");
+    case ORBIT_ETOOLARGE:  return orb_fail(rc, "a frame of %zu bytes is larger than the ring (%u bytes)", len,
+                                           ep->s->buffer_bytes);
+    case ORBIT_ECORRUPT:   return orb_fail_text(rc, "the ring's head and tail are out of bounds (garbled "
+                                                    "shared memory)");
+    default:               return stream_said(rc);
+    }
+}
+
 ssize_t orbit_endpoint_try_read(struct orbit_endpoint *ep, void *buf, size_t len)
 {
     int refused = endpoint_enter(ep, __func__);
@@ -501,7 +540,7 @@ ssize_t orbit_endpoint_try_read(struct orbit_endpoint *ep, void *buf, size_t len
         watch(ep->rd, WATCH_READER);
         r = read_some(ep, buf, len, false);
     }
-    return r;
+    return r < 0 ? read_said((int)r, ep, len, 0) : r;
 }
 
 int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t len)
@@ -517,7 +556,7 @@ int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t l
         watch(ep->rd, WATCH_READER);
         r = read_some(ep, buf, len, true);
     }
-    return r < 0 ? (int)r : 0;
+    return r < 0 ? read_said((int)r, ep, len, 0) : 0;
 }
 
 ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
@@ -535,10 +574,10 @@ ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, in
     while (r == -ORBIT_EAGAIN) {
         int w = wait_data(ep, 1, &deadline);
         if (w < 0)
-            return w;
+            return read_said(w, ep, len, timeout_ms);
         r = read_some(ep, buf, len, false);
     }
-    return r;
+    return r < 0 ? read_said((int)r, ep, len, timeout_ms) : r;
 }
 
 int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
@@ -555,10 +594,10 @@ int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, 
     while (r == -ORBIT_EAGAIN) {
         int w = wait_data(ep, (uint32_t)len, &deadline);
         if (w < 0)
-            return w;
+            return read_said(w, ep, len, timeout_ms);
         r = read_some(ep, buf, len, true);
     }
-    return r < 0 ? (int)r : 0;
+    return r < 0 ? read_said((int)r, ep, len, timeout_ms) : 0;
 }
 
 ssize_t orbit_endpoint_try_write(struct orbit_endpoint *ep, const void *buf, size_t len)
@@ -574,7 +613,7 @@ ssize_t orbit_endpoint_try_write(struct orbit_endpoint *ep, const void *buf, siz
         watch(ep->wr, WATCH_WRITER);
         r = write_some(ep, buf, len, false);
     }
-    return r;
+    return r < 0 ? write_said((int)r, ep, len, 0) : r;
 }
 
 int orbit_endpoint_try_write_exact(struct orbit_endpoint *ep, const void *buf, size_t len)
@@ -590,7 +629,7 @@ int orbit_endpoint_try_write_exact(struct orbit_endpoint *ep, const void *buf, s
         watch(ep->wr, WATCH_WRITER);
         r = write_some(ep, buf, len, true);
     }
-    return r < 0 ? (int)r : 0;
+    return r < 0 ? write_said((int)r, ep, len, 0) : 0;
 }
 
 ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
@@ -608,10 +647,10 @@ ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t 
     while (r == -ORBIT_EAGAIN) {
         int w = wait_room(ep, 1, &deadline);
         if (w < 0)
-            return w;
+            return write_said(w, ep, len, timeout_ms);
         r = write_some(ep, buf, len, false);
     }
-    return r;
+    return r < 0 ? write_said((int)r, ep, len, timeout_ms) : r;
 }
 
 int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
@@ -634,7 +673,7 @@ int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t 
             continue;
         }
         if (r != -ORBIT_EAGAIN)
-            return (int)r;
+            return write_said((int)r, ep, len, timeout_ms);
         /* The deadline runs from the first wait: a call that never waits reads no clock. */
         if (!waited)
             deadline = orb_deadline_in(timeout_ms);
@@ -643,7 +682,7 @@ int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t 
          * frees it whenever it wants bytes past what the ring already holds. */
         int w = wait_room(ep, (uint32_t)min_size(len - done, quarter(ep->s)), &deadline);
         if (w < 0)
-            return w;
+            return write_said(w, ep, len, timeout_ms);
     } while (done < len);
     return 0;
 }
@@ -662,10 +701,10 @@ int orbit_endpoint_write_exact(struct orbit_endpoint *ep, const void *buf, size_
     while (r == -ORBIT_EAGAIN) {
         int w = wait_room(ep, (uint32_t)len, &deadline);
         if (w < 0)
-            return w;
+            return write_said(w, ep, len, timeout_ms);
         r = write_some(ep, buf, len, true);
     }
-    return r < 0 ? (int)r : 0;
+    return r < 0 ? write_said((int)r, ep, len, timeout_ms) : 0;
 }
 
 int orbit_endpoint_wait_readable(struct orbit_endpoint *ep, int timeout_ms)
@@ -675,10 +714,8 @@ int orbit_endpoint_wait_readable(struct orbit_endpoint *ep, int timeout_ms)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
-    if (!ep)
-        return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    return wait_data(ep, 1, &deadline);
+    return read_said(wait_data(ep, 1, &deadline), ep, 1, timeout_ms);
 }
 
 int orbit_endpoint_wait_writable(struct orbit_endpoint *ep, int timeout_ms)
@@ -688,10 +725,8 @@ int orbit_endpoint_wait_writable(struct orbit_endpoint *ep, int timeout_ms)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
-    if (!ep)
-        return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    return wait_room(ep, 1, &deadline);
+    return write_said(wait_room(ep, 1, &deadline), ep, 1, timeout_ms);
 }
 
 int orbit_endpoint_wait_writable_exact(struct orbit_endpoint *ep, size_t needed, int timeout_ms)
@@ -701,12 +736,10 @@ int orbit_endpoint_wait_writable_exact(struct orbit_endpoint *ep, size_t needed,
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
-    if (!ep)
-        return -ORBIT_EMALFORMED;
     if (needed > ep->s->buffer_bytes)
-        return -ORBIT_ETOOLARGE;
+        return write_said(-ORBIT_ETOOLARGE, ep, needed, timeout_ms);
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    return wait_room(ep, (uint32_t)needed, &deadline);
+    return write_said(wait_room(ep, (uint32_t)needed, &deadline), ep, needed, timeout_ms);
 }
 
 int orbit_endpoint_finish(struct orbit_endpoint *ep)
@@ -714,11 +747,9 @@ int orbit_endpoint_finish(struct orbit_endpoint *ep)
     int refused = endpoint_enter(ep, __func__);
     if (refused < 0)
         return refused;
-    if (!ep)
-        return -ORBIT_EMALFORMED;
     int rc = stream_ep_check(ep);
     if (rc < 0)
-        return rc;
+        return stream_said(rc);
     if (ep->write_shut)
         return 0;
     ep->write_shut = true;
@@ -761,14 +792,13 @@ int orbit_endpoint_peer_closed(struct orbit_endpoint *ep)
     int refused = endpoint_enter(ep, __func__);
     if (refused < 0)
         return refused;
-    if (!ep)
-        return -ORBIT_EMALFORMED;
     int r = pred_peer_closed(ep);
-    if (r != 0)
-        return r;
-    /* seq_cst RMW then a second look: a departure after it rings our doorbell. */
-    atomic_fetch_or(&ep->wr->flags, DIR_CLOSE_WATCH);
-    return pred_peer_closed(ep);
+    if (r == 0) {
+        /* seq_cst RMW then a second look: a departure after it rings our doorbell. */
+        atomic_fetch_or(&ep->wr->flags, DIR_CLOSE_WATCH);
+        r = pred_peer_closed(ep);
+    }
+    return r < 0 ? stream_said(r) : r;
 }
 
 int orbit_endpoint_wait_peer_closed(struct orbit_endpoint *ep, int timeout_ms)
@@ -783,5 +813,7 @@ int orbit_endpoint_wait_peer_closed(struct orbit_endpoint *ep, int timeout_ms)
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
     int r = stream_wait(&ep->wr->wait, pred_peer_closed, ep, &deadline, &ep->write_spin, true, NULL,
                         &ep->s->stats);
-    return r < 0 ? r : 0;
+    if (r == -ORBIT_ETIMEDOUT)
+        return orb_fail(r, "the peer neither closed nor reset within %d ms", timeout_ms);
+    return r < 0 ? stream_said(r) : 0;
 }

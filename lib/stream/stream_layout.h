@@ -210,6 +210,9 @@ static inline int stream_ep_check(const struct orbit_endpoint *ep)
         return -ORBIT_ESTALE;
     return 0;
 }
+/* The sentence of a refusal any endpoint call may meet (ended stream, garbled ring), unless
+ * the call said more already; returns rc (slots.c). */
+int  stream_said(int rc) __attribute__((cold, noinline));
 void stream_dir_clear(struct stream_dir *d);
 /* A change an end may be waiting for: wake parked waiters, ring watchers in mask. */
 void stream_dir_wake(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t mask);

@@ -135,6 +135,8 @@ int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *sp
     struct orb_seg_request req = {
         .kind = spec->kind, .table_type = ORB_TABLE_STREAMS, .geometry = &g,
         .geometry_len = sizeof g, .table_bytes = l.total, .populate_bytes = l.rings_off,
+        .geometry_names = (const char *const[]){ "layout version", "lane_capacity", "buffer_bytes",
+                                                 "generation_limit", NULL },
         .init = orb_table_init_epoch,   /* zero: every slot EMPTY at generation 0 */
     };
     return orb_table_create(&streams_kind, f, &req, &l, (void **)out);
@@ -147,13 +149,13 @@ static int geometry_check(const struct orb_segment *seg, const void *geometry, v
     struct stream_layout *l = layout;
     const struct orb_seg_header *h = orb_seg_hdr(seg);
     if (g->layout_version != STREAM_LAYOUT_VERSION || g->slot_bytes != sizeof(struct stream_slot))
-        return -ORBIT_EGEOMETRY;
+        return orb_fail_text(-ORBIT_EGEOMETRY, "the table's geometry fails its checks (garbled, or another orbit version)");
     struct orbit_stream_spec spec = { .kind = h->kind, .lane_capacity = g->lane_capacity,
                                       .buffer_bytes = g->buffer_bytes, .generation_limit = g->generation_limit };
     if (spec_check(&spec) < 0 || g->generation_limit == 0 ||
         layout_of(g, h->fleet_capacity, l) < 0 || g->offer_bytes != l->offer_bytes ||
         h->table_bytes != l->total || seg->mapped < l->total)
-        return -ORBIT_ECORRUPT;
+        return orb_fail_text(-ORBIT_ECORRUPT, "the table's layout does not fit its segment (garbled)");
     return 0;
 }
 
@@ -196,7 +198,7 @@ int orbit_streams_spec(const struct orbit_streams *s, struct orbit_stream_spec *
 {
     orb_error_clear();
     if (!s || !out)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "the streams handle or out is NULL");
     *out = (struct orbit_stream_spec){ .kind = s->kind, .lane_capacity = s->lane_capacity,
                                        .buffer_bytes = s->buffer_bytes, .generation_limit = s->generation_limit };
     return 0;
@@ -257,7 +259,7 @@ ssize_t orbit_streams_owners(struct orbit_streams *s, struct orbit_owner *out, s
     if (refused < 0)
         return refused;
     if (!s || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "out is NULL with max > 0");
     struct owner_key *seen = NULL;
     size_t n = 0, cap = 0;
     for (size_t i = 0; i < s->lay.total_slots; i++) {
@@ -270,7 +272,7 @@ ssize_t orbit_streams_owners(struct orbit_streams *s, struct orbit_owner *out, s
             struct owner_key k = { (uint16_t)atomic_load(&slot->node[side]), atomic_load(&slot->incarnation[side]) };
             if (!owners_push(&seen, &n, &cap, k)) {
                 free(seen);
-                return -ENOMEM;
+                return orb_fail_text(-ENOMEM, "out of memory while listing owners");
             }
         }
     }
@@ -312,7 +314,7 @@ ssize_t orbit_streams_list(struct orbit_streams *s, struct orbit_stream_info *ou
     if (refused < 0)
         return refused;
     if (!s || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "out is NULL with max > 0");
     size_t n = 0;
     for (size_t i = 0; i < s->lay.total_slots; i++) {
         uint32_t t = atomic_load_explicit(&s->slots[i].tenancy, memory_order_acquire);

@@ -109,10 +109,23 @@ static void json_time(void)
     printf("\"time\":\"%s.%03ldZ\"", buf, ts.tv_nsec / 1000000);
 }
 
-static void json_status(int status)
+/* Why a death has no exit status: only a parent (or a kernel that reaped it, 6.15+) knows it. */
+static const char *status_unknown(const struct orbit_reaper_death *d)
 {
-    if (status < 0)
-        printf(",\"status\":null,\"exit_code\":null,\"signal\":null");
+    if (d->source == ORBIT_REAPER_FOUND_DEAD)
+        return "found dead on a re-read: no exit event";
+    if (!d->exit_ns)
+        return "watched through its life lock (another pid namespace or hidden): no exit event";
+    return "not our child: its parent has not reaped it yet";
+}
+
+static void json_status(const struct orbit_reaper_death *d)
+{
+    int status = d->status;
+    if (status < 0) {
+        printf(",\"status\":null,\"exit_code\":null,\"signal\":null,\"exit_code_unknown\":");
+        json_str(status_unknown(d));
+    }
     else if (WIFSIGNALED(status))
         printf(",\"status\":%d,\"exit_code\":null,\"signal\":%d", status, WTERMSIG(status));
     else
@@ -139,7 +152,7 @@ static void log_death(void *ctx, const struct orbit_reaper_death *d)
     json_str(d->fleet);
     printf(",\"node\":%u,\"pid\":%d,\"start_time\":" CLI_JSON_U64 ",\"incarnation\":" CLI_JSON_U64,
            d->node, d->pid, d->start_time, d->incarnation);
-    json_status(d->status);
+    json_status(d);
     printf(",\"backend\":\"%s\",\"source\":\"%s\"", orbit_reaper_backend_name(d->backend),
            d->source == ORBIT_REAPER_EXIT_EVENT ? "exit" : "found-dead");
     if (d->exit_ns && d->reclaimed_ns >= d->exit_ns)

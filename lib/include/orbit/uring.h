@@ -36,6 +36,15 @@ extern "C" {
 
 bool orbit_uring_futex_supported(void);                       /* probed once */
 /*
+ * orbit_uring_futex_status - what that probe found, as one sentence for logs:
+ * "io_uring futex waits in use", or "no io_uring futex waits (futex(2) and
+ * driver threads instead): " and why: io_uring refused by this process's
+ * seccomp filter (Docker's default profile, containerd's RuntimeDefault,
+ * Android), kernel.io_uring_disabled and its value, a kernel before 6.7, or
+ * ORBIT_DISABLE_URING_FUTEX. Probes first if nothing did yet. Static; never NULL.
+ */
+const char *orbit_uring_futex_status(void);
+/*
  * The prep contract. Each table declares its own prep calls in its header,
  * beside the blocking wait they stand for (orbit_fleet_prep_wait_doorbell and
  * _node_death in fleet.h, orbit_pool_prep_wait_capacity in pool.h, the

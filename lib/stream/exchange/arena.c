@@ -11,9 +11,9 @@ static int spec_check(const struct orbit_arena_spec *spec)
     if (spec->kind == ORB_FLEET_KIND || spec->kind == 0 || !orb_is_pow2(spec->slot_bytes) ||
         spec->slot_bytes < 64 || spec->slot_bytes > (1u << 30) || !orb_is_pow2(spec->slots_per_lane) ||
         spec->slots_per_lane > (1u << 24))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL handle, reservation, chunk, descriptor or out, or one not of this arena");
     if ((uint64_t)spec->slot_bytes * spec->slots_per_lane > ORBIT_ARENA_LANE_MAX)
-        return -ORBIT_ETOOLARGE;
+        return orb_fail_text(-ORBIT_ETOOLARGE, "larger than an arena lane (slot_bytes x slots_per_lane)");
     return 0;
 }
 
@@ -49,7 +49,7 @@ static int layout_of(const struct arena_geometry *g, uint32_t fleet_capacity, st
     l->slots_off = orb_align_up(l->lanes_off + (size_t)fleet_capacity * sizeof(struct arena_lane), 64);
     l->payload_off = orb_align_up(l->slots_off + l->total_slots * sizeof(struct arena_slot), ARENA_PAYLOAD_ALIGN);
     if ((uint64_t)l->lane_bytes * fleet_capacity > (1ull << 46))
-        return -ORBIT_ETOOLARGE;
+        return orb_fail_text(-ORBIT_ETOOLARGE, "larger than an arena lane (slot_bytes x slots_per_lane)");
     l->total = l->payload_off + l->lane_bytes * fleet_capacity;
     return 0;
 }
@@ -104,6 +104,7 @@ int orbit_arena_open(struct orbit_fleet *f, const struct orbit_arena_spec *spec,
         return rc;
     struct orb_seg_request req = {
         .kind = spec->kind, .table_type = ORB_TABLE_ARENA, .geometry = &g, .geometry_len = sizeof g,
+        .geometry_names = (const char *const[]){ "layout version", "slot_bytes", "slots_per_lane", NULL },
         .table_bytes = l.total, .populate_bytes = l.payload_off,
         .init = orb_table_init_epoch,   /* zero: every slot FREE at generation 0 */
     };
@@ -119,11 +120,11 @@ static int geometry_check(const struct orb_segment *seg, const void *geometry, v
     const struct orb_seg_header *h = orb_seg_hdr(seg);
     if (g->layout_version != ARENA_LAYOUT_VERSION || g->slot_meta_bytes != sizeof(struct arena_slot) ||
         g->lane_header_bytes != sizeof(struct arena_lane))
-        return -ORBIT_EGEOMETRY;
+        return orb_fail_text(-ORBIT_EGEOMETRY, "the arena's geometry fails its checks (garbled, or another orbit version)");
     struct orbit_arena_spec spec = { .kind = h->kind, .slot_bytes = g->slot_bytes, .slots_per_lane = g->slots_per_lane };
     if (spec_check(&spec) < 0 || layout_of(g, h->fleet_capacity, l) < 0 || h->table_bytes != l->total ||
         seg->mapped < l->total)
-        return -ORBIT_ECORRUPT;
+        return orb_fail_text(-ORBIT_ECORRUPT, "the descriptor names slots outside the arena, or the slots it names are garbled");
     return 0;
 }
 
@@ -153,7 +154,7 @@ int orbit_arena_spec(const struct orbit_arena *a, struct orbit_arena_spec *out)
 {
     orb_error_clear();
     if (!a || !out)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL handle, reservation, chunk, descriptor or out, or one not of this arena");
     *out = (struct orbit_arena_spec){ .kind = a->kind, .slot_bytes = a->slot_bytes, .slots_per_lane = a->slots_per_lane };
     return 0;
 }
@@ -230,7 +231,7 @@ ssize_t orbit_arena_lanes(struct orbit_arena *a, struct orbit_arena_lane_info *o
     if (refused < 0)
         return refused;
     if (!a || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL handle, reservation, chunk, descriptor or out, or one not of this arena");
     size_t n = 0;
     for (uint32_t node = 0; node < a->fleet_capacity; node++) {
         struct orbit_arena_lane_info li;
@@ -264,7 +265,7 @@ ssize_t orbit_arena_chunks(struct orbit_arena *a, struct orbit_chunk_info *out, 
     if (refused < 0)
         return refused;
     if (!a || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL handle, reservation, chunk, descriptor or out, or one not of this arena");
     size_t n = 0;
     for (uint32_t node = 0; node < a->fleet_capacity; node++) {
         for (uint32_t i = 0; i < a->slots_per_lane; i++) {

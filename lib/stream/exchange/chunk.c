@@ -171,11 +171,11 @@ int arena_pred_credit(void *ctx)
 static int reserve_check(struct orbit_arena *a, size_t len, struct orbit_reservation *out, uint32_t *count)
 {
     if (!a || !out || len == 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL handle, reservation, chunk, descriptor or out, or one not of this arena");
     if (!arena_is_member(a))
-        return -ORBIT_ENOTOWNER;
+        return orb_fail_text(-ORBIT_ENOTOWNER, "only the node that reserved (or consumed) the chunk may do that, and an observer reserves nothing");
     if (len > a->lay.lane_bytes)
-        return -ORBIT_ETOOLARGE;
+        return orb_fail_text(-ORBIT_ETOOLARGE, "larger than an arena lane (slot_bytes x slots_per_lane)");
     int rc = arena_lane_ready(a);
     if (rc < 0)
         return rc;
@@ -209,7 +209,7 @@ int orbit_arena_reserve(struct orbit_arena *a, size_t len, int timeout_ms, struc
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL handle, reservation, chunk, descriptor or out, or one not of this arena");
     uint32_t count;
     int rc = reserve_check(a, len, out, &count);
     if (rc < 0)
@@ -229,11 +229,11 @@ int orbit_arena_reserve(struct orbit_arena *a, size_t len, int timeout_ms, struc
 static int res_check(const struct orbit_reservation *r)
 {
     if (!r || !r->arena || r->done)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL handle, reservation, chunk, descriptor or out, or one not of this arena");
     const struct orbit_arena *a = r->arena;
     if (!arena_is_member(a) || r->slot_count == 0 || r->first_slot >= a->slots_per_lane ||
         r->slot_count > a->slots_per_lane - r->first_slot)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL handle, reservation, chunk, descriptor or out, or one not of this arena");
     return 0;
 }
 
@@ -245,13 +245,13 @@ int arena_publish(struct orbit_reservation *r, size_t len, orbit_id exchange, ui
         return rc;
     struct orbit_arena *a = r->arena;
     if (len == 0 || len > r->capacity)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL handle, reservation, chunk, descriptor or out, or one not of this arena");
     uint32_t count = (uint32_t)((len + a->slot_bytes - 1) / a->slot_bytes);
     struct arena_slot *h = arena_slot_at(a, a->node, r->first_slot);
     uint64_t want = ATAG(r->generation, ASLOT_RESERVED, 0);
     if (atomic_load_explicit(&h->tag, memory_order_relaxed) != want) {
         r->done = true;   /* taken back under us: reset_all or a death report of this life */
-        return -ORBIT_ESTALE;
+        return orb_fail_text(-ORBIT_ESTALE, "the chunk or reservation has ended (committed, released, withdrawn, reclaimed, or the arena was reset)");
     }
     atomic_store_explicit(&h->count, count, memory_order_relaxed);
     atomic_store_explicit(&h->len, (uint32_t)len, memory_order_relaxed);
@@ -260,7 +260,7 @@ int arena_publish(struct orbit_reservation *r, size_t len, orbit_id exchange, ui
     /* seq_cst CAS (a release): the bytes and fields above are visible to whoever sees LIVE. */
     if (!atomic_compare_exchange_strong(&h->tag, &want, ATAG(r->generation, ASLOT_LIVE, 0))) {
         r->done = true;   /* taken back under us: reset_all or a death report of this life */
-        return -ORBIT_ESTALE;
+        return orb_fail_text(-ORBIT_ESTALE, "the chunk or reservation has ended (committed, released, withdrawn, reclaimed, or the arena was reset)");
     }
     *desc = (struct orbit_chunk_desc){ a->kind, a->node, r->first_slot, count, (uint32_t)len, r->generation };
     return 0;
@@ -293,7 +293,7 @@ int arena_unpublish(struct orbit_reservation *r)
     /* Never published, so no reader holds it; only a reclaim can have moved it. */
     if (!atomic_compare_exchange_strong(&h->tag, &want, ATAG(r->generation, ASLOT_RESERVED, 0))) {
         r->done = true;
-        return -ORBIT_ESTALE;
+        return orb_fail_text(-ORBIT_ESTALE, "the chunk or reservation has ended (committed, released, withdrawn, reclaimed, or the arena was reset)");
     }
     atomic_store_explicit(&h->count, r->slot_count, memory_order_relaxed);
     atomic_store_explicit(&h->exchange, 0, memory_order_relaxed);
@@ -306,7 +306,7 @@ int orbit_arena_commit(struct orbit_reservation *r, size_t len, struct orbit_chu
     if (refused < 0)
         return refused;
     if (!desc)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL handle, reservation, chunk, descriptor or out, or one not of this arena");
     int rc = arena_publish(r, len, 0, 0, desc);
     if (rc == 0)
         arena_settle(r, desc);
@@ -335,7 +335,7 @@ int arena_check_desc(const struct orbit_arena *a, const struct orbit_chunk_desc 
         d->first_slot >= a->slots_per_lane || d->slot_count > a->slots_per_lane - d->first_slot ||
         d->len == 0 || d->len > cap || d->len <= cap - a->slot_bytes ||
         d->generation == 0 || d->generation > ARENA_GEN_MAX)
-        return -ORBIT_ECORRUPT;
+        return orb_fail_text(-ORBIT_ECORRUPT, "the descriptor names slots outside the arena, or the slots it names are garbled");
     return 0;
 }
 
@@ -348,11 +348,11 @@ static int check_run(const struct orbit_arena *a, const struct orbit_chunk_desc 
         atomic_load_explicit(&h->len, memory_order_relaxed) != d->len ||
         atomic_load_explicit(&h->exchange, memory_order_relaxed) != exchange ||
         atomic_load_explicit(&h->flow, memory_order_relaxed) != flow)
-        return -ORBIT_ECORRUPT;
+        return orb_fail_text(-ORBIT_ECORRUPT, "the descriptor names slots outside the arena, or the slots it names are garbled");
     for (uint32_t j = d->first_slot + 1; j < d->first_slot + d->slot_count; j++)
         if (atomic_load_explicit(&arena_slot_at(a, d->node, j)->tag, memory_order_relaxed) !=
             ATAG(d->generation, ASLOT_TAIL, 0))
-            return -ORBIT_ECORRUPT;
+            return orb_fail_text(-ORBIT_ECORRUPT, "the descriptor names slots outside the arena, or the slots it names are garbled");
     return 0;
 }
 
@@ -360,7 +360,7 @@ int arena_take(struct orbit_arena *a, const struct orbit_chunk_desc *d, orbit_id
                struct orbit_chunk *out)
 {
     if (!arena_is_member(a))
-        return -ORBIT_ENOTOWNER;
+        return orb_fail_text(-ORBIT_ENOTOWNER, "only the node that reserved (or consumed) the chunk may do that, and an observer reserves nothing");
     int rc = arena_check_desc(a, d);
     if (rc < 0)
         return rc;
@@ -368,13 +368,13 @@ int arena_take(struct orbit_arena *a, const struct orbit_chunk_desc *d, orbit_id
     uint64_t live = ATAG(d->generation, ASLOT_LIVE, 0);
     /* Acquire: a LIVE tag of this generation makes the producer's fields and bytes visible. */
     if (atomic_load_explicit(&h->tag, memory_order_acquire) != live)
-        return -ORBIT_ESTALE;
+        return orb_fail_text(-ORBIT_ESTALE, "the chunk or reservation has ended (committed, released, withdrawn, reclaimed, or the arena was reset)");
     if ((rc = check_run(a, d, exchange, flow)) < 0)
         /* Still LIVE after the failed check: the descriptor lies. Else someone took it meanwhile. */
-        return atomic_load_explicit(&h->tag, memory_order_acquire) == live ? rc : -ORBIT_ESTALE;
+        return atomic_load_explicit(&h->tag, memory_order_acquire) == live ? rc : orb_fail_text(-ORBIT_ESTALE, "the chunk or reservation has ended (committed, released, withdrawn, reclaimed, or the arena was reset)");
     /* The one CAS that makes consumption exact-once; the generation rules out a later tenant. */
     if (!atomic_compare_exchange_strong(&h->tag, &live, ATAG(d->generation, ASLOT_READING, a->node)))
-        return -ORBIT_ESTALE;
+        return orb_fail_text(-ORBIT_ESTALE, "the chunk or reservation has ended (committed, released, withdrawn, reclaimed, or the arena was reset)");
     atomic_store_explicit(&h->reader_inc, a->incarnation, memory_order_release);
     *out = (struct orbit_chunk){ .arena = a, .data = arena_data_at(a, d->node, d->first_slot),
                                  .len = d->len, .desc = *d, .released = false };
@@ -422,9 +422,9 @@ int orbit_arena_withdraw(struct orbit_arena *a, const struct orbit_chunk_desc *d
     if (rc < 0)
         return rc;
     if (!arena_is_member(a) || d->node != a->node)
-        return -ORBIT_ENOTOWNER;
+        return orb_fail_text(-ORBIT_ENOTOWNER, "only the node that reserved (or consumed) the chunk may do that, and an observer reserves nothing");
     if (!seize_head(a, d->node, d->first_slot, d->generation, ASLOT_LIVE, 0))
-        return -ORBIT_ESTALE;
+        return orb_fail_text(-ORBIT_ESTALE, "the chunk or reservation has ended (committed, released, withdrawn, reclaimed, or the arena was reset)");
     arena_free_run(a, d->node, d->first_slot, d->generation, d->slot_count);
     arena_count(a, &a->n_reclaimed, ARENA_CTR_RECLAIMED, 1);
     return 0;

@@ -17,7 +17,7 @@ static int spec_check(const struct orbit_exchange_spec *spec)
 {
     uint8_t c = spec->control.kind, ab = spec->a_to_b.kind, ba = spec->b_to_a.kind;
     if (c == ab || (ba != 0 && (ba == c || ba == ab)) || spec->control.buffer_bytes < XFRAME_BYTES)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     return 0;
 }
 
@@ -68,14 +68,14 @@ int orbit_exchanges_open(struct orbit_fleet *f, const struct orbit_exchange_spec
     ex->fork_generation = f->fork_generation;
     ex->readiness_fd = -1;
     pthread_mutex_init(&ex->lock, NULL);
-    rc = orbit_streams_open(f, &spec->control, &ex->control);
+    rc = ORB_NESTED(orbit_streams_open(f, &spec->control, &ex->control));
     if (rc == 0)
-        rc = orbit_arena_open(f, &spec->a_to_b, &ex->arena[0]);
+        rc = ORB_NESTED(orbit_arena_open(f, &spec->a_to_b, &ex->arena[0]));
     if (rc == 0)
         rc = spec->b_to_a.kind == 0 ? (ex->arena[1] = ex->arena[0], 0)
-                                    : orbit_arena_open(f, &spec->b_to_a, &ex->arena[1]);
+                                    : ORB_NESTED(orbit_arena_open(f, &spec->b_to_a, &ex->arena[1]));
     if (rc < 0) {
-        orbit_exchanges_close(ex);
+        ORB_QUIET((orbit_exchanges_close(ex), 0));   /* the close keeps the failure's sentence */
         return rc;
     }
     *out = ex;
@@ -127,7 +127,7 @@ int orbit_exchange_create(struct orbit_exchanges *ex, struct orbit_exchange **a,
         return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__,
                         !a ? "a" : "b_ticket");
     struct orbit_endpoint *ctl;
-    int rc = orbit_streams_create(ex->control, &ctl, b_ticket);
+    int rc = ORB_NESTED(orbit_streams_create(ex->control, &ctl, b_ticket));
     return rc < 0 ? rc : wrap(ex, ctl, a);
 }
 
@@ -137,9 +137,9 @@ int orbit_exchange_open(struct orbit_exchanges *ex, const struct orbit_ticket *t
     if (refused < 0)
         return refused;
     if (!ex || !t || !b || t->side != ORBIT_SIDE_B)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     struct orbit_endpoint *ctl;
-    int rc = orbit_streams_open_ticket(ex->control, t, &ctl);
+    int rc = ORB_NESTED(orbit_streams_open_ticket(ex->control, t, &ctl));
     return rc < 0 ? rc : wrap(ex, ctl, b);
 }
 
@@ -148,7 +148,7 @@ int orbit_exchanges_offer(struct orbit_exchanges *ex, const struct orbit_ticket 
     int refused = exchanges_enter(ex, __func__);
     if (refused < 0)
         return refused;
-    return ex ? orbit_streams_offer(ex->control, t, to_node) : -ORBIT_EMALFORMED;
+    return ex ? ORB_NESTED(orbit_streams_offer(ex->control, t, to_node)) : orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
 }
 
 int orbit_exchanges_take_offer(struct orbit_exchanges *ex, struct orbit_ticket *out)
@@ -156,7 +156,7 @@ int orbit_exchanges_take_offer(struct orbit_exchanges *ex, struct orbit_ticket *
     int refused = exchanges_enter(ex, __func__);
     if (refused < 0)
         return refused;
-    return ex ? orbit_streams_take_offer(ex->control, out) : -ORBIT_EMALFORMED;
+    return ex ? ORB_NESTED(orbit_streams_take_offer(ex->control, out)) : orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
 }
 
 int orbit_exchanges_wait_offer(struct orbit_exchanges *ex, int timeout_ms, struct orbit_ticket *out)
@@ -165,8 +165,8 @@ int orbit_exchanges_wait_offer(struct orbit_exchanges *ex, int timeout_ms, struc
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    return ex ? orbit_streams_wait_offer(ex->control, timeout_ms, out) : -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
+    return ex ? ORB_NESTED(orbit_streams_wait_offer(ex->control, timeout_ms, out)) : orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
 }
 
 orbit_id orbit_exchange_id(const struct orbit_exchange *x) { orb_error_clear(); return x ? x->id : 0; }
@@ -177,7 +177,8 @@ enum orbit_side orbit_exchange_side(const struct orbit_exchange *x)
 }
 int orbit_exchange_peer(const struct orbit_exchange *x, struct orbit_owner *out)
 {
-    return x ? orbit_endpoint_peer(x->ctl, out) : -ORBIT_EMALFORMED;   /* whoever holds the other control side */
+    orb_error_clear();
+    return x ? ORB_NESTED(orbit_endpoint_peer(x->ctl, out)) : orb_fail_text(-ORBIT_EMALFORMED, "the exchange is NULL");   /* whoever holds the other control side */
 }
 enum orbit_exchange_state orbit_exchange_send_state(const struct orbit_exchange *x)
 {
@@ -227,8 +228,8 @@ static int exch_publish(struct orbit_exchange *x, const struct xframe *f, int ti
 {
     unsigned char buf[XFRAME_BYTES];
     xframe_encode(f, buf);
-    int rc = try_only ? orbit_endpoint_try_write_exact(x->ctl, buf, sizeof buf)
-                      : orbit_endpoint_write_exact(x->ctl, buf, sizeof buf, timeout_ms);
+    int rc = try_only ? ORB_NESTED(orbit_endpoint_try_write_exact(x->ctl, buf, sizeof buf))
+                      : ORB_NESTED(orbit_endpoint_write_exact(x->ctl, buf, sizeof buf, timeout_ms));
     if (rc == 0)
         atomic_fetch_add_explicit(&x->ex->events_sent, 1, memory_order_relaxed);
     return rc;
@@ -238,12 +239,12 @@ static int exch_publish(struct orbit_exchange *x, const struct xframe *f, int ti
 static int send_allowed(const struct orbit_exchange *x, uint8_t event)
 {
     if (x->send_state == ORBIT_FLOW_FINISHED || x->send_state == ORBIT_FLOW_RESET)
-        return -ORBIT_ECLOSED;
+        return orb_fail_text(-ORBIT_ECLOSED, "this side already finished or reset its sending direction");
     if (event == ORBIT_EXCHANGE_START)
-        return x->send_state == ORBIT_FLOW_NEW ? 0 : -ORBIT_EMALFORMED;
+        return x->send_state == ORBIT_FLOW_NEW ? 0 : orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     if (event == ORBIT_EXCHANGE_RESET)
         return 0;
-    return x->send_state == ORBIT_FLOW_OPEN ? 0 : -ORBIT_EMALFORMED;
+    return x->send_state == ORBIT_FLOW_OPEN ? 0 : orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
 }
 
 /* The chunk was not delivered: keep the reservation for a retry, or give it up. */
@@ -271,7 +272,7 @@ static void sent(struct orbit_exchange *x, uint8_t event, const struct orbit_chu
     if (event == ORBIT_EXCHANGE_FIN || event == ORBIT_EXCHANGE_RESET) {
         x->send_state = event == ORBIT_EXCHANGE_FIN ? ORBIT_FLOW_FINISHED : ORBIT_FLOW_RESET;
         /* A clean end of the control direction: queued events stay readable after we close. */
-        x->ctl_finished = orbit_endpoint_finish(x->ctl) == 0;
+        x->ctl_finished = ORB_QUIET(orbit_endpoint_finish(x->ctl)) == 0;
     }
 }
 
@@ -280,12 +281,12 @@ static int send_chunk(struct orbit_exchange *x, uint8_t event, struct orbit_rese
                       int timeout_ms, bool try_only)
 {
     if (!x || (event == ORBIT_EXCHANGE_DATA && !res))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     int rc = send_allowed(x, event);
     if (rc < 0)
         return rc;
     if (res && (res->arena != x->out || res->done))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     struct xframe f = { .event = event, .flow = x->out_flow, .exchange = x->id };
     if (res) {
         if ((rc = arena_publish(res, len, x->id, x->out_flow, &f.desc)) < 0)
@@ -316,7 +317,7 @@ int orbit_exchange_start(struct orbit_exchange *x, struct orbit_reservation *res
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     return send_chunk(x, ORBIT_EXCHANGE_START, res, len, timeout_ms, false);
 }
 
@@ -334,7 +335,7 @@ int orbit_exchange_data(struct orbit_exchange *x, struct orbit_reservation *res,
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     return send_chunk(x, ORBIT_EXCHANGE_DATA, res, len, timeout_ms, false);
 }
 
@@ -344,10 +345,10 @@ int orbit_exchange_try_reserve(struct orbit_exchange *x, size_t len, struct orbi
     if (refused < 0)
         return refused;
     if (!x)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     if (x->send_state == ORBIT_FLOW_FINISHED || x->send_state == ORBIT_FLOW_RESET)
-        return -ORBIT_ECLOSED;
-    return orbit_arena_try_reserve(x->out, len, out);
+        return orb_fail_text(-ORBIT_ECLOSED, "this side already finished or reset its sending direction");
+    return ORB_NESTED(orbit_arena_try_reserve(x->out, len, out));
 }
 
 int orbit_exchange_reserve(struct orbit_exchange *x, size_t len, int timeout_ms, struct orbit_reservation *out)
@@ -356,12 +357,12 @@ int orbit_exchange_reserve(struct orbit_exchange *x, size_t len, int timeout_ms,
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     if (!x)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     if (x->send_state == ORBIT_FLOW_FINISHED || x->send_state == ORBIT_FLOW_RESET)
-        return -ORBIT_ECLOSED;
-    return orbit_arena_reserve(x->out, len, timeout_ms, out);
+        return orb_fail_text(-ORBIT_ECLOSED, "this side already finished or reset its sending direction");
+    return ORB_NESTED(orbit_arena_reserve(x->out, len, timeout_ms, out));
 }
 
 /* Copy form: reserve, copy, commit; nothing stays reserved on failure. */
@@ -375,10 +376,10 @@ static int send_copy(struct orbit_exchange *x, uint8_t event, const void *buf, s
         return rc;
     if (len == 0)
         return event == ORBIT_EXCHANGE_START ? send_chunk(x, event, NULL, 0, timeout_ms, try_only)
-                                             : -ORBIT_EMALFORMED;
+                                             : orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
     struct orbit_reservation res;
-    rc = try_only ? orbit_arena_try_reserve(x->out, len, &res) : orbit_arena_reserve(x->out, len, timeout_ms, &res);
+    rc = try_only ? ORB_NESTED(orbit_arena_try_reserve(x->out, len, &res)) : ORB_NESTED(orbit_arena_reserve(x->out, len, timeout_ms, &res));
     if (rc < 0)
         return rc;
     memcpy(res.data, buf, len);
@@ -393,7 +394,7 @@ int orbit_exchange_send_start(struct orbit_exchange *x, const void *meta, size_t
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     return send_copy(x, ORBIT_EXCHANGE_START, meta, len, timeout_ms, false);
 }
 
@@ -403,7 +404,7 @@ int orbit_exchange_send_data(struct orbit_exchange *x, const void *buf, size_t l
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     return send_copy(x, ORBIT_EXCHANGE_DATA, buf, len, timeout_ms, false);
 }
 
@@ -418,7 +419,7 @@ int orbit_exchange_try_send_data(struct orbit_exchange *x, const void *buf, size
 static int send_end(struct orbit_exchange *x, uint8_t event, uint32_t code, int timeout_ms, bool try_only)
 {
     if (!x)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     int rc = send_allowed(x, event);
     if (rc < 0)
         return rc;
@@ -440,7 +441,7 @@ int orbit_exchange_finish(struct orbit_exchange *x, int timeout_ms)
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     return send_end(x, ORBIT_EXCHANGE_FIN, 0, timeout_ms, false);
 }
 int orbit_exchange_try_reset(struct orbit_exchange *x, uint32_t code)
@@ -456,6 +457,6 @@ int orbit_exchange_reset(struct orbit_exchange *x, uint32_t code, int timeout_ms
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     return send_end(x, ORBIT_EXCHANGE_RESET, code, timeout_ms, false);
 }

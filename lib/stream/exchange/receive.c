@@ -46,7 +46,7 @@ static bool lifecycle_ok(const struct orbit_exchange *x, const struct xframe *f)
 static bool ctl_reset(struct orbit_exchange *x)
 {
     char none;
-    return orbit_endpoint_try_read(x->ctl, &none, 0) == -ORBIT_ERESET;
+    return ORB_QUIET(orbit_endpoint_try_read(x->ctl, &none, 0)) == -ORBIT_ERESET;
 }
 
 static void advance(struct orbit_exchange *x, const struct xframe *f)
@@ -75,7 +75,7 @@ static int handle(struct orbit_exchange *x, const unsigned char buf[XFRAME_BYTES
     if (f.flags & XFRAME_HAS_PAYLOAD) {
         int rc = arena_take(x->in, &f.desc, x->id, x->in_flow, &ev->chunk);
         if (rc == -ORBIT_ESTALE && ctl_reset(x))
-            return -ORBIT_ERESET;   /* the producer gave up and took its chunks back */
+            return orb_fail_text(-ORBIT_ERESET, "the producer reset the exchange and took its chunks back");   /* the producer gave up and took its chunks back */
         if (rc < 0)
             return fail(x, rc);
         ev->chunk_id = f.chunk_id;
@@ -91,14 +91,14 @@ static int handle(struct orbit_exchange *x, const unsigned char buf[XFRAME_BYTES
 static int next_event(struct orbit_exchange *x, struct orbit_exchange_event *ev, int timeout_ms, bool try_only)
 {
     if (!x || !ev)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     if (x->recv_error)
         return x->recv_error;
     if (x->recv_state == ORBIT_FLOW_FINISHED || x->recv_state == ORBIT_FLOW_RESET)
-        return -ORBIT_ECLOSED;
+        return orb_fail_text(-ORBIT_ECLOSED, "this side already finished or reset its sending direction");
     unsigned char buf[XFRAME_BYTES];
-    int rc = try_only ? orbit_endpoint_try_read_exact(x->ctl, buf, sizeof buf)
-                      : orbit_endpoint_read_exact(x->ctl, buf, sizeof buf, timeout_ms);
+    int rc = try_only ? ORB_NESTED(orbit_endpoint_try_read_exact(x->ctl, buf, sizeof buf))
+                      : ORB_NESTED(orbit_endpoint_read_exact(x->ctl, buf, sizeof buf, timeout_ms));
     if (rc == -ORBIT_EMALFORMED)
         return fail(x, rc);   /* the control stream ended without FIN or RESET, or mid-event */
     if (rc < 0)
@@ -120,7 +120,7 @@ int orbit_exchange_next(struct orbit_exchange *x, struct orbit_exchange_event *e
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     return next_event(x, ev, timeout_ms, false);
 }
 
@@ -130,7 +130,7 @@ int orbit_exchange_next(struct orbit_exchange *x, struct orbit_exchange_event *e
 static void drain(struct orbit_exchange *x)
 {
     unsigned char buf[XFRAME_BYTES];
-    while (orbit_endpoint_try_read_exact(x->ctl, buf, sizeof buf) == 0) {
+    while (ORB_QUIET(orbit_endpoint_try_read_exact(x->ctl, buf, sizeof buf)) == 0) {
         struct xframe f;
         if (xframe_decode(buf, &f) == 0 && f.exchange == x->id && f.flow == x->in_flow)
             drop_chunk(x, &f);
@@ -152,7 +152,7 @@ void orbit_exchange_close(struct orbit_exchange *x)
      * after the flag is seen by its writer's peer check, one before it by our drain. */
     orbit_endpoint_stop_reading(x->ctl);
     drain(x);
-    int gone = orbit_endpoint_peer_closed(x->ctl);
+    int gone = ORB_QUIET(orbit_endpoint_peer_closed(x->ctl));
     orbit_endpoint_close(x->ctl);
     /* Our chunks nobody will take: the flow did not end cleanly (the close reset the
      * direction, dropping queued events), the receiver left, or the stream ended. */

@@ -40,7 +40,7 @@ static int frame_decode(const unsigned char *p, size_t len, struct orbit_lease *
 {
     if (len < ORBIT_SESSION_FRAME_BYTES || (uint32_t)get64(p) != SESSION_MAGIC || p[4] != SESSION_VERSION ||
         p[5] != 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     *l = (struct orbit_lease){ .id = get64(p + 8), .fence = get64(p + 16),
                                .holder = (uint16_t)(p[6] | p[7] << 8),
                                .holder_incarnation = get64(p + 24), .epoch = get64(p + 32) };
@@ -62,27 +62,27 @@ int orbit_exchange_open_session(struct orbit_exchanges *ex, const struct orbit_l
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     if (!ex || !lease || !a || (len && !meta) || len > ORBIT_ARENA_LANE_MAX)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
     struct orbit_exchange *x;
     struct orbit_ticket t;
-    int rc = orbit_exchange_create(ex, &x, &t);
+    int rc = ORB_NESTED(orbit_exchange_create(ex, &x, &t));
     if (rc < 0)
         return rc;
     struct orbit_reservation res;
-    rc = orbit_exchange_reserve(x, ORBIT_SESSION_FRAME_BYTES + len, timeout_ms, &res);
+    rc = ORB_NESTED(orbit_exchange_reserve(x, ORBIT_SESSION_FRAME_BYTES + len, timeout_ms, &res));
     if (rc == 0) {
         frame_encode(lease, res.data);
         if (len)
             memcpy((unsigned char *)res.data + ORBIT_SESSION_FRAME_BYTES, meta, len);
-        rc = orbit_exchange_start(x, &res, ORBIT_SESSION_FRAME_BYTES + len, ms_left(&deadline));
+        rc = ORB_NESTED(orbit_exchange_start(x, &res, ORBIT_SESSION_FRAME_BYTES + len, ms_left(&deadline)));
         orbit_arena_cancel(&res);   /* a no-op once committed */
     }
     /* The START is queued before the offer: the owner never sees an offer without its lease. */
     if (rc == 0)
-        rc = orbit_exchanges_offer(ex, &t, orbit_id_node(lease->id));
+        rc = ORB_NESTED(orbit_exchanges_offer(ex, &t, orbit_id_node(lease->id)));
     if (rc < 0) {
         orbit_exchange_close(x);
         return rc;
@@ -98,7 +98,7 @@ int orbit_exchange_accept_session(struct orbit_exchanges *ex, struct orbit_pool 
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     if (!pool || !t || !out)
         return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__,
                         !pool ? "pool" : !t ? "t" : "out");
@@ -106,18 +106,18 @@ int orbit_exchange_accept_session(struct orbit_exchanges *ex, struct orbit_pool 
     out->metadata.released = true;
     out->execution.done = true;
     struct orbit_exchange *x;
-    int rc = orbit_exchange_open(ex, t, &x);
+    int rc = ORB_NESTED(orbit_exchange_open(ex, t, &x));
     if (rc < 0)
         return rc;
     struct orbit_exchange_event ev = { .chunk.released = true };
     struct orbit_lease lease;
-    rc = orbit_exchange_next(x, &ev, timeout_ms);
+    rc = ORB_NESTED(orbit_exchange_next(x, &ev, timeout_ms));
     if (rc == 0 && (ev.type != ORBIT_EXCHANGE_START || ev.chunk.released ||
                     frame_decode(ev.chunk.data, ev.chunk.len, &lease) < 0))
-        rc = -ORBIT_EMALFORMED;
+        rc = orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     /* Exactly once, and before a metadata byte is handed out. */
     if (rc == 0)
-        rc = orbit_pool_accept(pool, &lease, &out->execution);
+        rc = ORB_NESTED(orbit_pool_accept(pool, &lease, &out->execution));
     if (rc < 0) {
         orbit_chunk_release(&ev.chunk);
         orbit_exchange_close(x);
@@ -138,14 +138,14 @@ int orbit_exchange_wait_session(struct orbit_exchanges *ex, struct orbit_pool *p
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     if (!pool || !out)
         return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__,
                         !pool ? "pool" : "out");
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
     struct orbit_ticket t;
-    int rc = orbit_exchanges_wait_offer(ex, timeout_ms, &t);
-    return rc < 0 ? rc : orbit_exchange_accept_session(ex, pool, &t, ms_left(&deadline), out);
+    int rc = ORB_NESTED(orbit_exchanges_wait_offer(ex, timeout_ms, &t));
+    return rc < 0 ? rc : ORB_NESTED(orbit_exchange_accept_session(ex, pool, &t, ms_left(&deadline), out));
 }
 
 /* Each part's own close: in a fork child none of them touches shared state. */

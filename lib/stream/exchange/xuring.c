@@ -12,11 +12,11 @@ int orbit_arena_prep_wait_credit(struct orbit_arena *a, size_t len, struct io_ur
     if (refused < 0)
         return orb_uring_prep_result(sqe, refused);
     if (!a || !sqe || len == 0)
-        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
+        return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)"));
     if (!arena_is_member(a))
-        return orb_uring_prep_result(sqe, -ORBIT_ENOTOWNER);
+        return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_ENOTOWNER, "an observer cannot do that (join as a member)"));
     if (len > a->lay.lane_bytes)
-        return orb_uring_prep_result(sqe, -ORBIT_ETOOLARGE);
+        return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_ETOOLARGE, "more than an arena lane or the control ring holds"));
     int rc = arena_lane_ready(a);
     if (rc < 0)
         return orb_uring_prep_result(sqe, rc);
@@ -32,7 +32,7 @@ int orbit_arena_register_buffers(struct orbit_arena *a, struct io_uring *ring)
     if (!ring)
         return orb_fail(-ORBIT_EMALFORMED, "%s: ring is NULL", __func__);
     if (!arena_is_member(a))
-        return -ORBIT_ENOTOWNER;
+        return orb_fail_text(-ORBIT_ENOTOWNER, "an observer cannot do that (join as a member)");
     struct iovec *iov = calloc(a->fleet_capacity, sizeof *iov);
     if (!iov)
         return -ENOMEM;
@@ -47,7 +47,7 @@ int orbit_reservation_fixed(const struct orbit_reservation *r, struct orbit_fixe
 {
     orb_error_clear();
     if (!r || !out || !r->arena || r->done || !arena_is_member(r->arena))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     *out = (struct orbit_fixed_buf){ r->arena->node, r->data, r->capacity };
     return 0;
 }
@@ -56,7 +56,7 @@ int orbit_chunk_fixed(const struct orbit_chunk *c, struct orbit_fixed_buf *out)
 {
     orb_error_clear();
     if (!c || !out || !c->arena || c->released)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)");
     *out = (struct orbit_fixed_buf){ c->desc.node, (void *)(uintptr_t)c->data, c->len };
     return 0;
 }
@@ -67,10 +67,10 @@ int orbit_exchange_prep_wait_event(struct orbit_exchange *x, struct io_uring_sqe
     if (refused < 0)
         return orb_uring_prep_result(sqe, refused);
     if (!x || !sqe)
-        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
+        return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)"));
     if (x->recv_error || x->recv_state == ORBIT_FLOW_FINISHED || x->recv_state == ORBIT_FLOW_RESET)
         return orb_uring_prep_result(sqe, 1);   /* the next try_next reports why */
-    return orbit_endpoint_prep_wait_readable_exact(x->ctl, XFRAME_BYTES, sqe);
+    return ORB_NESTED(orbit_endpoint_prep_wait_readable_exact(x->ctl, XFRAME_BYTES, sqe));
 }
 
 int orbit_exchange_prep_wait_sendable(struct orbit_exchange *x, struct io_uring_sqe *sqe)
@@ -79,8 +79,8 @@ int orbit_exchange_prep_wait_sendable(struct orbit_exchange *x, struct io_uring_
     if (refused < 0)
         return orb_uring_prep_result(sqe, refused);
     if (!x || !sqe)
-        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
-    return orbit_endpoint_prep_wait_writable_exact(x->ctl, XFRAME_BYTES, sqe);
+        return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)"));
+    return ORB_NESTED(orbit_endpoint_prep_wait_writable_exact(x->ctl, XFRAME_BYTES, sqe));
 }
 
 int orbit_exchange_prep_wait_credit(struct orbit_exchange *x, size_t len, struct io_uring_sqe *sqe)
@@ -88,7 +88,7 @@ int orbit_exchange_prep_wait_credit(struct orbit_exchange *x, size_t len, struct
     int refused = exchange_enter(x, __func__);
     if (refused < 0)
         return orb_uring_prep_result(sqe, refused);
-    return x ? orbit_arena_prep_wait_credit(x->out, len, sqe) : orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
+    return x ? ORB_NESTED(orbit_arena_prep_wait_credit(x->out, len, sqe)) : orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)"));
 }
 
 int orbit_exchanges_prep_wait_offer(struct orbit_exchanges *ex, struct io_uring_sqe *sqe)
@@ -96,5 +96,5 @@ int orbit_exchanges_prep_wait_offer(struct orbit_exchanges *ex, struct io_uring_
     int refused = exchanges_enter(ex, __func__);
     if (refused < 0)
         return orb_uring_prep_result(sqe, refused);
-    return ex ? orbit_streams_prep_wait_offer(ex->control, sqe) : orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
+    return ex ? ORB_NESTED(orbit_streams_prep_wait_offer(ex->control, sqe)) : orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, or the exchange is not in the state that call needs (START first, DATA after it, once FIN nothing)"));
 }
