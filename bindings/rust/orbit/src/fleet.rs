@@ -168,6 +168,18 @@ impl FleetOptions {
 
 pub(crate) struct FleetHandle {
     pub(crate) ptr: *mut sys::orbit_fleet,
+    #[cfg(feature = "tokio")]
+    pub(crate) waits: crate::asyncio::FleetWaits,
+}
+
+impl FleetHandle {
+    fn new(ptr: *mut sys::orbit_fleet) -> Arc<FleetHandle> {
+        Arc::new(FleetHandle {
+            ptr,
+            #[cfg(feature = "tokio")]
+            waits: Default::default(),
+        })
+    }
 }
 
 // SAFETY: fleet.h: "a fleet handle may be shared by the threads of its process".
@@ -235,7 +247,7 @@ impl Fleet {
         let mut ptr = ptr::null_mut();
         // SAFETY: name is NULL or NUL-terminated; opts and ptr are valid for the call.
         check(unsafe { sys::orbit_fleet_join(name, &opts.raw, &mut ptr) }, "orbit_fleet_join")?;
-        Ok(Fleet { handle: Arc::new(FleetHandle { ptr }) })
+        Ok(Fleet { handle: FleetHandle::new(ptr) })
     }
 
     /// Opens an existing fleet without claiming a node (tools, supervisors):
@@ -245,7 +257,7 @@ impl Fleet {
         let mut ptr = ptr::null_mut();
         // SAFETY: as in join.
         check(unsafe { sys::orbit_fleet_observe(name.as_ptr(), &mut ptr) }, "orbit_fleet_observe")?;
-        Ok(Fleet { handle: Arc::new(FleetHandle { ptr }) })
+        Ok(Fleet { handle: FleetHandle::new(ptr) })
     }
 
     /// Removes every segment of the fleet called `name` (members still mapping
