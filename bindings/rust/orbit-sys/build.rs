@@ -39,8 +39,28 @@ fn link(module: &str) {
     }
 }
 
+/// OUT_DIR/addresses.rs: an array of every binding's address, for tests/abi.rs
+/// (taking them makes the linker resolve each one against the installed library).
+fn write_addresses() {
+    let text = std::fs::read_to_string("src/bindings.rs").expect("src/bindings.rs");
+    let mut items = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let name = |rest: &str| rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
+        if let Some(rest) = line.strip_prefix("pub fn ") {
+            items.push(format!("orbit_sys::{} as *const () as usize", name(rest)));
+        } else if let Some(rest) = line.strip_prefix("pub static ") {
+            items.push(format!("unsafe {{ std::ptr::addr_of!(orbit_sys::{}) as usize }}", name(rest)));
+        }
+    }
+    let out = std::path::Path::new(&env::var("OUT_DIR").unwrap()).join("addresses.rs");
+    std::fs::write(out, format!("[\n{}\n]\n", items.join(",\n"))).expect("write addresses.rs");
+}
+
 fn main() {
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    println!("cargo:rerun-if-changed=src/bindings.rs");
+    write_addresses();
     println!("cargo:rerun-if-changed=build.rs");
     link("orbit");
     if env::var_os("CARGO_FEATURE_REAPER").is_some() {
