@@ -7,6 +7,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/src/bindings.rs}
 command -v bindgen >/dev/null || { echo "regenerate.sh: bindgen missing (apt-get install bindgen)" >&2; exit 1; }
+# One formatter, whatever toolchain is first on PATH: Debian's rustfmt (package rustfmt).
+export RUSTFMT=${RUSTFMT:-/usr/bin/rustfmt}
+[ -x "$RUSTFMT" ] || { echo "regenerate.sh: $RUSTFMT missing (apt-get install rustfmt)" >&2; exit 1; }
 inc=$(pkg-config --variable=includedir orbit) || { echo "regenerate.sh: pkg-config finds no orbit" >&2; exit 1; }
 # Every installed header: orbit.h (with uring.h, under _GNU_SOURCE) and reaper.h.
 printf '#include <orbit/orbit.h>\n#include <orbit/uring.h>\n#include <orbit/reaper.h>\n' > "$out.h"

@@ -203,6 +203,7 @@ pub struct DomainInfo {
 
 pub(crate) struct AdmissionHandle {
     pub(crate) ptr: *mut sys::orbit_admission,
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fleet: Fleet,
 }
 

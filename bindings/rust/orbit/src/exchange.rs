@@ -265,6 +265,7 @@ impl FlowState {
 /// (an unfinished sending flow is reset).
 pub struct Exchange {
     pub(crate) ptr: *mut sys::orbit_exchange,
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) exchanges: Exchanges,
 }
 

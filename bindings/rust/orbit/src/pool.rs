@@ -308,6 +308,7 @@ impl Pool {
         })
     }
 
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn ptr(&self) -> *mut sys::orbit_pool {
         self.ptr
     }
