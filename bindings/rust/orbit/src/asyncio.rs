@@ -64,6 +64,15 @@ impl Fanout {
             w.wake();
         }
     }
+    /// Wakes every listed task but the one polling now (it retries by itself).
+    fn wake_others(&self, me: &Waker) {
+        let woken = std::mem::take(&mut *self.wakers.lock().unwrap());
+        for w in woken {
+            if !w.will_wake(me) {
+                w.wake();
+            }
+        }
+    }
 }
 
 impl Wake for Fanout {
@@ -72,6 +81,37 @@ impl Wake for Fanout {
     }
     fn wake_by_ref(self: &Arc<Self>) {
         self.wake_all();
+    }
+}
+
+/// Retries `op` while it answers `EAGAIN`, for up to the library's spin budget
+/// (`orbit_spin_ns`, 2 µs by default, `ORBIT_SPIN_NS`), as the blocking calls
+/// spin before they park: a peer mid-copy usually answers within it, and a
+/// task that need not sleep costs no wake.
+fn spin<T>(op: &mut impl FnMut() -> Result<T>) -> Result<T> {
+    let r = op();
+    match &r {
+        Err(e) if e.is(code::EAGAIN) => {}
+        _ => return r,
+    }
+    // SAFETY: a plain getter.
+    let budget = u64::from(unsafe { sys::orbit_spin_ns() });
+    if budget == 0 {
+        return r;
+    }
+    let t0 = std::time::Instant::now();
+    loop {
+        for _ in 0..64 {
+            std::hint::spin_loop();
+        }
+        let r = op();
+        match &r {
+            Err(e) if e.is(code::EAGAIN) => {}
+            _ => return r,
+        }
+        if t0.elapsed().as_nanos() as u64 >= budget {
+            return r;
+        }
     }
 }
 
@@ -109,7 +149,7 @@ impl Readiness {
     pub(crate) fn poll_op<T>(&self, cx: &mut Context<'_>, mut op: impl FnMut() -> Result<T>) -> Poll<Result<T>> {
         loop {
             let before = self.drains.load(Ordering::SeqCst);
-            match op() {
+            match spin(&mut op) {
                 Err(e) if e.is(code::EAGAIN) => {}
                 r => return Poll::Ready(r),
             }
@@ -132,8 +172,8 @@ impl Readiness {
                     self.drains.fetch_add(1, Ordering::SeqCst);
                     // A signal after the drain is a new tokio event: this clears only what we drained.
                     guard.clear_ready();
-                    // Every task that slept on this descriptor retries: the drain was theirs too.
-                    self.fanout.wake_all();
+                    // Every other task that slept on this descriptor retries: the drain was theirs too.
+                    self.fanout.wake_others(cx.waker());
                 }
             }
         }
