@@ -216,10 +216,58 @@ impl Lazy {
     }
 }
 
-/// Per-endpoint async counters.
+/// Per-endpoint async state: the FUTEX_WAITs it has in the fleet's ring, and
+/// how many times a poll returned Pending.
 #[derive(Default)]
 pub(crate) struct EndpointWaits {
     parks: u64,
+    ring: Option<Arc<Option<Waits>>>,
+    read_token: Option<u64>,
+    write_token: Option<u64>,
+}
+
+impl EndpointWaits {
+    /// Before the endpoint closes: its waits leave the kernel.
+    pub(crate) fn cancel(&mut self) {
+        if let Some(Some(w)) = self.ring.as_deref() {
+            for t in [self.read_token.take(), self.write_token.take()].iter().flatten() {
+                w.cancel(*t);
+            }
+        }
+    }
+}
+
+/// One direction of an endpoint through the ring: retry `op`; on `EAGAIN` let
+/// the library spin and fill a FUTEX_WAIT on the direction's word (`prep`), and
+/// park the task until it completes.
+fn poll_ring_op<T>(
+    waits: &Waits,
+    slot: &mut Option<u64>,
+    cx: &mut Context<'_>,
+    mut op: impl FnMut() -> Result<T>,
+    mut prep: impl FnMut(*mut sys::io_uring_sqe) -> c_int,
+    call: &'static str,
+) -> Poll<Result<T>> {
+    loop {
+        if let Some(token) = *slot {
+            match waits.poll_done(cx, token) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(r) => {
+                    *slot = None;
+                    r?;
+                }
+            }
+        }
+        match op() {
+            Err(e) if e.is(code::EAGAIN) => {}
+            r => return Poll::Ready(r),
+        }
+        match waits.arm(&mut prep, call) {
+            Err(e) => return Poll::Ready(Err(e)),
+            Ok(None) => {} // ready now: try again
+            Ok(Some(t)) => *slot = Some(t),
+        }
+    }
 }
 
 impl Endpoint {
@@ -236,13 +284,52 @@ impl Endpoint {
     }
 }
 
+impl Endpoint {
+    /// The fleet's ring, where io_uring futex operations work.
+    fn ring(&mut self) -> Result<Arc<Option<Waits>>> {
+        if self.waits.ring.is_none() {
+            self.waits.ring = Some(self.streams.handle.fleet.handle.waits.get()?);
+        }
+        Ok(self.waits.ring.clone().unwrap())
+    }
+
+    fn poll_read_raw(&mut self, cx: &mut Context<'_>, dst: &mut [u8]) -> Poll<Result<usize>> {
+        let ep = self.ptr;
+        let ring = self.ring()?;
+        match &*ring {
+            // SAFETY (prep): a live endpoint; the SQE is the ring's.
+            Some(w) => poll_ring_op(w, &mut self.waits.read_token, cx, || crate::stream::try_read_raw(ep, dst), |sqe| unsafe {
+                sys::orbit_endpoint_prep_wait_readable(ep, sqe)
+            }, "orbit_endpoint_prep_wait_readable"),
+            None => self.readiness()?.poll_op(cx, || crate::stream::try_read_raw(ep, dst)),
+        }
+    }
+
+    fn poll_write_raw(&mut self, cx: &mut Context<'_>, src: &[u8]) -> Poll<Result<usize>> {
+        let ep = self.ptr;
+        let ring = self.ring()?;
+        match &*ring {
+            Some(w) => {
+                // Room for this write, at most a quarter ring, as write_all waits: fewer, larger refills.
+                let mut spec = sys::orbit_stream_spec::default();
+                // SAFETY: a live table; spec writable.
+                unsafe { sys::orbit_streams_spec(self.streams.ptr(), &mut spec) };
+                let need = src.len().min((spec.buffer_bytes as usize / 4).max(1));
+                // SAFETY (prep): a live endpoint; the SQE is the ring's.
+                poll_ring_op(w, &mut self.waits.write_token, cx, || crate::stream::try_write_raw(ep, src), |sqe| unsafe {
+                    sys::orbit_endpoint_prep_wait_writable_exact(ep, need, sqe)
+                }, "orbit_endpoint_prep_wait_writable_exact")
+            }
+            None => self.readiness()?.poll_op(cx, || crate::stream::try_write_raw(ep, src)),
+        }
+    }
+}
+
 impl AsyncRead for Endpoint {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let rd = this.readiness()?;
-        let ep = this.ptr;
         let dst = buf.initialize_unfilled();
-        match rd.poll_op(cx, || crate::stream::try_read_raw(ep, dst)) {
+        match this.poll_read_raw(cx, dst) {
             Poll::Ready(Ok(n)) => {
                 buf.advance(n);
                 Poll::Ready(Ok(()))
@@ -259,9 +346,7 @@ impl AsyncRead for Endpoint {
 impl AsyncWrite for Endpoint {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        let rd = this.readiness()?;
-        let ep = this.ptr;
-        let r = rd.poll_op(cx, || crate::stream::try_write_raw(ep, buf)).map_err(io::Error::from);
+        let r = this.poll_write_raw(cx, buf).map_err(io::Error::from);
         if r.is_pending() {
             this.waits.parks += 1;
         }
@@ -666,7 +751,7 @@ impl Waits {
                 Poll::Ready(Ok(mut guard)) => {
                     guard.clear_ready();
                     // The completions that made it ready are reaped at the top; others wake too.
-                    self.fanout.wake_all();
+                    self.fanout.wake_others(cx.waker());
                 }
             }
         }
@@ -848,5 +933,61 @@ impl Admission {
             crate::error::check(rc, "orbit_admission_wait").map(|_| true)
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FleetOptions, Streams};
+    use tokio::io::AsyncReadExt;
+
+    fn armed(fleet: &Fleet) -> usize {
+        match &*fleet.handle.waits.get().unwrap() {
+            Some(w) => w.armed(),
+            None => 0,
+        }
+    }
+
+    /// A dropped claim wait and a dropped endpoint leave no FUTEX_WAIT in the kernel.
+    #[tokio::test]
+    async fn dropped_waits_leave_nothing_armed() {
+        // Without io_uring futex operations the fallback has no ring: nothing is ever armed there.
+        // SAFETY: a pure probe.
+        let one = usize::from(unsafe { sys::orbit_uring_futex_supported() });
+        let fleet = Fleet::private(&FleetOptions::new().capacity(4)).unwrap();
+        let adm = Admission::open(&fleet).unwrap();
+        adm.set_capacity(1, 1).unwrap();
+        let held = match adm.try_claim(&Demand::new().claim(1, 1)).unwrap() {
+            Admit::Claimed(c) => c,
+            other => panic!("{:?}", other),
+        };
+        let demand = Demand::new().claim(1, 1);
+        let mut wait = Box::pin(adm.claim_wait(&demand));
+        assert!(futures_poll(wait.as_mut()).is_pending());
+        assert_eq!(armed(&fleet), one, "the deferred claim waits in the ring");
+        drop(wait);
+        assert_eq!(armed(&fleet), 0, "dropping the future cancelled its wait");
+        drop(held);
+
+        let streams = Streams::open(&fleet).unwrap();
+        let (mut a, _ticket) = streams.create().unwrap();
+        let mut buf = [0u8; 8];
+        {
+            let mut read = Box::pin(a.read(&mut buf));
+            assert!(futures_poll(read.as_mut()).is_pending());
+        }
+        assert_eq!(armed(&fleet), one, "the endpoint's read wait stays for the next poll");
+        drop(a);
+        assert_eq!(armed(&fleet), 0, "closing the endpoint cancelled it");
+    }
+
+    fn futures_poll<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
+        struct Noop;
+        impl Wake for Noop {
+            fn wake(self: Arc<Self>) {}
+        }
+        let waker = Waker::from(Arc::new(Noop));
+        f.poll(&mut Context::from_waker(&waker))
     }
 }

@@ -131,7 +131,8 @@ impl FromStr for Ticket {
 
 pub(crate) struct StreamsHandle {
     pub(crate) ptr: *mut sys::orbit_streams,
-    _fleet: Fleet,
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fleet: Fleet,
     #[cfg(feature = "tokio")]
     pub(crate) readiness: crate::asyncio::Lazy,
 }
@@ -185,7 +186,7 @@ impl Streams {
         Ok(Streams {
             handle: Arc::new(StreamsHandle {
                 ptr,
-                _fleet: fleet.clone(),
+                fleet: fleet.clone(),
                 #[cfg(feature = "tokio")]
                 readiness: crate::asyncio::Lazy::default(),
             }),
@@ -325,6 +326,8 @@ unsafe impl Send for Endpoint {}
 
 impl Drop for Endpoint {
     fn drop(&mut self) {
+        #[cfg(feature = "tokio")]
+        self.waits.cancel();
         // SAFETY: no ReadHalf/WriteHalf borrows it any more (lifetimes); the table outlives it.
         unsafe { sys::orbit_endpoint_close(self.ptr) }
     }
