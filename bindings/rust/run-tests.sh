@@ -48,6 +48,7 @@ step() {   # step LABEL [ENV=VALUE...] -- CARGO ARGS...
 step "cargo test (both crates, tokio feature)" -- test --offline --workspace --features orbit/tokio
 step "cargo test, futex(2) fallbacks (async waits without io_uring futex ops)" ORBIT_DISABLE_URING_FUTEX=1 -- \
     test --offline -p orbit --features tokio --lib --test asyncio --test multiprocess
+step "examples/hello.rs runs" -- run --quiet --offline -p orbit --example hello
 step "cargo doc (every public item documented, no warnings)" RUSTDOCFLAGS=-Dwarnings -- \
     doc --offline --no-deps --workspace --features orbit/tokio
 # A .crate per crate, each built again from its packaged sources (offline).

@@ -1,20 +1,21 @@
 //! The `tokio` feature: futures and `AsyncRead`/`AsyncWrite` driven by orbit's
-//! descriptors through `AsyncFd`.
+//! descriptors through `AsyncFd`; no thread is started per wait.
 //!
-//! * Streams, exchanges and the pool have a readiness eventfd per handle
-//!   (`orbit_*_readiness`): a `try_*` call that answers `EAGAIN` asks for this
-//!   node's doorbell, the doorbell signals the eventfd, tokio wakes the waiting
-//!   tasks, `orbit_readiness_drain` re-arms it and the tasks retry. No thread
-//!   is started per wait (the library drives the eventfd from a FUTEX_WAIT in a
-//!   private io_uring, or from one thread per descriptor where io_uring futex
-//!   operations are missing).
-//! * Admission and death waits have no readiness descriptor; they are
-//!   FUTEX_WAITs filled by the library's prep calls
-//!   (`orbit_admission_prep_wait`, `orbit_fleet_prep_wait_node_death`) in a small
-//!   io_uring of this crate, whose descriptor tokio watches. A dropped future
-//!   cancels its FUTEX_WAIT (IORING_OP_ASYNC_CANCEL). Where io_uring futex
-//!   operations are unavailable (Linux < 6.7, seccomp), those two waits fall
-//!   back to the blocking call on tokio's blocking pool, in slices of 100 ms.
+//! * Endpoint reads and writes, admission and death waits: the library's prep
+//!   calls (`orbit_endpoint_prep_wait_readable`, `_writable_exact`,
+//!   `orbit_admission_prep_wait`, `orbit_fleet_prep_wait_node_death`) spin as
+//!   the blocking calls do, then fill a FUTEX_WAIT on the shared word in a small
+//!   io_uring per fleet handle (kernel ABI, no liburing), whose descriptor
+//!   tokio watches. A dropped future, or a closed endpoint, cancels its
+//!   FUTEX_WAIT (IORING_OP_ASYNC_CANCEL).
+//! * Offers, pool reservations and exchange events, and endpoints where
+//!   io_uring futex operations are missing: the table's readiness eventfd
+//!   (`orbit_*_readiness` + `orbit_readiness_drain`). A `try_*` call that
+//!   answers `EAGAIN` asks for this node's doorbell, the doorbell signals the
+//!   eventfd, the waiting tasks wake and retry.
+//! * Admission and death waits where io_uring futex operations are missing
+//!   (Linux < 6.7, seccomp): the blocking call on tokio's blocking pool, in
+//!   slices of 100 ms.
 use crate::error::{Error, Result};
 use crate::{code, Admission, Admit, Demand, Endpoint, Exchange, Event, Fleet, Id, Key, Lease, Pool, Streams, Ticket};
 use orbit_sys as sys;
@@ -64,13 +65,18 @@ impl Fanout {
             w.wake();
         }
     }
-    /// Wakes every listed task but the one polling now (it retries by itself).
+    /// Wakes every listed task but the one polling now, which stays listed (it
+    /// looks again in this poll, and may still go to sleep after it).
     fn wake_others(&self, me: &Waker) {
-        let woken = std::mem::take(&mut *self.wakers.lock().unwrap());
+        let woken = {
+            let mut list = self.wakers.lock().unwrap();
+            let all = std::mem::take(&mut *list);
+            let (mine, others): (Vec<Waker>, Vec<Waker>) = all.into_iter().partition(|w| w.will_wake(me));
+            *list = mine;
+            others
+        };
         for w in woken {
-            if !w.will_wake(me) {
-                w.wake();
-            }
+            w.wake();
         }
     }
 }
@@ -698,15 +704,19 @@ impl Waits {
         }))
     }
 
-    fn reap(st: &mut WaitState) {
+    /// Moves completed waits to `done`; true when it moved any.
+    fn reap(st: &mut WaitState) -> bool {
         let WaitState { ring, inflight, done, .. } = st;
+        let mut moved = false;
         ring.reap(|token, _res| {
             // Any result ends the wait (a wake, -EAGAIN: the word moved, -ECANCELED): the caller re-checks.
             if let Some(i) = inflight.iter().position(|&t| t == token) {
                 inflight.swap_remove(i);
                 done.push(token);
+                moved = true;
             }
         });
+        moved
     }
 
     /// Fills and submits one wait with `prep`; Ok(None) when the thing is ready now.
@@ -735,24 +745,27 @@ impl Waits {
     /// Whether `token`'s wait completed; registers the task otherwise.
     fn poll_done(&self, cx: &mut Context<'_>, token: u64) -> Poll<Result<()>> {
         loop {
-            {
-                let mut st = self.state.lock().unwrap();
-                Waits::reap(&mut st);
-                if let Some(i) = st.done.iter().position(|&t| t == token) {
-                    st.done.swap_remove(i);
-                    return Poll::Ready(Ok(()));
-                }
-            }
+            // Registered before the look: a task that reaps our completion after it wakes us.
             self.fanout.register(cx.waker());
+            let (mine, moved) = {
+                let mut st = self.state.lock().unwrap();
+                let moved = Waits::reap(&mut st);
+                let mine = st.done.iter().position(|&t| t == token).map(|i| st.done.swap_remove(i)).is_some();
+                (mine, moved)
+            };
+            if moved {
+                // Completions of other tasks' waits may be among them.
+                self.fanout.wake_others(cx.waker());
+            }
+            if mine {
+                return Poll::Ready(Ok(()));
+            }
             let mut fcx = Context::from_waker(&self.fanout_waker);
             match self.fd.poll_read_ready(&mut fcx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(io_err(e, "io_uring"))),
-                Poll::Ready(Ok(mut guard)) => {
-                    guard.clear_ready();
-                    // The completions that made it ready are reaped at the top; others wake too.
-                    self.fanout.wake_others(cx.waker());
-                }
+                // A completion after this clear is a new tokio event; the look above reaps it.
+                Poll::Ready(Ok(mut guard)) => guard.clear_ready(),
             }
         }
     }
@@ -760,7 +773,9 @@ impl Waits {
     /// A dropped future: its FUTEX_WAIT is cancelled, nothing stays armed.
     fn cancel(&self, token: u64) {
         let mut st = self.state.lock().unwrap();
-        Waits::reap(&mut st);
+        if Waits::reap(&mut st) {
+            self.fanout.wake_all();
+        }
         if let Some(i) = st.done.iter().position(|&t| t == token) {
             st.done.swap_remove(i);
             return;
