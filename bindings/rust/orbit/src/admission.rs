@@ -1,5 +1,5 @@
 //! Admission: all-or-nothing claims of capacity across several domains.
-use crate::error::{check, check_size, timeout_ms, Result};
+use crate::error::{check, timeout_ms, Result};
 use crate::fleet::Fleet;
 use orbit_sys as sys;
 use std::fmt;
@@ -327,19 +327,12 @@ impl Admission {
 
     /// The domains, in set-up order.
     pub fn domains(&self) -> Result<Vec<DomainInfo>> {
-        let mut cap = 16;
-        loop {
-            let mut raw: Vec<sys::orbit_domain_info> = Vec::with_capacity(cap);
-            // SAFETY: room for cap records; returns how many exist.
-            let n = check_size(unsafe { sys::orbit_admission_domains(self.ptr(), raw.as_mut_ptr(), cap) }, "orbit_admission_domains")?;
-            if n > cap {
-                cap = n;
-                continue;
-            }
-            // SAFETY: n written.
-            unsafe { raw.set_len(n) };
-            return Ok(raw.iter().map(|d| DomainInfo { domain: d.domain, capacity: d.capacity, used: d.used }).collect());
-        }
+        let ptr = self.ptr();
+        // SAFETY: a live ledger; the buffer holds max records.
+        let raw = crate::error::collect("orbit_admission_domains", |buf, max| unsafe {
+            sys::orbit_admission_domains(ptr, buf, max)
+        })?;
+        Ok(raw.iter().map(|d| DomainInfo { domain: d.domain, capacity: d.capacity, used: d.used }).collect())
     }
 }
 

@@ -190,3 +190,19 @@ pub(crate) fn timeout_ms(timeout: Option<std::time::Duration>) -> c_int {
         }
     }
 }
+
+/// Every record of a counting call (`n = call(buf, max)` returns how many exist,
+/// which may exceed `max`): grows the buffer until they all fit.
+pub(crate) fn collect<T>(call: &'static str, mut fill: impl FnMut(*mut T, usize) -> isize) -> Result<Vec<T>> {
+    let mut cap = 16;
+    loop {
+        let mut v: Vec<T> = Vec::with_capacity(cap);
+        let n = check_size(fill(v.as_mut_ptr(), cap), call)?;
+        if n <= cap {
+            // SAFETY: the call wrote n records, n <= capacity.
+            unsafe { v.set_len(n) };
+            return Ok(v);
+        }
+        cap = n;
+    }
+}

@@ -1,5 +1,5 @@
 //! Fleets: joining, nodes and incarnations, ids, deaths.
-use crate::error::{check, check_size, timeout_ms, Error, Result};
+use crate::error::{check, timeout_ms, Error, Result};
 use orbit_sys as sys;
 use std::ffi::{CStr, CString};
 use std::fmt;
@@ -331,19 +331,9 @@ impl Fleet {
 
     /// The claimed nodes and whether each one's process is alive.
     pub fn nodes(&self) -> Result<Vec<NodeInfo>> {
-        let mut raw: Vec<sys::orbit_node_info> = Vec::new();
-        loop {
-            let cap = raw.capacity().max(16);
-            raw = Vec::with_capacity(cap);
-            // SAFETY: room for cap records; the call fills at most cap and returns how many exist.
-            let n = check_size(unsafe { sys::orbit_fleet_nodes(self.ptr(), raw.as_mut_ptr(), cap) }, "orbit_fleet_nodes")?;
-            if n <= cap {
-                // SAFETY: the call wrote n records.
-                unsafe { raw.set_len(n) };
-                break;
-            }
-            raw = Vec::with_capacity(n);
-        }
+        let ptr = self.ptr();
+        // SAFETY: a live handle; the buffer holds max records.
+        let raw = crate::error::collect("orbit_fleet_nodes", |buf, max| unsafe { sys::orbit_fleet_nodes(ptr, buf, max) })?;
         Ok(raw
             .iter()
             .map(|r| NodeInfo { node: r.node, pid: r.pid, incarnation: r.incarnation, alive: r.alive })

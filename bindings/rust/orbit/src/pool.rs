@@ -1,5 +1,5 @@
 //! The pool: resources registered under keys, leased one unit at a time.
-use crate::error::{check, check_size, timeout_ms, Result};
+use crate::error::{check, timeout_ms, Result};
 use crate::fleet::{Fleet, Id};
 use orbit_sys as sys;
 use std::fmt;
@@ -350,21 +350,12 @@ impl Pool {
 
     /// Every resource registered under `key`, in table order.
     pub fn candidates(&self, key: Key) -> Result<Vec<Candidate>> {
-        let mut cap = 16;
-        loop {
-            let mut raw: Vec<sys::orbit_candidate> = Vec::with_capacity(cap);
-            // SAFETY: room for cap records; returns how many exist.
-            let n = check_size(
-                unsafe { sys::orbit_pool_candidates(self.ptr, key.raw(), raw.as_mut_ptr(), cap) },
-                "orbit_pool_candidates",
-            )?;
-            if n > cap {
-                cap = n;
-                continue;
-            }
-            // SAFETY: n records written.
-            unsafe { raw.set_len(n) };
-            return Ok(raw
+        let ptr = self.ptr;
+        // SAFETY: a live pool; the buffer holds max records.
+        let raw = crate::error::collect("orbit_pool_candidates", |buf, max| unsafe {
+            sys::orbit_pool_candidates(ptr, key.raw(), buf, max)
+        })?;
+        Ok(raw
                 .iter()
                 .map(|c| Candidate {
                     id: Id(c.id),
@@ -377,8 +368,7 @@ impl Pool {
                     active: c.active,
                     last_reserve_ms: c.last_reserve_ms,
                 })
-                .collect());
-        }
+                .collect())
     }
 
     /// Reserves one unit of the resource's capacity (one CAS):

@@ -160,6 +160,31 @@ fn orbit_reaper_path() -> std::path::PathBuf {
     bin
 }
 
+/// A fleet whose member is about to die: this process's tables, and side A of a
+/// stream whose side B the member will hold.
+struct Victim {
+    name: Name,
+    fleet: Fleet,
+    pool: Pool,
+    streams: Streams,
+    adm: Admission,
+    a: orbit::Endpoint,
+    ticket: Ticket,
+}
+
+impl Victim {
+    fn new(tag: &str) -> Victim {
+        let name = Name::new(tag);
+        let fleet = Fleet::join(&name).unwrap();
+        let pool = Pool::open(&fleet).unwrap();
+        let streams = Streams::open(&fleet).unwrap();
+        let adm = Admission::open(&fleet).unwrap();
+        adm.set_capacity(1, 10).unwrap();
+        let (a, ticket) = streams.create().unwrap();
+        Victim { name, fleet, pool, streams, adm, a, ticket }
+    }
+}
+
 /// Starts a child that holds a resource, side B of a stream and a claim; returns it with its node.
 fn start_holder(name: &Name, ticket: &Ticket) -> (Child, u16, u64) {
     let mut child = spawn_child("hold", &[("FLEET", name.0.clone()), ("TICKET", ticket.to_string())]);
@@ -179,13 +204,7 @@ fn assert_reclaimed(pool: &Pool, a: &mut orbit::Endpoint, adm: &Admission) {
 
 /// kill -9 of a Rust member; the C reaper (orbit-reaper, pidfd backend) reclaims it.
 fn kill9_reaped_by_orbit_reaper() {
-    let name = Name::new("mp-kill");
-    let fleet = Fleet::join(&name).unwrap();
-    let pool = Pool::open(&fleet).unwrap();
-    let streams = Streams::open(&fleet).unwrap();
-    let adm = Admission::open(&fleet).unwrap();
-    adm.set_capacity(1, 10).unwrap();
-    let (mut a, ticket) = streams.create().unwrap();
+    let Victim { name, fleet, pool, streams: _streams, adm, mut a, ticket } = Victim::new("mp-kill");
     let mut reaper = Command::new(orbit_reaper_path())
         .args(["--fleet", &name, "--backend", "pidfd", "--interval", "20"])
         .stdout(Stdio::piped())
@@ -218,13 +237,7 @@ fn kill9_reaped_by_orbit_reaper() {
 /// then reclaimed by the library's own sweep (orbit_fleet_reap).
 #[cfg(feature = "tokio")]
 fn kill9_seen_async_then_reaped() {
-    let name = Name::new("mp-death");
-    let fleet = Fleet::join(&name).unwrap();
-    let pool = Pool::open(&fleet).unwrap();
-    let streams = Streams::open(&fleet).unwrap();
-    let adm = Admission::open(&fleet).unwrap();
-    adm.set_capacity(1, 10).unwrap();
-    let (mut a, ticket) = streams.create().unwrap();
+    let Victim { name, fleet, pool, streams: _streams, adm, mut a, ticket } = Victim::new("mp-death");
     let (mut child, node, incarnation) = start_holder(&name, &ticket);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
