@@ -352,3 +352,17 @@ pub fn library_version() -> String {
     // SAFETY: a static NUL-terminated string.
     unsafe { CStr::from_ptr(sys::orbit_version_string()) }.to_string_lossy().into_owned()
 }
+
+/// Sets the spin budget of every wait of this process, in nanoseconds: a wait
+/// spins up to this long (adapting per waiter) before it parks; 0 disables it
+/// (the default is 2000, or `ORBIT_SPIN_NS`).
+pub fn set_spin_ns(ns: u32) {
+    // SAFETY: a process-wide setting.
+    unsafe { sys::orbit_set_spin_ns(ns) }
+}
+
+/// The spin budget of this process's waits, in nanoseconds.
+pub fn spin_ns() -> u32 {
+    // SAFETY: a plain getter.
+    unsafe { sys::orbit_spin_ns() }
+}

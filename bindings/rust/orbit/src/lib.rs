@@ -53,7 +53,7 @@ pub use error::{code, Error, Result};
 pub use exchange::{
     ArenaSpec, Chunk, Event, Exchange, ExchangeSpec, ExchangeStats, Exchanges, FlowState, Reservation,
 };
-pub use fleet::{library_version, Backing, Fleet, FleetOptions, Id, NodeInfo};
+pub use fleet::{library_version, set_spin_ns, spin_ns, Backing, Fleet, FleetOptions, Id, NodeInfo};
 pub use pool::{Candidate, Execution, Key, Lease, Permit, Pool, PoolSpec, PoolStats, ResourceState};
 pub use stream::{Endpoint, ReadHalf, Side, StreamSpec, StreamStats, Streams, Ticket, WriteHalf};
 

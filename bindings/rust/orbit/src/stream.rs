@@ -269,6 +269,13 @@ impl Streams {
         unsafe { sys::orbit_streams_node_dead(self.ptr(), node, incarnation) }
     }
 
+    /// This process took over its node (a replacement member): ends every side
+    /// any other incarnation of this node held. Call it before creating anything.
+    pub fn supersede(&self) {
+        // SAFETY: a live table.
+        unsafe { sys::orbit_streams_supersede(self.ptr()) }
+    }
+
     /// This handle's counters.
     pub fn stats(&self) -> StreamStats {
         let mut raw = sys::orbit_stream_stats::default();
@@ -416,6 +423,38 @@ impl Endpoint {
     /// `timeout` for the whole call.
     pub fn write_all_timeout(&mut self, buf: &[u8], timeout: Option<Duration>) -> Result<()> {
         write_all_raw(self.ptr, buf, timeout)
+    }
+
+    /// Reads exactly `buf.len()` bytes as one frame, waiting up to `timeout`:
+    /// all or nothing ([`code::ETOOLARGE`](crate::code::ETOOLARGE) above the
+    /// ring, [`code::EMALFORMED`](crate::code::EMALFORMED) when FIN comes first).
+    pub fn read_frame(&mut self, buf: &mut [u8], timeout: Option<Duration>) -> Result<()> {
+        // SAFETY: a live endpoint; buf writable for its length.
+        let rc = unsafe { sys::orbit_endpoint_read_exact(self.ptr, buf.as_mut_ptr().cast(), buf.len(), timeout_ms(timeout)) };
+        check(rc, "orbit_endpoint_read_exact").map(|_| ())
+    }
+
+    /// Consumes exactly `buf.len()` bytes if a whole frame is queued now
+    /// ([`code::EAGAIN`](crate::code::EAGAIN) otherwise).
+    pub fn try_read_frame(&mut self, buf: &mut [u8]) -> Result<()> {
+        // SAFETY: as in read_frame.
+        let rc = unsafe { sys::orbit_endpoint_try_read_exact(self.ptr, buf.as_mut_ptr().cast(), buf.len()) };
+        check(rc, "orbit_endpoint_try_read_exact").map(|_| ())
+    }
+
+    /// Publishes `buf` as one frame, waiting up to `timeout` for room for all of
+    /// it: the reader never sees part of it.
+    pub fn write_frame(&mut self, buf: &[u8], timeout: Option<Duration>) -> Result<()> {
+        // SAFETY: a live endpoint; buf readable for its length.
+        let rc = unsafe { sys::orbit_endpoint_write_exact(self.ptr, buf.as_ptr().cast(), buf.len(), timeout_ms(timeout)) };
+        check(rc, "orbit_endpoint_write_exact").map(|_| ())
+    }
+
+    /// Publishes `buf` as one frame if it fits now ([`code::EAGAIN`](crate::code::EAGAIN) otherwise).
+    pub fn try_write_frame(&mut self, buf: &[u8]) -> Result<()> {
+        // SAFETY: as in write_frame.
+        let rc = unsafe { sys::orbit_endpoint_try_write_exact(self.ptr, buf.as_ptr().cast(), buf.len()) };
+        check(rc, "orbit_endpoint_try_write_exact").map(|_| ())
     }
 
     /// Sets the timeout of `Read::read` (`None`: wait forever, the default).

@@ -222,3 +222,26 @@ fn private_fleet_and_options() {
     assert_eq!(err.code(), code::EMALFORMED);
     assert!(!orbit::library_version().is_empty());
 }
+
+#[test]
+fn exact_frames_are_all_or_nothing() {
+    let name = Name::new("frames");
+    let fleet = Fleet::join(&name).unwrap();
+    let streams = Streams::open_with(&fleet, &orbit::StreamSpec::new().buffer_bytes(4096)).unwrap();
+    let (mut a, ticket) = streams.create().unwrap();
+    let mut b = streams.open_ticket(&ticket).unwrap();
+    a.write_frame(&[1u8; 3000], T).unwrap();
+    assert_eq!(a.try_write_frame(&[2u8; 3000]).unwrap_err().code(), code::EAGAIN, "no room for the whole frame");
+    assert_eq!(a.write_frame(&[0u8; 5000], T).unwrap_err().code(), code::ETOOLARGE);
+    let mut frame = [0u8; 3001];
+    assert_eq!(b.try_read_frame(&mut frame).unwrap_err().code(), code::EAGAIN, "3000 queued, 3001 asked: nothing read");
+    b.read_frame(&mut frame[..3000], T).unwrap();
+    assert!(frame[..3000].iter().all(|&x| x == 1));
+    a.try_write_frame(&[2u8; 3000]).unwrap();
+    a.finish().unwrap();
+    assert_eq!(b.read_frame(&mut frame, T).unwrap_err().code(), code::EMALFORMED, "FIN before the frame completed");
+    let before = orbit::spin_ns();
+    orbit::set_spin_ns(0);
+    assert_eq!(orbit::spin_ns(), 0);
+    orbit::set_spin_ns(before);
+}
