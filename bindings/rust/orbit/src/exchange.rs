@@ -1,6 +1,8 @@
 //! Exchanges: a control stream of events over a zero-copy payload arena.
 use crate::error::{check, timeout_ms, Result};
 use crate::fleet::{Fleet, Id};
+use crate::pool::{Lease, Pool};
+use std::mem::ManuallyDrop;
 use crate::stream::{Side, StreamSpec, Ticket};
 use orbit_sys as sys;
 use std::fmt;
@@ -228,6 +230,96 @@ impl Exchanges {
 impl fmt::Debug for Exchanges {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Exchanges").finish()
+    }
+}
+
+/// A remote lease accepted by its owner through an exchange (the pool's session
+/// binding): the exchange's side B, the running execution and the caller's
+/// metadata. Dropping it releases the metadata, completes the execution and
+/// closes the exchange (`orbit_session_end`).
+pub struct Session<'p> {
+    raw: sys::orbit_session,
+    exchange: ManuallyDrop<Exchange>,
+    _pool: PhantomData<&'p Pool>,
+}
+
+// SAFETY: as Exchange: used by one thread at a time.
+unsafe impl Send for Session<'_> {}
+
+impl Session<'_> {
+    /// The lease the caller brought (accepted: its unit is active until the drop).
+    pub fn lease(&self) -> Lease {
+        Lease { raw: self.raw.execution.lease }
+    }
+    /// The caller's metadata, in place.
+    pub fn metadata(&self) -> &[u8] {
+        let m = &self.raw.metadata;
+        if m.released || m.data.is_null() {
+            return &[];
+        }
+        // SAFETY: len bytes held by the session until it ends.
+        unsafe { std::slice::from_raw_parts(m.data as *const u8, m.len) }
+    }
+    /// The exchange: receive the caller's body, send the answer.
+    pub fn exchange(&self) -> &Exchange {
+        &self.exchange
+    }
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        // SAFETY: ends each part once; the exchange is closed here, not by its own Drop.
+        unsafe { sys::orbit_session_end(&mut self.raw) };
+        // The table handle the exchange kept open is let go now (Exchange's Drop would close twice).
+        // SAFETY: taken once; its `exchanges` field is moved out before the shell is forgotten.
+        let ex = unsafe { ManuallyDrop::take(&mut self.exchange) };
+        let exchanges = unsafe { ptr::read(&ex.exchanges) };
+        std::mem::forget(ex);
+        drop(exchanges);
+    }
+}
+
+impl fmt::Debug for Session<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session").field("lease", &self.lease()).field("metadata", &self.metadata().len()).finish()
+    }
+}
+
+impl Exchanges {
+    /// For a lease on another node's resource: creates an exchange, sends START
+    /// carrying the lease and `meta`, and offers side B to the resource's owner.
+    /// Returns side A.
+    pub fn open_session(&self, lease: &Lease, meta: &[u8], timeout: Option<Duration>) -> Result<Exchange> {
+        let mut a = ptr::null_mut();
+        // SAFETY: a live table; lease and meta valid for the call; a writable.
+        let rc = unsafe {
+            sys::orbit_exchange_open_session(self.ptr(), &lease.raw, meta.as_ptr().cast(), meta.len(), timeout_ms(timeout), &mut a)
+        };
+        check(rc, "orbit_exchange_open_session")?;
+        Ok(self.exchange(a))
+    }
+
+    fn session<'p>(&self, raw: sys::orbit_session) -> Session<'p> {
+        Session { exchange: ManuallyDrop::new(self.exchange(raw.exchange)), raw, _pool: PhantomData }
+    }
+
+    /// On the owner: opens side B of `ticket`, waits for its START and accepts
+    /// the lease it carries in `pool` exactly once.
+    pub fn accept_session<'p>(&self, pool: &'p Pool, ticket: &Ticket, timeout: Option<Duration>) -> Result<Session<'p>> {
+        let mut raw = sys::orbit_session::default();
+        // SAFETY: live tables; raw writable; on error it holds nothing.
+        let rc = unsafe { sys::orbit_exchange_accept_session(self.ptr(), pool.ptr(), &ticket.raw, timeout_ms(timeout), &mut raw) };
+        check(rc, "orbit_exchange_accept_session")?;
+        Ok(self.session(raw))
+    }
+
+    /// On the owner: waits for the next session offered to this node and accepts it.
+    pub fn wait_session<'p>(&self, pool: &'p Pool, timeout: Option<Duration>) -> Result<Session<'p>> {
+        let mut raw = sys::orbit_session::default();
+        // SAFETY: as in accept_session.
+        let rc = unsafe { sys::orbit_exchange_wait_session(self.ptr(), pool.ptr(), timeout_ms(timeout), &mut raw) };
+        check(rc, "orbit_exchange_wait_session")?;
+        Ok(self.session(raw))
     }
 }
 

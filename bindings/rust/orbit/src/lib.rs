@@ -51,7 +51,7 @@ mod stream;
 pub use admission::{Admission, AdmissionSpec, Admit, Claim, ClaimRecord, Demand, DomainInfo, Skip};
 pub use error::{code, Error, Result};
 pub use exchange::{
-    ArenaSpec, Chunk, Event, Exchange, ExchangeSpec, ExchangeStats, Exchanges, FlowState, Reservation,
+    ArenaSpec, Chunk, Event, Exchange, ExchangeSpec, ExchangeStats, Exchanges, FlowState, Reservation, Session,
 };
 pub use fleet::{library_version, set_spin_ns, spin_ns, Backing, Fleet, FleetOptions, Id, NodeInfo};
 pub use pool::{Candidate, Execution, Key, Lease, Permit, Pool, PoolSpec, PoolStats, ResourceState};

@@ -122,7 +122,7 @@ pub struct Candidate {
 /// [`to_bytes`](Lease::to_bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lease {
-    raw: sys::orbit_lease,
+    pub(crate) raw: sys::orbit_lease,
 }
 
 impl Lease {
@@ -308,7 +308,6 @@ impl Pool {
         })
     }
 
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn ptr(&self) -> *mut sys::orbit_pool {
         self.ptr
     }

@@ -245,3 +245,37 @@ fn exact_frames_are_all_or_nothing() {
     assert_eq!(orbit::spin_ns(), 0);
     orbit::set_spin_ns(before);
 }
+
+#[test]
+fn session_carries_a_lease_to_its_owner() {
+    let name = Name::new("session");
+    let fleet = Fleet::join(&name).unwrap();
+    let pool = Pool::open(&fleet).unwrap();
+    let ex = Exchanges::open(&fleet).unwrap();
+    let key = Key::new(8, 8);
+    let id = pool.register(key, 1).unwrap();
+    let lease = pool.reserve(id).unwrap();
+    let a = ex.open_session(&lease, b"GET /", T).unwrap();
+    a.send_data(b"body", T).unwrap();
+    a.finish(T).unwrap();
+    {
+        let session = ex.wait_session(&pool, T).unwrap();
+        assert_eq!(session.metadata(), b"GET /");
+        assert_eq!(session.lease(), lease);
+        assert_eq!(pool.candidates(key).unwrap()[0].active, 1, "accepted once the session opened");
+        match session.exchange().next(T).unwrap() {
+            Event::Data(c) => assert_eq!(&c[..], b"body"),
+            other => panic!("{:?}", other),
+        }
+        session.exchange().send_start(b"", T).unwrap();
+        session.exchange().send_data(b"200", T).unwrap();
+        session.exchange().finish(T).unwrap();
+    } // session ends: the execution completes
+    assert_eq!(pool.candidates(key).unwrap()[0].active, 0);
+    assert!(matches!(a.next(T).unwrap(), Event::Start(None)));
+    match a.next(T).unwrap() {
+        Event::Data(c) => assert_eq!(&c[..], b"200"),
+        other => panic!("{:?}", other),
+    }
+    assert_eq!(pool.accept(&lease).unwrap_err().code(), code::ENOTRESERVED, "the session accepted it");
+}
