@@ -625,6 +625,8 @@ int demo_main(int argc, char **argv)
     int rc = parse_demo(argc, argv, &d.o);
     if (rc)
         return rc == 1 ? 0 : rc;
+    if (relay_uring_check() < 0)
+        return 1;
     d.log = d.o.json ? stderr : stdout;
     signal(SIGPIPE, SIG_IGN);
     orbit_fleet_unlink(d.o.fleet);

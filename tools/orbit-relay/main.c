@@ -45,7 +45,10 @@ static const char usage[] =
 "      and stream tables. BATCH and YIELD together: about 0.1 system calls a request.\n"
 "  orbit-relay --demo [--help]\n"
 "      backend + reaper + fleet + load, one worker killed midway, and a checked summary.\n"
-"  orbit-relay --help | --version\n";
+"  orbit-relay --help | --version\n"
+"Every mode but --stats runs on io_uring: where it is refused (a seccomp filter, as Docker's default\n"
+"profile has, or kernel.io_uring_disabled) orbit-relay exits 1 at start with one line saying which\n"
+"and what lifts it.\n";
 
 /* A bad argument: one line naming it, exit 2. */
 static int bad_arg(const char *what, const char *value)
@@ -209,6 +212,8 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         return bad_arg("argument", argv[optind]);
+    if (a.mode != M_STATS && a.mode != M_NONE && relay_uring_check() < 0)
+        return 1;   /* every other mode runs on io_uring: refused, it says why and starts nothing */
     switch (a.mode) {
     case M_BACKEND:
         return backend_main(&a.backend, -1, a.ro.quiet);

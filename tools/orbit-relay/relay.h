@@ -205,6 +205,9 @@ void relay_child_signals(void);            /* in a forked child: default signals
 int  relay_end_child(pid_t pid, int timeout_ms);   /* SIGTERM, wait, SIGKILL; the wait status */
 
 int stats_main(const char *fleet, bool json);
+/* 0 when io_uring works here; else one line on stderr naming why not (a seccomp filter,
+ * kernel.io_uring_disabled) and what lifts it, and the negative errno (uring_check.c). */
+int relay_uring_check(void);
 int demo_main(int argc, char **argv);
 
 #endif

@@ -95,16 +95,35 @@ int fleet_spawn(struct relay_fleet *rf, int index)
     return 0;
 }
 
-/* Waits until n workers said they are ready (or timeout_ms passed). */
-static int wait_ready(struct relay_fleet *rf, int n, int timeout_ms)
+/* A worker still starting that has exited (not reaped: its status stays for fleet_on_sigchld), or -1. */
+static int exited_while_starting(struct relay_fleet *rf)
+{
+    for (int i = 0; i < rf->opts.workers; i++) {
+        siginfo_t si = { 0 };
+        if (rf->pids[i] > 0 && STAT_GET(&rf->st->w[rf->slot_of[i]], state) == SLOT_STARTING &&
+            waitid(P_PID, (id_t)rf->pids[i], &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == rf->pids[i])
+            return i;
+    }
+    return -1;
+}
+
+/*
+ * Waits until n workers said they are ready (or timeout_ms passed). With
+ * watch_exits, a worker that exits before it is ready ends the wait at
+ * once (-ECHILD; it said why on stderr): a first start that cannot succeed
+ * fails in a moment, not after the timeout.
+ */
+static int wait_ready(struct relay_fleet *rf, int n, int timeout_ms, bool watch_exits)
 {
     int64_t end = relay_now_ns() + (int64_t)timeout_ms * 1000000;
     while (n > 0) {
         int64_t left = (end - relay_now_ns()) / 1000000;
         if (left <= 0)
             return -ORBIT_ETIMEDOUT;
+        if (watch_exits && exited_while_starting(rf) >= 0)
+            return -ECHILD;
         struct pollfd pfd = { .fd = rf->ready_rd, .events = POLLIN };
-        int r = poll(&pfd, 1, (int)left);
+        int r = poll(&pfd, 1, watch_exits && left > 50 ? 50 : (int)left);
         if (r < 0 && errno != EINTR)
             return -errno;
         if (r > 0) {
@@ -172,9 +191,10 @@ int fleet_start(struct relay_fleet *rf, const struct relay_opts *o)
         if (rc < 0)
             return rc;
     }
-    rc = wait_ready(rf, o->workers, 15000);
+    rc = wait_ready(rf, o->workers, 15000, true);
     if (rc < 0) {
-        fprintf(stderr, "orbit-relay: workers did not start: %s\n", orbit_strerror(rc));
+        fprintf(stderr, "orbit-relay: workers did not start: %s\n",
+                rc == -ECHILD ? "a worker exited before it was ready" : orbit_strerror(rc));
         return rc;
     }
     mark_running(rf);
@@ -246,7 +266,7 @@ int fleet_on_sigchld(struct relay_fleet *rf, pid_t *other, int n_other, int *oth
         }
         if (rf->opts.restart && fleet_spawn(rf, i) == 0) {
             atomic_fetch_add(&rf->st->restarts, 1);
-            if (wait_ready(rf, 1, 15000) == 0)
+            if (wait_ready(rf, 1, 15000, false) == 0)
                 mark_running(rf);
         }
     }
