@@ -29,6 +29,7 @@ struct relay_opts {
     int idle_timeout_ms;         /* an idle keep-alive connection is closed after this */
     int connect_timeout_ms;      /* upstream connect */
     int response_timeout_ms;     /* upstream response head after the request went out */
+    int drain_timeout_ms;        /* a stopping worker exits once idle, or after this */
     bool restart;                /* the supervisor replaces a dead worker */
     bool self_reap;              /* the supervisor runs orbit_fleet_reap on a death */
     bool report_deaths;          /* the supervisor reports its dead workers (off: the demo shows the reaper) */

@@ -374,7 +374,7 @@ int relay_run(const struct relay_opts *o)
             }
         }
     }
-    fleet_stop(&rf, 3000);
+    fleet_stop(&rf, o->drain_timeout_ms + 2000);   /* the workers drain first */
     relay_stats_unmap(rf.st);
     relay_stats_unlink(o->fleet);
     orbit_fleet_unlink(o->fleet);

@@ -235,25 +235,26 @@ static void on_tick(struct worker *w)
     arm_tick(w);
 }
 
+/*
+ * SIGTERM: a graceful stop. No more accepts (the listener stays open in the
+ * supervisor, or in a successor's: its queue waits for their accepts); the
+ * upstreams leave the pool as they come free (up_stop); every request on our
+ * connections is still served, those begun from now on with Connection:
+ * close, and a connection idle between requests is closed after
+ * W_DRAIN_IDLE_MS. The worker exits once it holds nothing, or at the drain
+ * deadline.
+ */
 static void begin_stop(struct worker *w)
 {
     w->stopping = true;
-    w->stop_deadline = relay_now_ns() + 3000000000ll;
-    /* The listener stays open in the supervisor (for a successor): only our accept goes. */
+    w->stop_deadline = relay_now_ns() + (int64_t)w->o->drain_timeout_ms * 1000000;
     struct io_uring_sqe *sqe = relay_sqe(&w->ring);
     io_uring_prep_cancel64(sqe, (uint64_t)OP_ACCEPT << 56, 0);   /* multishot too */
     io_uring_sqe_set_data64(sqe, OP_IGNORE);
     sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
     close(w->lfd);
     w->lfd = -1;
-    for (uint32_t i = 0; i < w->n_objs; i++) {
-        struct obj *o = w->objs[i];
-        if (o && !o->dead && o->kind == K_CLIENT) {
-            struct client *c = (struct client *)o;
-            if (c->state == C_READ && c->in_len == 0)
-                client_close(w, c);
-        }
-    }
+    up_stop(w);
 }
 
 static bool idle(struct worker *w)
