@@ -13,7 +13,7 @@ static const char usage[] =
 "  orbit-relay --fleet NAME --listen [HOST:]PORT --upstream [HOST:]PORT [--workers N] [--upstreams U]\n"
 "              [--self-reap] [--no-restart] [--max-head BYTES] [--max-body BYTES]\n"
 "              [--header-timeout MS] [--idle-timeout MS] [--connect-timeout MS] [--response-timeout MS]\n"
-"              [--drain-timeout MS]\n"
+"              [--drain-timeout MS] [--control PATH] [--upgrade]\n"
 "      run a relay fleet: an HTTP/1.1 reverse proxy of N io_uring workers (default one per core,\n"
 "      at least 2; each pinned to a CPU in turn, ORBIT_RELAY_NO_PIN=1 not) accepting on\n"
 "      SO_REUSEPORT listeners (held by the supervisor, so a replacement worker takes over a dead\n"
@@ -33,6 +33,11 @@ static const char usage[] =
 "      clients as they come (never to HTTP/1.0 ones).\n"
 "      SIGTERM stops it gracefully: requests in flight are served, each connection is closed after\n"
 "      its next response (Connection: close) or once idle 1 s, within --drain-timeout (5000 ms).\n"
+"      Upgrade without a failed request: start the new binary with the same arguments and\n"
+"      --upgrade. It takes the running relay's listening sockets from its control socket\n"
+"      (--control, default /dev/shm/orbit-relay.NAME.ctl), starts its workers on them, and the\n"
+"      running relay then stops gracefully and exits; if the new one fails to start, the running\n"
+"      one carries on.\n"
 "  orbit-relay --backend [HOST:]PORT\n"
 "      a keep-alive HTTP/1.1 origin whose bodies are a function of the path\n"
 "      (/size/N: N bytes, at most 1 MiB (1048576); any other path 32..2048 bytes).\n"
@@ -115,7 +120,8 @@ static const struct option longs[] = {
     { "max-head", required_argument, 0, 1 }, { "max-body", required_argument, 0, 2 },
     { "header-timeout", required_argument, 0, 3 }, { "idle-timeout", required_argument, 0, 4 },
     { "connect-timeout", required_argument, 0, 5 }, { "response-timeout", required_argument, 0, 6 },
-    { "drain-timeout", required_argument, 0, 7 }, { 0, 0, 0, 0 } };
+    { "drain-timeout", required_argument, 0, 7 }, { "control", required_argument, 0, 8 },
+    { "upgrade", no_argument, 0, 9 }, { 0, 0, 0, 0 } };
 
 /* The option's long name, for messages. */
 static const char *opt_name(int ch)
@@ -177,6 +183,12 @@ static int take_option(struct args *a, int ch, const char *arg)
     case 5: a->ro.connect_timeout_ms = (int)v; break;
     case 6: a->ro.response_timeout_ms = (int)v; break;
     case 7: a->ro.drain_timeout_ms = (int)v; break;
+    case 8:
+        if (!*arg || strlen(arg) >= sizeof ((struct handover_server *)0)->path - 8)
+            return bad_arg("--control (a path of at most 99 bytes)", arg);
+        a->ro.control = arg;
+        break;
+    case 9: a->ro.upgrade = true; break;
     default: return 2;
     }
     return 0;
@@ -193,6 +205,11 @@ static int run_relay(struct args *a)
     }
     if (ro->upstreams <= 0)
         ro->upstreams = 32 * ro->workers;
+    static char control[128];
+    if (!ro->control) {
+        handover_default_path(ro->fleet, control, sizeof control);
+        ro->control = control;
+    }
     return relay_run(ro);
 }
 

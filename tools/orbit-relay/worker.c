@@ -334,7 +334,7 @@ static void on_cqe(struct worker *w, uint64_t ud, int res, uint32_t flags)
 static int worker_open(struct worker *w, struct relay_stats *stats, int slot)
 {
     struct orbit_fleet_opts fo = ORBIT_FLEET_OPTS_DEFAULT;
-    fo.capacity = relay_fleet_capacity(w->o->workers);
+    fo.capacity = w->o->fleet_capacity ? w->o->fleet_capacity : relay_fleet_capacity(w->o->workers);
     int rc = orbit_fleet_join(w->o->fleet, &fo, &w->fleet);
     if (rc == 0)
         rc = orbit_pool_open(w->fleet, &relay_pool_spec, &w->pool);
