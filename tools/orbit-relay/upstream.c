@@ -155,6 +155,15 @@ void up_stop(struct worker *w)
             orbit_pool_drain(w->pool, w->by_slot[s]->id);
 }
 
+/* The worker exits: each upstream it still has is closed, then leaves the pool (up_retire's
+ * order: the budget never counts fewer connections than are open, while the process ends). */
+void up_close_all(struct worker *w)
+{
+    for (uint32_t s = 0; s < W_LANE; s++)
+        if (w->by_slot[s])
+            up_retire(w, w->by_slot[s]);
+}
+
 /* A request may go again only if no byte of the response went on, and either
  * none of it reached the backend or its method is idempotent. */
 void up_fail(struct worker *w, struct upstream *up)
@@ -541,7 +550,9 @@ void up_on_connect(struct worker *w, struct upstream *up, int res)
     STAT_ADD(w->st, upstreams_created, 1);
     STAT_ADD(w->st, upstreams_open, 1);
     idle_push(w, up);   /* until a request takes it (up_start) */
-    if (c) {
+    if (!c && w->stopping) {
+        up_retire(w, up);   /* its client left meanwhile, and nobody else will take it from us */
+    } else if (c) {
         /* Our own new upstream, unless another worker leased it in between. */
         struct orbit_lease lease;
         c->up = NULL;

@@ -381,11 +381,7 @@ static void worker_close(struct worker *w)
         orbit_endpoint_close(rs->ep);
     for (struct ostream *os = w->os_list; os; os = os->next)
         orbit_endpoint_close(os->ep);
-    for (uint32_t s = 0; s < W_LANE; s++)
-        if (w->by_slot[s]) {
-            orbit_pool_unregister(w->pool, w->by_slot[s]->id);
-            STAT_SUB(w->st, upstreams_open, 1);
-        }
+    up_close_all(w);
     ring_close(w);
     io_uring_queue_exit(&w->ring);
     for (uint32_t i = 0; i < w->n_objs; i++)

@@ -335,6 +335,7 @@ void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now);
 void up_stream(struct worker *w, struct upstream *up, const char *p, size_t n, bool more);
 void up_abort(struct worker *w, struct upstream *up);
 void up_stop(struct worker *w);
+void up_close_all(struct worker *w);
 void up_create(struct worker *w, struct client *c, struct orbit_permit *permit);
 void up_on_connect(struct worker *w, struct upstream *up, int res);
 
