@@ -40,10 +40,15 @@ old_workers=$(workers_of)
 # The relays' connections to the backend (ESTABLISHED, to its port), sampled every 20 ms
 # while wrk runs. Counted on the relays' side: a connection a relay closed is no longer
 # ESTABLISHED there at once, while the backend's side may see the FIN a moment later, after
-# a new connection of another CPU's worker.
+# a new connection of another CPU's worker. /proc/net/tcp is read bucket by bucket, not at
+# one instant: a connection closed during a read and its replacement may both be in it. So
+# a connection counts only if two reads, one after the other, hold it: every one counted
+# was open when the first read ended.
 bport=$(printf '%04X' "${backend##*:}")
+established() { awk -v p="0100007F:$bport" '$3 == p && $4 == "01" { print $10 }' /proc/net/tcp | sort; }
 ( max=0; while [ ! -e "$tmp/stop-sampling" ]; do
-      n=$(awk -v p=":$bport" '$3 ~ p"$" && $4 == "01"' /proc/net/tcp | wc -l)
+      first=$(established); second=$(established)
+      n=$(comm -12 <(echo "$first") <(echo "$second") | grep -c . || true)
       [ "$n" -gt "$max" ] && max=$n && echo "$max" >"$tmp/max-conns"
       sleep 0.02
   done ) & pids+=($!)
