@@ -147,8 +147,8 @@ void cancel_op(struct worker *w, struct obj *o, enum w_op op)
 
 static void arm_readiness(struct worker *w)
 {
-    if (w->futex || w->stopping)
-        return;
+    if (w->futex)
+        return;   /* a stopping worker too: it still serves what it holds (begin_stop) */
     if (!w->rfd_streams_armed) {
         struct io_uring_sqe *sqe = relay_sqe(&w->ring);
         io_uring_prep_poll_add(sqe, w->rfd_streams, POLLIN);
