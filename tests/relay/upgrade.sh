@@ -96,8 +96,9 @@ grep -q 'carrying on' "$tmp/c.out" || fail "the running relay did not say it car
 timeout 10 wrk -t1 -c4 -d1s "http://$addr/size/100" >"$tmp/wrk2" 2>&1 || fail "wrk after a failed upgrade"
 ! grep -qE 'Non-2xx|Socket errors' "$tmp/wrk2" || fail "after a failed upgrade: $(cat "$tmp/wrk2")"
 [ "$(workers_of)" = "$c_workers" ] || fail "--stats no longer shows the running relay"
-# No relay to take over from: one line, exit 1.
-rc=0; "$relay" --fleet "$fleet-none" --listen 127.0.0.1:0 --upstream "$backend" --upgrade >"$tmp/e.out" 2>&1 || rc=$?
+# No relay to take over from (here at a --control path of its own): one line, exit 1.
+rc=0; "$relay" --fleet "$fleet" --listen 127.0.0.1:0 --upstream "$backend" --control "$tmp/none.ctl" --upgrade \
+    >"$tmp/e.out" 2>&1 || rc=$?
 [ "$rc" = 1 ] && [ "$(wc -l <"$tmp/e.out")" = 1 ] && grep -q 'no relay of this fleet answers' "$tmp/e.out" \
     || fail "--upgrade with nothing running: $rc $(cat "$tmp/e.out")"
 
