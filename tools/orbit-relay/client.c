@@ -558,10 +558,7 @@ static void client_try_request(struct worker *w, struct client *c)
         if (client_head(w, c) < 0) {
             if (c->state == C_ERROR || c->closing)
                 return;
-            if (w->stopping && c->in_len == 0)
-                client_close(w, c);
-            else
-                client_recv(w, c);
+            client_recv(w, c);   /* stopping, an idle one is closed by client_check_timeouts */
             return;
         }
     }
@@ -666,7 +663,7 @@ void client_resp_done(struct worker *w, struct client *c)
     c->state = C_READ;
     c->up = NULL;
     c->rs = NULL;
-    if (!c->keepalive || w->stopping) {
+    if (!c->keepalive) {   /* the response said close: stopping, every request after it begun says so */
         client_close(w, c);
         return;
     }
@@ -684,7 +681,7 @@ void client_job_failed(struct worker *w, struct client *c, bool retryable)
 {
     c->up = NULL;
     c->rs = NULL;
-    if (retryable && !c->resp_started && c->retries < W_RETRIES && !w->stopping) {
+    if (retryable && !c->resp_started && c->retries < W_RETRIES) {
         c->retries++;
         STAT_ADD(w->st, retries, 1);
         dispatch(w, c);
@@ -997,7 +994,11 @@ void client_check_timeouts(struct worker *w, struct client *c, int64_t now)
     if (c->closing || c->state != C_READ || c->recv_armed == false)
         return;
     if (c->in_len == 0 && !c->head_done) {
-        if (now - c->t_idle > (int64_t)w->o->idle_timeout_ms * 1000000)
+        /* Stopping, a keep-alive connection closes once it has been idle a while, between
+         * requests: closed at once it could meet a request already on its way (a client
+         * sees its connection cut); one in use gets Connection: close on its next response. */
+        int64_t limit = w->stopping ? W_DRAIN_IDLE_MS : w->o->idle_timeout_ms;
+        if (now - c->t_idle > limit * 1000000 && stash_avail(c) == 0)
             client_close(w, c);
         return;
     }

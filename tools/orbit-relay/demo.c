@@ -614,7 +614,7 @@ static void teardown(struct demo *d)
 static void cleanup(struct demo *d)
 {
     relay_stats_unmap(d->rf.st);
-    relay_stats_unlink(d->o.fleet);
+    relay_stats_unlink(d->o.fleet, false);
     orbit_fleet_unlink(d->o.fleet);
 }
 
@@ -625,6 +625,8 @@ int demo_main(int argc, char **argv)
     int rc = parse_demo(argc, argv, &d.o);
     if (rc)
         return rc == 1 ? 0 : rc;
+    if (relay_uring_check() < 0)
+        return 1;
     d.log = d.o.json ? stderr : stdout;
     signal(SIGPIPE, SIG_IGN);
     orbit_fleet_unlink(d.o.fleet);
@@ -644,7 +646,7 @@ int demo_main(int argc, char **argv)
     bool reaper = start_reaper(&d) == 0;
     ro.self_reap = !reaper;
     ro.report_deaths = !reaper;   /* with the daemon, show the daemon's reclaim */
-    rc = fleet_start(&d.rf, &ro);
+    rc = fleet_start(&d.rf, &ro, NULL);
     char lis[64], up[64];
     relay_format_addr(&d.rf.opts.listen, lis, sizeof lis);
     relay_format_addr(&ro.upstream, up, sizeof up);

@@ -29,6 +29,10 @@ struct relay_opts {
     int idle_timeout_ms;         /* an idle keep-alive connection is closed after this */
     int connect_timeout_ms;      /* upstream connect */
     int response_timeout_ms;     /* upstream response head after the request went out */
+    int drain_timeout_ms;        /* a stopping worker exits once idle, or after this */
+    const char *control;         /* the supervisor's control socket (upgrades), or NULL */
+    bool upgrade;                /* take over from the relay of the fleet at control */
+    uint16_t fleet_capacity;     /* nodes of the fleet workers join; 0: relay_fleet_capacity(workers) */
     bool restart;                /* the supervisor replaces a dead worker */
     bool self_reap;              /* the supervisor runs orbit_fleet_reap on a death */
     bool report_deaths;          /* the supervisor reports its dead workers (off: the demo shows the reaper) */
@@ -141,10 +145,12 @@ struct relay_stats {
     struct relay_worker_stats w[RELAY_STATS_SLOTS];
 };
 
-int  relay_stats_create(const char *fleet, struct relay_stats **out);
+/* staged: beside the fleet's path until relay_stats_publish (a successor's, in an upgrade). */
+int  relay_stats_create(const char *fleet, bool staged, struct relay_stats **out);
+int  relay_stats_publish(const char *fleet);
 int  relay_stats_open(const char *fleet, struct relay_stats **out);   /* read-only use */
 void relay_stats_unmap(struct relay_stats *);
-void relay_stats_unlink(const char *fleet);
+void relay_stats_unlink(const char *fleet, bool staged);
 /* Sum of every slot's counters into *out (gauges only over running slots). */
 void relay_stats_total(const struct relay_stats *, struct relay_worker_stats *out);
 #define STAT_ADD(w, field, n) atomic_fetch_add_explicit(&(w)->field, (n), memory_order_relaxed)
@@ -194,7 +200,40 @@ struct relay_fleet {
     int cpus[RELAY_STATS_SLOTS];      /* the CPUs the workers are pinned to, in turn */
     int n_cpus;                       /* 0: not pinned */
 };
-int  fleet_start(struct relay_fleet *rf, const struct relay_opts *o);
+/* ---- upgrades: listeners handed to a successor (handover.c) ------------- */
+
+struct pollfd;
+/* The running relay's control socket, and the successor it talks to. */
+struct handover_server {
+    int lfd, conn;
+    pid_t peer;
+    bool draining;                    /* the successor said READY */
+    dev_t dev; ino_t ino;             /* the path's inode while it is ours */
+    char path[108];
+};
+enum { HANDOVER_NONE, HANDOVER_DRAIN };
+void handover_default_path(const char *fleet, char *buf, size_t len);
+int  handover_serve(struct handover_server *s, const char *path);
+void handover_unserve(struct handover_server *s);
+int  handover_fds(const struct handover_server *s, struct pollfd *p);   /* at most 2 */
+/* A successor's connect or message: HANDOVER_DRAIN once it runs (stop the workers). */
+int  handover_on_poll(struct handover_server *s, const struct relay_fleet *rf, const struct pollfd *p, int n);
+void handover_done(struct handover_server *s);   /* the workers are gone: tell the successor */
+
+/* What a successor took over. */
+struct handover_take {
+    int conn;
+    pid_t old_pid;
+    int n, fds[RELAY_STATS_SLOTS];    /* the listeners */
+    struct sockaddr_in listen;
+};
+/* Connects to path, says hello as a relay of fleet, takes the listeners (one line on stderr if not). */
+int  handover_take(const char *path, const char *fleet, struct handover_take *t);
+int  handover_ready(struct handover_take *t);
+int  handover_wait_done(struct handover_take *t, int timeout_ms);
+
+/* Starts the workers, on listeners of their own or on those take holds (NULL: none). */
+int  fleet_start(struct relay_fleet *rf, const struct relay_opts *o, struct handover_take *take);
 /* Reaps exited children; returns the number of worker deaths seen. */
 int  fleet_on_sigchld(struct relay_fleet *rf, pid_t *other_pids, int n_other, int *other_status);
 int  fleet_spawn(struct relay_fleet *rf, int index);
@@ -205,6 +244,9 @@ void relay_child_signals(void);            /* in a forked child: default signals
 int  relay_end_child(pid_t pid, int timeout_ms);   /* SIGTERM, wait, SIGKILL; the wait status */
 
 int stats_main(const char *fleet, bool json);
+/* 0 when io_uring works here; else one line on stderr naming why not (a seccomp filter,
+ * kernel.io_uring_disabled) and what lifts it, and the negative errno (uring_check.c). */
+int relay_uring_check(void);
 int demo_main(int argc, char **argv);
 
 #endif

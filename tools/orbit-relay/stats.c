@@ -16,15 +16,16 @@
 #include "cli.h"
 #include "tool.h"
 
-static void stats_path(const char *fleet, char *buf, size_t len)
+/* The counters' file; staged: where a successor's wait until it takes over (relay_stats_publish). */
+static void stats_path(const char *fleet, bool staged, char *buf, size_t len)
 {
-    snprintf(buf, len, "/dev/shm/orbit-relay.%s", fleet);
+    snprintf(buf, len, "/dev/shm/orbit-relay.%s%s", fleet, staged ? ".next" : "");
 }
 
-static int stats_map(const char *fleet, int flags, struct relay_stats **out)
+static int stats_map(const char *fleet, bool staged, int flags, struct relay_stats **out)
 {
     char path[128];
-    stats_path(fleet, path, sizeof path);
+    stats_path(fleet, staged, path, sizeof path);
     int fd = open(path, flags | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
@@ -46,10 +47,10 @@ static int stats_map(const char *fleet, int flags, struct relay_stats **out)
     return 0;
 }
 
-int relay_stats_create(const char *fleet, struct relay_stats **out)
+int relay_stats_create(const char *fleet, bool staged, struct relay_stats **out)
 {
-    relay_stats_unlink(fleet);
-    int rc = stats_map(fleet, O_CREAT | O_EXCL, out);
+    relay_stats_unlink(fleet, staged);
+    int rc = stats_map(fleet, staged, O_CREAT | O_EXCL, out);
     if (rc < 0)
         return rc;
     struct relay_stats *s = *out;
@@ -65,7 +66,7 @@ int relay_stats_create(const char *fleet, struct relay_stats **out)
 
 int relay_stats_open(const char *fleet, struct relay_stats **out)
 {
-    int rc = stats_map(fleet, 0, out);
+    int rc = stats_map(fleet, false, 0, out);
     if (rc == 0 && ((*out)->magic != RELAY_STATS_MAGIC || (*out)->version != RELAY_STATS_VERSION ||
                     (*out)->slots != RELAY_STATS_SLOTS)) {
         relay_stats_unmap(*out);
@@ -80,11 +81,21 @@ void relay_stats_unmap(struct relay_stats *s)
         munmap(s, sizeof *s);
 }
 
-void relay_stats_unlink(const char *fleet)
+void relay_stats_unlink(const char *fleet, bool staged)
 {
     char path[128];
-    stats_path(fleet, path, sizeof path);
+    stats_path(fleet, staged, path, sizeof path);
     unlink(path);
+}
+
+/* The staged counters take the fleet's path: --stats shows the successor from now on (the
+ * relay it took over from keeps writing into its own, unlinked). */
+int relay_stats_publish(const char *fleet)
+{
+    char from[128], to[128];
+    stats_path(fleet, true, from, sizeof from);
+    stats_path(fleet, false, to, sizeof to);
+    return rename(from, to) < 0 ? -errno : 0;
 }
 
 #define COUNTERS(X) X(accepted) X(requests) X(errors) X(local_leases) X(remote_leases) X(served_remote) \

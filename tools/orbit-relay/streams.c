@@ -487,10 +487,12 @@ static void os_start(struct worker *w, const struct orbit_ticket *t)
     os_step(w, os);
 }
 
+/* A stopping worker takes them too: each carries a lease granted before its upstreams
+ * drained (up_stop), and once they are served it has nothing more to take. */
 void take_offers(struct worker *w)
 {
     struct orbit_ticket t;
-    while (!w->stopping && orbit_streams_take_offer(w->streams, &t) == 0)
+    while (orbit_streams_take_offer(w->streams, &t) == 0)
         os_start(w, &t);
 }
 
@@ -501,7 +503,7 @@ void take_offers(struct worker *w)
  */
 void arm_offer_wait(struct worker *w)
 {
-    for (int i = 0; i < 8 && w->futex && !w->offer_armed && !w->stopping; i++) {
+    for (int i = 0; i < 8 && w->futex && !w->offer_armed; i++) {
         struct io_uring_sqe *sqe = relay_sqe(&w->ring);
         int r = orbit_streams_prep_wait_offer(w->streams, sqe);
         /* Not armed: the prep left a NOP, whose completion is ignored. */

@@ -114,10 +114,14 @@ void up_unsink(struct worker *w, struct upstream *up)
     up->sink_obj = NULL;
 }
 
-/* Ends an upstream: out of the pool and closed. */
+/* Ends an upstream: closed, then out of the pool. In that order: its unit of the budget
+ * goes back once the backend saw the connection end, so the fleet never holds more
+ * connections to the backend than the budget, not even while one closes. */
 static void up_retire(struct worker *w, struct upstream *up)
 {
     idle_remove(w, up);
+    if (up->fd >= 0)
+        shutdown(up->fd, SHUT_RDWR);
     if (up->registered) {
         orbit_pool_unregister(w->pool, up->id);
         up->registered = false;
@@ -128,12 +132,36 @@ static void up_retire(struct worker *w, struct upstream *up)
         STAT_SUB(w->st, upstreams_open, 1);
     }
     if (up->fd >= 0) {
-        shutdown(up->fd, SHUT_RDWR);
         close(up->fd);
         up->fd = -1;
     }
     up_pipe_close(up);
     obj_kill(w, &up->o);
+}
+
+/*
+ * The worker stops: its idle upstreams end now, so their share of the budget
+ * goes to whoever dials next (a successor's workers, in an upgrade); a busy
+ * one takes no new lease, from us or a peer, and ends when its job does
+ * (up_job_done). Requests that still come on our connections go to a peer's
+ * upstream or a new one, under the same budget.
+ */
+void up_stop(struct worker *w)
+{
+    while (w->n_idle > 0)
+        up_retire(w, w->idle[w->n_idle - 1]);
+    for (uint32_t s = 0; s < W_LANE; s++)
+        if (w->by_slot[s] && w->by_slot[s]->registered)
+            orbit_pool_drain(w->pool, w->by_slot[s]->id);
+}
+
+/* The worker exits: each upstream it still has is closed, then leaves the pool (up_retire's
+ * order: the budget never counts fewer connections than are open, while the process ends). */
+void up_close_all(struct worker *w)
+{
+    for (uint32_t s = 0; s < W_LANE; s++)
+        if (w->by_slot[s])
+            up_retire(w, w->by_slot[s]);
 }
 
 /* A request may go again only if no byte of the response went on, and either
@@ -174,8 +202,8 @@ void up_job_done(struct worker *w, struct upstream *up)
     orbit_execution_complete(&up->exec);
     up->busy = false;
     up_unsink(w, up);
-    if (!up->keepalive || (w->n_ups > fair_share(w) && others_starving(w)))
-        up_retire(w, up);   /* closed by the backend, or more than our share while others wait */
+    if (!up->keepalive || w->stopping || (w->n_ups > fair_share(w) && others_starving(w)))
+        up_retire(w, up);   /* closed by the backend, stopping, or more than our share while others wait */
     else
         idle_push(w, up);
     if (sink == SINK_CLIENT) {
@@ -522,7 +550,9 @@ void up_on_connect(struct worker *w, struct upstream *up, int res)
     STAT_ADD(w->st, upstreams_created, 1);
     STAT_ADD(w->st, upstreams_open, 1);
     idle_push(w, up);   /* until a request takes it (up_start) */
-    if (c) {
+    if (!c && w->stopping) {
+        up_retire(w, up);   /* its client left meanwhile, and nobody else will take it from us */
+    } else if (c) {
         /* Our own new upstream, unless another worker leased it in between. */
         struct orbit_lease lease;
         c->up = NULL;

@@ -146,6 +146,7 @@ void relay_opts_defaults(struct relay_opts *o)
     o->idle_timeout_ms = 60000;
     o->connect_timeout_ms = 5000;
     o->response_timeout_ms = 60000;
+    o->drain_timeout_ms = 5000;
 }
 
 size_t relay_buffered_max(const struct relay_opts *o)

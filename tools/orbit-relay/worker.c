@@ -147,8 +147,8 @@ void cancel_op(struct worker *w, struct obj *o, enum w_op op)
 
 static void arm_readiness(struct worker *w)
 {
-    if (w->futex || w->stopping)
-        return;
+    if (w->futex)
+        return;   /* a stopping worker too: it still serves what it holds (begin_stop) */
     if (!w->rfd_streams_armed) {
         struct io_uring_sqe *sqe = relay_sqe(&w->ring);
         io_uring_prep_poll_add(sqe, w->rfd_streams, POLLIN);
@@ -235,25 +235,26 @@ static void on_tick(struct worker *w)
     arm_tick(w);
 }
 
+/*
+ * SIGTERM: a graceful stop. No more accepts (the listener stays open in the
+ * supervisor, or in a successor's: its queue waits for their accepts); the
+ * upstreams leave the pool as they come free (up_stop); every request on our
+ * connections is still served, those begun from now on with Connection:
+ * close, and a connection idle between requests is closed after
+ * W_DRAIN_IDLE_MS. The worker exits once it holds nothing, or at the drain
+ * deadline.
+ */
 static void begin_stop(struct worker *w)
 {
     w->stopping = true;
-    w->stop_deadline = relay_now_ns() + 3000000000ll;
-    /* The listener stays open in the supervisor (for a successor): only our accept goes. */
+    w->stop_deadline = relay_now_ns() + (int64_t)w->o->drain_timeout_ms * 1000000;
     struct io_uring_sqe *sqe = relay_sqe(&w->ring);
     io_uring_prep_cancel64(sqe, (uint64_t)OP_ACCEPT << 56, 0);   /* multishot too */
     io_uring_sqe_set_data64(sqe, OP_IGNORE);
     sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
     close(w->lfd);
     w->lfd = -1;
-    for (uint32_t i = 0; i < w->n_objs; i++) {
-        struct obj *o = w->objs[i];
-        if (o && !o->dead && o->kind == K_CLIENT) {
-            struct client *c = (struct client *)o;
-            if (c->state == C_READ && c->in_len == 0)
-                client_close(w, c);
-        }
-    }
+    up_stop(w);
 }
 
 static bool idle(struct worker *w)
@@ -333,7 +334,7 @@ static void on_cqe(struct worker *w, uint64_t ud, int res, uint32_t flags)
 static int worker_open(struct worker *w, struct relay_stats *stats, int slot)
 {
     struct orbit_fleet_opts fo = ORBIT_FLEET_OPTS_DEFAULT;
-    fo.capacity = relay_fleet_capacity(w->o->workers);
+    fo.capacity = w->o->fleet_capacity ? w->o->fleet_capacity : relay_fleet_capacity(w->o->workers);
     int rc = orbit_fleet_join(w->o->fleet, &fo, &w->fleet);
     if (rc == 0)
         rc = orbit_pool_open(w->fleet, &relay_pool_spec, &w->pool);
@@ -380,11 +381,7 @@ static void worker_close(struct worker *w)
         orbit_endpoint_close(rs->ep);
     for (struct ostream *os = w->os_list; os; os = os->next)
         orbit_endpoint_close(os->ep);
-    for (uint32_t s = 0; s < W_LANE; s++)
-        if (w->by_slot[s]) {
-            orbit_pool_unregister(w->pool, w->by_slot[s]->id);
-            STAT_SUB(w->st, upstreams_open, 1);
-        }
+    up_close_all(w);
     ring_close(w);
     io_uring_queue_exit(&w->ring);
     for (uint32_t i = 0; i < w->n_objs; i++)

@@ -13,6 +13,7 @@
 #define W_RETRIES 8                /* attempts of one request before 502 */
 #define W_GRACE_MS 1000            /* reservations nobody brought age out after this */
 #define W_TICK_MS  200             /* housekeeping: reconcile, lease checks, gauges */
+#define W_DRAIN_IDLE_MS 1000       /* stopping: a connection idle this long is closed */
 #define W_CHUNK_HEAD 16            /* a streamed chunked piece: room for its size line before it */
 #define W_CHUNK_TAIL 8             /* ... and for CRLF and the last chunk after it */
 #define W_BR_ENTRIES 1024          /* provided buffers for the clients' multishot receives */
@@ -333,6 +334,8 @@ int up_run_lease(struct worker *w, const struct orbit_lease *lease, enum sink_ki
 void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now);
 void up_stream(struct worker *w, struct upstream *up, const char *p, size_t n, bool more);
 void up_abort(struct worker *w, struct upstream *up);
+void up_stop(struct worker *w);
+void up_close_all(struct worker *w);
 void up_create(struct worker *w, struct client *c, struct orbit_permit *permit);
 void up_on_connect(struct worker *w, struct upstream *up, int res);
 
