@@ -14,6 +14,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include "httpmsg.h"
+#include "http.h"
 #include "relay.h"
 
 #define BE_IN   16384

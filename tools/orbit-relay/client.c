@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <orbit/uring.h>
+#include "http.h"
 #include "httpmsg.h"
 #include "worker.h"
 
@@ -277,42 +278,6 @@ void client_close(struct worker *w, struct client *c)
     accept_resume(w);   /* a descriptor came free */
 }
 
-static const char *reason_of(int status)
-{
-    switch (status) {
-    case 400: return "Bad Request";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Error";
-    }
-}
-
-/* A chunk's size line for n payload bytes; its length. */
-static size_t chunk_line(char line[20], size_t n)
-{
-    return (size_t)snprintf(line, 20, "%zx\r\n", n);
-}
-
-/* After a chunk's n payload bytes at e: their CRLF, and the last chunk if last. Returns the new end. */
-static char *chunk_tail(char *e, size_t n, bool last)
-{
-    if (n) {
-        memcpy(e, "\r\n", 2);
-        e += 2;
-    }
-    if (last) {
-        memcpy(e, "0\r\n\r\n", 5);   /* trailers are not passed on */
-        e += 5;
-    }
-    return e;
-}
-
 /* The request for the upstream: its head without hop-by-hop fields, then the
  * payload. A chunked body held whole goes as its payload with a Content-Length;
  * one that streams (rechunk) is re-chunked: the payload so far is its first chunk. */
@@ -336,15 +301,15 @@ static int build_upstream_request(struct client *c, bool rechunk)
         return -1;
     char *e = c->req + n;
     if (rechunk && body) {
-        char line[20];
-        size_t k = chunk_line(line, body);
+        char line[HM_CHUNK_LINE_LEN];
+        size_t k = hm_chunk_line(line, body);
         memcpy(e, line, k);
         e += k;
     }
     memcpy(e, c->in + h->head_len, body);
     e += body;
     if (rechunk)
-        e = chunk_tail(e, body, c->msg.complete);
+        e = hm_chunk_tail(e, body, c->msg.complete);
     c->req_len = (size_t)(e - c->req);
     return 0;
 }
@@ -372,7 +337,7 @@ static int client_head(struct worker *w, struct client *c)
     int r = hm_head_parse(&c->msg, HM_REQUEST, c->in, c->in_len, w->o->max_head, false);
     if (r <= 0) {
         if (r < 0)
-            client_error(w, c, -r, reason_of(-r), true);
+            client_error(w, c, -r, http_reason(-r), true);
         return -1;
     }
     c->head_done = true;
@@ -503,7 +468,7 @@ static void client_stream_cut(struct worker *w, struct client *c, int status)
     c->streaming = false;
     up_abort(w, up);
     if (status && !c->send_armed) {
-        client_error(w, c, status, reason_of(status), true);
+        client_error(w, c, status, http_reason(status), true);
         return;
     }
     STAT_ADD(w->st, aborted, 1);
@@ -533,10 +498,10 @@ static void client_chunk_in(struct worker *w, struct client *c, size_t n)
         client_stream_more(w, c);   /* only framing: nothing to send yet */
         return;
     }
-    char line[20];
-    size_t k = out ? chunk_line(line, out) : 0;
+    char line[HM_CHUNK_LINE_LEN];
+    size_t k = out ? hm_chunk_line(line, out) : 0;
     memcpy(p - k, line, k);
-    char *e = chunk_tail(p + out, out, last);
+    char *e = hm_chunk_tail(p + out, out, last);
     up_stream(w, c->up, p - k, (size_t)(e - (p - k)), !last);
 }
 
@@ -687,7 +652,7 @@ void client_job_failed(struct worker *w, struct client *c, bool retryable)
         dispatch(w, c);
     } else if (!c->resp_started) {
         /* A body not read to its end closes the connection: its rest is no request. */
-        client_error(w, c, c->fail_status, reason_of(c->fail_status), c->fail_status == 504 || c->streaming);
+        client_error(w, c, c->fail_status, http_reason(c->fail_status), c->fail_status == 504 || c->streaming);
     } else {
         STAT_ADD(w->st, aborted, 1);
         STAT_SUB(w->st, inflight, 1);
@@ -762,7 +727,7 @@ static void client_sent(struct worker *w, struct client *c)
     case C_ERROR: client_resp_done(w, c); break;
     case C_READ:   /* our 100 Continue went out */
         if (c->deferred_status)
-            client_error(w, c, c->deferred_status, reason_of(c->deferred_status), true);
+            client_error(w, c, c->deferred_status, http_reason(c->deferred_status), true);
         else if (!c->recv_armed)
             client_try_request(w, c);
         break;

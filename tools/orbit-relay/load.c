@@ -16,6 +16,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include "cli.h"
+#include "http.h"
 #include "relay.h"
 
 #define LD_BUF 16384

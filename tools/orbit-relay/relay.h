@@ -62,33 +62,6 @@ struct relay_hist { uint64_t count, max_ns; uint64_t b[HIST_BUCKETS]; };
 void hist_add(struct relay_hist *h, uint64_t ns);
 uint64_t hist_percentile(const struct relay_hist *h, double p);
 
-/* ---- HTTP (http.c) ----------------------------------------------------- */
-
-/* The body the backend returns for a path: its length and bytes are a pure
- * function of the path, so the load generator can check every byte. */
-uint64_t http_path_hash(const char *path, size_t len);
-size_t http_body_len(const char *path, size_t len);
-void http_body_fill(uint64_t hash, size_t off, char *buf, size_t n);
-#define HTTP_BODY_MAX (1u << 20)
-
-struct http_req {
-    size_t head_len;        /* through the blank line */
-    size_t content_length;  /* body bytes after the head */
-    const char *path; size_t path_len;
-    bool keepalive;
-    bool http10;
-    bool head_method;       /* HEAD: no body in the response */
-    bool chunked;           /* a chunked body follows the head */
-};
-/* 1: a complete head parsed; 0: need more bytes; -1: malformed or unsupported. */
-int http_parse_request(const char *buf, size_t len, struct http_req *out);
-
-struct http_resp { size_t head_len; size_t content_length; int status; bool keepalive; };
-int http_parse_response(const char *buf, size_t len, struct http_resp *out);
-
-/* A canned error response (no body beyond the reason). Returns its length. */
-int http_error(char *buf, size_t len, int status, const char *reason, bool close);
-
 /* ---- shared statistics (stats.c): /dev/shm/orbit-relay.<fleet> --------- */
 
 #define RELAY_STATS_MAGIC   0x79616c6572626f72ull   /* "orbrelay" */
