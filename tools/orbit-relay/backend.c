@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include "httpmsg.h"
 #include "http.h"
+#include "modes.h"
 #include "relay.h"
 
 #define BE_IN   16384

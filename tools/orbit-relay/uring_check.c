@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "relay.h"
+#include "modes.h"
 
 /* A number from a /proc file's first line after prefix (NULL: the first line), or fallback. */
 static long proc_number(const char *path, const char *prefix, long fallback)
@@ -81,7 +81,7 @@ static void say_cause(FILE *out, const char *call, int err)
     fprintf(out, "; orbit-relay runs on io_uring only and does not start\n");
 }
 
-int relay_uring_check(void)
+int uring_check(void)
 {
     struct io_uring ring;
     const char *call = "io_uring_setup";

@@ -207,6 +207,9 @@ struct ostream {
 void relay_frame_encode(char out[48], const struct orbit_lease *l, uint32_t req_len, uint16_t flags);
 int  relay_frame_decode(const char in[48], struct orbit_lease *l, uint32_t *req_len, uint16_t *flags);
 
+/* One worker: joins the fleet, serves on o->listen_fd until SIGTERM (worker.c). */
+int worker_main(const struct relay_opts *o, struct relay_stats *st, int slot, int ready_fd);
+
 /* ---- the worker and its modules ----------------------------------------- */
 
 #define W_LANE 256   /* relay_stream_spec.lane_capacity and relay_pool_spec.lane_capacity */
