@@ -44,7 +44,7 @@ void client_sqe_fd(const struct client *c, struct io_uring_sqe *sqe)
 
 static bool client_ms(const struct worker *w, const struct client *c)
 {
-    return (w->features & WF_MULTISHOT_RECV) && !c->ms_off;
+    return (w->loop.features & WF_MULTISHOT_RECV) && !c->ms_off;
 }
 
 static size_t stash_avail(const struct client *c)
@@ -56,13 +56,13 @@ static void ms_arm(struct worker *w, struct client *c)
 {
     if (c->ms_armed || c->ms_eof || c->ms_err || c->closing || stash_avail(c) > W_STASH_MAX)
         return;
-    struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_MRECV);
+    struct io_uring_sqe *sqe = loop_obj_sqe(&w->loop, &c->o, OP_C_MRECV);
     io_uring_prep_recv(sqe, c->fd, NULL, 0, 0);
     sqe->ioprio |= IORING_RECV_MULTISHOT;
-    if (w->features & WF_BUNDLE)
-        sqe->ioprio |= W_RECVSEND_BUNDLE;
+    if (w->loop.features & WF_BUNDLE)
+        sqe->ioprio |= LOOP_RECVSEND_BUNDLE;
     sqe->flags |= IOSQE_BUFFER_SELECT;
-    sqe->buf_group = W_BGID;
+    sqe->buf_group = LOOP_BGID;
     client_sqe_fd(c, sqe);
     c->ms_armed = true;
     c->ms_paused = false;
@@ -82,7 +82,7 @@ static void client_read(struct worker *w, struct client *c, char *dst, size_t n)
 {
     c->recv_armed = true;
     if (!client_ms(w, c)) {
-        struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_RECV);
+        struct io_uring_sqe *sqe = loop_obj_sqe(&w->loop, &c->o, OP_C_RECV);
         io_uring_prep_recv(sqe, c->fd, dst, n, 0);
         client_sqe_fd(c, sqe);
         return;
@@ -105,7 +105,7 @@ static int stash_put(struct client *c, const char *p, size_t n)
         c->stash_off = 0;
     }
     if (c->stash_cap - c->stash_len < n) {
-        size_t cap = c->stash_cap ? c->stash_cap : W_BR_SIZE;
+        size_t cap = c->stash_cap ? c->stash_cap : LOOP_BR_SIZE;
         while (cap - c->stash_len < n)
             cap *= 2;
         char *ns = realloc(c->stash, cap);
@@ -156,16 +156,16 @@ void client_ready_run(struct worker *w)
  * the stash; every buffer goes back to the ring. Returns the bytes given to rd_dst. */
 static size_t ms_take(struct worker *w, struct client *c, uint32_t flags, size_t res, bool *bad)
 {
-    uint16_t bid = (uint16_t)(flags >> IORING_CQE_BUFFER_SHIFT), bids[W_BR_ENTRIES];
-    unsigned n = (unsigned)((res + W_BR_SIZE - 1) / W_BR_SIZE);
-    if (n > W_BR_ENTRIES)
-        n = W_BR_ENTRIES;
+    uint16_t bid = (uint16_t)(flags >> IORING_CQE_BUFFER_SHIFT), bids[LOOP_BR_ENTRIES];
+    unsigned n = (unsigned)((res + LOOP_BR_SIZE - 1) / LOOP_BR_SIZE);
+    if (n > LOOP_BR_ENTRIES)
+        n = LOOP_BR_ENTRIES;
     for (unsigned k = 0; k < n; k++)
-        bids[k] = ring_buf_nth(w, bid, k);
+        bids[k] = loop_buf_nth(&w->loop, bid, k);
     size_t got = 0, left = res;
     for (unsigned k = 0; k < n; k++) {
-        const char *p = ring_buf_addr(w, bids[k]);
-        size_t len = left < W_BR_SIZE ? left : W_BR_SIZE, direct = 0;
+        const char *p = loop_buf_addr(&w->loop, bids[k]);
+        size_t len = left < LOOP_BR_SIZE ? left : LOOP_BR_SIZE, direct = 0;
         if (c->recv_armed && !stash_avail(c) && c->rd_n > got) {
             direct = c->rd_n - got < len ? c->rd_n - got : len;
             memcpy(c->rd_dst + got, p, direct);
@@ -176,7 +176,7 @@ static size_t ms_take(struct worker *w, struct client *c, uint32_t flags, size_t
         left -= len;
     }
     for (unsigned k = 0; k < n; k++)
-        ring_buf_put(w, bids[k]);
+        loop_buf_put(&w->loop, bids[k]);
     return got;
 }
 
@@ -189,7 +189,7 @@ void client_on_recv_cqe(struct worker *w, struct client *c, int res, uint32_t fl
     if (res > 0 && (flags & IORING_CQE_F_BUFFER) && !c->closing)
         got = ms_take(w, c, flags, (size_t)res, &bad);
     else
-        ring_buf_drop(w, flags, res);
+        loop_buf_drop(&w->loop, flags, res);
     if (c->closing)
         return;
     if (bad)
@@ -199,7 +199,7 @@ void client_on_recv_cqe(struct worker *w, struct client *c, int res, uint32_t fl
     else if (res < 0 && res != -ENOBUFS && res != -ECANCELED)
         c->ms_err = res;   /* ENOBUFS: the ring ran dry; ECANCELED: paused */
     if (more && stash_avail(c) > W_STASH_MAX) {
-        cancel_op(w, &c->o, OP_C_MRECV);   /* the client outran its requests: pause */
+        loop_cancel(&w->loop, &c->o, OP_C_MRECV);   /* the client outran its requests: pause */
         c->ms_paused = true;
     }
     if (!more && !c->ms_paused)
@@ -252,17 +252,17 @@ static void client_shutdown(struct worker *w, struct client *c, bool close_too)
             close(c->fd);
         return;
     }
-    struct io_uring_sqe *sqe = relay_sqe(&w->ring);
+    struct io_uring_sqe *sqe = loop_sqe(&w->loop);
     io_uring_prep_shutdown(sqe, c->fd, SHUT_RDWR);
     sqe->flags |= IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS | (close_too ? IOSQE_IO_HARDLINK : 0);
-    io_uring_sqe_set_data64(sqe, OP_IGNORE);
+    io_uring_sqe_set_data64(sqe, 0);
     if (!close_too)
         return;
     /* Hard-linked: the slot is freed after the shutdown, even one that failed. */
-    sqe = relay_sqe(&w->ring);
+    sqe = loop_sqe(&w->loop);
     io_uring_prep_close_direct(sqe, (unsigned)c->fd);
     sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-    io_uring_sqe_set_data64(sqe, OP_IGNORE);
+    io_uring_sqe_set_data64(sqe, 0);
 }
 
 void client_close(struct worker *w, struct client *c)
@@ -274,7 +274,7 @@ void client_close(struct worker *w, struct client *c)
     client_shutdown(w, c, true);   /* completes a pending recv or send */
     w->n_clients--;
     STAT_SUB(w->st, conns_open, 1);
-    obj_kill(w, &c->o);
+    loop_obj_kill(&w->loop, &c->o);
     accept_resume(w);   /* a descriptor came free */
 }
 
@@ -320,15 +320,15 @@ static const char continue_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
 static void client_continue(struct worker *w, struct client *c)
 {
     c->continue_sent = true;
-    struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
+    struct io_uring_sqe *sqe = loop_obj_sqe(&w->loop, &c->o, OP_C_SEND);
     c->out = continue_100;
     c->out_len = sizeof continue_100 - 1;
     c->out_off = 0;
-    c->t_send = w->now;
+    c->t_send = w->loop.now;
     io_uring_prep_send(sqe, c->fd, c->out, c->out_len, MSG_NOSIGNAL);
     client_sqe_fd(c, sqe);
     c->send_armed = true;
-    w->sends_queued++;
+    w->loop.sends_queued++;
 }
 
 /* A head is in: check it; 0 to read its body, or an error was answered. */
@@ -347,7 +347,7 @@ static int client_head(struct worker *w, struct client *c)
         client_error(w, c, 413, "Content Too Large", true);   /* before reading the body */
         return -1;
     }
-    if (c->msg.h.expect_continue && !c->msg.complete && c->in_len == (size_t)r && !w->stopping)
+    if (c->msg.h.expect_continue && !c->msg.complete && c->in_len == (size_t)r && !w->loop.stopping)
         client_continue(w, c);
     return 0;
 }
@@ -393,7 +393,7 @@ static bool chunked_stream_candidate(const struct client *c)
 
 static void client_start(struct worker *w, struct client *c)
 {
-    c->keepalive = c->msg.h.keepalive && !w->stopping;
+    c->keepalive = c->msg.h.keepalive && !w->loop.stopping;
     c->http10 = c->msg.h.minor == 0;
     c->idempotent = c->msg.h.idempotent && !c->streaming;   /* a streamed body is not kept: never again */
     c->head_method = c->msg.h.head_method;
@@ -457,7 +457,7 @@ void client_stream_more(struct worker *w, struct client *c)
         n = c->in_cap - W_CHUNK_HEAD - W_CHUNK_TAIL;
     }
     client_read(w, c, at, n);
-    c->t_read = w->now;
+    c->t_read = w->loop.now;
 }
 
 /* A streamed body that cannot go on: the upstream goes; status answered (0: just closed). */
@@ -482,7 +482,7 @@ static void client_chunk_in(struct worker *w, struct client *c, size_t n)
     char *p = c->in + W_CHUNK_HEAD;
     size_t out;
     ssize_t used = hm_body(&c->msg, p, n, &out);
-    c->t_read = w->now;
+    c->t_read = w->loop.now;
     if (used < 0 || (w->o->max_body && c->msg.payload > w->o->max_body)) {
         client_stream_cut(w, c, used < 0 ? 400 : 413);
         return;
@@ -508,7 +508,7 @@ static void client_chunk_in(struct worker *w, struct client *c, size_t n)
 static void client_stream_in(struct worker *w, struct client *c, size_t n)
 {
     c->stream_left -= n;
-    c->t_read = w->now;
+    c->t_read = w->loop.now;
     if (c->stream_left == 0)
         c->streaming = false;
     up_stream(w, c->up, c->in, n, c->stream_left > 0);
@@ -519,7 +519,7 @@ static void client_try_request(struct worker *w, struct client *c)
 {
     if (!c->head_done) {
         if (c->in_len > 0 && c->t_head == 0)
-            c->t_head = w->now;
+            c->t_head = w->loop.now;
         if (client_head(w, c) < 0) {
             if (c->state == C_ERROR || c->closing)
                 return;
@@ -556,14 +556,14 @@ static void client_try_request(struct worker *w, struct client *c)
  * the kernel's notification, which client_on_send_cqe waits for). */
 static void client_send_prep(struct worker *w, struct client *c, const char *p, size_t n)
 {
-    struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_SEND);
-    if ((w->features & WF_ZC) && n >= W_ZC_MIN)
+    struct io_uring_sqe *sqe = loop_obj_sqe(&w->loop, &c->o, OP_C_SEND);
+    if ((w->loop.features & WF_ZC) && n >= W_ZC_MIN)
         io_uring_prep_send_zc(sqe, c->fd, p, n, MSG_NOSIGNAL, 0);
     else
         io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
     client_sqe_fd(c, sqe);
     c->send_armed = true;
-    w->sends_queued++;
+    w->loop.sends_queued++;
 }
 
 void client_send(struct worker *w, struct client *c, const char *p, size_t n)
@@ -571,7 +571,7 @@ void client_send(struct worker *w, struct client *c, const char *p, size_t n)
     c->out = p;
     c->out_len = n;
     c->out_off = 0;
-    c->t_send = w->now;
+    c->t_send = w->loop.now;
     c->resp_started = true;
     client_send_prep(w, c, p, n);
 }
@@ -637,7 +637,7 @@ void client_resp_done(struct worker *w, struct client *c)
     c->used = 0;
     c->head_done = c->continue_sent = c->streaming = false;
     c->t_head = 0;
-    c->t_idle = w->now;
+    c->t_idle = w->loop.now;
     client_try_request(w, c);
 }
 
@@ -710,7 +710,7 @@ void client_on_send(struct worker *w, struct client *c, int res)
         return;
     }
     c->out_off += (size_t)res;
-    c->t_send = w->now;
+    c->t_send = w->loop.now;
     if (c->out_off < c->out_len) {
         client_send_prep(w, c, c->out + c->out_off, c->out_len - c->out_off);
         return;
@@ -746,11 +746,11 @@ static int client_pipe_step(struct worker *w, struct client *c)
         ssize_t k = splice(c->pipe_rd, NULL, c->fd, NULL, c->out_len - c->out_off, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
         if (k > 0) {
             c->out_off += (size_t)k;
-            c->t_send = w->now;
+            c->t_send = w->loop.now;
             continue;
         }
         if (k < 0 && errno == EAGAIN) {
-            struct io_uring_sqe *sqe = obj_sqe(w, &c->o, OP_C_POLL);
+            struct io_uring_sqe *sqe = loop_obj_sqe(&w->loop, &c->o, OP_C_POLL);
             io_uring_prep_poll_add(sqe, c->fd, POLLOUT);
             c->send_armed = true;
             return 0;
@@ -768,7 +768,7 @@ static void client_piece_begin(struct worker *w, struct client *c, const char *p
     c->pipe_rd = pipe_rd;
     c->out_len = n;
     c->out_off = 0;
-    c->t_send = w->now;
+    c->t_send = w->loop.now;
     c->resp_started = true;
 }
 
@@ -837,7 +837,7 @@ void client_on_recv(struct worker *w, struct client *c, int res)
         return;
     }
     c->in_len += (size_t)res;
-    c->t_read = w->now;
+    c->t_read = w->loop.now;
     client_try_request(w, c);
 }
 
@@ -845,7 +845,7 @@ void client_on_recv(struct worker *w, struct client *c, int res)
  * (client_pipe_step); the ring's own operations wait for room either way. */
 static int accept_flags(const struct worker *w)
 {
-    return SOCK_CLOEXEC | ((w->features & WF_SPLICE) ? SOCK_NONBLOCK : 0);
+    return SOCK_CLOEXEC | ((w->loop.features & WF_SPLICE) ? SOCK_NONBLOCK : 0);
 }
 
 /* One accept, or a multishot one that stays armed; into the ring's table when direct
@@ -854,9 +854,9 @@ void accept_arm(struct worker *w)
 {
     if (w->accept_armed || w->lfd < 0)
         return;
-    struct io_uring_sqe *sqe = relay_sqe(&w->ring);
-    bool direct = w->features & WF_DIRECT;
-    if (w->features & WF_MULTISHOT_ACCEPT) {
+    struct io_uring_sqe *sqe = loop_sqe(&w->loop);
+    bool direct = w->loop.features & WF_DIRECT;
+    if (w->loop.features & WF_MULTISHOT_ACCEPT) {
         if (direct)
             io_uring_prep_multishot_accept_direct(sqe, w->lfd, NULL, NULL, 0);
         else
@@ -866,7 +866,7 @@ void accept_arm(struct worker *w)
     } else {
         io_uring_prep_accept(sqe, w->lfd, NULL, NULL, accept_flags(w));
     }
-    io_uring_sqe_set_data64(sqe, (uint64_t)OP_ACCEPT << 56);
+    io_uring_sqe_set_data64(sqe, loop_ud(&w->accept_obj, OP_ACCEPT));
     w->accept_armed = true;
 }
 
@@ -883,7 +883,7 @@ static bool accept_pause(struct worker *w, int res)
 
 void accept_resume(struct worker *w)
 {
-    if (w->accept_paused && !w->stopping) {
+    if (w->accept_paused && !w->loop.stopping) {
         w->accept_paused = false;
         accept_arm(w);
     }
@@ -893,42 +893,42 @@ void on_accept(struct worker *w, int res, uint32_t flags)
 {
     if (!(flags & IORING_CQE_F_MORE))
         w->accept_armed = false;
-    if (res == -EINVAL && (w->features & WF_MULTISHOT_ACCEPT) && !w->stopping) {
-        w->features &= ~WF_MULTISHOT_ACCEPT;   /* refused by this kernel: one accept at a time */
-        ring_publish(w);
+    if (res == -EINVAL && (w->loop.features & WF_MULTISHOT_ACCEPT) && !w->loop.stopping) {
+        w->loop.features &= ~WF_MULTISHOT_ACCEPT;   /* refused by this kernel: one accept at a time */
+        loop_publish(&w->loop);
         accept_arm(w);
         return;
     }
     if (res < 0) {
-        if (!w->stopping && !accept_pause(w, res))
+        if (!w->loop.stopping && !accept_pause(w, res))
             accept_arm(w);
         return;
     }
     struct client *c = calloc(1, sizeof *c);
     char *in = c ? malloc(W_IN) : NULL;
-    if (!in || obj_add(w, &c->o, K_CLIENT) < 0) {
+    if (!in || loop_obj_add(&w->loop, &c->o, &w->k_client) < 0) {
         free(in);
         free(c);
-        if (w->features & WF_DIRECT) {
-            struct io_uring_sqe *sqe = relay_sqe(&w->ring);
+        if (w->loop.features & WF_DIRECT) {
+            struct io_uring_sqe *sqe = loop_sqe(&w->loop);
             io_uring_prep_close_direct(sqe, (unsigned)res);
-            io_uring_sqe_set_data64(sqe, OP_IGNORE);
+            io_uring_sqe_set_data64(sqe, 0);
         } else {
             close(res);
         }
     } else {
         c->in = in;
         c->in_cap = W_IN;
-        c->t_idle = w->now;
+        c->t_idle = w->loop.now;
         c->fd = res;
         c->pipe_rd = -1;
-        c->direct = w->features & WF_DIRECT;   /* TCP_NODELAY: inherited from the listener */
+        c->direct = w->loop.features & WF_DIRECT;   /* TCP_NODELAY: inherited from the listener */
         w->n_clients++;
         STAT_ADD(w->st, accepted, 1);
         STAT_ADD(w->st, conns_open, 1);
         client_recv(w, c);
     }
-    if (!w->stopping)
+    if (!w->loop.stopping)
         accept_arm(w);
 }
 
@@ -962,7 +962,7 @@ void client_check_timeouts(struct worker *w, struct client *c, int64_t now)
         /* Stopping, a keep-alive connection closes once it has been idle a while, between
          * requests: closed at once it could meet a request already on its way (a client
          * sees its connection cut); one in use gets Connection: close on its next response. */
-        int64_t limit = w->stopping ? W_DRAIN_IDLE_MS : w->o->idle_timeout_ms;
+        int64_t limit = w->loop.stopping ? W_DRAIN_IDLE_MS : w->o->idle_timeout_ms;
         if (now - c->t_idle > limit * 1000000 && stash_avail(c) == 0)
             client_close(w, c);
         return;

@@ -137,7 +137,7 @@ static int try_dispatch(struct worker *w, struct client *c, uint32_t *version)
             return D_STARTED;
         case ORBIT_PLAN_WAIT:
             *version = plan.version;
-            w->wait_own = w->decided_own && (w->features & WF_QUIET_WAIT);
+            w->wait_own = w->decided_own && (w->loop.features & WF_QUIET_WAIT);
             return D_WAIT;
         case ORBIT_PLAN_REJECT:
         default:
@@ -181,16 +181,16 @@ static bool quiet_wait(struct worker *w)
  * armed already, or nothing to arm), 1 the key moved already. */
 static int arm_pool_wait(struct worker *w, uint32_t since)
 {
-    if (!w->futex || w->pool_armed)
+    if (!w->loop.futex || w->pool_armed)
         return 0;
     if (quiet_wait(w)) {
         STAT_ADD(w->st, quiet_waits, 1);
         return 0;
     }
-    struct io_uring_sqe *sqe = relay_sqe(&w->ring);
+    struct io_uring_sqe *sqe = loop_sqe(&w->loop);
     int r = orbit_pool_prep_wait_capacity(w->pool, w->key, since, sqe);
     /* Not armed: the prep left a NOP, whose completion is ignored. */
-    io_uring_sqe_set_data64(sqe, r == 0 ? (uint64_t)OP_POOL_WAIT << 56 : OP_IGNORE);
+    io_uring_sqe_set_data64(sqe, r == 0 ? loop_ud(&w->pool_wait_obj, OP_POOL_WAIT) : 0);
     if (r == 0) {
         w->pool_armed = true;
         STAT_ADD(w->st, futex_waits, 1);
@@ -244,7 +244,7 @@ void sweep(struct worker *w)
     sweeping = true;
     for (int round = 0; round < 4; round++) {
         uint32_t v = 0;
-        if (!w->futex)
+        if (!w->loop.futex)
             orbit_pool_watch(w->pool, w->key);   /* before the attempts it guards */
         orbit_pool_version(w->pool, w->key, &v);
         rs_check_leases(w);

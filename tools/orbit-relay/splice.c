@@ -27,13 +27,13 @@ static uint64_t up_body_left(const struct upstream *up)
 static bool up_splice_wanted(const struct worker *w, const struct upstream *up, uint64_t left)
 {
     const struct hm_msg *m = &up->msg;
-    return (w->features & WF_SPLICE) && up->sink == SINK_CLIENT && up->head_done && !m->complete &&
+    return (w->loop.features & WF_SPLICE) && up->sink == SINK_CLIENT && up->head_done && !m->complete &&
            m->framing == HM_BY_LENGTH && !m->dechunk && left >= W_SPLICE_MIN;
 }
 
 size_t up_recv_room(const struct worker *w, const struct upstream *up)
 {
-    if ((w->features & WF_SPLICE) && up->sink == SINK_CLIENT && !up->head_done && up->len < W_SPLICE_FIRST)
+    if ((w->loop.features & WF_SPLICE) && up->sink == SINK_CLIENT && !up->head_done && up->len < W_SPLICE_FIRST)
         return W_SPLICE_FIRST - up->len;
     return W_UPBUF - up->len;
 }
@@ -109,17 +109,17 @@ static ssize_t up_splice_in(struct worker *w, struct upstream *up)
     if (k > 0) {
         up->pipe_len = (size_t)k;
         hm_body_passed(&up->msg, (uint64_t)k);
-        up->t_start = w->now;   /* the response timeout bounds each wait for more */
+        up->t_start = w->loop.now;   /* the response timeout bounds each wait for more */
         return k;
     }
     if (k < 0 && errno == EAGAIN) {
-        struct io_uring_sqe *sqe = obj_sqe(w, &up->o, OP_U_POLL);
+        struct io_uring_sqe *sqe = loop_obj_sqe(&w->loop, &up->o, OP_U_POLL);
         io_uring_prep_poll_add(sqe, up->fd, POLLIN);
         return 0;
     }
     if (k < 0 && (errno == EINVAL || errno == ENOSYS)) {
-        w->features &= ~WF_SPLICE;
-        ring_publish(w);
+        w->loop.features &= ~WF_SPLICE;
+        loop_publish(&w->loop);
         return -2;
     }
     return -1;

@@ -10,7 +10,7 @@
 #include "modes.h"
 #include "relay.h"
 #include "tool.h"
-#include "worker.h"
+#include "loop.h"
 
 static const char *slot_state_name(uint32_t s)
 {
@@ -27,7 +27,7 @@ static void print_features_json(const struct relay_worker_stats *w, FILE *out)
     const char *name;
     unsigned bit;
     fputs(",\"features\":{", out);
-    for (unsigned i = 0; (name = ring_feature_name(i, &bit)); i++)
+    for (unsigned i = 0; (name = loop_feature_name(i, &bit)); i++)
         fprintf(out, "%s\"%s\":\"%s\"", i ? "," : "", name, on & bit ? "on" : off & bit ? "env" : bit & WF_OPT_IN ? "opt-in" : "off");
     fputc('}', out);
 }
@@ -38,7 +38,7 @@ static void print_features_text(const struct relay_worker_stats *w, int slot, FI
     const char *name;
     unsigned bit;
     fprintf(out, "  slot %d io_uring:", slot);
-    for (unsigned i = 0; (name = ring_feature_name(i, &bit)); i++)
+    for (unsigned i = 0; (name = loop_feature_name(i, &bit)); i++)
         fprintf(out, " %s=%s", name, on & bit ? "on" : off & bit ? "env" : bit & WF_OPT_IN ? "opt-in" : "off");
     fputc('\n', out);
 }

@@ -20,18 +20,18 @@
  * endpoint whose last try_* said EAGAIN, and the object is stepped again when
  * it fires. -1: the wait cannot be armed (the next try_* will say why not).
  */
-static int ep_wait(struct worker *w, struct obj *o, struct orbit_endpoint *ep, bool write, size_t need,
+static int ep_wait(struct worker *w, struct loop_obj *o, struct orbit_endpoint *ep, bool write, size_t need,
                    bool *armed)
 {
-    if (!w->futex)
+    if (!w->loop.futex)
         return 1;
     if (*armed)
         return 1;
-    struct io_uring_sqe *sqe = relay_sqe(&w->ring);
+    struct io_uring_sqe *sqe = loop_sqe(&w->loop);
     int r = write ? orbit_endpoint_prep_wait_writable_exact(ep, need, sqe)
                   : orbit_endpoint_prep_wait_readable_exact(ep, need, sqe);
     /* Not armed: the prep left a NOP, whose completion is ignored. */
-    io_uring_sqe_set_data64(sqe, r == 0 ? ud_of(o, OP_EP_WAIT) : OP_IGNORE);
+    io_uring_sqe_set_data64(sqe, r == 0 ? loop_ud(o, OP_EP_WAIT) : 0);
     if (r != 0)
         return r == 1 ? 0 : -1;
     o->pending++;
@@ -84,13 +84,13 @@ static void rs_unlink(struct worker *w, struct rstream *rs)
 static void rs_end(struct worker *w, struct rstream *rs, bool reset)
 {
     if (rs->wait_armed)
-        cancel_op(w, &rs->o, OP_EP_WAIT);
+        loop_cancel(&w->loop, &rs->o, OP_EP_WAIT);
     if (reset)
         orbit_endpoint_reset(rs->ep);
     orbit_endpoint_close(rs->ep);
     rs->ep = NULL;
     rs_unlink(w, rs);
-    obj_kill(w, &rs->o);
+    loop_obj_kill(&w->loop, &rs->o);
 }
 
 void rs_fail(struct worker *w, struct rstream *rs, bool retryable)
@@ -108,7 +108,7 @@ void rs_start(struct worker *w, struct client *c, const struct orbit_lease *leas
 {
     struct rstream *rs = calloc(1, sizeof *rs);
     struct orbit_endpoint *ep = NULL;
-    int rc = rs ? obj_add(w, &rs->o, K_RSTREAM) : -ENOMEM;
+    int rc = rs ? loop_obj_add(&w->loop, &rs->o, &w->k_rstream) : -ENOMEM;
     if (rc == 0 && !(rs->frame = malloc(48 + c->req_len)))
         rc = -ENOMEM;
     if (rc == 0)
@@ -116,7 +116,7 @@ void rs_start(struct worker *w, struct client *c, const struct orbit_lease *leas
     if (rc < 0) {
         /* The lease is abandoned: its owner's reconcile ages it out. */
         if (rs && rs->o.gen && !rs->o.dead)
-            obj_kill(w, &rs->o);
+            loop_obj_kill(&w->loop, &rs->o);
         else
             free(rs);
         client_error(w, c, 503, "Service Unavailable", false);
@@ -128,7 +128,7 @@ void rs_start(struct worker *w, struct client *c, const struct orbit_lease *leas
     rs->c = c;
     rs->lease = *lease;
     rs->phase = RS_WRITE;
-    rs->started = w->now;
+    rs->started = w->loop.now;
     uint16_t flags = (uint16_t)((c->head_method ? RELAY_F_HEAD : 0) | (c->idempotent ? RELAY_F_IDEMPOTENT : 0) |
                                 (c->http10 ? RELAY_F_HTTP10 : 0) | (c->keepalive ? RELAY_F_KEEPALIVE : 0));
     relay_frame_encode(rs->frame, lease, (uint32_t)c->req_len, flags);
@@ -287,7 +287,7 @@ void rs_check_leases(struct worker *w)
 static void os_end(struct worker *w, struct ostream *os, bool reset)
 {
     if (os->wait_armed)
-        cancel_op(w, &os->o, OP_EP_WAIT);
+        loop_cancel(&w->loop, &os->o, OP_EP_WAIT);
     if (reset)
         orbit_endpoint_reset(os->ep);
     else
@@ -298,7 +298,7 @@ static void os_end(struct worker *w, struct ostream *os, bool reset)
     if (os->prev) os->prev->next = os->next; else w->os_list = os->next;
     if (os->next) os->next->prev = os->prev;
     w->n_os--;
-    obj_kill(w, &os->o);
+    loop_obj_kill(&w->loop, &os->o);
 }
 
 static void os_set_status(struct ostream *os, int32_t status, uint32_t flags)
@@ -470,12 +470,12 @@ void os_step(struct worker *w, struct ostream *os)
 static void os_start(struct worker *w, const struct orbit_ticket *t)
 {
     struct ostream *os = calloc(1, sizeof *os);
-    if (!os || obj_add(w, &os->o, K_OSTREAM) < 0) {
+    if (!os || loop_obj_add(&w->loop, &os->o, &w->k_ostream) < 0) {
         free(os);
         return;   /* the requester's lease check or its timeout retries elsewhere */
     }
     if (orbit_streams_open_ticket(w->streams, t, &os->ep) < 0) {
-        obj_kill(w, &os->o);
+        loop_obj_kill(&w->loop, &os->o);
         return;
     }
     os->phase = OS_HEAD;
@@ -503,11 +503,11 @@ void take_offers(struct worker *w)
  */
 void arm_offer_wait(struct worker *w)
 {
-    for (int i = 0; i < 8 && w->futex && !w->offer_armed; i++) {
-        struct io_uring_sqe *sqe = relay_sqe(&w->ring);
+    for (int i = 0; i < 8 && w->loop.futex && !w->offer_armed; i++) {
+        struct io_uring_sqe *sqe = loop_sqe(&w->loop);
         int r = orbit_streams_prep_wait_offer(w->streams, sqe);
         /* Not armed: the prep left a NOP, whose completion is ignored. */
-        io_uring_sqe_set_data64(sqe, r == 0 ? (uint64_t)OP_OFFER_WAIT << 56 : OP_IGNORE);
+        io_uring_sqe_set_data64(sqe, r == 0 ? loop_ud(&w->offers_obj, OP_OFFER_WAIT) : 0);
         if (r == 0) {
             w->offer_armed = true;
             STAT_ADD(w->st, futex_waits, 1);

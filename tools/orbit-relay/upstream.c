@@ -19,7 +19,7 @@ void up_recv(struct worker *w, struct upstream *up)
 {
     size_t room = up_recv_room(w, up);
     up->capped = room < W_UPBUF - up->len;
-    struct io_uring_sqe *sqe = obj_sqe(w, &up->o, OP_U_RECV);
+    struct io_uring_sqe *sqe = loop_obj_sqe(&w->loop, &up->o, OP_U_RECV);
     io_uring_prep_recv(sqe, up->fd, up->buf + up->len, room, 0);
 }
 
@@ -29,14 +29,14 @@ void up_recv(struct worker *w, struct upstream *up)
  * that fails. So one round, not two, and one completion. */
 static void up_send(struct worker *w, struct upstream *up)
 {
-    bool link = (w->features & WF_LINK) && !up->job.more;
-    if (link && io_uring_sq_space_left(&w->ring) < 2)
-        io_uring_submit(&w->ring);   /* a chain is never split across two submits */
-    struct io_uring_sqe *sqe = obj_sqe(w, &up->o, OP_U_SEND);
+    bool link = (w->loop.features & WF_LINK) && !up->job.more;
+    if (link && io_uring_sq_space_left(&w->loop.ring) < 2)
+        io_uring_submit(&w->loop.ring);   /* a chain is never split across two submits */
+    struct io_uring_sqe *sqe = loop_obj_sqe(&w->loop, &up->o, OP_U_SEND);
     io_uring_prep_send(sqe, up->fd, up->job.req + up->req_off, up->job.req_len - up->req_off,
                        MSG_NOSIGNAL | (link ? MSG_WAITALL : 0));
     if (!link) {
-        w->sends_queued++;
+        w->loop.sends_queued++;
         return;
     }
     sqe->flags |= IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS;
@@ -56,7 +56,7 @@ void up_link_cqe(struct worker *w, struct upstream *up, enum w_op op)
     up->o.pending--;   /* the send's, which posts none */
     up->sent_any = true;
     up->req_off = up->job.req_len;
-    up->t_start = w->now;
+    up->t_start = w->loop.now;
 }
 
 /* ---- the idle list: a request takes the most recently used idle upstream
@@ -102,7 +102,7 @@ static void up_start(struct worker *w, struct upstream *up, enum sink_kind sink,
     up->sent_any = up->head_done = up->close_client = up->timed_out = up->handing = up->splicing = false;
     up->len = up->hout_len = up->body_len = 0;
     up->delivered = 0;
-    up->t_start = w->now;
+    up->t_start = w->loop.now;
     up_send(w, up);
 }
 
@@ -136,7 +136,7 @@ static void up_retire(struct worker *w, struct upstream *up)
         up->fd = -1;
     }
     up_pipe_close(up);
-    obj_kill(w, &up->o);
+    loop_obj_kill(&w->loop, &up->o);
 }
 
 /*
@@ -202,7 +202,7 @@ void up_job_done(struct worker *w, struct upstream *up)
     orbit_execution_complete(&up->exec);
     up->busy = false;
     up_unsink(w, up);
-    if (!up->keepalive || w->stopping || (w->n_ups > fair_share(w) && others_starving(w)))
+    if (!up->keepalive || w->loop.stopping || (w->n_ups > fair_share(w) && others_starving(w)))
         up_retire(w, up);   /* closed by the backend, stopping, or more than our share while others wait */
     else
         idle_push(w, up);
@@ -376,7 +376,7 @@ void up_on_recv(struct worker *w, struct upstream *up, int res)
         return;
     }
     up->len += (size_t)res;
-    up->t_start = w->now;   /* the response timeout also bounds each wait for more of it */
+    up->t_start = w->loop.now;   /* the response timeout also bounds each wait for more of it */
     size_t start = 0;
     if (!up->head_done) {
         int r = up_head(up);
@@ -422,7 +422,7 @@ void up_on_send(struct worker *w, struct upstream *up, int res, bool linked)
         return;
     }
     up->sent_any = true;
-    up->t_start = w->now;   /* the response timeout runs from the request's last byte */
+    up->t_start = w->loop.now;   /* the response timeout runs from the request's last byte */
     up->req_off += (size_t)res;
     if (up->req_off < up->job.req_len)
         up_send(w, up);
@@ -493,7 +493,7 @@ void up_create(struct worker *w, struct client *c, struct orbit_permit *permit)
     struct upstream *up = malloc(sizeof *up);
     if (up)
         memset(up, 0, offsetof(struct upstream, hout));
-    if (!up || obj_add(w, &up->o, K_UPSTREAM) < 0) {
+    if (!up || loop_obj_add(&w->loop, &up->o, &w->k_upstream) < 0) {
         free(up);
         orbit_permit_finish(permit);
         client_error(w, c, 503, "Service Unavailable", false);
@@ -505,13 +505,13 @@ void up_create(struct worker *w, struct client *c, struct orbit_permit *permit)
     up->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     up->creator = c;
     up->addr = w->o->upstream;
-    up->t_start = w->now;
+    up->t_start = w->loop.now;
     c->state = C_CREATE;
     c->up = up;
     w->n_creating++;
     int one = 1;
     setsockopt(up->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct io_uring_sqe *sqe = obj_sqe(w, &up->o, OP_U_CONNECT);
+    struct io_uring_sqe *sqe = loop_obj_sqe(&w->loop, &up->o, OP_U_CONNECT);
     io_uring_prep_connect(sqe, up->fd, (const struct sockaddr *)&up->addr, sizeof up->addr);
 }
 
@@ -550,7 +550,7 @@ void up_on_connect(struct worker *w, struct upstream *up, int res)
     STAT_ADD(w->st, upstreams_created, 1);
     STAT_ADD(w->st, upstreams_open, 1);
     idle_push(w, up);   /* until a request takes it (up_start) */
-    if (!c && w->stopping) {
+    if (!c && w->loop.stopping) {
         up_retire(w, up);   /* its client left meanwhile, and nobody else will take it from us */
     } else if (c) {
         /* Our own new upstream, unless another worker leased it in between. */
@@ -602,7 +602,7 @@ void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now)
         return;
     if (!up->registered && up->fd >= 0 && now - up->t_start > (int64_t)w->o->connect_timeout_ms * 1000000) {
         up->timed_out = true;
-        cancel_op(w, &up->o, OP_U_CONNECT);
+        loop_cancel(&w->loop, &up->o, OP_U_CONNECT);
     } else if (up_waits_on_backend(up) && now - up->t_start > (int64_t)w->o->response_timeout_ms * 1000000) {
         up->timed_out = true;
         up_fail(w, up);

@@ -4,6 +4,7 @@
 #define ORBIT_RELAY_WORKER_H
 
 #include "httpmsg.h"
+#include "loop.h"
 #include "relay.h"
 
 #define W_IN      16384            /* client input: the first buffer (it grows) */
@@ -16,36 +17,12 @@
 #define W_DRAIN_IDLE_MS 1000       /* stopping: a connection idle this long is closed */
 #define W_CHUNK_HEAD 16            /* a streamed chunked piece: room for its size line before it */
 #define W_CHUNK_TAIL 8             /* ... and for CRLF and the last chunk after it */
-#define W_BR_ENTRIES 1024          /* provided buffers for the clients' multishot receives */
-#define W_BR_SIZE    4096          /* ... each this long (a bundle takes several) */
-#define W_BGID       1             /* their group */
-/* A receive that fills several provided buffers (Linux 6.10; not in liburing 2.3). */
-#define W_RECVSEND_BUNDLE (1U << 4)
 #define W_ZC_MIN     16384         /* sends this long go zero-copy (when it is on) */
 #define W_OWN_WAIT_MIN 8           /* own upstreams, all busy, that a request waits for rather than borrow */
 #define W_STASH_MAX  (256u << 10)  /* received ahead of the request: the receive pauses past this */
 #define W_SPLICE_FIRST 16384       /* with splice: a response's first reads take this much, then ... */
 #define W_SPLICE_MIN (16u << 10)   /* ... a Content-Length body with this much still to come is spliced */
 #define W_SPLICE_MAX (1u << 20)    /* one splice into the pipe moves at most this much */
-
-/* The ring's features (ring.c); --stats shows them. */
-#define WF_SINGLE_ISSUER    (1u << 0)
-#define WF_DEFER_TASKRUN    (1u << 1)
-#define WF_REG_RING         (1u << 2)
-#define WF_MULTISHOT_ACCEPT (1u << 3)
-#define WF_MULTISHOT_RECV   (1u << 4)
-#define WF_BUNDLE           (1u << 5)
-#define WF_DIRECT           (1u << 6)
-#define WF_ZC               (1u << 7)
-#define WF_BATCH            (1u << 8)
-#define WF_FUTEX            (1u << 9)
-#define WF_LINK             (1u << 10)
-#define WF_SEND_WAIT        (1u << 11)
-#define WF_QUIET_WAIT       (1u << 12)
-#define WF_PIN              (1u << 13)
-#define WF_SPLICE           (1u << 14)
-#define WF_YIELD            (1u << 15)
-#define WF_OPT_IN           (WF_ZC | WF_BATCH | WF_YIELD)   /* off unless asked for */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
 enum w_op {
@@ -54,16 +31,6 @@ enum w_op {
     OP_C_MRECV,   /* a client's multishot receive */
     OP_C_POLL,    /* a client's socket has room for the rest of a piece in a pipe */
     OP_U_POLL,    /* an upstream's socket has body bytes to splice */
-};
-
-enum w_kind { K_CLIENT = 1, K_UPSTREAM, K_RSTREAM, K_OSTREAM };
-
-/* Every object with SQEs in flight: freed once dead and nothing is pending. */
-struct obj {
-    uint32_t idx, gen;
-    int pending;
-    bool dead;
-    uint8_t kind;
 };
 
 struct client;
@@ -75,7 +42,7 @@ struct ostream;
 enum sink_kind { SINK_NONE, SINK_CLIENT, SINK_OSTREAM };
 
 struct client {
-    struct obj o;
+    struct loop_obj o;
     int fd;                         /* a direct descriptor's index when direct */
     bool direct;
     /* multishot receive: what came in that nobody asked for yet, and who asks */
@@ -124,7 +91,7 @@ struct up_job {
 };
 
 struct upstream {
-    struct obj o;
+    struct loop_obj o;
     int fd;
     orbit_id id;
     bool registered, busy, broken, reused;
@@ -157,7 +124,7 @@ struct upstream {
 };
 
 struct rstream {
-    struct obj o;
+    struct loop_obj o;
     struct orbit_endpoint *ep;
     struct client *c;
     struct orbit_lease lease;
@@ -174,7 +141,7 @@ struct rstream {
 };
 
 struct ostream {
-    struct obj o;
+    struct loop_obj o;
     struct orbit_endpoint *ep;
     struct orbit_lease lease;
     enum { OS_HEAD, OS_REQ, OS_RUN, OS_CLOSING } phase;
@@ -216,25 +183,20 @@ int worker_main(const struct relay_opts *o, struct relay_stats *st, int slot, in
 
 
 struct worker {
+    struct loop loop;               /* the ring, the objects, the clock, stopping */
     const struct relay_opts *o;
     struct relay_worker_stats *st;
-    struct io_uring ring;
+    struct loop_kind k_client, k_upstream, k_rstream, k_ostream;
+    struct loop_kind k_accept, k_timer, k_offers, k_pool_wait, k_ready_streams, k_ready_pool;
+    struct loop_obj accept_obj, timer_obj, offers_obj, pool_wait_obj, ready_streams_obj, ready_pool_obj;
     struct orbit_fleet *fleet;
     struct orbit_pool *pool;
     struct orbit_streams *streams;
     orbit_key key;
     struct orbit_limits limits;
-    bool futex;                     /* io_uring FUTEX_WAIT available */
     int lfd;
-    bool stopping;
     bool accept_paused;             /* out of descriptors: the tick or a close re-arms it */
     int64_t stop_deadline;
-    int64_t now;                    /* CLOCK_MONOTONIC as the current batch of completions began */
-    /* objects */
-    struct obj **objs;
-    uint32_t *gens, n_objs, cap_objs, *free_idx, n_free;
-    struct obj **grave;
-    uint32_t n_grave, cap_grave;
     /* the pool wait queue (FIFO) and what is armed */
     struct client *qhead, *qtail;
     bool pool_armed, offer_armed;
@@ -252,40 +214,10 @@ struct worker {
     /* readiness mode */
     int rfd_streams, rfd_pool;
     bool rfd_streams_armed, rfd_pool_armed;
-    uint64_t rfd_buf[2];
     struct __kernel_timespec tick;
-    /* the ring's features (ring.c) */
-    unsigned features, features_off;
-    bool batch_checked, accept_armed;
-    unsigned batch_nr, batch_us;    /* a batched wait's completions and min-wait */
-    unsigned sends_queued;          /* sends queued since the last enter: their completions come at it */
-    unsigned wait_nr, wait_sends;   /* the last wait's depth, and the sends' completions in it */
-    unsigned batch_depth;           /* a batched wait's depth, as the last waits taught it (ring_waited) */
-    struct io_uring_buf_ring *br;
-    char *br_bufs;
-    uint16_t *br_bid_at, *br_pos_of;
-    bool br_registered;
+    bool accept_armed;
     struct client *ready;           /* clients with stashed bytes someone asked for */
 };
-
-/* the ring (ring.c) */
-int ring_open(struct worker *w);
-void ring_close(struct worker *w);
-int ring_submit_and_wait(struct worker *w);
-void ring_waited(struct worker *w, unsigned seen);
-void ring_publish(struct worker *w);
-const char *ring_feature_name(unsigned i, unsigned *bit);
-void ring_buf_put(struct worker *w, uint16_t bid);
-uint16_t ring_buf_nth(struct worker *w, uint16_t bid, unsigned k);
-char *ring_buf_addr(struct worker *w, uint16_t bid);
-void ring_buf_drop(struct worker *w, uint32_t flags, int res);
-
-/* objects (worker.c) */
-uint64_t ud_of(const struct obj *o, enum w_op op);
-int obj_add(struct worker *w, struct obj *o, enum w_kind kind);
-void obj_kill(struct worker *w, struct obj *o);
-struct io_uring_sqe *obj_sqe(struct worker *w, struct obj *o, enum w_op op);
-void cancel_op(struct worker *w, struct obj *o, enum w_op op);
 
 /* clients (client.c) */
 void queue_remove(struct worker *w, struct client *c);
