@@ -30,194 +30,13 @@ static int client_room(struct worker *w, struct client *c)
     return 0;
 }
 
-/* The socket an SQE works on: a direct descriptor is an index in the ring's table. */
-void client_sqe_fd(const struct client *c, struct io_uring_sqe *sqe)
-{
-    if (c->direct)
-        sqe->flags |= IOSQE_FIXED_FILE;
-}
-
-/* ---- multishot receive: the kernel fills provided buffers as bytes come;
- * they are copied where the request asked (rd_dst) or kept in the stash until
- * it asks. A stash past W_STASH_MAX cancels the receive: the client waits in
- * its socket buffer, as it would between single receives. ------------------ */
-
-static bool client_ms(const struct worker *w, const struct client *c)
-{
-    return (w->loop.features & WF_MULTISHOT_RECV) && !c->ms_off;
-}
-
-static size_t stash_avail(const struct client *c)
-{
-    return c->stash_len - c->stash_off;
-}
-
-static void ms_arm(struct worker *w, struct client *c)
-{
-    if (c->ms_armed || c->ms_eof || c->ms_err || c->closing || stash_avail(c) > W_STASH_MAX)
-        return;
-    struct io_uring_sqe *sqe = loop_obj_sqe(&w->loop, &c->o, OP_C_MRECV);
-    io_uring_prep_recv(sqe, c->fd, NULL, 0, 0);
-    sqe->ioprio |= IORING_RECV_MULTISHOT;
-    if (w->loop.features & WF_BUNDLE)
-        sqe->ioprio |= LOOP_RECVSEND_BUNDLE;
-    sqe->flags |= IOSQE_BUFFER_SELECT;
-    sqe->buf_group = LOOP_BGID;
-    client_sqe_fd(c, sqe);
-    c->ms_armed = true;
-    c->ms_paused = false;
-}
-
-static void ready_push(struct worker *w, struct client *c)
-{
-    if (c->on_ready)
-        return;
-    c->on_ready = true;
-    c->ready_next = w->ready;
-    w->ready = c;
-}
-
-/* Asks for up to n bytes at dst: a receive, or the stash's next bytes. */
-static void client_read(struct worker *w, struct client *c, char *dst, size_t n)
-{
-    c->recv_armed = true;
-    if (!client_ms(w, c)) {
-        struct io_uring_sqe *sqe = loop_obj_sqe(&w->loop, &c->o, OP_C_RECV);
-        io_uring_prep_recv(sqe, c->fd, dst, n, 0);
-        client_sqe_fd(c, sqe);
-        return;
-    }
-    c->rd_dst = dst;
-    c->rd_n = n;
-    if (stash_avail(c) || c->ms_eof || c->ms_err)
-        ready_push(w, c);
-    else
-        ms_arm(w, c);
-}
-
-static int stash_put(struct client *c, const char *p, size_t n)
-{
-    if (c->stash_off == c->stash_len)
-        c->stash_off = c->stash_len = 0;
-    if (c->stash_cap - c->stash_len < n && c->stash_off) {
-        memmove(c->stash, c->stash + c->stash_off, stash_avail(c));
-        c->stash_len -= c->stash_off;
-        c->stash_off = 0;
-    }
-    if (c->stash_cap - c->stash_len < n) {
-        size_t cap = c->stash_cap ? c->stash_cap : LOOP_BR_SIZE;
-        while (cap - c->stash_len < n)
-            cap *= 2;
-        char *ns = realloc(c->stash, cap);
-        if (!ns)
-            return -1;
-        c->stash = ns;
-        c->stash_cap = cap;
-    }
-    memcpy(c->stash + c->stash_len, p, n);
-    c->stash_len += n;
-    return 0;
-}
-
-/* The stash's next bytes go where the request asked; an end or error once it is empty. */
-static void stash_deliver(struct worker *w, struct client *c)
-{
-    if (c->closing || !c->recv_armed)
-        return;
-    size_t k = stash_avail(c) < c->rd_n ? stash_avail(c) : c->rd_n;
-    if (k == 0 && stash_avail(c)) {
-        client_on_recv(w, c, -ENOBUFS);   /* asked for nothing: cannot happen */
-        return;
-    }
-    if (k) {
-        memcpy(c->rd_dst, c->stash + c->stash_off, k);
-        c->stash_off += k;
-        if (c->ms_paused && !c->ms_armed && stash_avail(c) <= W_STASH_MAX / 2)
-            ms_arm(w, c);
-        client_on_recv(w, c, (int)k);
-    } else if (c->ms_eof || c->ms_err) {
-        client_on_recv(w, c, c->ms_eof ? 0 : c->ms_err);
-    }
-}
-
-/* Clients asked for bytes their stash holds: delivered after the completions' batch. */
-void client_ready_run(struct worker *w)
-{
-    while (w->ready) {
-        struct client *c = w->ready;
-        w->ready = c->ready_next;
-        c->on_ready = false;
-        if (!c->o.dead)
-            stash_deliver(w, c);
-    }
-}
-
-/* A completion's res bytes in its buffers: to rd_dst while the request asks, the rest to
- * the stash; every buffer goes back to the ring. Returns the bytes given to rd_dst. */
-static size_t ms_take(struct worker *w, struct client *c, uint32_t flags, size_t res, bool *bad)
-{
-    uint16_t bid = (uint16_t)(flags >> IORING_CQE_BUFFER_SHIFT), bids[LOOP_BR_ENTRIES];
-    unsigned n = (unsigned)((res + LOOP_BR_SIZE - 1) / LOOP_BR_SIZE);
-    if (n > LOOP_BR_ENTRIES)
-        n = LOOP_BR_ENTRIES;
-    for (unsigned k = 0; k < n; k++)
-        bids[k] = loop_buf_nth(&w->loop, bid, k);
-    size_t got = 0, left = res;
-    for (unsigned k = 0; k < n; k++) {
-        const char *p = loop_buf_addr(&w->loop, bids[k]);
-        size_t len = left < LOOP_BR_SIZE ? left : LOOP_BR_SIZE, direct = 0;
-        if (c->recv_armed && !stash_avail(c) && c->rd_n > got) {
-            direct = c->rd_n - got < len ? c->rd_n - got : len;
-            memcpy(c->rd_dst + got, p, direct);
-            got += direct;
-        }
-        if (len > direct && stash_put(c, p + direct, len - direct) < 0)
-            *bad = true;
-        left -= len;
-    }
-    for (unsigned k = 0; k < n; k++)
-        loop_buf_put(&w->loop, bids[k]);
-    return got;
-}
-
-void client_on_recv_cqe(struct worker *w, struct client *c, int res, uint32_t flags)
-{
-    bool more = flags & IORING_CQE_F_MORE, bad = false;
-    size_t got = 0;
-    if (!more)
-        c->ms_armed = false;
-    if (res > 0 && (flags & IORING_CQE_F_BUFFER) && !c->closing)
-        got = ms_take(w, c, flags, (size_t)res, &bad);
-    else
-        loop_buf_drop(&w->loop, flags, res);
-    if (c->closing)
-        return;
-    if (bad)
-        c->ms_err = -ENOMEM;
-    else if (res == 0)
-        c->ms_eof = true;
-    else if (res < 0 && res != -ENOBUFS && res != -ECANCELED)
-        c->ms_err = res;   /* ENOBUFS: the ring ran dry; ECANCELED: paused */
-    if (more && stash_avail(c) > W_STASH_MAX) {
-        loop_cancel(&w->loop, &c->o, OP_C_MRECV);   /* the client outran its requests: pause */
-        c->ms_paused = true;
-    }
-    if (!more && !c->ms_paused)
-        ms_arm(w, c);
-    if (got) {
-        client_on_recv(w, c, (int)got);
-    } else if (c->recv_armed && (stash_avail(c) || c->ms_eof || c->ms_err)) {
-        ready_push(w, c);
-    }
-}
-
 static void client_recv(struct worker *w, struct client *c)
 {
     if (client_room(w, c) < 0) {
         client_error(w, c, 413, "Content Too Large", true);
         return;
     }
-    client_read(w, c, c->in + c->in_len, c->in_cap - c->in_len);
+    conn_read(&w->conns, &c->conn, c->in + c->in_len, c->in_cap - c->in_len);
 }
 
 void queue_remove(struct worker *w, struct client *c)
@@ -242,39 +61,16 @@ void queue_push(struct worker *w, struct client *c)
     STAT_ADD(w->st, queued, 1);
 }
 
-/* Both directions of the client's socket end, which completes what is pending on it;
- * with close, the descriptor goes too. */
-static void client_shutdown(struct worker *w, struct client *c, bool close_too)
-{
-    if (!c->direct) {
-        shutdown(c->fd, SHUT_RDWR);
-        if (close_too)
-            close(c->fd);
-        return;
-    }
-    struct io_uring_sqe *sqe = loop_sqe(&w->loop);
-    io_uring_prep_shutdown(sqe, c->fd, SHUT_RDWR);
-    sqe->flags |= IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS | (close_too ? IOSQE_IO_HARDLINK : 0);
-    io_uring_sqe_set_data64(sqe, 0);
-    if (!close_too)
-        return;
-    /* Hard-linked: the slot is freed after the shutdown, even one that failed. */
-    sqe = loop_sqe(&w->loop);
-    io_uring_prep_close_direct(sqe, (unsigned)c->fd);
-    sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-    io_uring_sqe_set_data64(sqe, 0);
-}
-
 void client_close(struct worker *w, struct client *c)
 {
-    if (c->closing)
+    if (c->conn.closing)
         return;
-    c->closing = true;
+    c->conn.closing = true;
     queue_remove(w, c);
-    client_shutdown(w, c, true);   /* completes a pending recv or send */
+    conn_shutdown(&w->conns, &c->conn, true);   /* completes a pending recv or send */
     w->n_clients--;
     STAT_SUB(w->st, conns_open, 1);
-    loop_obj_kill(&w->loop, &c->o);
+    loop_obj_kill(&w->loop, &c->conn.o);
     accept_resume(w);   /* a descriptor came free */
 }
 
@@ -320,15 +116,7 @@ static const char continue_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
 static void client_continue(struct worker *w, struct client *c)
 {
     c->continue_sent = true;
-    struct io_uring_sqe *sqe = loop_obj_sqe(&w->loop, &c->o, OP_C_SEND);
-    c->out = continue_100;
-    c->out_len = sizeof continue_100 - 1;
-    c->out_off = 0;
-    c->t_send = w->loop.now;
-    io_uring_prep_send(sqe, c->fd, c->out, c->out_len, MSG_NOSIGNAL);
-    client_sqe_fd(c, sqe);
-    c->send_armed = true;
-    w->loop.sends_queued++;
+    conn_send(&w->conns, &c->conn, continue_100, sizeof continue_100 - 1);
 }
 
 /* A head is in: check it; 0 to read its body, or an error was answered. */
@@ -456,7 +244,7 @@ void client_stream_more(struct worker *w, struct client *c)
         at = c->in + W_CHUNK_HEAD;
         n = c->in_cap - W_CHUNK_HEAD - W_CHUNK_TAIL;
     }
-    client_read(w, c, at, n);
+    conn_read(&w->conns, &c->conn, at, n);
     c->t_read = w->loop.now;
 }
 
@@ -467,7 +255,7 @@ static void client_stream_cut(struct worker *w, struct client *c, int status)
     c->up = NULL;
     c->streaming = false;
     up_abort(w, up);
-    if (status && !c->send_armed) {
+    if (status && !c->conn.send_armed) {
         client_error(w, c, status, http_reason(status), true);
         return;
     }
@@ -521,7 +309,7 @@ static void client_try_request(struct worker *w, struct client *c)
         if (c->in_len > 0 && c->t_head == 0)
             c->t_head = w->loop.now;
         if (client_head(w, c) < 0) {
-            if (c->state == C_ERROR || c->closing)
+            if (c->state == C_ERROR || c->conn.closing)
                 return;
             client_recv(w, c);   /* stopping, an idle one is closed by client_check_timeouts */
             return;
@@ -538,7 +326,7 @@ static void client_try_request(struct worker *w, struct client *c)
         client_chunked_stream_start(w, c);
         return;
     }
-    if (r == 0 || c->send_armed) {   /* more body, or our 100 Continue is still going out */
+    if (r == 0 || c->conn.send_armed) {   /* more body, or our 100 Continue is still going out */
         if (r == 0)
             client_recv(w, c);
         return;
@@ -552,41 +340,10 @@ static void client_try_request(struct worker *w, struct client *c)
     client_start(w, c);
 }
 
-/* A send of n bytes at p: zero-copy when long enough (its buffer stays ours until
- * the kernel's notification, which client_on_send_cqe waits for). */
-static void client_send_prep(struct worker *w, struct client *c, const char *p, size_t n)
-{
-    struct io_uring_sqe *sqe = loop_obj_sqe(&w->loop, &c->o, OP_C_SEND);
-    if ((w->loop.features & WF_ZC) && n >= W_ZC_MIN)
-        io_uring_prep_send_zc(sqe, c->fd, p, n, MSG_NOSIGNAL, 0);
-    else
-        io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
-    client_sqe_fd(c, sqe);
-    c->send_armed = true;
-    w->loop.sends_queued++;
-}
-
 void client_send(struct worker *w, struct client *c, const char *p, size_t n)
 {
-    c->out = p;
-    c->out_len = n;
-    c->out_off = 0;
-    c->t_send = w->loop.now;
     c->resp_started = true;
-    client_send_prep(w, c, p, n);
-}
-
-/* A zero-copy send completes twice: its result (F_MORE), then the notification
- * that the kernel let go of the buffer; only then is the send done. */
-void client_on_send_cqe(struct worker *w, struct client *c, int res, uint32_t flags)
-{
-    if (flags & IORING_CQE_F_NOTIF) {
-        client_on_send(w, c, c->zc_res);
-    } else if (flags & IORING_CQE_F_MORE) {
-        c->zc_res = res;
-    } else {
-        client_on_send(w, c, res);
-    }
+    conn_send(&w->conns, &c->conn, p, n);
 }
 
 /* An interim (1xx) response: it goes out, yet the response has not started (a
@@ -600,7 +357,7 @@ void client_send_interim(struct worker *w, struct client *c, const char *p, size
 
 void client_error(struct worker *w, struct client *c, int status, const char *reason, bool close)
 {
-    if (c->send_armed && c->state == C_READ) {   /* our 100 Continue is going out: after it */
+    if (c->conn.send_armed && c->state == C_READ) {   /* our 100 Continue is going out: after it */
         c->deferred_status = status;
         return;
     }
@@ -696,23 +453,17 @@ static void client_gone(struct worker *w, struct client *c)
 
 static void client_sent(struct worker *w, struct client *c);
 
+/* The send in progress ended: res > 0 it went whole, else the client is gone. */
 void client_on_send(struct worker *w, struct client *c, int res)
 {
-    c->send_armed = false;
-    if (c->closing)
+    if (c->conn.closing)
         return;
     if (res <= 0) {
         client_gone(w, c);
         return;
     }
-    if (c->out == continue_100 && c->state != C_READ && c->out_off + (size_t)res == c->out_len) {
-        c->out = NULL;   /* our 100 Continue went out while the body streams */
-        return;
-    }
-    c->out_off += (size_t)res;
-    c->t_send = w->loop.now;
-    if (c->out_off < c->out_len) {
-        client_send_prep(w, c, c->out + c->out_off, c->out_len - c->out_off);
+    if (c->conn.out == continue_100 && c->state != C_READ) {
+        c->conn.out = NULL;   /* our 100 Continue went out while the body streams */
         return;
     }
     client_sent(w, c);
@@ -728,103 +479,16 @@ static void client_sent(struct worker *w, struct client *c)
     case C_READ:   /* our 100 Continue went out */
         if (c->deferred_status)
             client_error(w, c, c->deferred_status, http_reason(c->deferred_status), true);
-        else if (!c->recv_armed)
+        else if (!c->conn.recv_armed)
             client_try_request(w, c);
         break;
     default: break;
     }
 }
 
-/* ---- a piece in a pipe (the upstream's splice) goes to the socket by splice:
- * the kernel moves its pages, nothing is copied through user space ---------- */
-
-/* The rest of the piece from the pipe: 1 all went, 0 the socket is full (a poll
- * for room is armed: client_on_poll goes on), or a negative errno. */
-static int client_pipe_step(struct worker *w, struct client *c)
-{
-    while (c->out_off < c->out_len) {
-        ssize_t k = splice(c->pipe_rd, NULL, c->fd, NULL, c->out_len - c->out_off, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-        if (k > 0) {
-            c->out_off += (size_t)k;
-            c->t_send = w->loop.now;
-            continue;
-        }
-        if (k < 0 && errno == EAGAIN) {
-            struct io_uring_sqe *sqe = loop_obj_sqe(&w->loop, &c->o, OP_C_POLL);
-            io_uring_prep_poll_add(sqe, c->fd, POLLOUT);
-            c->send_armed = true;
-            return 0;
-        }
-        return k < 0 ? -errno : -EPIPE;
-    }
-    c->pipe_rd = -1;
-    return 1;
-}
-
-/* A piece of the response, n bytes at p or in the pipe pipe_rd, becomes the send in progress. */
-static void client_piece_begin(struct worker *w, struct client *c, const char *p, int pipe_rd, size_t n)
-{
-    c->out = p;
-    c->pipe_rd = pipe_rd;
-    c->out_len = n;
-    c->out_off = 0;
-    c->t_send = w->loop.now;
-    c->resp_started = true;
-}
-
-/*
- * n bytes at p, sent now by the worker itself (for a splice to follow within
- * the turn): 1 when they all went; 0 when the socket took part or none (the
- * rest goes as an io_uring send, whose end client_sent reports); a negative
- * errno: the client is gone, which the caller reports through client_on_send
- * once its own state is settled.
- */
-int client_send_now(struct worker *w, struct client *c, const char *p, size_t n)
-{
-    client_piece_begin(w, c, p, -1, n);
-    ssize_t k = send(c->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (k == (ssize_t)n)
-        return 1;
-    if (k < 0 && errno != EAGAIN)
-        return -errno;
-    c->out_off = k > 0 ? (size_t)k : 0;
-    client_send_prep(w, c, p + c->out_off, n - c->out_off);
-    return 0;
-}
-
-/*
- * n bytes of the response wait in the pipe pipe_rd: 1 when they all went at
- * once (the caller goes on, nothing is reported), 0 when the socket is full
- * (client_sent reports the end as for any send), or a negative errno: the
- * client is gone, which the caller reports through client_on_send once its own
- * state is settled.
- */
-int client_send_pipe(struct worker *w, struct client *c, int pipe_rd, size_t n)
-{
-    client_piece_begin(w, c, NULL, pipe_rd, n);
-    return client_pipe_step(w, c);
-}
-
-/* Room in the socket (or its end): the rest of the piece in the pipe goes on. */
-void client_on_poll(struct worker *w, struct client *c, int res)
-{
-    c->send_armed = false;
-    if (c->closing)
-        return;
-    int r = res < 0 ? res : client_pipe_step(w, c);
-    if (r == 0)
-        return;
-    if (r < 0)
-        client_on_send(w, c, r);   /* the socket failed: client_gone */
-    else
-        client_sent(w, c);
-}
-
+/* The read in progress ended: res bytes came, or the client is gone. */
 void client_on_recv(struct worker *w, struct client *c, int res)
 {
-    c->recv_armed = false;
-    if (c->closing)
-        return;
     if (res <= 0) {
         client_gone(w, c);
         return;
@@ -906,7 +570,7 @@ void on_accept(struct worker *w, int res, uint32_t flags)
     }
     struct client *c = calloc(1, sizeof *c);
     char *in = c ? malloc(W_IN) : NULL;
-    if (!in || loop_obj_add(&w->loop, &c->o, &w->k_client) < 0) {
+    if (!in || loop_obj_add(&w->loop, &c->conn.o, &w->k_client) < 0) {
         free(in);
         free(c);
         if (w->loop.features & WF_DIRECT) {
@@ -920,9 +584,7 @@ void on_accept(struct worker *w, int res, uint32_t flags)
         c->in = in;
         c->in_cap = W_IN;
         c->t_idle = w->loop.now;
-        c->fd = res;
-        c->pipe_rd = -1;
-        c->direct = w->loop.features & WF_DIRECT;   /* TCP_NODELAY: inherited from the listener */
+        conn_init(&c->conn, res, w->loop.features & WF_DIRECT);   /* TCP_NODELAY: inherited from the listener */
         w->n_clients++;
         STAT_ADD(w->st, accepted, 1);
         STAT_ADD(w->st, conns_open, 1);
@@ -944,30 +606,70 @@ struct up_job client_job(const struct client *c)
  * does not arrive in time is answered 408. */
 void client_check_timeouts(struct worker *w, struct client *c, int64_t now)
 {
-    if (c->send_armed && !c->closing && now - c->t_send > (int64_t)w->o->idle_timeout_ms * 1000000) {
+    if (c->conn.send_armed && !c->conn.closing && now - c->conn.t_send > (int64_t)w->o->idle_timeout_ms * 1000000) {
         /* The client took none of its response for that long: the send fails, and its
          * failure lets go of what serves it (client_gone). */
-        client_shutdown(w, c, false);
-        c->t_send = now;
+        conn_shutdown(&w->conns, &c->conn, false);
+        c->conn.t_send = now;
         return;
     }
-    if (c->streaming && c->state == C_LOCAL && c->recv_armed && c->up &&
+    if (c->streaming && c->state == C_LOCAL && c->conn.recv_armed && c->up &&
         now - c->t_read > (int64_t)w->o->header_timeout_ms * 1000000) {
         client_stream_cut(w, c, 0);   /* the body stalled mid-stream: the request cannot complete */
         return;
     }
-    if (c->closing || c->state != C_READ || c->recv_armed == false)
+    if (c->conn.closing || c->state != C_READ || !c->conn.recv_armed)
         return;
     if (c->in_len == 0 && !c->head_done) {
         /* Stopping, a keep-alive connection closes once it has been idle a while, between
          * requests: closed at once it could meet a request already on its way (a client
          * sees its connection cut); one in use gets Connection: close on its next response. */
         int64_t limit = w->loop.stopping ? W_DRAIN_IDLE_MS : w->o->idle_timeout_ms;
-        if (now - c->t_idle > limit * 1000000 && stash_avail(c) == 0)
+        if (now - c->t_idle > limit * 1000000 && conn_stash_avail(&c->conn) == 0)
             client_close(w, c);
         return;
     }
     int64_t since = c->head_done ? c->t_read : c->t_head;
     if (now - since > (int64_t)w->o->header_timeout_ms * 1000000)
         client_error(w, c, 408, "Request Timeout", true);
+}
+
+/* n bytes of the response sent now, for a splice to follow (splice.c): conn_send_now. */
+int client_send_now(struct worker *w, struct client *c, const char *p, size_t n)
+{
+    c->resp_started = true;
+    return conn_send_now(&w->conns, &c->conn, p, n);
+}
+
+/* n bytes of the response in the pipe pipe_rd go by splice: conn_send_pipe. */
+int client_send_pipe(struct worker *w, struct client *c, int pipe_rd, size_t n)
+{
+    c->resp_started = true;
+    return conn_send_pipe(&w->conns, &c->conn, pipe_rd, n);
+}
+
+static void client_event(struct worker *w, struct client *c, enum conn_event ev, int res)
+{
+    if (ev == CONN_READ)
+        client_on_recv(w, c, res);
+    else if (ev == CONN_SENT)
+        client_on_send(w, c, res);
+}
+
+/* A completion of the client's socket. */
+void client_on_cqe(struct worker *w, struct client *c, unsigned op, int res, uint32_t flags)
+{
+    int r = 0;
+    enum conn_event ev = conn_on_cqe(&w->conns, &c->conn, op, res, flags, &r);
+    client_event(w, c, ev, r);
+}
+
+/* Clients asked for bytes their stash holds: delivered after the completions' batch. */
+void client_ready_run(struct worker *w)
+{
+    struct conn *cn;
+    enum conn_event ev;
+    int r;
+    while ((cn = conn_ready_take(&w->conns, &ev, &r)))
+        client_event(w, (struct client *)cn, ev, r);
 }

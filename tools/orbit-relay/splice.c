@@ -185,7 +185,7 @@ void up_splice_drained(struct worker *w, struct upstream *up)
 bool up_splice_begin(struct worker *w, struct upstream *up)
 {
     struct client *c = up->sink_obj;
-    if (!up_splice_wanted(w, up, up_body_left(up)) || c->send_armed || up_pipe(up) < 0)
+    if (!up_splice_wanted(w, up, up_body_left(up)) || c->conn.send_armed || up_pipe(up) < 0)
         return false;   /* (a send in flight, our 100 Continue: nothing may overtake it) */
     up->splicing = true;
     const char *p;

@@ -226,7 +226,7 @@ void rs_step(struct worker *w, struct rstream *rs)
                 rs_end(w, rs, true);
                 return;
             }
-            if (rs->c->send_armed)
+            if (rs->c->conn.send_armed)
                 return;   /* the client send's completion steps us again */
             n = orbit_endpoint_try_read(rs->ep, rs->out, sizeof rs->out);
             if (n == -ORBIT_EAGAIN) {

@@ -60,7 +60,7 @@ static void on_readiness(struct worker *w, int fd)
     struct rstream *rs, *rn;
     for (rs = w->rs_list; rs; rs = rn) {
         rn = rs->next;
-        if (!(rs->phase == RS_BODY && rs->c && rs->c->send_armed))
+        if (!(rs->phase == RS_BODY && rs->c && rs->c->conn.send_armed))
             rs_step(w, rs);
     }
     struct ostream *os, *on;
@@ -149,13 +149,7 @@ static void client_cqe(struct loop_obj *o, unsigned op, int res, uint32_t flags)
     struct client *c = (struct client *)o;
     if (loop_cqe_dead(&w->loop, o, res, flags))
         return;
-    switch (op) {
-    case OP_C_RECV: client_on_recv(w, c, res); break;
-    case OP_C_MRECV: client_on_recv_cqe(w, c, res, flags); break;
-    case OP_C_SEND: client_on_send_cqe(w, c, res, flags); break;
-    case OP_C_POLL: client_on_poll(w, c, res); break;
-    default: break;
-    }
+    client_on_cqe(w, c, op, res, flags);
 }
 
 static void client_tick(struct loop_obj *o, int64_t now)
@@ -168,7 +162,7 @@ static void client_free(struct loop_obj *o)
     struct client *c = (struct client *)o;
     free(c->in);
     free(c->req);
-    free(c->stash);
+    conn_free(&c->conn);
     free(c);
 }
 
@@ -322,6 +316,7 @@ static int worker_open(struct worker *w, struct relay_stats *stats, int slot)
     w->policy = (struct orbit_policy){ .decide = fair_decide, .ctx = w };
     w->loop.o = w->o;
     w->loop.st = w->st;
+    w->conns.l = &w->loop;
     w->loop.futex = orbit_uring_futex_supported();
     rc = loop_open(&w->loop);
     if (rc < 0) {

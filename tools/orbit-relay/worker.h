@@ -3,6 +3,7 @@
 #ifndef ORBIT_RELAY_WORKER_H
 #define ORBIT_RELAY_WORKER_H
 
+#include "conn.h"
 #include "httpmsg.h"
 #include "loop.h"
 #include "relay.h"
@@ -17,19 +18,15 @@
 #define W_DRAIN_IDLE_MS 1000       /* stopping: a connection idle this long is closed */
 #define W_CHUNK_HEAD 16            /* a streamed chunked piece: room for its size line before it */
 #define W_CHUNK_TAIL 8             /* ... and for CRLF and the last chunk after it */
-#define W_ZC_MIN     16384         /* sends this long go zero-copy (when it is on) */
 #define W_OWN_WAIT_MIN 8           /* own upstreams, all busy, that a request waits for rather than borrow */
-#define W_STASH_MAX  (256u << 10)  /* received ahead of the request: the receive pauses past this */
 #define W_SPLICE_FIRST 16384       /* with splice: a response's first reads take this much, then ... */
 #define W_SPLICE_MIN (16u << 10)   /* ... a Content-Length body with this much still to come is spliced */
 #define W_SPLICE_MAX (1u << 20)    /* one splice into the pipe moves at most this much */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
 enum w_op {
-    OP_IGNORE = 0, OP_ACCEPT, OP_C_RECV, OP_C_SEND, OP_U_CONNECT, OP_U_SEND, OP_U_RECV,
+    OP_IGNORE = 0, OP_ACCEPT, OP_U_CONNECT, OP_U_SEND, OP_U_RECV,
     OP_EP_WAIT, OP_OFFER_WAIT, OP_POOL_WAIT, OP_TIMER, OP_READY_STREAMS, OP_READY_POOL,
-    OP_C_MRECV,   /* a client's multishot receive */
-    OP_C_POLL,    /* a client's socket has room for the rest of a piece in a pipe */
     OP_U_POLL,    /* an upstream's socket has body bytes to splice */
 };
 
@@ -42,26 +39,14 @@ struct ostream;
 enum sink_kind { SINK_NONE, SINK_CLIENT, SINK_OSTREAM };
 
 struct client {
-    struct loop_obj o;
-    int fd;                         /* a direct descriptor's index when direct */
-    bool direct;
-    /* multishot receive: what came in that nobody asked for yet, and who asks */
-    bool ms_armed, ms_paused, ms_eof, ms_off, on_ready;
-    int ms_err;
-    char *rd_dst; size_t rd_n;      /* where the bytes asked for go (recv_armed) */
-    char *stash; size_t stash_len, stash_off, stash_cap;
-    struct client *ready_next;
-    /* a zero-copy send: its result waits for its notification */
-    int zc_res;
+    struct conn conn;               /* its socket; conn.o is the client's object */
     enum { C_READ, C_QUEUED, C_CREATE, C_LOCAL, C_REMOTE, C_ERROR } state;
-    bool recv_armed, send_armed;
-    bool keepalive, head_method, closing;
+    bool keepalive, head_method;
     bool http10, idempotent;        /* the current request's */
     int retries;
     int fail_status;                /* answered when the request fails before a byte went out */
     int deferred_status;            /* an error to answer once our 100 Continue is out */
     int64_t t_idle, t_head, t_read; /* idle since; first byte of the head; last body bytes */
-    int64_t t_send;                 /* the pending send began or last made progress */
     char *in; size_t in_cap;        /* client input: grows up to one request's limit */
     size_t in_len, used;            /* input bytes; bytes of the current request */
     struct hm_msg msg;              /* the request being read */
@@ -73,8 +58,6 @@ struct client {
     size_t req_len;
     struct upstream *up;            /* C_LOCAL / C_CREATE */
     struct rstream *rs;             /* C_REMOTE */
-    const char *out; size_t out_len, out_off;   /* the send in progress */
-    int pipe_rd;                    /* ... taken from this pipe (splice), or -1: from out */
     bool resp_started, resp_done;
     struct client *qnext, *qprev;   /* the pool wait queue */
     bool queued;
@@ -216,7 +199,7 @@ struct worker {
     bool rfd_streams_armed, rfd_pool_armed;
     struct __kernel_timespec tick;
     bool accept_armed;
-    struct client *ready;           /* clients with stashed bytes someone asked for */
+    struct conn_set conns;          /* the clients' sockets */
 };
 
 /* clients (client.c) */
@@ -229,14 +212,11 @@ void client_error(struct worker *w, struct client *c, int status, const char *re
 void client_resp_done(struct worker *w, struct client *c);
 void client_job_failed(struct worker *w, struct client *c, bool retryable);
 void client_on_send(struct worker *w, struct client *c, int res);
-void client_on_send_cqe(struct worker *w, struct client *c, int res, uint32_t flags);
 int client_send_now(struct worker *w, struct client *c, const char *p, size_t n);
 int client_send_pipe(struct worker *w, struct client *c, int pipe_rd, size_t n);
-void client_on_poll(struct worker *w, struct client *c, int res);
 void client_on_recv(struct worker *w, struct client *c, int res);
-void client_on_recv_cqe(struct worker *w, struct client *c, int res, uint32_t flags);
+void client_on_cqe(struct worker *w, struct client *c, unsigned op, int res, uint32_t flags);
 void client_ready_run(struct worker *w);
-void client_sqe_fd(const struct client *c, struct io_uring_sqe *sqe);
 void accept_arm(struct worker *w);
 void accept_resume(struct worker *w);
 void client_check_timeouts(struct worker *w, struct client *c, int64_t now);
