@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* orbit-relay worker: client connections (accept, read a request, send the response). */
 #include <errno.h>
+#include <stddef.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,7 @@ void client_close(struct worker *w, struct client *c)
         return;
     c->conn.closing = true;
     queue_remove(w, c);
-    conn_shutdown(&w->conns, &c->conn, true);   /* completes a pending recv or send */
+    conn_shutdown(&w->loop, &c->conn, true);   /* completes a pending recv or send */
     w->n_clients--;
     STAT_SUB(w->st, conns_open, 1);
     loop_obj_kill(&w->loop, &c->conn.o);
@@ -116,7 +117,7 @@ static const char continue_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
 static void client_continue(struct worker *w, struct client *c)
 {
     c->continue_sent = true;
-    conn_send(&w->conns, &c->conn, continue_100, sizeof continue_100 - 1);
+    conn_send(&w->loop, &c->conn, continue_100, sizeof continue_100 - 1);
 }
 
 /* A head is in: check it; 0 to read its body, or an error was answered. */
@@ -188,6 +189,7 @@ static void client_start(struct worker *w, struct client *c)
     c->retries = 0;
     c->fail_status = 502;
     c->resp_started = c->resp_done = false;
+    c->sink.close = false;
     STAT_ADD(w->st, inflight, 1);
     if (w->qhead) {            /* others wait already: queue behind them */
         queue_push(w, c);
@@ -235,7 +237,7 @@ static void client_chunked_stream_start(struct worker *w, struct client *c)
 
 /* The upstream sent what it had: read more of the body (never past a Content-Length;
  * a chunked piece lands after room for its size line). */
-void client_stream_more(struct worker *w, struct client *c)
+static void client_stream_more(struct worker *w, struct client *c)
 {
     c->in_len = c->used = 0;
     char *at = c->in;
@@ -254,7 +256,7 @@ static void client_stream_cut(struct worker *w, struct client *c, int status)
     struct upstream *up = c->up;
     c->up = NULL;
     c->streaming = false;
-    up_abort(w, up);
+    up_abort(&w->ups, up);
     if (status && !c->conn.send_armed) {
         client_error(w, c, status, http_reason(status), true);
         return;
@@ -290,7 +292,7 @@ static void client_chunk_in(struct worker *w, struct client *c, size_t n)
     size_t k = out ? hm_chunk_line(line, out) : 0;
     memcpy(p - k, line, k);
     char *e = hm_chunk_tail(p + out, out, last);
-    up_stream(w, c->up, p - k, (size_t)(e - (p - k)), !last);
+    up_stream(&w->ups, c->up, p - k, (size_t)(e - (p - k)), !last);
 }
 
 static void client_stream_in(struct worker *w, struct client *c, size_t n)
@@ -299,7 +301,7 @@ static void client_stream_in(struct worker *w, struct client *c, size_t n)
     c->t_read = w->loop.now;
     if (c->stream_left == 0)
         c->streaming = false;
-    up_stream(w, c->up, c->in, n, c->stream_left > 0);
+    up_stream(&w->ups, c->up, c->in, n, c->stream_left > 0);
 }
 
 /* Looks for a whole request in the input; starts it, or reads more. */
@@ -343,7 +345,7 @@ static void client_try_request(struct worker *w, struct client *c)
 void client_send(struct worker *w, struct client *c, const char *p, size_t n)
 {
     c->resp_started = true;
-    conn_send(&w->conns, &c->conn, p, n);
+    conn_send(&w->loop, &c->conn, p, n);
 }
 
 /* An interim (1xx) response: it goes out, yet the response has not started (a
@@ -424,16 +426,14 @@ static void client_gone(struct worker *w, struct client *c)
     switch (c->state) {
     case C_LOCAL:
         if (c->up && c->streaming) {
-            up_abort(w, c->up);   /* its request can never be completed */
+            up_abort(&w->ups, c->up);   /* its request can never be completed */
         } else if (c->up) {
-            struct upstream *up = c->up;
-            up_unsink(w, up);
-            up_drained(w, up);   /* it waited for our send: carry on, discarding */
+            up_release(&w->ups, c->up);
         }
         break;
     case C_CREATE:
         if (c->up)
-            c->up->creator = NULL;
+            up_forget_creator(c->up);
         break;
     case C_REMOTE:
         if (c->rs) {
@@ -473,7 +473,7 @@ void client_on_send(struct worker *w, struct client *c, int res)
 static void client_sent(struct worker *w, struct client *c)
 {
     switch (c->state) {
-    case C_LOCAL: up_drained(w, c->up); break;
+    case C_LOCAL: up_drained(&w->ups, c->up); break;
     case C_REMOTE: rs_step(w, c->rs); break;
     case C_ERROR: client_resp_done(w, c); break;
     case C_READ:   /* our 100 Continue went out */
@@ -511,6 +511,67 @@ static int accept_flags(const struct worker *w)
 {
     return SOCK_CLOEXEC | ((w->loop.features & WF_SPLICE) ? SOCK_NONBLOCK : 0);
 }
+
+/* ---- the client's request as the sink of its response --------------------- */
+
+static struct client *client_of(struct sink *k)
+{
+    return (struct client *)(void *)((char *)k - offsetof(struct client, sink));
+}
+
+static void client_piece(struct sink *k, const char *p, size_t n, bool interim)
+{
+    struct client *c = client_of(k);
+    struct worker *w = WORKER_OF(&c->conn.o, k_client);
+    if (interim)
+        client_send_interim(w, c, p, n);
+    else
+        client_send(w, c, p, n);
+}
+
+static void client_done(struct sink *k)
+{
+    struct client *c = client_of(k);
+    c->keepalive = c->keepalive && !k->close;
+    client_resp_done(WORKER_OF(&c->conn.o, k_client), c);
+}
+
+static void client_failed(struct sink *k, enum sink_fail how)
+{
+    struct client *c = client_of(k);
+    struct worker *w = WORKER_OF(&c->conn.o, k_client);
+    switch (how) {
+    case SINK_REFUSED:
+        client_error(w, c, 503, "Service Unavailable", false);
+        return;
+    case SINK_TIMEOUT:
+        c->fail_status = 504;
+        break;
+    case SINK_CUT:
+        c->resp_started = true;   /* (a splice sent it) */
+        break;
+    default:
+        break;
+    }
+    client_job_failed(w, c, how == SINK_RETRY);
+}
+
+static void client_more(struct sink *k)
+{
+    struct client *c = client_of(k);
+    client_stream_more(WORKER_OF(&c->conn.o, k_client), c);
+}
+
+static void client_broken(struct sink *k, int err)
+{
+    struct client *c = client_of(k);
+    client_on_send(WORKER_OF(&c->conn.o, k_client), c, err);
+}
+
+static const struct sink_ops client_sink_ops = {
+    .piece = client_piece, .done = client_done, .failed = client_failed, .more = client_more,
+    .broken = client_broken,
+};
 
 /* One accept, or a multishot one that stays armed; into the ring's table when direct
  * (a direct descriptor is never inherited: no CLOEXEC, which it refuses). */
@@ -584,7 +645,8 @@ void on_accept(struct worker *w, int res, uint32_t flags)
         c->in = in;
         c->in_cap = W_IN;
         c->t_idle = w->loop.now;
-        conn_init(&c->conn, res, w->loop.features & WF_DIRECT);   /* TCP_NODELAY: inherited from the listener */
+        conn_init(&c->conn, res, w->loop.features & WF_DIRECT);
+        c->sink = (struct sink){ .ops = &client_sink_ops, .conn = &c->conn };   /* TCP_NODELAY: inherited from the listener */
         w->n_clients++;
         STAT_ADD(w->st, accepted, 1);
         STAT_ADD(w->st, conns_open, 1);
@@ -609,7 +671,7 @@ void client_check_timeouts(struct worker *w, struct client *c, int64_t now)
     if (c->conn.send_armed && !c->conn.closing && now - c->conn.t_send > (int64_t)w->o->idle_timeout_ms * 1000000) {
         /* The client took none of its response for that long: the send fails, and its
          * failure lets go of what serves it (client_gone). */
-        conn_shutdown(&w->conns, &c->conn, false);
+        conn_shutdown(&w->loop, &c->conn, false);
         c->conn.t_send = now;
         return;
     }
@@ -638,14 +700,14 @@ void client_check_timeouts(struct worker *w, struct client *c, int64_t now)
 int client_send_now(struct worker *w, struct client *c, const char *p, size_t n)
 {
     c->resp_started = true;
-    return conn_send_now(&w->conns, &c->conn, p, n);
+    return conn_send_now(&w->loop, &c->conn, p, n);
 }
 
 /* n bytes of the response in the pipe pipe_rd go by splice: conn_send_pipe. */
 int client_send_pipe(struct worker *w, struct client *c, int pipe_rd, size_t n)
 {
     c->resp_started = true;
-    return conn_send_pipe(&w->conns, &c->conn, pipe_rd, n);
+    return conn_send_pipe(&w->loop, &c->conn, pipe_rd, n);
 }
 
 static void client_event(struct worker *w, struct client *c, enum conn_event ev, int res)

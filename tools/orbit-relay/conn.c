@@ -216,32 +216,32 @@ static enum conn_event on_mrecv(struct conn_set *s, struct conn *c, int res, uin
 
 /* A send of n bytes at p: zero-copy when long enough (its buffer stays ours until
  * the kernel's notification, which conn_on_cqe waits for). */
-static void send_prep(struct conn_set *s, struct conn *c, const char *p, size_t n)
+static void send_prep(struct loop *l, struct conn *c, const char *p, size_t n)
 {
-    struct io_uring_sqe *sqe = loop_obj_sqe(s->l, &c->o, CONN_OP_SEND);
-    if ((s->l->features & WF_ZC) && n >= CONN_ZC_MIN)
+    struct io_uring_sqe *sqe = loop_obj_sqe(l, &c->o, CONN_OP_SEND);
+    if ((l->features & WF_ZC) && n >= CONN_ZC_MIN)
         io_uring_prep_send_zc(sqe, c->fd, p, n, MSG_NOSIGNAL, 0);
     else
         io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
     conn_sqe_fd(c, sqe);
     c->send_armed = true;
-    s->l->sends_queued++;
+    l->sends_queued++;
 }
 
 /* A piece of n bytes at p, or in the pipe pipe_rd, becomes the send in progress. */
-static void piece_begin(struct conn_set *s, struct conn *c, const char *p, int pipe_rd, size_t n)
+static void piece_begin(struct loop *l, struct conn *c, const char *p, int pipe_rd, size_t n)
 {
     c->out = p;
     c->pipe_rd = pipe_rd;
     c->out_len = n;
     c->out_off = 0;
-    c->t_send = s->l->now;
+    c->t_send = l->now;
 }
 
-void conn_send(struct conn_set *s, struct conn *c, const char *p, size_t n)
+void conn_send(struct loop *l, struct conn *c, const char *p, size_t n)
 {
-    piece_begin(s, c, p, -1, n);
-    send_prep(s, c, p, n);
+    piece_begin(l, c, p, -1, n);
+    send_prep(l, c, p, n);
 }
 
 /* A send's completion: the rest of the piece goes, or the piece is done. */
@@ -254,7 +254,7 @@ static enum conn_event on_send(struct conn_set *s, struct conn *c, int res, int 
         c->out_off += (size_t)res;
         c->t_send = s->l->now;
         if (c->out_off < c->out_len) {
-            send_prep(s, c, c->out + c->out_off, c->out_len - c->out_off);
+            send_prep(s->l, c, c->out + c->out_off, c->out_len - c->out_off);
             return CONN_NOTHING;
         }
     }
@@ -264,17 +264,17 @@ static enum conn_event on_send(struct conn_set *s, struct conn *c, int res, int 
 
 /* The rest of the piece from the pipe: 1 all went, 0 the socket is full (a poll
  * for room is armed: CONN_OP_POLL goes on), or a negative errno. */
-static int pipe_step(struct conn_set *s, struct conn *c)
+static int pipe_step(struct loop *l, struct conn *c)
 {
     while (c->out_off < c->out_len) {
         ssize_t k = splice(c->pipe_rd, NULL, c->fd, NULL, c->out_len - c->out_off, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
         if (k > 0) {
             c->out_off += (size_t)k;
-            c->t_send = s->l->now;
+            c->t_send = l->now;
             continue;
         }
         if (k < 0 && errno == EAGAIN) {
-            struct io_uring_sqe *sqe = loop_obj_sqe(s->l, &c->o, CONN_OP_POLL);
+            struct io_uring_sqe *sqe = loop_obj_sqe(l, &c->o, CONN_OP_POLL);
             io_uring_prep_poll_add(sqe, c->fd, POLLOUT);
             c->send_armed = true;
             return 0;
@@ -285,23 +285,23 @@ static int pipe_step(struct conn_set *s, struct conn *c)
     return 1;
 }
 
-int conn_send_now(struct conn_set *s, struct conn *c, const char *p, size_t n)
+int conn_send_now(struct loop *l, struct conn *c, const char *p, size_t n)
 {
-    piece_begin(s, c, p, -1, n);
+    piece_begin(l, c, p, -1, n);
     ssize_t k = send(c->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (k == (ssize_t)n)
         return 1;
     if (k < 0 && errno != EAGAIN)
         return -errno;
     c->out_off = k > 0 ? (size_t)k : 0;
-    send_prep(s, c, p + c->out_off, n - c->out_off);
+    send_prep(l, c, p + c->out_off, n - c->out_off);
     return 0;
 }
 
-int conn_send_pipe(struct conn_set *s, struct conn *c, int pipe_rd, size_t n)
+int conn_send_pipe(struct loop *l, struct conn *c, int pipe_rd, size_t n)
 {
-    piece_begin(s, c, NULL, pipe_rd, n);
-    return pipe_step(s, c);
+    piece_begin(l, c, NULL, pipe_rd, n);
+    return pipe_step(l, c);
 }
 
 /* Room in the socket (or its end): the rest of the piece in the pipe goes on. */
@@ -310,7 +310,7 @@ static enum conn_event on_poll(struct conn_set *s, struct conn *c, int res, int 
     c->send_armed = false;
     if (c->closing)
         return CONN_NOTHING;
-    int r = res < 0 ? res : pipe_step(s, c);
+    int r = res < 0 ? res : pipe_step(s->l, c);
     if (r == 0)
         return CONN_NOTHING;
     *out = r;
@@ -341,7 +341,7 @@ enum conn_event conn_on_cqe(struct conn_set *s, struct conn *c, unsigned op, int
     }
 }
 
-void conn_shutdown(struct conn_set *s, struct conn *c, bool close_too)
+void conn_shutdown(struct loop *l, struct conn *c, bool close_too)
 {
     if (!c->direct) {
         shutdown(c->fd, SHUT_RDWR);
@@ -349,14 +349,14 @@ void conn_shutdown(struct conn_set *s, struct conn *c, bool close_too)
             close(c->fd);
         return;
     }
-    struct io_uring_sqe *sqe = loop_sqe(s->l);
+    struct io_uring_sqe *sqe = loop_sqe(l);
     io_uring_prep_shutdown(sqe, c->fd, SHUT_RDWR);
     sqe->flags |= IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS | (close_too ? IOSQE_IO_HARDLINK : 0);
     io_uring_sqe_set_data64(sqe, 0);
     if (!close_too)
         return;
     /* Hard-linked: the slot is freed after the shutdown, even one that failed. */
-    sqe = loop_sqe(s->l);
+    sqe = loop_sqe(l);
     io_uring_prep_close_direct(sqe, (unsigned)c->fd);
     sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
     io_uring_sqe_set_data64(sqe, 0);

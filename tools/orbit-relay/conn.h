@@ -56,15 +56,15 @@ void conn_free(struct conn *c);
 /* Asks for up to n bytes at dst: a receive, or the stash's next bytes (conn_ready_take). */
 void conn_read(struct conn_set *s, struct conn *c, char *dst, size_t n);
 /* A piece of n bytes at p goes out (zero-copy when long and on; CONN_SENT at its end). */
-void conn_send(struct conn_set *s, struct conn *c, const char *p, size_t n);
+void conn_send(struct loop *l, struct conn *c, const char *p, size_t n);
 /* n bytes at p sent now by the worker itself (so a splice may follow within the turn):
  * 1 all went; 0 the rest goes as an io_uring send (CONN_SENT); -errno the socket failed. */
-int  conn_send_now(struct conn_set *s, struct conn *c, const char *p, size_t n);
+int  conn_send_now(struct loop *l, struct conn *c, const char *p, size_t n);
 /* n bytes waiting in the pipe pipe_rd go by splice: 1 all went now; 0 the socket is full
  * (a poll for room goes on, CONN_SENT at the end); -errno the socket failed. */
-int  conn_send_pipe(struct conn_set *s, struct conn *c, int pipe_rd, size_t n);
+int  conn_send_pipe(struct loop *l, struct conn *c, int pipe_rd, size_t n);
 /* Both directions end (what is pending completes); with close_too the descriptor goes. */
-void conn_shutdown(struct conn_set *s, struct conn *c, bool close_too);
+void conn_shutdown(struct loop *l, struct conn *c, bool close_too);
 /* Stashed bytes nobody asked for yet. */
 size_t conn_stash_avail(const struct conn *c);
 /* A completion of one of the conn's operations (CONN_OP_*). */

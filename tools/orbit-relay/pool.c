@@ -11,46 +11,6 @@
 #include <orbit/uring.h>
 #include "worker.h"
 
-/* ---- fair shares of the budget ------------------------------------------ */
-
-/*
- * Local-first alone lets one worker keep every upstream it dialled: it
- * re-leases each one the moment it completes, before a waiting peer is even
- * scheduled. So a worker holds at most its share of the budget (budget over
- * running workers, rounded up) while another worker waits with less than its
- * share: it dials no more, and gives back a surplus upstream when one comes
- * free. The counters in the relay's shared stats say who waits.
- */
-void count_running(struct worker *w)
-{
-    int n = 1;
-    for (int i = 0; i < RELAY_STATS_SLOTS; i++) {
-        struct relay_worker_stats *o = &w->stats->w[i];
-        if (o != w->st && STAT_GET(o, state) == SLOT_RUNNING)
-            n++;
-    }
-    w->n_running = n;
-}
-
-/* The budget over the running workers (counted at each tick), rounded up. */
-int fair_share(struct worker *w)
-{
-    int n = w->n_running > 0 ? w->n_running : 1;
-    return (w->o->upstreams + n - 1) / n;
-}
-
-bool others_starving(struct worker *w)
-{
-    uint64_t share = (uint64_t)fair_share(w);
-    for (int i = 0; i < RELAY_STATS_SLOTS; i++) {
-        struct relay_worker_stats *o = &w->stats->w[i];
-        if (o != w->st && STAT_GET(o, state) == SLOT_RUNNING && STAT_GET(o, queued) > 0 &&
-            STAT_GET(o, upstreams_open) < share)
-            return true;
-    }
-    return false;
-}
-
 /* local_first, except that a worker at its share does not dial while others starve. */
 struct orbit_decision fair_decide(void *ctx, orbit_key key, const struct orbit_candidate *c, size_t n,
                                          uint32_t live, uint32_t creating, const struct orbit_limits *limits)
@@ -58,19 +18,19 @@ struct orbit_decision fair_decide(void *ctx, orbit_key key, const struct orbit_c
     struct worker *w = ctx;
     struct orbit_decision d = orbit_policy_local_first.decide(orbit_policy_local_first.ctx, key, c, n, live,
                                                               creating, limits);
-    if (d.kind == ORBIT_DECIDE_CREATE && w->n_ups + w->n_creating >= fair_share(w) && others_starving(w))
+    if (d.kind == ORBIT_DECIDE_CREATE && w->ups.n_ups + w->ups.n_creating >= share_fair(&w->share) && share_others_starving(&w->share))
         d = (struct orbit_decision){ .kind = ORBIT_DECIDE_WAIT };
     /* Below our share with budget left: dial our own rather than lean on another worker's
      * (a remote request needs both processes scheduled: it is the slow tail). */
     if (d.kind == ORBIT_DECIDE_REUSE && orbit_id_node(d.reuse) != orbit_fleet_node(w->fleet) &&
-        live + creating < limits->max_live && w->n_ups + w->n_creating < fair_share(w))
+        live + creating < limits->max_live && w->ups.n_ups + w->ups.n_creating < share_fair(&w->share))
         d = (struct orbit_decision){ .kind = ORBIT_DECIDE_CREATE };
     /* Many of our own, every one busy, and a short queue: wait for our own. One comes
      * back within a fraction of a request's time, sooner than a remote round trip; a
      * longer queue (a skewed load) still borrows. Below our share, our queue is what
-     * makes a peer over its share give one back (others_starving). */
+     * makes a peer over its share give one back (share_others_starving). */
     else if (d.kind == ORBIT_DECIDE_REUSE && orbit_id_node(d.reuse) != orbit_fleet_node(w->fleet) &&
-             w->n_ups >= W_OWN_WAIT_MIN && STAT_GET(w->st, queued) * 4 < (uint64_t)w->n_ups) {
+             w->ups.n_ups >= W_OWN_WAIT_MIN && STAT_GET(w->st, queued) * 4 < (uint64_t)w->ups.n_ups) {
         d = (struct orbit_decision){ .kind = ORBIT_DECIDE_WAIT };
         w->decided_own = true;
     }
@@ -86,12 +46,12 @@ enum { D_STARTED, D_WAIT };
 static bool take_idle(struct worker *w, struct client *c)
 {
     struct upstream *up;
-    while ((up = up_idle_pop(w))) {
+    while ((up = up_idle_pop(&w->ups))) {
         struct orbit_lease lease;
         if (orbit_pool_reserve(w->pool, up->id, &lease) < 0)
             continue;   /* a requester of another worker reserved it first: it comes back when done */
         struct up_job job = client_job(c);
-        if (up_run_lease(w, &lease, SINK_CLIENT, c, &job) == 0) {
+        if (up_run_lease(&w->ups, &lease, &c->sink, &job) == 0) {
             c->state = C_LOCAL;
             c->up = up;
             STAT_ADD(w->st, local_leases, 1);
@@ -121,9 +81,9 @@ static int try_dispatch(struct worker *w, struct client *c, uint32_t *version)
         switch (plan.kind) {
         case ORBIT_PLAN_LOCAL_REUSE: {
             struct up_job job = client_job(c);
-            if (up_run_lease(w, &plan.lease, SINK_CLIENT, c, &job) == 0) {
+            if (up_run_lease(&w->ups, &plan.lease, &c->sink, &job) == 0) {
                 c->state = C_LOCAL;
-                c->up = up_by_id(w, plan.lease.id);
+                c->up = up_by_id(&w->ups, plan.lease.id);
                 STAT_ADD(w->st, local_leases, 1);
                 return D_STARTED;
             }
@@ -133,8 +93,16 @@ static int try_dispatch(struct worker *w, struct client *c, uint32_t *version)
             rs_start(w, c, &plan.lease);
             return D_STARTED;
         case ORBIT_PLAN_CREATE:
-            up_create(w, c, &plan.permit);
+        {
+            struct upstream *up;
+            if (up_create(&w->ups, &plan.permit, c, &up) < 0) {
+                client_error(w, c, 503, "Service Unavailable", false);
+            } else {
+                c->state = C_CREATE;
+                c->up = up;
+            }
             return D_STARTED;
+        }
         case ORBIT_PLAN_WAIT:
             *version = plan.version;
             w->wait_own = w->decided_own && (w->loop.features & WF_QUIET_WAIT);
@@ -255,3 +223,34 @@ void sweep(struct worker *w)
     sweeping = false;
 }
 
+
+/* A creation for c ended: the new upstream is ours (unless another worker leased it in
+ * between), or the request failed. */
+static void on_created(void *ctx, void *creator, struct upstream *up, bool retryable, bool timed_out)
+{
+    struct worker *w = ctx;
+    struct client *c = creator;
+    if (!up) {
+        if (timed_out)
+            c->fail_status = 504;
+        client_job_failed(w, c, retryable);
+        return;
+    }
+    struct orbit_lease lease;
+    c->up = NULL;
+    struct up_job job = client_job(c);
+    if (orbit_pool_reserve(w->pool, up->id, &lease) == 0 && up_run_lease(&w->ups, &lease, &c->sink, &job) == 0) {
+        c->state = C_LOCAL;
+        c->up = up;
+        STAT_ADD(w->st, local_leases, 1);
+    } else {
+        dispatch(w, c);
+    }
+}
+
+static void on_capacity(void *ctx)
+{
+    sweep(ctx);
+}
+
+const struct up_hooks worker_up_hooks = { on_created, on_capacity };

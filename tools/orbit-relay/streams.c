@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <orbit/uring.h>
+#include <stddef.h>
 #include "worker.h"
 
 /* ---- waiting on an endpoint --------------------------------------------- */
@@ -335,7 +336,7 @@ void os_write_step(struct worker *w, struct ostream *os)
         }
         os->writing = false;
         if (os->phase == OS_RUN)
-            up_drained(w, os->up);
+            up_drained(&w->ups, os->up);
         else
             os_end(w, os, false);
         return;
@@ -364,10 +365,20 @@ static void os_refuse(struct worker *w, struct ostream *os, int32_t status)
     os_write(w, os, os->status_frame, sizeof os->status_frame);
 }
 
-void os_deliver(struct worker *w, struct ostream *os, const char *p, size_t n)
+/* ---- the owner stream as the upstream's sink ---------------------------- */
+
+static struct ostream *os_of(struct sink *k)
 {
+    return (struct ostream *)(void *)((char *)k - offsetof(struct ostream, sink));
+}
+
+static void os_deliver(struct sink *k, const char *p, size_t n, bool interim)
+{
+    struct ostream *os = os_of(k);
+    struct worker *w = WORKER_OF(&os->o, k_ostream);
+    (void)interim;   /* the requester's worker passes interim heads on as it reads them */
     if (!os->status_sent && !os->peer_gone) {
-        os_set_status(os, 0, os->up && os->up->close_client ? RELAY_S_CLOSE : 0);
+        os_set_status(os, 0, k->close ? RELAY_S_CLOSE : 0);
         /* 16 bytes into a direction nobody wrote yet: always fits. */
         if (orbit_endpoint_try_write_exact(os->ep, os->status_frame, sizeof os->status_frame) < 0)
             os->peer_gone = true;
@@ -375,23 +386,34 @@ void os_deliver(struct worker *w, struct ostream *os, const char *p, size_t n)
     os_write(w, os, p, n);
 }
 
-void os_job_done(struct worker *w, struct ostream *os)
+static void os_job_done(struct sink *k)
 {
+    struct ostream *os = os_of(k);
+    struct worker *w = WORKER_OF(&os->o, k_ostream);
     STAT_SUB(w->st, serving_remote, 1);
     STAT_ADD(w->st, served_remote, 1);
     os->up = NULL;
     os_end(w, os, false);
 }
 
-void os_job_failed(struct worker *w, struct ostream *os, bool retryable)
+static void os_job_failed(struct sink *k, enum sink_fail how)
 {
+    struct ostream *os = os_of(k);
+    struct worker *w = WORKER_OF(&os->o, k_ostream);
     STAT_SUB(w->st, serving_remote, 1);
     os->up = NULL;
     if (!os->status_sent)
-        os_refuse(w, os, retryable ? -ORBIT_ERESET : os->timed_out ? RELAY_STATUS_TIMEOUT : RELAY_STATUS_SENT);
+        os_refuse(w, os, how == SINK_RETRY ? -ORBIT_ERESET : how == SINK_TIMEOUT ? RELAY_STATUS_TIMEOUT
+                                                                                 : RELAY_STATUS_SENT);
     else
         os_end(w, os, true);
 }
+
+/* Its answer goes into the stream before the upstream leaves the pool: the requester
+ * reads it there once it sees the lease end (rs_check_leases). */
+static const struct sink_ops os_sink_ops = {
+    .piece = os_deliver, .done = os_job_done, .failed = os_job_failed, .answer_first = true,
+};
 
 /* The request is in: accept the lease it carries and run it on that upstream. */
 static void os_run(struct worker *w, struct ostream *os)
@@ -401,13 +423,13 @@ static void os_run(struct worker *w, struct ostream *os)
     struct up_job job = { .req = os->req, .req_len = os->req_len, .head_req = os->flags & RELAY_F_HEAD,
                           .idempotent = os->flags & RELAY_F_IDEMPOTENT, .http10 = os->flags & RELAY_F_HTTP10,
                           .keepalive = os->flags & RELAY_F_KEEPALIVE };
-    int rc = up_run_lease(w, &os->lease, SINK_OSTREAM, os, &job);
+    int rc = up_run_lease(&w->ups, &os->lease, &os->sink, &job);
     if (rc < 0) {
         STAT_SUB(w->st, serving_remote, 1);
         os_refuse(w, os, rc);
         return;
     }
-    os->up = up_by_id(w, os->lease.id);
+    os->up = up_by_id(&w->ups, os->lease.id);
 }
 
 void os_step(struct worker *w, struct ostream *os)
@@ -479,6 +501,7 @@ static void os_start(struct worker *w, const struct orbit_ticket *t)
         return;
     }
     os->phase = OS_HEAD;
+    os->sink.ops = &os_sink_ops;
     os->next = w->os_list;
     if (w->os_list)
         w->os_list->prev = os;

@@ -94,13 +94,9 @@ static void check_timeouts(struct worker *w)
 static void on_tick(struct worker *w)
 {
     w->loop.now = relay_now_ns();
-    count_running(w);
+    share_count(&w->share);
     check_timeouts(w);
-    for (uint32_t s = 0; s < W_LANE; s++) {
-        struct upstream *up = w->by_slot[s];
-        if (up && up->registered)
-            orbit_pool_reconcile(w->pool, up->id, up->busy ? 1 : 0, W_GRACE_MS);
-    }
+    up_reconcile(&w->ups);
     if (!w->loop.futex) {
         on_readiness(w, w->rfd_streams);   /* a backstop; it sweeps too */
     } else {
@@ -129,7 +125,7 @@ static void begin_stop(struct worker *w)
     loop_cancel(&w->loop, &w->accept_obj, OP_ACCEPT);   /* multishot too */
     close(w->lfd);
     w->lfd = -1;
-    up_stop(w);
+    up_stop(&w->ups);
 }
 
 static bool idle(struct worker *w)
@@ -141,7 +137,7 @@ static bool idle(struct worker *w)
 
 /* ---- the kinds of the loop's objects ------------------------------------- */
 
-#define W_OF(o, field) ((struct worker *)((char *)(o)->kind - offsetof(struct worker, field)))
+#define W_OF(o, field) WORKER_OF(o, field)
 
 static void client_cqe(struct loop_obj *o, unsigned op, int res, uint32_t flags)
 {
@@ -164,36 +160,6 @@ static void client_free(struct loop_obj *o)
     free(c->req);
     conn_free(&c->conn);
     free(c);
-}
-
-static void upstream_cqe(struct loop_obj *o, unsigned op, int res, uint32_t flags)
-{
-    struct worker *w = W_OF(o, k_upstream);
-    struct upstream *up = (struct upstream *)o;
-    bool linked = false;
-    if (op == OP_U_SEND || op == OP_U_RECV) {
-        linked = up->linked;
-        up_link_cqe(w, up, (enum w_op)op);   /* before the dead check: pending stays exact */
-    }
-    if (loop_cqe_dead(&w->loop, o, res, flags))
-        return;
-    switch (op) {
-    case OP_U_CONNECT: up_on_connect(w, up, res); break;
-    case OP_U_SEND: up_on_send(w, up, res, linked); break;
-    case OP_U_RECV: up_on_recv(w, up, res); break;
-    case OP_U_POLL: up_on_poll(w, up, res); break;
-    default: break;
-    }
-}
-
-static void upstream_tick(struct loop_obj *o, int64_t now)
-{
-    up_check_timeouts(W_OF(o, k_upstream), (struct upstream *)o, now);
-}
-
-static void plain_free(struct loop_obj *o)
-{
-    free(o);
 }
 
 static void rstream_cqe(struct loop_obj *o, unsigned op, int res, uint32_t flags)
@@ -276,7 +242,6 @@ static void ready_pool_cqe(struct loop_obj *o, unsigned op, int res, uint32_t fl
 static int worker_kinds(struct worker *w)
 {
     w->k_client = (struct loop_kind){ client_cqe, client_tick, client_free };
-    w->k_upstream = (struct loop_kind){ upstream_cqe, upstream_tick, plain_free };
     w->k_rstream = (struct loop_kind){ rstream_cqe, NULL, rstream_free };
     w->k_ostream = (struct loop_kind){ ostream_cqe, NULL, ostream_free };
     w->k_accept = (struct loop_kind){ accept_cqe, NULL, NULL };
@@ -308,7 +273,7 @@ static int worker_open(struct worker *w, struct relay_stats *stats, int slot)
         return rc;
     }
     w->st = &stats->w[slot];
-    w->stats = stats;
+    w->share = (struct share){ .o = w->o, .stats = stats, .st = w->st };
     atomic_store(&w->st->node, orbit_fleet_node(w->fleet));
     atomic_store(&w->st->incarnation, orbit_fleet_incarnation(w->fleet));
     w->key = relay_backend_key(&w->o->upstream);
@@ -327,6 +292,7 @@ static int worker_open(struct worker *w, struct relay_stats *stats, int slot)
         w->loop.futex = false;
     if (worker_kinds(w) < 0)
         return -ENOMEM;
+    up_set_init(&w->ups, &w->loop, &w->share, w->pool, w->key, &worker_up_hooks, w);
     if (!w->loop.futex) {
         w->rfd_streams = orbit_streams_readiness(w->streams);
         w->rfd_pool = orbit_pool_readiness(w->pool);
@@ -349,7 +315,7 @@ static void worker_close(struct worker *w)
         orbit_endpoint_close(rs->ep);
     for (struct ostream *os = w->os_list; os; os = os->next)
         orbit_endpoint_close(os->ep);
-    up_close_all(w);
+    up_close_all(&w->ups);
     loop_close(&w->loop);
     orbit_streams_close(w->streams);
     orbit_pool_close(w->pool);
@@ -365,7 +331,7 @@ int worker_main(const struct relay_opts *o, struct relay_stats *stats, int slot,
     signal(SIGPIPE, SIG_IGN);
     if (worker_open(&w, stats, slot) < 0)
         return 1;
-    count_running(&w);
+    share_count(&w.share);
     w.loop.now = relay_now_ns();
     accept_arm(&w);
     arm_offer_wait(&w);

@@ -4,30 +4,26 @@
 #define ORBIT_RELAY_WORKER_H
 
 #include "conn.h"
+#include "share.h"
+#include "sink.h"
+#include "upstream.h"
 #include "httpmsg.h"
 #include "loop.h"
 #include "relay.h"
 
 #define W_IN      16384            /* client input: the first buffer (it grows) */
-#define W_UPBUF   (256u << 10)     /* upstream receive buffer: a 64 KiB body and its head in one recv */
-#define W_UPHEAD  16384            /* a response head's limit */
 #define W_OUT     16384            /* relayed-response buffer (remote path) */
 #define W_RETRIES 8                /* attempts of one request before 502 */
-#define W_GRACE_MS 1000            /* reservations nobody brought age out after this */
 #define W_TICK_MS  200             /* housekeeping: reconcile, lease checks, gauges */
 #define W_DRAIN_IDLE_MS 1000       /* stopping: a connection idle this long is closed */
 #define W_CHUNK_HEAD 16            /* a streamed chunked piece: room for its size line before it */
 #define W_CHUNK_TAIL 8             /* ... and for CRLF and the last chunk after it */
 #define W_OWN_WAIT_MIN 8           /* own upstreams, all busy, that a request waits for rather than borrow */
-#define W_SPLICE_FIRST 16384       /* with splice: a response's first reads take this much, then ... */
-#define W_SPLICE_MIN (16u << 10)   /* ... a Content-Length body with this much still to come is spliced */
-#define W_SPLICE_MAX (1u << 20)    /* one splice into the pipe moves at most this much */
 
 /* Operations, the top byte of user_data; the rest names an object and its generation. */
 enum w_op {
-    OP_IGNORE = 0, OP_ACCEPT, OP_U_CONNECT, OP_U_SEND, OP_U_RECV,
+    OP_IGNORE = 0, OP_ACCEPT,
     OP_EP_WAIT, OP_OFFER_WAIT, OP_POOL_WAIT, OP_TIMER, OP_READY_STREAMS, OP_READY_POOL,
-    OP_U_POLL,    /* an upstream's socket has body bytes to splice */
 };
 
 struct client;
@@ -35,8 +31,6 @@ struct upstream;
 struct rstream;
 struct ostream;
 
-/* Who reads an upstream's response. */
-enum sink_kind { SINK_NONE, SINK_CLIENT, SINK_OSTREAM };
 
 struct client {
     struct conn conn;               /* its socket; conn.o is the client's object */
@@ -59,51 +53,10 @@ struct client {
     struct upstream *up;            /* C_LOCAL / C_CREATE */
     struct rstream *rs;             /* C_REMOTE */
     bool resp_started, resp_done;
+    struct sink sink;               /* the response's reader, for its source */
     struct client *qnext, *qprev;   /* the pool wait queue */
     bool queued;
     char err[256];
-};
-
-/* What an upstream needs to know of the request it carries. */
-struct up_job {
-    const char *req; size_t req_len;
-    bool head_req;                  /* HEAD: the response has no body */
-    bool idempotent;                /* may be sent again after reaching the backend */
-    bool http10, keepalive;         /* the client's version and wish to keep its connection */
-    bool more;                      /* the client's body follows req (streamed) */
-};
-
-struct upstream {
-    struct loop_obj o;
-    int fd;
-    orbit_id id;
-    bool registered, busy, broken, reused;
-    struct orbit_execution exec;
-    struct orbit_permit permit;     /* while connecting */
-    struct client *creator;
-    struct sockaddr_in addr;
-    int64_t t_start;                /* connect or request start, for the timeouts */
-    /* the job */
-    struct up_job job;
-    size_t req_off;
-    bool sent_any;                  /* a byte of the request went to the backend */
-    bool timed_out;
-    bool linked;                    /* a linked send and receive are in flight (up_send) */
-    bool handing;                   /* a piece is with the sink until it says drained */
-    int idle_at;                    /* its place in the worker's idle list, or -1 */
-    enum sink_kind sink; void *sink_obj;
-    size_t len;                     /* bytes in buf */
-    struct hm_msg msg;              /* the response */
-    bool head_done, keepalive, close_client;
-    size_t hout_len;                /* the rewritten head, not yet handed on */
-    const char *body; size_t body_len;   /* body bytes in buf not yet handed on */
-    size_t delivered;
-    bool splicing;                  /* the body goes on by splice (WF_SPLICE, splice.c) */
-    bool capped;                    /* the receive in flight was cut short for splice's sake */
-    int pipe_rd, pipe_wr;           /* its pipe, made at the first splice; -1 before */
-    size_t pipe_len;                /* bytes in the pipe the sink has not taken */
-    char hout[2 * W_UPHEAD + 128];  /* the heads, and the body when it cannot go before them */
-    char buf[W_UPBUF];
 };
 
 struct rstream {
@@ -129,8 +82,8 @@ struct ostream {
     struct orbit_lease lease;
     enum { OS_HEAD, OS_REQ, OS_RUN, OS_CLOSING } phase;
     bool wait_armed, status_sent, peer_gone, writing;
-    bool timed_out;                 /* the upstream's response timed out */
     struct upstream *up;
+    struct sink sink;               /* the upstream's response, into the stream */
     size_t req_len, req_got;
     const char *wbuf; size_t wlen, woff;
     int32_t status;
@@ -165,11 +118,14 @@ int worker_main(const struct relay_opts *o, struct relay_stats *st, int slot, in
 #define W_LANE 256   /* relay_stream_spec.lane_capacity and relay_pool_spec.lane_capacity */
 
 
+/* The worker of one of its objects, by the kind the worker keeps in field. */
+#define WORKER_OF(obj, field) ((struct worker *)(void *)((char *)(obj)->kind - offsetof(struct worker, field)))
+
 struct worker {
     struct loop loop;               /* the ring, the objects, the clock, stopping */
     const struct relay_opts *o;
     struct relay_worker_stats *st;
-    struct loop_kind k_client, k_upstream, k_rstream, k_ostream;
+    struct loop_kind k_client, k_rstream, k_ostream;
     struct loop_kind k_accept, k_timer, k_offers, k_pool_wait, k_ready_streams, k_ready_pool;
     struct loop_obj accept_obj, timer_obj, offers_obj, pool_wait_obj, ready_streams_obj, ready_pool_obj;
     struct orbit_fleet *fleet;
@@ -185,12 +141,9 @@ struct worker {
     bool pool_armed, offer_armed;
     bool decided_own;               /* the last acquire's WAIT was fair_decide's wait for our own */
     bool wait_own;                  /* ... and so the queue's head waits for our own upstreams */
-    struct upstream *by_slot[W_LANE];
-    struct upstream *idle[W_LANE];  /* our idle upstreams, the most recently used last */
-    int n_idle;
-    int n_running;                  /* running workers, counted at each tick */
-    int n_ups, n_creating, n_clients, n_rs, n_os;
-    struct relay_stats *stats;      /* the whole fleet's counters: who waits, who owns */
+    struct share share;             /* our share of the budget */
+    struct up_set ups;              /* our upstreams */
+    int n_clients, n_rs, n_os;
     struct orbit_policy policy;
     struct rstream *rs_list;
     struct ostream *os_list;
@@ -221,38 +174,7 @@ void accept_arm(struct worker *w);
 void accept_resume(struct worker *w);
 void client_check_timeouts(struct worker *w, struct client *c, int64_t now);
 struct up_job client_job(const struct client *c);
-void client_stream_more(struct worker *w, struct client *c);
 void on_accept(struct worker *w, int res, uint32_t flags);
-
-/* upstreams (upstream.c) */
-void up_unsink(struct worker *w, struct upstream *up);
-void up_drained(struct worker *w, struct upstream *up);
-void up_on_recv(struct worker *w, struct upstream *up, int res);
-void up_on_send(struct worker *w, struct upstream *up, int res, bool linked);
-void up_recv(struct worker *w, struct upstream *up);
-void up_fail(struct worker *w, struct upstream *up);
-void up_job_done(struct worker *w, struct upstream *up);
-bool up_next_piece(struct upstream *up, const char **p, size_t *n);
-
-/* long bodies by splice (splice.c) */
-size_t up_recv_room(const struct worker *w, const struct upstream *up);
-void up_read_rest_now(struct worker *w, struct upstream *up, size_t start);
-bool up_splice_begin(struct worker *w, struct upstream *up);
-void up_splice_drained(struct worker *w, struct upstream *up);
-void up_pipe_close(struct upstream *up);
-void up_on_poll(struct worker *w, struct upstream *up, int res);
-void up_link_cqe(struct worker *w, struct upstream *up, enum w_op op);
-struct upstream *up_by_id(struct worker *w, orbit_id id);
-struct upstream *up_idle_pop(struct worker *w);
-int up_run_lease(struct worker *w, const struct orbit_lease *lease, enum sink_kind sink, void *obj,
-                 const struct up_job *job);
-void up_check_timeouts(struct worker *w, struct upstream *up, int64_t now);
-void up_stream(struct worker *w, struct upstream *up, const char *p, size_t n, bool more);
-void up_abort(struct worker *w, struct upstream *up);
-void up_stop(struct worker *w);
-void up_close_all(struct worker *w);
-void up_create(struct worker *w, struct client *c, struct orbit_permit *permit);
-void up_on_connect(struct worker *w, struct upstream *up, int res);
 
 /* relay streams (streams.c) */
 void rs_fail(struct worker *w, struct rstream *rs, bool retryable);
@@ -260,19 +182,14 @@ void rs_start(struct worker *w, struct client *c, const struct orbit_lease *leas
 void rs_step(struct worker *w, struct rstream *rs);
 void rs_check_leases(struct worker *w);
 void os_write_step(struct worker *w, struct ostream *os);
-void os_deliver(struct worker *w, struct ostream *os, const char *p, size_t n);
-void os_job_done(struct worker *w, struct ostream *os);
-void os_job_failed(struct worker *w, struct ostream *os, bool retryable);
 void os_step(struct worker *w, struct ostream *os);
 void take_offers(struct worker *w);
 void arm_offer_wait(struct worker *w);
 
 /* the pool (pool.c) */
-void count_running(struct worker *w);
-int fair_share(struct worker *w);
-bool others_starving(struct worker *w);
 struct orbit_decision fair_decide(void *ctx, orbit_key key, const struct orbit_candidate *c, size_t n, uint32_t live, uint32_t creating, const struct orbit_limits *limits);
 void dispatch(struct worker *w, struct client *c);
 void sweep(struct worker *w);
+extern const struct up_hooks worker_up_hooks;
 
 #endif
