@@ -2,25 +2,40 @@
 /* orbit-relay worker: client connections (accept, read a request, send the response). */
 #include <errno.h>
 #include <stddef.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <orbit/uring.h>
+#include "client.h"
 #include "http.h"
-#include "httpmsg.h"
-#include "worker.h"
 
-/* ---- clients ------------------------------------------------------------ */
+static void client_error(struct client_set *s, struct client *c, int status, const char *reason, bool close);
+static void client_try_request(struct client_set *s, struct client *c);
+
+static struct client_set *set_of(const struct client *c)
+{
+    return (struct client_set *)(void *)((char *)c->conn.o.kind - offsetof(struct client_set, kind));
+}
+
+static void client_close(struct client_set *s, struct client *c)
+{
+    if (c->conn.closing)
+        return;
+    c->conn.closing = true;
+    if (c->rq.where == DISP_QUEUED)
+        disp_cancel(s->d, &c->rq, false);
+    conn_shutdown(s->l, &c->conn, true);   /* completes a pending recv or send */
+    s->n--;
+    STAT_SUB(s->l->st, conns_open, 1);
+    loop_obj_kill(s->l, &c->conn.o);
+    client_accept_resume(s);   /* a descriptor came free */
+}
 
 /* Room for the next recv: the buffer grows up to a whole request's limit. */
-static int client_room(struct worker *w, struct client *c)
+static int client_room(struct client_set *s, struct client *c)
 {
-    size_t limit = relay_buffered_max(w->o) + W_IN;
-    if (c->in_cap - c->in_len >= W_IN / 4 || c->in_cap >= limit)
+    size_t limit = relay_buffered_max(s->l->o) + CLIENT_IN;
+    if (c->in_cap - c->in_len >= CLIENT_IN / 4 || c->in_cap >= limit)
         return c->in_len < c->in_cap ? 0 : -1;
     size_t cap = c->in_cap * 2 < limit ? c->in_cap * 2 : limit;
     char *in = realloc(c->in, cap);
@@ -31,49 +46,15 @@ static int client_room(struct worker *w, struct client *c)
     return 0;
 }
 
-static void client_recv(struct worker *w, struct client *c)
+static void client_recv(struct client_set *s, struct client *c)
 {
-    if (client_room(w, c) < 0) {
-        client_error(w, c, 413, "Content Too Large", true);
+    if (client_room(s, c) < 0) {
+        client_error(s, c, 413, "Content Too Large", true);
         return;
     }
-    conn_read(&w->conns, &c->conn, c->in + c->in_len, c->in_cap - c->in_len);
+    conn_read(&s->conns, &c->conn, c->in + c->in_len, c->in_cap - c->in_len);
 }
 
-void queue_remove(struct worker *w, struct client *c)
-{
-    if (!c->queued)
-        return;
-    if (c->qprev) c->qprev->qnext = c->qnext; else w->qhead = c->qnext;
-    if (c->qnext) c->qnext->qprev = c->qprev; else w->qtail = c->qprev;
-    c->qnext = c->qprev = NULL;
-    c->queued = false;
-    STAT_SUB(w->st, queued, 1);
-}
-
-void queue_push(struct worker *w, struct client *c)
-{
-    c->qnext = NULL;
-    c->qprev = w->qtail;
-    if (w->qtail) w->qtail->qnext = c; else w->qhead = c;
-    w->qtail = c;
-    c->queued = true;
-    c->state = C_QUEUED;
-    STAT_ADD(w->st, queued, 1);
-}
-
-void client_close(struct worker *w, struct client *c)
-{
-    if (c->conn.closing)
-        return;
-    c->conn.closing = true;
-    queue_remove(w, c);
-    conn_shutdown(&w->loop, &c->conn, true);   /* completes a pending recv or send */
-    w->n_clients--;
-    STAT_SUB(w->st, conns_open, 1);
-    loop_obj_kill(&w->loop, &c->conn.o);
-    accept_resume(w);   /* a descriptor came free */
-}
 
 /* The request for the upstream: its head without hop-by-hop fields, then the
  * payload. A chunked body held whole goes as its payload with a Content-Length;
@@ -114,41 +95,41 @@ static int build_upstream_request(struct client *c, bool rechunk)
 static const char continue_100[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
 /* Expect: 100-continue and no body yet: the relay answers it (the body is read here). */
-static void client_continue(struct worker *w, struct client *c)
+static void client_continue(struct client_set *s, struct client *c)
 {
     c->continue_sent = true;
-    conn_send(&w->loop, &c->conn, continue_100, sizeof continue_100 - 1);
+    conn_send(s->l, &c->conn, continue_100, sizeof continue_100 - 1);
 }
 
 /* A head is in: check it; 0 to read its body, or an error was answered. */
-static int client_head(struct worker *w, struct client *c)
+static int client_head(struct client_set *s, struct client *c)
 {
-    int r = hm_head_parse(&c->msg, HM_REQUEST, c->in, c->in_len, w->o->max_head, false);
+    int r = hm_head_parse(&c->msg, HM_REQUEST, c->in, c->in_len, s->l->o->max_head, false);
     if (r <= 0) {
         if (r < 0)
-            client_error(w, c, -r, http_reason(-r), true);
+            client_error(s, c, -r, http_reason(-r), true);
         return -1;
     }
     c->head_done = true;
     c->body_scan = c->body_out = (size_t)r;
     c->msg.dechunk = c->msg.h.chunked;
-    if (w->o->max_body && c->msg.h.has_length && c->msg.h.content_length > w->o->max_body) {
-        client_error(w, c, 413, "Content Too Large", true);   /* before reading the body */
+    if (s->l->o->max_body && c->msg.h.has_length && c->msg.h.content_length > s->l->o->max_body) {
+        client_error(s, c, 413, "Content Too Large", true);   /* before reading the body */
         return -1;
     }
-    if (c->msg.h.expect_continue && !c->msg.complete && c->in_len == (size_t)r && !w->loop.stopping)
-        client_continue(w, c);
+    if (c->msg.h.expect_continue && !c->msg.complete && c->in_len == (size_t)r && !s->l->stopping)
+        client_continue(s, c);
     return 0;
 }
 
 /* Frames the body bytes read so far; 1 when the request is complete, 0 for more, -1 answered. */
-static int client_body(struct worker *w, struct client *c)
+static int client_body(struct client_set *s, struct client *c)
 {
     if (!c->msg.complete && c->in_len > c->body_scan) {
         size_t out;
         ssize_t used = hm_body(&c->msg, c->in + c->body_scan, c->in_len - c->body_scan, &out);
         if (used < 0) {
-            client_error(w, c, 400, "Bad Request", true);
+            client_error(s, c, 400, "Bad Request", true);
             return -1;
         }
         if (c->body_out != c->body_scan)
@@ -160,8 +141,8 @@ static int client_body(struct worker *w, struct client *c)
             c->in_len -= c->body_scan - c->body_out;
             c->body_scan = c->body_out;
         }
-        if (w->o->max_body && c->msg.payload > w->o->max_body) {
-            client_error(w, c, 413, "Content Too Large", true);   /* chunked: no length to check before */
+        if (s->l->o->max_body && c->msg.payload > s->l->o->max_body) {
+            client_error(s, c, 413, "Content Too Large", true);   /* chunked: no length to check before */
             return -1;
         }
     }
@@ -180,32 +161,28 @@ static bool chunked_stream_candidate(const struct client *c)
     return c->msg.h.chunked && c->body_out - c->msg.h.head_len > RELAY_STREAM_MIN;
 }
 
-static void client_start(struct worker *w, struct client *c)
+static void client_start(struct client_set *s, struct client *c)
 {
-    c->keepalive = c->msg.h.keepalive && !w->loop.stopping;
+    c->keepalive = c->msg.h.keepalive && !s->l->stopping;
     c->http10 = c->msg.h.minor == 0;
     c->idempotent = c->msg.h.idempotent && !c->streaming;   /* a streamed body is not kept: never again */
     c->head_method = c->msg.h.head_method;
-    c->retries = 0;
-    c->fail_status = 502;
-    c->resp_started = c->resp_done = false;
-    c->sink.close = false;
-    STAT_ADD(w->st, inflight, 1);
-    if (w->qhead) {            /* others wait already: queue behind them */
-        queue_push(w, c);
-        sweep(w);
-    } else {
-        dispatch(w, c);
-    }
+    c->state = C_RUN;
+    STAT_ADD(s->l->st, inflight, 1);
+    c->rq.job = (struct up_job){ .req = c->req, .req_len = c->req_len, .head_req = c->head_method,
+                                 .idempotent = c->idempotent, .http10 = c->http10, .keepalive = c->keepalive,
+                                 .more = c->streaming };
+    c->rq.local_only = c->streaming || c->req_len > relay_buffered_max(s->l->o);
+    disp_start(s->d, &c->rq);
 }
 
 /* The head and the body bytes here go first; the rest follows as the client sends it. */
-static void client_stream_start(struct worker *w, struct client *c)
+static void client_stream_start(struct client_set *s, struct client *c)
 {
     size_t head = c->msg.h.head_len, have = c->in_len - head;
     c->body_out = head + have;   /* have < Content-Length: else it was complete */
     if (build_upstream_request(c, false) < 0) {
-        client_error(w, c, 503, "Service Unavailable", true);
+        client_error(s, c, 503, "Service Unavailable", true);
         return;
     }
     c->used = c->in_len;
@@ -218,146 +195,134 @@ static void client_stream_start(struct worker *w, struct client *c)
             c->in_cap = RELAY_STREAM_MIN;
         }
     }
-    client_start(w, c);
+    client_start(s, c);
 }
 
 /* A chunked body past RELAY_STREAM_MIN: the head and the payload so far go
  * first (re-chunked), the rest as it comes. Bytes after a complete body stay
  * for the next request. */
-static void client_chunked_stream_start(struct worker *w, struct client *c)
+static void client_chunked_stream_start(struct client_set *s, struct client *c)
 {
     if (build_upstream_request(c, true) < 0) {
-        client_error(w, c, 503, "Service Unavailable", true);
+        client_error(s, c, 503, "Service Unavailable", true);
         return;
     }
     c->used = c->body_scan;
     c->streaming = !c->msg.complete;
-    client_start(w, c);
+    client_start(s, c);
 }
 
 /* The upstream sent what it had: read more of the body (never past a Content-Length;
  * a chunked piece lands after room for its size line). */
-static void client_stream_more(struct worker *w, struct client *c)
+static void client_stream_more(struct client_set *s, struct client *c)
 {
     c->in_len = c->used = 0;
     char *at = c->in;
     size_t n = c->in_cap < c->stream_left ? c->in_cap : (size_t)c->stream_left;
     if (c->msg.h.chunked) {
-        at = c->in + W_CHUNK_HEAD;
-        n = c->in_cap - W_CHUNK_HEAD - W_CHUNK_TAIL;
+        at = c->in + CLIENT_CHUNK_HEAD;
+        n = c->in_cap - CLIENT_CHUNK_HEAD - CLIENT_CHUNK_TAIL;
     }
-    conn_read(&w->conns, &c->conn, at, n);
-    c->t_read = w->loop.now;
+    conn_read(&s->conns, &c->conn, at, n);
+    c->t_read = s->l->now;
 }
 
 /* A streamed body that cannot go on: the upstream goes; status answered (0: just closed). */
-static void client_stream_cut(struct worker *w, struct client *c, int status)
+static void client_stream_cut(struct client_set *s, struct client *c, int status)
 {
-    struct upstream *up = c->up;
-    c->up = NULL;
     c->streaming = false;
-    up_abort(&w->ups, up);
+    disp_cut(s->d, &c->rq);
     if (status && !c->conn.send_armed) {
-        client_error(w, c, status, http_reason(status), true);
+        client_error(s, c, status, http_reason(status), true);
         return;
     }
-    STAT_ADD(w->st, aborted, 1);
-    STAT_SUB(w->st, inflight, 1);
-    client_close(w, c);
+    STAT_ADD(s->l->st, aborted, 1);
+    STAT_SUB(s->l->st, inflight, 1);
+    client_close(s, c);
 }
 
-/* n bytes of a chunked body at in + W_CHUNK_HEAD: their payload goes on as one chunk. */
-static void client_chunk_in(struct worker *w, struct client *c, size_t n)
+/* n bytes of a chunked body at in + CLIENT_CHUNK_HEAD: their payload goes on as one chunk. */
+static void client_chunk_in(struct client_set *s, struct client *c, size_t n)
 {
-    char *p = c->in + W_CHUNK_HEAD;
+    char *p = c->in + CLIENT_CHUNK_HEAD;
     size_t out;
     ssize_t used = hm_body(&c->msg, p, n, &out);
-    c->t_read = w->loop.now;
-    if (used < 0 || (w->o->max_body && c->msg.payload > w->o->max_body)) {
-        client_stream_cut(w, c, used < 0 ? 400 : 413);
+    c->t_read = s->l->now;
+    if (used < 0 || (s->l->o->max_body && c->msg.payload > s->l->o->max_body)) {
+        client_stream_cut(s, c, used < 0 ? 400 : 413);
         return;
     }
     bool last = c->msg.complete;
     if (last) {
         /* What follows the body is the next request: it moves past the room chunk_tail needs. */
-        memmove(p + used + W_CHUNK_TAIL, p + used, n - (size_t)used);
-        c->used = W_CHUNK_HEAD + (size_t)used + W_CHUNK_TAIL;
-        c->in_len = W_CHUNK_HEAD + n + W_CHUNK_TAIL;
+        memmove(p + used + CLIENT_CHUNK_TAIL, p + used, n - (size_t)used);
+        c->used = CLIENT_CHUNK_HEAD + (size_t)used + CLIENT_CHUNK_TAIL;
+        c->in_len = CLIENT_CHUNK_HEAD + n + CLIENT_CHUNK_TAIL;
         c->streaming = false;
     } else if (out == 0) {
-        client_stream_more(w, c);   /* only framing: nothing to send yet */
+        client_stream_more(s, c);   /* only framing: nothing to send yet */
         return;
     }
     char line[HM_CHUNK_LINE_LEN];
     size_t k = out ? hm_chunk_line(line, out) : 0;
     memcpy(p - k, line, k);
     char *e = hm_chunk_tail(p + out, out, last);
-    up_stream(&w->ups, c->up, p - k, (size_t)(e - (p - k)), !last);
+    disp_body(s->d, &c->rq, p - k, (size_t)(e - (p - k)), !last);
 }
 
-static void client_stream_in(struct worker *w, struct client *c, size_t n)
+static void client_stream_in(struct client_set *s, struct client *c, size_t n)
 {
     c->stream_left -= n;
-    c->t_read = w->loop.now;
+    c->t_read = s->l->now;
     if (c->stream_left == 0)
         c->streaming = false;
-    up_stream(&w->ups, c->up, c->in, n, c->stream_left > 0);
+    disp_body(s->d, &c->rq, c->in, n, c->stream_left > 0);
 }
 
 /* Looks for a whole request in the input; starts it, or reads more. */
-static void client_try_request(struct worker *w, struct client *c)
+static void client_try_request(struct client_set *s, struct client *c)
 {
     if (!c->head_done) {
         if (c->in_len > 0 && c->t_head == 0)
-            c->t_head = w->loop.now;
-        if (client_head(w, c) < 0) {
+            c->t_head = s->l->now;
+        if (client_head(s, c) < 0) {
             if (c->state == C_ERROR || c->conn.closing)
                 return;
-            client_recv(w, c);   /* stopping, an idle one is closed by client_check_timeouts */
+            client_recv(s, c);   /* stopping, an idle one is closed by client_check_timeouts */
             return;
         }
     }
     if (stream_candidate(c)) {
-        client_stream_start(w, c);
+        client_stream_start(s, c);
         return;
     }
-    int r = client_body(w, c);
+    int r = client_body(s, c);
     if (r < 0)
         return;
     if (chunked_stream_candidate(c)) {
-        client_chunked_stream_start(w, c);
+        client_chunked_stream_start(s, c);
         return;
     }
     if (r == 0 || c->conn.send_armed) {   /* more body, or our 100 Continue is still going out */
         if (r == 0)
-            client_recv(w, c);
+            client_recv(s, c);
         return;
     }
     if (build_upstream_request(c, false) < 0) {
-        client_error(w, c, 503, "Service Unavailable", true);
+        client_error(s, c, 503, "Service Unavailable", true);
         return;
     }
     c->used = c->body_scan;
     c->streaming = false;
-    client_start(w, c);
+    client_start(s, c);
 }
 
-void client_send(struct worker *w, struct client *c, const char *p, size_t n)
+static void client_send(struct client_set *s, struct client *c, const char *p, size_t n)
 {
-    c->resp_started = true;
-    conn_send(&w->loop, &c->conn, p, n);
+    conn_send(s->l, &c->conn, p, n);
 }
 
-/* An interim (1xx) response: it goes out, yet the response has not started (a
- * failure can still be answered, or the request tried again). */
-void client_send_interim(struct worker *w, struct client *c, const char *p, size_t n)
-{
-    bool started = c->resp_started;
-    client_send(w, c, p, n);
-    c->resp_started = started;
-}
-
-void client_error(struct worker *w, struct client *c, int status, const char *reason, bool close)
+static void client_error(struct client_set *s, struct client *c, int status, const char *reason, bool close)
 {
     if (c->conn.send_armed && c->state == C_READ) {   /* our 100 Continue is going out: after it */
         c->deferred_status = status;
@@ -368,27 +333,23 @@ void client_error(struct worker *w, struct client *c, int status, const char *re
     if (close)
         c->keepalive = false;
     c->state = C_ERROR;
-    c->up = NULL;
-    c->rs = NULL;
-    STAT_ADD(w->st, errors, 1);
+    STAT_ADD(s->l->st, errors, 1);
     if (fresh) {
         c->used = c->in_len;
-        STAT_ADD(w->st, inflight, 1);
+        STAT_ADD(s->l->st, inflight, 1);
     }
-    client_send(w, c, c->err, (size_t)n);
+    client_send(s, c, c->err, (size_t)n);
 }
 
 /* The response went out completely: next request or close. */
-void client_resp_done(struct worker *w, struct client *c)
+static void client_resp_done(struct client_set *s, struct client *c)
 {
     if (c->state != C_ERROR)
-        STAT_ADD(w->st, requests, 1);
-    STAT_SUB(w->st, inflight, 1);
+        STAT_ADD(s->l->st, requests, 1);
+    STAT_SUB(s->l->st, inflight, 1);
     c->state = C_READ;
-    c->up = NULL;
-    c->rs = NULL;
     if (!c->keepalive) {   /* the response said close: stopping, every request after it begun says so */
-        client_close(w, c);
+        client_close(s, c);
         return;
     }
     memmove(c->in, c->in + c->used, c->in_len - c->used);
@@ -396,288 +357,279 @@ void client_resp_done(struct worker *w, struct client *c)
     c->used = 0;
     c->head_done = c->continue_sent = c->streaming = false;
     c->t_head = 0;
-    c->t_idle = w->loop.now;
-    client_try_request(w, c);
+    c->t_idle = s->l->now;
+    client_try_request(s, c);
 }
-
-/* The request failed before (retryable) or after bytes reached the client. */
-void client_job_failed(struct worker *w, struct client *c, bool retryable)
-{
-    c->up = NULL;
-    c->rs = NULL;
-    if (retryable && !c->resp_started && c->retries < W_RETRIES) {
-        c->retries++;
-        STAT_ADD(w->st, retries, 1);
-        dispatch(w, c);
-    } else if (!c->resp_started) {
-        /* A body not read to its end closes the connection: its rest is no request. */
-        client_error(w, c, c->fail_status, http_reason(c->fail_status), c->fail_status == 504 || c->streaming);
-    } else {
-        STAT_ADD(w->st, aborted, 1);
-        STAT_SUB(w->st, inflight, 1);
-        client_close(w, c);
-    }
-}
-
 
 /* The client went away (recv end, send failure): its work is dropped. */
-static void client_gone(struct worker *w, struct client *c)
+static void client_gone(struct client_set *s, struct client *c)
 {
-    switch (c->state) {
-    case C_LOCAL:
-        if (c->up && c->streaming) {
-            up_abort(&w->ups, c->up);   /* its request can never be completed */
-        } else if (c->up) {
-            up_release(&w->ups, c->up);
-        }
-        break;
-    case C_CREATE:
-        if (c->up)
-            up_forget_creator(c->up);
-        break;
-    case C_REMOTE:
-        if (c->rs) {
-            c->rs->c = NULL;
-            rs_fail(w, c->rs, false);
-        }
-        break;
-    default:
-        break;
-    }
+    if (c->state == C_RUN)
+        disp_cancel(s->d, &c->rq, c->streaming);
     if (c->state != C_READ)
-        STAT_SUB(w->st, inflight, 1);
-    c->up = NULL;
-    c->rs = NULL;
-    client_close(w, c);
+        STAT_SUB(s->l->st, inflight, 1);
+    client_close(s, c);
 }
 
-static void client_sent(struct worker *w, struct client *c);
+/* The piece in progress went out whole: whoever handed it on is told. */
+static void client_sent(struct client_set *s, struct client *c)
+{
+    switch (c->state) {
+    case C_RUN: disp_drained(s->d, &c->rq); break;
+    case C_ERROR: client_resp_done(s, c); break;
+    case C_READ:   /* our 100 Continue went out */
+        if (c->deferred_status)
+            client_error(s, c, c->deferred_status, http_reason(c->deferred_status), true);
+        else if (!c->conn.recv_armed)
+            client_try_request(s, c);
+        break;
+    }
+}
 
 /* The send in progress ended: res > 0 it went whole, else the client is gone. */
-void client_on_send(struct worker *w, struct client *c, int res)
+static void client_on_send(struct client_set *s, struct client *c, int res)
 {
     if (c->conn.closing)
         return;
     if (res <= 0) {
-        client_gone(w, c);
+        client_gone(s, c);
         return;
     }
     if (c->conn.out == continue_100 && c->state != C_READ) {
         c->conn.out = NULL;   /* our 100 Continue went out while the body streams */
         return;
     }
-    client_sent(w, c);
-}
-
-/* The piece in progress went out whole: whoever handed it on is told. */
-static void client_sent(struct worker *w, struct client *c)
-{
-    switch (c->state) {
-    case C_LOCAL: up_drained(&w->ups, c->up); break;
-    case C_REMOTE: rs_step(w, c->rs); break;
-    case C_ERROR: client_resp_done(w, c); break;
-    case C_READ:   /* our 100 Continue went out */
-        if (c->deferred_status)
-            client_error(w, c, c->deferred_status, http_reason(c->deferred_status), true);
-        else if (!c->conn.recv_armed)
-            client_try_request(w, c);
-        break;
-    default: break;
-    }
+    client_sent(s, c);
 }
 
 /* The read in progress ended: res bytes came, or the client is gone. */
-void client_on_recv(struct worker *w, struct client *c, int res)
+static void client_on_recv(struct client_set *s, struct client *c, int res)
 {
     if (res <= 0) {
-        client_gone(w, c);
+        client_gone(s, c);
         return;
     }
-    if (c->streaming && c->state == C_LOCAL) {
+    if (c->streaming && c->state == C_RUN && c->rq.where == DISP_LOCAL) {
         if (c->msg.h.chunked)
-            client_chunk_in(w, c, (size_t)res);
+            client_chunk_in(s, c, (size_t)res);
         else
-            client_stream_in(w, c, (size_t)res);
+            client_stream_in(s, c, (size_t)res);
         return;
     }
     c->in_len += (size_t)res;
-    c->t_read = w->loop.now;
-    client_try_request(w, c);
+    c->t_read = s->l->now;
+    client_try_request(s, c);
 }
 
-/* A splice into the socket must not block the worker when the socket is full
- * (client_pipe_step); the ring's own operations wait for room either way. */
-static int accept_flags(const struct worker *w)
+static void client_event(struct client_set *s, struct client *c, enum conn_event ev, int res)
 {
-    return SOCK_CLOEXEC | ((w->loop.features & WF_SPLICE) ? SOCK_NONBLOCK : 0);
+    if (ev == CONN_READ)
+        client_on_recv(s, c, res);
+    else if (ev == CONN_SENT)
+        client_on_send(s, c, res);
 }
 
-/* ---- the client's request as the sink of its response --------------------- */
-
-static struct client *client_of(struct sink *k)
+void client_ready_run(struct client_set *s)
 {
-    return (struct client *)(void *)((char *)k - offsetof(struct client, sink));
+    struct conn *cn;
+    enum conn_event ev;
+    int r;
+    while ((cn = conn_ready_take(&s->conns, &ev, &r)))
+        client_event(s, (struct client *)cn, ev, r);
 }
 
-static void client_piece(struct sink *k, const char *p, size_t n, bool interim)
+/* ---- what the dispatcher tells of the request ------------------------------ */
+
+static struct client *client_of(struct disp_req *r)
 {
-    struct client *c = client_of(k);
-    struct worker *w = WORKER_OF(&c->conn.o, k_client);
-    if (interim)
-        client_send_interim(w, c, p, n);
-    else
-        client_send(w, c, p, n);
+    return (struct client *)(void *)((char *)r - offsetof(struct client, rq));
 }
 
-static void client_done(struct sink *k)
+static void client_piece(struct disp_req *r, const char *p, size_t n, bool interim)
 {
-    struct client *c = client_of(k);
-    c->keepalive = c->keepalive && !k->close;
-    client_resp_done(WORKER_OF(&c->conn.o, k_client), c);
+    struct client *c = client_of(r);
+    (void)interim;   /* a 1xx head goes on like the rest; the dispatcher knows it is no response yet */
+    client_send(set_of(c), c, p, n);
 }
 
-static void client_failed(struct sink *k, enum sink_fail how)
+static void client_done(struct disp_req *r)
 {
-    struct client *c = client_of(k);
-    struct worker *w = WORKER_OF(&c->conn.o, k_client);
-    switch (how) {
-    case SINK_REFUSED:
-        client_error(w, c, 503, "Service Unavailable", false);
-        return;
-    case SINK_TIMEOUT:
-        c->fail_status = 504;
-        break;
-    case SINK_CUT:
-        c->resp_started = true;   /* (a splice sent it) */
-        break;
-    default:
-        break;
+    struct client *c = client_of(r);
+    c->keepalive = c->keepalive && !r->sink.close;
+    client_resp_done(set_of(c), c);
+}
+
+static void client_failed(struct disp_req *r, int status)
+{
+    struct client *c = client_of(r);
+    struct client_set *s = set_of(c);
+    c->keepalive = c->keepalive && !r->sink.close;
+    if (status == 503) {
+        client_error(s, c, 503, http_reason(503), false);   /* no source could be had */
+    } else if (status) {
+        /* A body not read to its end closes the connection: its rest is no request. */
+        client_error(s, c, status, http_reason(status), status == 504 || c->streaming);
+    } else {
+        STAT_ADD(s->l->st, aborted, 1);
+        STAT_SUB(s->l->st, inflight, 1);
+        client_close(s, c);
     }
-    client_job_failed(w, c, how == SINK_RETRY);
 }
 
-static void client_more(struct sink *k)
+static void client_more(struct disp_req *r)
 {
-    struct client *c = client_of(k);
-    client_stream_more(WORKER_OF(&c->conn.o, k_client), c);
+    struct client *c = client_of(r);
+    client_stream_more(set_of(c), c);
 }
 
-static void client_broken(struct sink *k, int err)
+static void client_broken(struct disp_req *r, int err)
 {
-    struct client *c = client_of(k);
-    client_on_send(WORKER_OF(&c->conn.o, k_client), c, err);
+    struct client *c = client_of(r);
+    client_on_send(set_of(c), c, err);
 }
 
-static const struct sink_ops client_sink_ops = {
+static const struct disp_ops client_disp_ops = {
     .piece = client_piece, .done = client_done, .failed = client_failed, .more = client_more,
     .broken = client_broken,
 };
 
+/* ---- accepts ---------------------------------------------------------------- */
+
+/* A splice into the socket must not block the worker when the socket is full
+ * (conn.c's pipe_step); the ring's own operations wait for room either way. */
+static int accept_flags(const struct client_set *s)
+{
+    return SOCK_CLOEXEC | ((s->l->features & WF_SPLICE) ? SOCK_NONBLOCK : 0);
+}
+
 /* One accept, or a multishot one that stays armed; into the ring's table when direct
  * (a direct descriptor is never inherited: no CLOEXEC, which it refuses). */
-void accept_arm(struct worker *w)
+void client_accept_arm(struct client_set *s)
 {
-    if (w->accept_armed || w->lfd < 0)
+    if (s->accept_armed || s->lfd < 0)
         return;
-    struct io_uring_sqe *sqe = loop_sqe(&w->loop);
-    bool direct = w->loop.features & WF_DIRECT;
-    if (w->loop.features & WF_MULTISHOT_ACCEPT) {
+    struct io_uring_sqe *sqe = loop_obj_sqe(s->l, &s->accept, 1);
+    bool direct = s->l->features & WF_DIRECT;
+    if (s->l->features & WF_MULTISHOT_ACCEPT) {
         if (direct)
-            io_uring_prep_multishot_accept_direct(sqe, w->lfd, NULL, NULL, 0);
+            io_uring_prep_multishot_accept_direct(sqe, s->lfd, NULL, NULL, 0);
         else
-            io_uring_prep_multishot_accept(sqe, w->lfd, NULL, NULL, accept_flags(w));
+            io_uring_prep_multishot_accept(sqe, s->lfd, NULL, NULL, accept_flags(s));
     } else if (direct) {
-        io_uring_prep_accept_direct(sqe, w->lfd, NULL, NULL, 0, IORING_FILE_INDEX_ALLOC - 1);
+        io_uring_prep_accept_direct(sqe, s->lfd, NULL, NULL, 0, IORING_FILE_INDEX_ALLOC - 1);
     } else {
-        io_uring_prep_accept(sqe, w->lfd, NULL, NULL, accept_flags(w));
+        io_uring_prep_accept(sqe, s->lfd, NULL, NULL, accept_flags(s));
     }
-    io_uring_sqe_set_data64(sqe, loop_ud(&w->accept_obj, OP_ACCEPT));
-    w->accept_armed = true;
+    s->accept_armed = true;
 }
 
 /* Out of descriptors (or memory): the connections wait in the backlog until
  * a client closes or the next tick, instead of failing the accept in a loop. */
-static bool accept_pause(struct worker *w, int res)
+static bool accept_pause(struct client_set *s, int res)
 {
     if (res != -EMFILE && res != -ENFILE && res != -ENOBUFS && res != -ENOMEM)
         return false;
-    w->accept_paused = true;
-    STAT_ADD(w->st, accept_pauses, 1);
+    s->accept_paused = true;
+    STAT_ADD(s->l->st, accept_pauses, 1);
     return true;
 }
 
-void accept_resume(struct worker *w)
+void client_accept_resume(struct client_set *s)
 {
-    if (w->accept_paused && !w->loop.stopping) {
-        w->accept_paused = false;
-        accept_arm(w);
+    if (s->accept_paused && !s->l->stopping) {
+        s->accept_paused = false;
+        client_accept_arm(s);
     }
 }
 
-void on_accept(struct worker *w, int res, uint32_t flags)
+void client_accept_stop(struct client_set *s)
 {
+    loop_cancel(s->l, &s->accept, 1);   /* multishot too */
+    close(s->lfd);
+    s->lfd = -1;
+}
+
+/* A new connection: a client on its socket (TCP_NODELAY: inherited from the listener). */
+static void client_new(struct client_set *s, int fd)
+{
+    struct client *c = calloc(1, sizeof *c);
+    char *in = c ? malloc(CLIENT_IN) : NULL;
+    if (!in || loop_obj_add(s->l, &c->conn.o, &s->kind) < 0) {
+        free(in);
+        free(c);
+        if (s->l->features & WF_DIRECT) {
+            struct io_uring_sqe *sqe = loop_sqe(s->l);
+            io_uring_prep_close_direct(sqe, (unsigned)fd);
+            io_uring_sqe_set_data64(sqe, 0);
+        } else {
+            close(fd);
+        }
+        return;
+    }
+    c->in = in;
+    c->in_cap = CLIENT_IN;
+    c->t_idle = s->l->now;
+    conn_init(&c->conn, fd, s->l->features & WF_DIRECT);
+    c->rq.ops = &client_disp_ops;
+    c->rq.sink.conn = &c->conn;
+    s->n++;
+    STAT_ADD(s->l->st, accepted, 1);
+    STAT_ADD(s->l->st, conns_open, 1);
+    client_recv(s, c);
+}
+
+static void accept_on_cqe(struct loop_obj *o, unsigned op, int res, uint32_t flags)
+{
+    struct client_set *s = (struct client_set *)(void *)((char *)o - offsetof(struct client_set, accept));
+    (void)op;
     if (!(flags & IORING_CQE_F_MORE))
-        w->accept_armed = false;
-    if (res == -EINVAL && (w->loop.features & WF_MULTISHOT_ACCEPT) && !w->loop.stopping) {
-        w->loop.features &= ~WF_MULTISHOT_ACCEPT;   /* refused by this kernel: one accept at a time */
-        loop_publish(&w->loop);
-        accept_arm(w);
+        s->accept_armed = false;
+    if (res == -EINVAL && (s->l->features & WF_MULTISHOT_ACCEPT) && !s->l->stopping) {
+        s->l->features &= ~WF_MULTISHOT_ACCEPT;   /* refused by this kernel: one accept at a time */
+        loop_publish(s->l);
+        client_accept_arm(s);
         return;
     }
     if (res < 0) {
-        if (!w->loop.stopping && !accept_pause(w, res))
-            accept_arm(w);
+        if (!s->l->stopping && !accept_pause(s, res))
+            client_accept_arm(s);
         return;
     }
-    struct client *c = calloc(1, sizeof *c);
-    char *in = c ? malloc(W_IN) : NULL;
-    if (!in || loop_obj_add(&w->loop, &c->conn.o, &w->k_client) < 0) {
-        free(in);
-        free(c);
-        if (w->loop.features & WF_DIRECT) {
-            struct io_uring_sqe *sqe = loop_sqe(&w->loop);
-            io_uring_prep_close_direct(sqe, (unsigned)res);
-            io_uring_sqe_set_data64(sqe, 0);
-        } else {
-            close(res);
-        }
-    } else {
-        c->in = in;
-        c->in_cap = W_IN;
-        c->t_idle = w->loop.now;
-        conn_init(&c->conn, res, w->loop.features & WF_DIRECT);
-        c->sink = (struct sink){ .ops = &client_sink_ops, .conn = &c->conn };   /* TCP_NODELAY: inherited from the listener */
-        w->n_clients++;
-        STAT_ADD(w->st, accepted, 1);
-        STAT_ADD(w->st, conns_open, 1);
-        client_recv(w, c);
-    }
-    if (!w->loop.stopping)
-        accept_arm(w);
+    client_new(s, res);
+    if (!s->l->stopping)
+        client_accept_arm(s);
 }
 
+/* ---- the loop's kind ------------------------------------------------------- */
 
-struct up_job client_job(const struct client *c)
+static void client_on_cqe(struct loop_obj *o, unsigned op, int res, uint32_t flags)
 {
-    return (struct up_job){ .req = c->req, .req_len = c->req_len, .head_req = c->head_method,
-                            .idempotent = c->idempotent, .http10 = c->http10, .keepalive = c->keepalive,
-                            .more = c->streaming };
+    struct client *c = (struct client *)o;
+    struct client_set *s = set_of(c);
+    if (loop_cqe_dead(s->l, o, res, flags))
+        return;
+    int r = 0;
+    enum conn_event ev = conn_on_cqe(&s->conns, &c->conn, op, res, flags, &r);
+    client_event(s, c, ev, r);
 }
 
 /* Housekeeping: a connection idle too long is closed; a head (or a body) that
  * does not arrive in time is answered 408. */
-void client_check_timeouts(struct worker *w, struct client *c, int64_t now)
+static void client_on_tick(struct loop_obj *o, int64_t now)
 {
-    if (c->conn.send_armed && !c->conn.closing && now - c->conn.t_send > (int64_t)w->o->idle_timeout_ms * 1000000) {
+    struct client *c = (struct client *)o;
+    struct client_set *s = set_of(c);
+    const struct relay_opts *opts = s->l->o;
+    if (c->conn.send_armed && !c->conn.closing && now - c->conn.t_send > (int64_t)opts->idle_timeout_ms * 1000000) {
         /* The client took none of its response for that long: the send fails, and its
          * failure lets go of what serves it (client_gone). */
-        conn_shutdown(&w->loop, &c->conn, false);
+        conn_shutdown(s->l, &c->conn, false);
         c->conn.t_send = now;
         return;
     }
-    if (c->streaming && c->state == C_LOCAL && c->conn.recv_armed && c->up &&
-        now - c->t_read > (int64_t)w->o->header_timeout_ms * 1000000) {
-        client_stream_cut(w, c, 0);   /* the body stalled mid-stream: the request cannot complete */
+    if (c->streaming && c->state == C_RUN && c->rq.where == DISP_LOCAL && c->conn.recv_armed && c->rq.up &&
+        now - c->t_read > (int64_t)opts->header_timeout_ms * 1000000) {
+        client_stream_cut(s, c, 0);   /* the body stalled mid-stream: the request cannot complete */
         return;
     }
     if (c->conn.closing || c->state != C_READ || !c->conn.recv_armed)
@@ -686,52 +638,28 @@ void client_check_timeouts(struct worker *w, struct client *c, int64_t now)
         /* Stopping, a keep-alive connection closes once it has been idle a while, between
          * requests: closed at once it could meet a request already on its way (a client
          * sees its connection cut); one in use gets Connection: close on its next response. */
-        int64_t limit = w->loop.stopping ? W_DRAIN_IDLE_MS : w->o->idle_timeout_ms;
+        int64_t limit = s->l->stopping ? CLIENT_DRAIN_IDLE_MS : opts->idle_timeout_ms;
         if (now - c->t_idle > limit * 1000000 && conn_stash_avail(&c->conn) == 0)
-            client_close(w, c);
+            client_close(s, c);
         return;
     }
     int64_t since = c->head_done ? c->t_read : c->t_head;
-    if (now - since > (int64_t)w->o->header_timeout_ms * 1000000)
-        client_error(w, c, 408, "Request Timeout", true);
+    if (now - since > (int64_t)opts->header_timeout_ms * 1000000)
+        client_error(s, c, 408, "Request Timeout", true);
 }
 
-/* n bytes of the response sent now, for a splice to follow (splice.c): conn_send_now. */
-int client_send_now(struct worker *w, struct client *c, const char *p, size_t n)
+static void client_free(struct loop_obj *o)
 {
-    c->resp_started = true;
-    return conn_send_now(&w->loop, &c->conn, p, n);
+    struct client *c = (struct client *)o;
+    free(c->in);
+    free(c->req);
+    conn_free(&c->conn);
+    free(c);
 }
 
-/* n bytes of the response in the pipe pipe_rd go by splice: conn_send_pipe. */
-int client_send_pipe(struct worker *w, struct client *c, int pipe_rd, size_t n)
+int client_set_init(struct client_set *s, struct loop *l, struct disp *d, int lfd)
 {
-    c->resp_started = true;
-    return conn_send_pipe(&w->loop, &c->conn, pipe_rd, n);
-}
-
-static void client_event(struct worker *w, struct client *c, enum conn_event ev, int res)
-{
-    if (ev == CONN_READ)
-        client_on_recv(w, c, res);
-    else if (ev == CONN_SENT)
-        client_on_send(w, c, res);
-}
-
-/* A completion of the client's socket. */
-void client_on_cqe(struct worker *w, struct client *c, unsigned op, int res, uint32_t flags)
-{
-    int r = 0;
-    enum conn_event ev = conn_on_cqe(&w->conns, &c->conn, op, res, flags, &r);
-    client_event(w, c, ev, r);
-}
-
-/* Clients asked for bytes their stash holds: delivered after the completions' batch. */
-void client_ready_run(struct worker *w)
-{
-    struct conn *cn;
-    enum conn_event ev;
-    int r;
-    while ((cn = conn_ready_take(&w->conns, &ev, &r)))
-        client_event(w, (struct client *)cn, ev, r);
+    *s = (struct client_set){ .l = l, .kind = { client_on_cqe, client_on_tick, client_free },
+                              .accept_kind = { accept_on_cqe, NULL, NULL }, .conns = { .l = l }, .d = d, .lfd = lfd };
+    return loop_obj_add(l, &s->accept, &s->accept_kind);
 }
