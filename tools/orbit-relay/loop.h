@@ -3,7 +3,7 @@
  * orbit-relay worker: the ring loop, a worker's bottom floor. One io_uring
  * (ring.c: its features, each with a fallback where the kernel refuses it,
  * the provided buffers that multishot receives fill, the one call that
- * submits and waits) and the objects with operations in flight (loop.c):
+ * submits and waits) and the objects with operations in flight (loop_obj.c):
  * a completion's user_data names an object, its generation and an
  * operation, and goes to the object's kind. The floors above define the
  * kinds; the loop names none of them.
@@ -79,7 +79,7 @@ struct loop {
     char *br_bufs;
     uint16_t *br_bid_at, *br_pos_of;
     bool br_registered;
-    /* objects (loop.c) */
+    /* objects (loop_obj.c) */
     struct loop_obj **objs;
     uint32_t *gens, n_objs, cap_objs, *free_idx, n_free;
     struct loop_obj **grave;
@@ -90,8 +90,8 @@ struct loop {
 
 /* The ring with the features the kernel has and the environment leaves on; 0 or -errno. */
 int  loop_open(struct loop *l);
-/* Every object freed, the buffers and the ring gone. */
-void loop_close(struct loop *l);
+/* The buffers and the ring gone (loop_close). */
+void loop_ring_exit(struct loop *l);
 /* Submits what is queued and waits for completions (a batched wait's depth, or one). */
 int  loop_enter(struct loop *l);
 /* The features in use into the worker's counters (--stats). */
@@ -109,7 +109,7 @@ void loop_buf_drop(struct loop *l, uint32_t flags, int res);
 /* After reaping seen completions: what a batched wait's depth learns from them. */
 void loop_waited(struct loop *l, unsigned seen);
 
-/* ---- objects (loop.c) ----------------------------------------------------- */
+/* ---- objects (loop_obj.c) ----------------------------------------------------- */
 
 uint64_t loop_ud(const struct loop_obj *o, unsigned op);
 /* o joins the loop as a kind's object; 0 or -ENOMEM. */
@@ -129,7 +129,7 @@ void loop_reap(struct loop *l);
 void loop_tick(struct loop *l, int64_t now);
 /* The dead objects of this turn are freed (after every completion of it was read). */
 void loop_settle(struct loop *l);
-/* Every object freed, live or dead (the worker exits; loop_close). */
-void loop_objs_free(struct loop *l);
+/* The ring and every object, live or dead, gone (the worker exits). */
+void loop_close(struct loop *l);
 
 #endif

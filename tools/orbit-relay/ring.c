@@ -248,11 +248,10 @@ int loop_open(struct loop *l)
     return 0;
 }
 
-void loop_close(struct loop *l)
+void loop_ring_exit(struct loop *l)
 {
     bufring_free(l);
     io_uring_queue_exit(&l->ring);
-    loop_objs_free(l);
 }
 
 struct io_uring_sqe *loop_sqe(struct loop *l)

@@ -151,8 +151,9 @@ void loop_tick(struct loop *l, int64_t now)
     }
 }
 
-void loop_objs_free(struct loop *l)
+void loop_close(struct loop *l)
 {
+    loop_ring_exit(l);
     for (uint32_t i = 0; i < l->n_objs; i++)
         obj_free(l->objs[i]);
     loop_settle(l);
