@@ -34,7 +34,7 @@ FLOORS = [
     ['ostream.c', 'dispatch.c'],
     ['client.c'],
     # ... the worker on top of it; the other modes beside it
-    ['worker.c', 'backend.c', 'load.c', 'stats_show.c', 'uring_check.c', 'handover.c'],
+    ['worker.c', 'backend.c', 'load.c', 'stats_show.c', 'uring_check.c', 'handover.c', 'notify.c'],
     # the supervisor, then the binary's entry
     ['supervisor.c'],
     ['demo.c'],
@@ -48,7 +48,7 @@ PREFIX = {
     'splice.c': ('splice_',), 'upstream.c': ('up_',), 'rstream.c': ('rs_',), 'ostream.c': ('os_',),
     'dispatch.c': ('disp_',), 'client.c': ('client_',), 'worker.c': ('worker_',), 'backend.c': ('backend_',),
     'load.c': ('load_',), 'stats_show.c': ('stats_',), 'uring_check.c': ('uring_check',),
-    'handover.c': ('handover_',), 'supervisor.c': ('sup_',), 'demo.c': ('demo_',), 'main.c': ('main',),
+    'handover.c': ('handover_',), 'notify.c': ('notify_',), 'supervisor.c': ('sup_',), 'demo.c': ('demo_',), 'main.c': ('main',),
 }
 
 

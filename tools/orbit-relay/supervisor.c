@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include "relay.h"
+#include "notify.h"
 #include "supervisor.h"
 #include "worker.h"
 #include "syscalls.h"
@@ -451,8 +452,10 @@ static bool supervise(struct sup_fleet *rf, struct handover_server *hs, struct h
             predecessor_done(take, rf->opts.quiet);
         struct handover_offer offer = { .fleet = rf->opts.fleet, .listen = &rf->opts.listen, .lfds = rf->lfds,
                                         .n_lfds = rf->opts.workers };
-        if (handover_on_poll(hs, &offer, p + at_hs, n - at_hs) == HANDOVER_DRAIN)
+        if (handover_on_poll(hs, &offer, p + at_hs, n - at_hs) == HANDOVER_DRAIN) {
+            notify_main_pid(hs->peer);   /* the successor is the service now (systemd) */
             fleet_drain(rf);
+        }
         struct signalfd_siginfo si;
         while (read(sfd, &si, sizeof si) == sizeof si) {
             if (si.ssi_signo != SIGCHLD)
@@ -498,6 +501,7 @@ int sup_run(const struct relay_opts *o)
     if (o->upgrade)
         upgrade_go(&take, o->fleet);
     say_started(&rf, o->upgrade ? &take : NULL);
+    notify_ready(getpid());   /* under systemd (Type=notify): running, and the main process */
     struct handover_server hs = { .lfd = -1, .conn = -1 };
     int rc = o->control ? handover_serve(&hs, o->control) : 0;
     if (rc < 0)
