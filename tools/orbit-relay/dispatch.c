@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* orbit-relay worker: the pool (acquire, fair shares, the wait queue, capacity waits). */
+/* orbit-relay worker: where a request runs (acquire, the wait queue, capacity waits, retries). */
 #include <errno.h>
 #include <stddef.h>
 #include <orbit/uring.h>
@@ -51,23 +51,20 @@ static void queue_remove(struct disp *d, struct disp_req *r)
     STAT_SUB(d->l->st, queued, 1);
 }
 
-static void queue_push(struct disp *d, struct disp_req *r)
+/* At the tail, or back at the head (a request the pool sent back keeps its turn). */
+static void queue_push(struct disp *d, struct disp_req *r, bool head)
 {
-    r->qnext = NULL;
-    r->qprev = d->qtail;
-    if (d->qtail) d->qtail->qnext = r; else d->qhead = r;
-    d->qtail = r;
-    r->where = DISP_QUEUED;
-    STAT_ADD(d->l->st, queued, 1);
-}
-
-/* Back to the head: it keeps its turn. */
-static void queue_push_head(struct disp *d, struct disp_req *r)
-{
-    r->qprev = NULL;
-    r->qnext = d->qhead;
-    if (d->qhead) d->qhead->qprev = r; else d->qtail = r;
-    d->qhead = r;
+    if (head) {
+        r->qprev = NULL;
+        r->qnext = d->qhead;
+        if (d->qhead) d->qhead->qprev = r; else d->qtail = r;
+        d->qhead = r;
+    } else {
+        r->qnext = NULL;
+        r->qprev = d->qtail;
+        if (d->qtail) d->qtail->qnext = r; else d->qhead = r;
+        d->qtail = r;
+    }
     r->where = DISP_QUEUED;
     STAT_ADD(d->l->st, queued, 1);
 }
@@ -214,7 +211,7 @@ static void disp_go(struct disp *d, struct disp_req *r)
     if (try_dispatch(d, r, &version) != D_WAIT)
         return;
     STAT_ADD(d->l->st, pool_waits, 1);
-    queue_push(d, r);
+    queue_push(d, r, false);
     if (arm_pool_wait(d, version) == 1)
         disp_sweep(d);
 }
@@ -227,7 +224,7 @@ static void process_queue(struct disp *d)
         uint32_t version;
         queue_remove(d, r);
         if (try_dispatch(d, r, &version) == D_WAIT) {
-            queue_push_head(d, r);
+            queue_push(d, r, true);
             return;
         }
     }
@@ -351,7 +348,7 @@ void disp_start(struct disp *d, struct disp_req *r)
     r->up = NULL;
     r->rs = NULL;
     if (d->qhead) {            /* others wait already: queue behind them */
-        queue_push(d, r);
+        queue_push(d, r, false);
         disp_sweep(d);
     } else {
         disp_go(d, r);
