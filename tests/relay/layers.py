@@ -99,6 +99,8 @@ def main():
         needed[c] = set()
         for line in out.splitlines():
             parts = line.split()
+            if parts and parts[-1].startswith('__'):
+                continue   # the compiler's and the sanitizers' own (__odr_asan.*, __asan_*)
             if len(parts) == 2 and parts[0] == 'U':
                 needed[c].add(parts[1])
             elif len(parts) == 3 and parts[1] in 'TDBRVW':
