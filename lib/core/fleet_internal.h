@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <orbit/fleet.h>
+#include <orbit/version.h>
 #include "counters.h"
 #include "segment.h"
 #include "wait.h"
@@ -25,6 +26,9 @@ _Static_assert(sizeof(struct orb_node_record) == 64, "node record is one cache l
 
 /* Members hold kernel locks on their node's bytes of the fleet file (life.h). */
 #define ORB_FLEET_LAYOUT_VERSION 3u
+
+/* This library's layouts by ORBIT_LAYOUT_* ([0] the segment header; one it lacks: 0) (version.c). */
+void orb_layouts(uint16_t out[ORBIT_LAYOUTS_MAX]);
 
 /* The counters region (counters.h) starts on the page after the node records. */
 static inline size_t orb_fleet_counters_offset(uint32_t capacity)

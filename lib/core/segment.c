@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
+#include <orbit/version.h>
 #include "segment.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -120,6 +121,7 @@ static void fill_header(struct orb_seg_header *h, const struct orb_seg_request *
     h->table_bytes = req->table_bytes;
     h->mapped_bytes = mapped;
     h->creator_pid = (int32_t)getpid();
+    h->creator_version = ORBIT_VERSION_NUMBER;
     if (req->geometry_len)
         memcpy(h->geometry, req->geometry, req->geometry_len);
     h->check = orb_seg_header_check(h);

@@ -46,7 +46,7 @@ struct orb_seg_header {
     uint64_t table_bytes;         /* header + table, as the table asked */
     uint64_t mapped_bytes;        /* file size (rounded to the page size) */
     int32_t  creator_pid;
-    uint32_t reserved1;
+    uint32_t creator_version;     /* orbit_version() of the library that made it; 0: made before it was recorded */
     uint8_t  geometry[ORB_GEOMETRY_MAX];
     uint64_t check;               /* FNV-1a over the fields above */
     _Atomic uint64_t epoch;       /* the table's epoch (reset_all) */
