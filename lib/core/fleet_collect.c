@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Fleets nobody lives in: counting live members and collecting, through an observer handle. */
 #include "fleet_internal.h"
+#include "generation.h"
 #include "life.h"
 #include "error_internal.h"
 
@@ -8,6 +9,8 @@ ssize_t orbit_fleet_live_members(const char *name)
 {
     struct orbit_fleet *f;
     int rc = orbit_fleet_observe(name, &f);
+    if (rc == -ORBIT_EGEOMETRY)
+        return orb_gen_live_by_locks(name);   /* a generation of other layouts: its locks say it */
     if (rc < 0)
         return rc;
     ssize_t live = 0;
@@ -22,6 +25,8 @@ int orbit_fleet_collect(const char *name)
 {
     struct orbit_fleet *f;
     int rc = orbit_fleet_observe(name, &f);
+    if (rc == -ORBIT_EGEOMETRY)
+        return orb_gen_collect_by_locks(name);   /* an old generation left empty by a roll */
     if (rc < 0)
         return rc;
     /* The gate alone: no joiner is between its open and its published life while we hold it. */

@@ -23,21 +23,6 @@
 #define SHM_DIR "/dev/shm"
 #define READY_WAIT_MS 10000   /* an opener gives up on a live but stuck creator after this */
 
-bool orb_fleet_name_valid(const char *name)
-{
-    size_t n = 0;
-    if (!name || !*name)
-        return false;
-    for (; name[n]; n++) {
-        char c = name[n];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '-' || (c == '.' && n > 0);
-        if (!ok || n >= ORBIT_FLEET_NAME_MAX)
-            return false;
-    }
-    return true;
-}
-
 const char *orb_hugetlb_dir(void)
 {
     static _Thread_local char dir[256];

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <orbit/fleet.h>
+#include "fleet_name.h"
 #include "wait.h"
 
 #define ORB_SEG_MAGIC        0x4745535449425234ull /* "4RBITSEG" little-endian-ish tag */
@@ -131,7 +132,6 @@ void orb_segment_close(struct orb_segment *seg);
 int  orb_segment_path(enum orbit_backing backing, const char *fleet, uint8_t kind, char *buf, size_t len);
 /* The file in /dev/shm whose flock serialises creating that segment name. */
 int  orb_segment_lock_path(const char *fleet, uint8_t kind, char *buf, size_t len);
-bool orb_fleet_name_valid(const char *name);
 const char *orb_hugetlb_dir(void);        /* ORBIT_HUGETLB_DIR or the first hugetlbfs mount, or NULL */
 
 /* orbit_process_start_time (proc.c), 0 when pid is gone or exited (or /proc cannot tell). */
