@@ -8,8 +8,10 @@
  * ORBIT_GENERATION_AUTO.
  *
  *   upgrade_member join FLEET GENERATION   join, say so, hold the node until stdin ends
- *   upgrade_member serve FLEET             a pool + streams + admission workload until
- *                                          SIGTERM, reaping the generation's dead as it goes
+ *   upgrade_member serve FLEET [self|reaper]  a pool + streams + admission workload until
+ *                                          SIGTERM; self (the default): it reaps its
+ *                                          generation's dead as it goes, as a server's
+ *                                          supervisor would; reaper: it leaves that to one
  *   upgrade_member check FLEET NODE INC    wait until that life is reported and nothing of
  *                                          it is left in any table
  *
@@ -35,6 +37,7 @@
 
 static volatile sig_atomic_t stopping;
 static unsigned long failures;
+static bool self_reap = true;   /* serve: this member reports its generation's dead */
 
 static void on_term(int sig)
 {
@@ -186,7 +189,7 @@ static void admission_round(struct member *m)
             failed("admission wait", rc);
             return;
         }
-        if (rc == -ORBIT_ETIMEDOUT) {
+        if (rc == -ORBIT_ETIMEDOUT && self_reap) {
             int n = orbit_fleet_reap(m->f);   /* a holder may have died: its units come back */
             m->reaped += n > 0 ? (unsigned long)n : 0;
         }
@@ -225,7 +228,7 @@ static int cmd_serve(const char *name)
         pool_round(&m);
         stream_round(&m);
         admission_round(&m);
-        if (i % REAP_EVERY == 0) {
+        if (self_reap && i % REAP_EVERY == 0) {
             int n = orbit_fleet_reap(m.f);   /* this generation's supervisor, as a server's would be */
             if (n < 0)
                 failed("reap", n);
@@ -287,10 +290,12 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc == 4 && strcmp(argv[1], "join") == 0)
         return cmd_join(argv[2], strtoul(argv[3], NULL, 0));
-    if (argc == 3 && strcmp(argv[1], "serve") == 0)
+    if ((argc == 3 || argc == 4) && strcmp(argv[1], "serve") == 0) {
+        self_reap = argc == 3 || strcmp(argv[3], "reaper") != 0;
         return cmd_serve(argv[2]);
+    }
     if (argc == 5 && strcmp(argv[1], "check") == 0)
         return cmd_check(argv[2], strtoul(argv[3], NULL, 10), strtoull(argv[4], NULL, 10));
-    fprintf(stderr, "usage: upgrade_member join FLEET GENERATION | serve FLEET | check FLEET NODE INC\n");
+    fprintf(stderr, "usage: upgrade_member join FLEET GENERATION | serve FLEET [self|reaper] | check FLEET NODE INC\n");
     return 2;
 }
