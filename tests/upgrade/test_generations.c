@@ -268,6 +268,89 @@ START_TEST(a_fleet_file_nobody_could_have_made_is_refused_not_stepped_over)
 }
 END_TEST
 
+/* ---- what an operator sees ---- */
+
+/* orbitctl ARGS... with stdout and stderr into out; its exit status. */
+static int ctl(char *out, size_t len, const char *const *args)
+{
+    const char *argv[16] = { getenv("ORBITCTL_BIN") };
+    ck_assert_msg(argv[0], "ORBITCTL_BIN unset: run under meson test");
+    for (int i = 0; args[i] && i < 14; i++)
+        argv[i + 1] = args[i];
+    int p[2];
+    ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(p[1], STDOUT_FILENO);
+        dup2(p[1], STDERR_FILENO);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(p[1]);
+    size_t n = 0;
+    ssize_t r;
+    while (n + 1 < len && (r = read(p[0], out + n, len - 1 - n)) > 0)
+        n += (size_t)r;
+    out[n] = '\0';
+    close(p[0]);
+    return tu_wait_child(pid, 20000);
+}
+
+static void ck_has(const char *out, const char *fmt, const char *a, const char *b)
+{
+    char want[512];
+    snprintf(want, sizeof want, fmt, a, b);
+    ck_assert_msg(strstr(out, want), "no '%s' in:\n%s", want, out);
+}
+
+START_TEST(an_operator_sees_each_generation_and_its_version)
+{
+    static char out[1 << 18];
+    char base[ORBIT_FLEET_NAME_MAX + 1], gen2[ORBIT_FLEET_NAME_MAX + 1];
+    const char *v = orbit_version_string();
+    snprintf(base, sizeof base, "%s", tu_fleet_name("ops"));
+    snprintf(gen2, sizeof gen2, "%s", qualified(base, 2));
+    struct orbit_fleet *ours = join_gen(base, ORBIT_GENERATION_AUTO);
+    struct member other;
+    member_start(&other, true, base, ORBIT_GENERATION_AUTO);
+    ck_joined(&other, gen2, 2);
+
+    ck_assert_int_eq(ctl(out, sizeof out, (const char *[]){ "ls", NULL }), 0);
+    ck_has(out, "\n%s  generation 1, orbit %s  (1 live member)", base, v);
+    ck_has(out, "\n%s  generation 2, orbit %s, streams layout 103: another release's layouts  (1 live member)",
+           gen2, v);
+    ck_assert_int_eq(ctl(out, sizeof out, (const char *[]){ "show", base, NULL }), 0);
+    ck_has(out, "fleet %s: capacity 16, backing %s", base, "");
+    ck_has(out, "generation 1, orbit %s\ngenerations of this fleet (2):\n", v, "");
+    ck_has(out, "\n     2  %s  %s", gen2, "");
+    ck_has(out, "  1  orbit %s, streams layout 103: another release's layouts\n%s", v, "");
+    ck_assert_int_eq(ctl(out, sizeof out, (const char *[]){ "show", gen2, NULL }), 1);
+    ck_has(out, "orbitctl: %s: orbit_fleet_observe: fleet '%s' generation 2", gen2, gen2);
+    ck_has(out, "is at streams layout 103; this library (orbit %s) writes streams layout 3%s", v, "");
+    ck_assert_int_eq(ctl(out, sizeof out, (const char *[]){ "top", base, "--count", "1", "--interval", "0.1", NULL }),
+                     0);
+    ck_has(out, "\nGEN  NAME%s%s", "", "");
+    ck_has(out, "\n  1* %-18.18s     1  orbit %s", base, v);
+    ck_has(out, "\n  2  %-18.18s     1  orbit %s (another release's layouts)", gen2, v);
+    ck_assert_int_eq(ctl(out, sizeof out, (const char *[]){ "metrics", base, NULL }), 0);
+    ck_has(out, "\norbit_fleet_up{fleet=\"%s\",generation=\"1\"} 1\n%s", base, "");
+    ck_has(out, "\norbit_fleet_up{fleet=\"%s\",generation=\"2\"} 0\n%s", base, "");
+    ck_has(out, "\norbit_fleet_live_members{fleet=\"%s\",generation=\"2\"} 1\n%s", base, "");
+    ck_has(out, "\norbit_fleet_generation_info{fleet=\"%s\",generation=\"2\",version=\"%s\",readable=\"false\"} 1",
+           base, v);
+
+    /* The other release's member gone, gc on the fleet's name takes its empty generation only. */
+    ck_assert_int_eq(member_end(&other, true), 128 + SIGKILL);
+    ck_assert_int_eq(ctl(out, sizeof out, (const char *[]){ "gc", base, NULL }), 0);
+    ck_has(out, "%-24s kept: 1 live member%s", base, "");
+    ck_has(out, "%-24s removed%s", gen2, "");
+    ck_assert_int_eq(orbit_fleet_generations(base, NULL, 0), 1);
+    orbit_fleet_leave(ours);
+    ck_assert_int_eq(orbit_fleet_collect(base), 0);
+}
+END_TEST
+
 /* ---- names, numbers and versions ---- */
 
 START_TEST(generation_names_and_numbers)
@@ -346,6 +429,7 @@ int main(void)
     tcase_add_test(tc, auto_joins_the_newest_generation_of_this_librarys_layouts);
     tcase_add_test(tc, a_member_of_other_layouts_starts_the_next_generation_and_each_side_refuses_the_other);
     tcase_add_test(tc, a_fleet_file_nobody_could_have_made_is_refused_not_stepped_over);
+    tcase_add_test(tc, an_operator_sees_each_generation_and_its_version);
     tcase_add_test(tc, generation_names_and_numbers);
     tcase_add_test(tc, versions_are_said_plainly);
     suite_add_tcase(s, tc);
