@@ -283,57 +283,58 @@ int orb_gen_join_open(struct orbit_fleet *f, const char *name, const struct orbi
 
 /* ---- a generation of other layouts, by its locks ------------------------------------ */
 
-/* Its fleet file, mapped only to be judged: the header's capacity, bounded. */
-static int open_for_locks(const char *name, struct orb_segment *seg, uint16_t *capacity)
+static ssize_t count_live(int fd, uint16_t capacity, const char *name)
 {
-    int rc = orb_segment_open_existing(name, ORB_FLEET_KIND, seg);
+    (void)name;
+    ssize_t live = 0;
+    for (uint32_t i = 0; i < capacity && live >= 0; i++) {
+        int held = orb_life_probe_fd(fd, (uint16_t)i);
+        live = held < 0 ? held : live + held;
+    }
+    return live;
+}
+
+static ssize_t collect_empty(int fd, uint16_t capacity, const char *name)
+{
+    /* The gate alone, as orbit_fleet_collect: no joiner of any version is between its open and its life. */
+    int rc = orb_gate_take_alone_fd(fd);
+    if (rc == -EAGAIN)
+        return orb_fail(-ORBIT_EBUSY, "orbit_fleet_collect: '%s': a member is joining", name);
     if (rc < 0)
         return rc;
-    const struct orb_seg_header *h = orb_seg_hdr(seg);
-    *capacity = h->fleet_capacity;
-    if (h->table_type != ORB_TABLE_FLEET || *capacity < 1 || *capacity > ORBIT_FLEET_CAPACITY_MAX) {
-        orb_segment_close(seg);
-        return -ORBIT_ECORRUPT;
-    }
-    return 0;
+    int held = orb_life_probe_all(fd, capacity);
+    return held > 0 ? orb_fail(-ORBIT_EBUSY, "orbit_fleet_collect: '%s' has a live member", name)
+                    : held < 0 ? held : orbit_fleet_unlink(name);
+}
+
+/* Map name's fleet file only to judge it by its locks (the header's capacity, bounded), then close it. */
+static ssize_t by_locks(const char *name, ssize_t (*judge)(int fd, uint16_t capacity, const char *name),
+                        const char *call)
+{
+    struct orb_segment seg;
+    orb_error_clear();
+    int rc = orb_segment_open_existing(name, ORB_FLEET_KIND, &seg);
+    if (rc == -ORBIT_EGEOMETRY)
+        return orb_fail(rc, "%s: fleet '%s': its segment header is of another version: its locks cannot be "
+                        "told", call, name);
+    if (rc < 0)
+        return rc;
+    const struct orb_seg_header *h = orb_seg_hdr(&seg);
+    uint16_t capacity = h->fleet_capacity;
+    ssize_t r = h->table_type != ORB_TABLE_FLEET || capacity < 1 || capacity > ORBIT_FLEET_CAPACITY_MAX
+                    ? -ORBIT_ECORRUPT : judge(seg.fd, capacity, name);
+    orb_segment_close(&seg);   /* closing the descriptor gives the gate back */
+    return r;
 }
 
 ssize_t orb_gen_live_by_locks(const char *name)
 {
-    struct orb_segment seg;
-    uint16_t capacity;
-    orb_error_clear();
-    int rc = open_for_locks(name, &seg, &capacity);
-    if (rc < 0)
-        return rc;
-    ssize_t live = 0;
-    for (uint32_t i = 0; i < capacity && live >= 0; i++) {
-        int held = orb_life_probe_fd(seg.fd, (uint16_t)i);
-        live = held < 0 ? held : live + held;
-    }
-    orb_segment_close(&seg);
-    return live;
+    return by_locks(name, count_live, "orbit_fleet_live_members");
 }
 
 int orb_gen_collect_by_locks(const char *name)
 {
-    struct orb_segment seg;
-    uint16_t capacity;
-    orb_error_clear();
-    int rc = open_for_locks(name, &seg, &capacity);
-    if (rc < 0)
-        return rc;
-    /* The gate alone, as orbit_fleet_collect: no joiner of any version is between its open and its life. */
-    rc = orb_gate_take_alone_fd(seg.fd);
-    if (rc == 0) {
-        int held = orb_life_probe_all(seg.fd, capacity);
-        rc = held > 0 ? orb_fail(-ORBIT_EBUSY, "orbit_fleet_collect: '%s' has a live member", name)
-                      : held < 0 ? held : orbit_fleet_unlink(name);
-    } else if (rc == -EAGAIN) {
-        rc = orb_fail(-ORBIT_EBUSY, "orbit_fleet_collect: '%s': a member is joining", name);
-    }
-    orb_segment_close(&seg);   /* closing the descriptor gives the gate back */
-    return rc;
+    return (int)by_locks(name, collect_empty, "orbit_fleet_collect");
 }
 
 /* ---- the public calls --------------------------------------------------------------- */
