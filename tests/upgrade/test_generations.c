@@ -270,7 +270,7 @@ END_TEST
 
 /* ---- what an operator sees ---- */
 
-/* orbitctl ARGS... with stdout and stderr into out; its exit status. */
+/* orbitctl ARGS... with stdout and stderr into out, after a '\n' (every line begins after one); its exit status. */
 static int ctl(char *out, size_t len, const char *const *args)
 {
     const char *argv[16] = { getenv("ORBITCTL_BIN") };
@@ -288,8 +288,9 @@ static int ctl(char *out, size_t len, const char *const *args)
         _exit(127);
     }
     close(p[1]);
-    size_t n = 0;
+    size_t n = 1;
     ssize_t r;
+    out[0] = '\n';
     while (n + 1 < len && (r = read(p[0], out + n, len - 1 - n)) > 0)
         n += (size_t)r;
     out[n] = '\0';
@@ -301,7 +302,7 @@ static void ck_has(const char *out, const char *fmt, const char *a, const char *
 {
     char want[512];
     snprintf(want, sizeof want, fmt, a, b);
-    ck_assert_msg(strstr(out, want), "no '%s' in:\n%s", want, out);
+    ck_assert_msg(strstr(out, want), "no '%s' in:\n%.3000s", want, out);
 }
 
 START_TEST(an_operator_sees_each_generation_and_its_version)
