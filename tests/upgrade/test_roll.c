@@ -212,6 +212,21 @@ START_TEST(a_fleet_rolls_to_a_release_of_other_layouts_under_load)
     ck_assert_uint_eq(gi[0].layouts[ORBIT_LAYOUT_FLEET], 3);
     ck_assert_int_eq(gi[0].live_members, MEMBERS);
 
+    /* A new member that pins generation 1 cannot join it: it says so, with both versions. */
+    {
+        char line[512] = "", want[256];
+        int out;
+        const char *argv[] = { env("UPGRADE_MEMBER"), "join", fleet, "1", NULL };
+        pid_t pid = spawn(argv, &out, NULL);
+        read_line(out, line, sizeof line);
+        close(out);
+        ck_assert_int_eq(tu_wait_child(pid, 10000), 3);
+        snprintf(want, sizeof want, "refused -71 orbit_fleet_join: fleet '%s' generation 1 is at fleet layout 3; "
+                 "this library (orbit %s) writes fleet layout 4", fleet, orbit_version_string());
+        ck_assert_msg(strcmp(line, want) == 0, "a pinned join of the old generation said '%s'", line);
+        fprintf(stderr, "pinned: %s\n", line);
+    }
+
     /* A worker of the old release crashes; its supervisor starts the new binary in its place. */
     member_kill(&old[1]);
     check_reclaimed(&old[1]);
