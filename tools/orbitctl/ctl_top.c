@@ -183,7 +183,7 @@ static int follow(struct top_run *r)
     if (rc < 0) {
         r->f = NULL;
         snprintf(r->note, sizeof r->note, "(fleet %s: %s; trying again)", r->reading,
-                 *orbit_last_error() ? orbit_last_error() : rc == -ENOENT ? "no such fleet" : orbit_strerror(rc));
+                 rc == -ENOENT ? "no such fleet" : orbit_strerror(rc));
     }
     return rc;
 }
@@ -324,8 +324,9 @@ int ctl_top(int argc, char **argv, bool json)
     parse(argc, argv, json, &r.o);
     int rc = follow(&r);
     if (rc < 0) {
-        fprintf(stderr, "orbitctl: %s: %s\n", r.reading, *orbit_last_error() ? orbit_last_error()
-                : rc == -ENOENT ? "no such fleet" : orbit_strerror(rc));
+        const char *why = *orbit_last_error() ? orbit_last_error() : NULL;
+        fprintf(stderr, "orbitctl: %s: %s%s%s%s\n", r.reading, rc == -ENOENT ? "no such fleet" : orbit_strerror(rc),
+                why ? " (" : "", why ? why : "", why ? ")" : "");
         return 1;
     }
     r.s[0] = calloc(1, sizeof *r.s[0]);

@@ -64,8 +64,9 @@ static const char usage[] =
 static int fail(const char *what, int rc)
 {
     /* ENOENT doubles as ORBIT_ENOTRESERVED; for a fleet name it means the fleet is not there. */
-    const char *why = *orbit_last_error() ? orbit_last_error() : rc == -ENOENT ? "no such fleet" : orbit_strerror(rc);
-    fprintf(stderr, "orbitctl: %s: %s\n", what, why);
+    const char *why = *orbit_last_error() ? orbit_last_error() : NULL;
+    fprintf(stderr, "orbitctl: %s: %s%s%s%s\n", what, rc == -ENOENT ? "no such fleet" : orbit_strerror(rc),
+            why ? " (" : "", why ? why : "", why ? ")" : "");
     return 1;
 }
 
