@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "fleet_internal.h"
+#include "generation.h"
 #include "life.h"
 #include "lock.h"
 #include "table_ops.h"
@@ -65,7 +66,8 @@ static int bind_counters(struct orbit_fleet *f)
 static int map_fleet(struct orbit_fleet *f, enum orbit_backing backing)
 {
     struct orb_fleet_geometry geom = { f->capacity, sizeof(struct orb_node_record), ORB_FLEET_LAYOUT_VERSION,
-                                       orb_ctr_slot_count(f->capacity), ORB_CTR_VALUES };
+                                       orb_ctr_slot_count(f->capacity), ORB_CTR_VALUES, 0, { 0 } };
+    orb_gen_geometry(&geom, f->generation);
     size_t bytes = ORB_SEG_HEADER_BYTES + orb_fleet_table_bytes(f->capacity);
     struct orb_seg_request req = {
         .fleet = f->is_private ? NULL : f->name, .kind = ORB_FLEET_KIND,
@@ -378,7 +380,7 @@ int orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, stru
     f->want_backing = name ? o.backing : ORBIT_BACKING_PRIVATE;
     f->mode = o.mode;
     f->gid = o.gid;
-    if ((rc = open_gated(f)) < 0) {
+    if ((rc = orb_gen_join_open(f, name, &o, open_gated)) < 0) {
         fleet_free(f);
         return rc;
     }
@@ -411,7 +413,6 @@ int orb_fleet_writable(const struct orbit_fleet *f, const char *call)
 static int check_observed(struct orbit_fleet *f, const char *name)
 {
     struct orb_seg_header *h = orb_seg_hdr(&f->seg);
-    struct orb_fleet_geometry g;
     if (h->table_type != ORB_TABLE_FLEET)
         return orb_fail(-ORBIT_ECORRUPT, "orbit_fleet_observe: '%s': the fleet segment holds another table", name);
     uint16_t capacity = h->fleet_capacity;
@@ -420,10 +421,9 @@ static int check_observed(struct orbit_fleet *f, const char *name)
         ORB_SEG_HEADER_BYTES + orb_fleet_table_bytes(capacity) > f->seg.mapped)
         return orb_fail(-ORBIT_ECORRUPT, "orbit_fleet_observe: '%s': capacity %u does not fit the segment",
                         name, (unsigned)capacity);
-    memcpy(&g, h->geometry, sizeof g);
-    if (h->geometry_len != sizeof g || g.layout_version != ORB_FLEET_LAYOUT_VERSION)
-        return orb_fail(-ORBIT_EGEOMETRY, "orbit_fleet_observe: '%s' was made by another orbit version",
-                        name);
+    int rc = orb_gen_check_observed(h, name, &f->generation, "orbit_fleet_observe");
+    if (rc < 0)
+        return rc;
     f->capacity = capacity;
     return bind_counters(f);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "error_internal.h"
 #include "guard_sigbus.h"
+#include <orbit/version.h>
 #include "segment.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -23,21 +24,6 @@
 
 #define SHM_DIR "/dev/shm"
 #define READY_WAIT_MS 10000   /* an opener gives up on a live but stuck creator after this */
-
-bool orb_fleet_name_valid(const char *name)
-{
-    size_t n = 0;
-    if (!name || !*name)
-        return false;
-    for (; name[n]; n++) {
-        char c = name[n];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '-' || (c == '.' && n > 0);
-        if (!ok || n >= ORBIT_FLEET_NAME_MAX)
-            return false;
-    }
-    return true;
-}
 
 const char *orb_hugetlb_dir(void)
 {
@@ -125,6 +111,7 @@ static void fill_header(struct orb_seg_header *h, const struct orb_seg_request *
     h->table_bytes = req->table_bytes;
     h->mapped_bytes = mapped;
     h->creator_pid = (int32_t)getpid();
+    h->creator_version = ORBIT_VERSION_NUMBER;
     if (req->geometry_len)
         memcpy(h->geometry, req->geometry, req->geometry_len);
     h->check = orb_seg_header_check(h);

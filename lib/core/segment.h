@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <orbit/fleet.h>
+#include "fleet_name.h"
 #include "wait.h"
 
 #define ORB_SEG_MAGIC        0x4745535449425234ull /* "4RBITSEG" little-endian-ish tag */
@@ -46,7 +47,7 @@ struct orb_seg_header {
     uint64_t table_bytes;         /* header + table, as the table asked */
     uint64_t mapped_bytes;        /* file size (rounded to the page size) */
     int32_t  creator_pid;
-    uint32_t reserved1;
+    uint32_t creator_version;     /* orbit_version() of the library that made it; 0: made before it was recorded */
     uint8_t  geometry[ORB_GEOMETRY_MAX];
     uint64_t check;               /* FNV-1a over the fields above */
     _Atomic uint64_t epoch;       /* the table's epoch (reset_all) */
@@ -149,7 +150,6 @@ int  orb_segment_creator_alive(const char *path);
 bool orb_segment_creating_here(const char *name);
 /* The file in /dev/shm whose flock serialises creating that segment name. */
 int  orb_segment_lock_path(const char *fleet, uint8_t kind, char *buf, size_t len);
-bool orb_fleet_name_valid(const char *name);
 const char *orb_hugetlb_dir(void);        /* ORBIT_HUGETLB_DIR or the first hugetlbfs mount, or NULL */
 
 /* orbit_process_start_time (proc.c), 0 when pid is gone or exited (or /proc cannot tell). */

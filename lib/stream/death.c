@@ -126,6 +126,7 @@ static const struct orb_counter_def stream_counters[STREAM_CTR_END - ORB_CTR_TAB
 
 static const struct orb_table_ops streams_ops = {
     .type = ORB_TABLE_STREAMS, .name = "streams", .open_existing = ops_open, .close = ops_close,
+    .layout = STREAM_LAYOUT_VERSION,
     .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = stream_account,
     .counters = stream_counters, .counter_count = STREAM_CTR_END - ORB_CTR_TABLE_FIRST,
 };

@@ -9,6 +9,7 @@
 #include <orbit/orbit.h>
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_generations.h"
 #include "ctl_top.h"
 #include "orbitctl.h"
 #include "ctl_metrics.h"
@@ -18,8 +19,13 @@
 static const char usage[] =
 "usage: orbitctl [--json] COMMAND [ARGS]\n"
 "\n"
-"  ls                               fleets on this host: live members, segments, backing,\n"
-"                                   mapped and resident bytes\n"
+"FLEET is a fleet's name, or one generation's: a rolling upgrade across a layout\n"
+"change runs a fleet's generations side by side (web, web@2). ls lists each; show\n"
+"and top read generation 1, or the newest this orbitctl reads when it reads not\n"
+"that one, and list the others; gc takes every generation of a fleet named.\n"
+"\n"
+"  ls                               fleets on this host, each generation: its version, live\n"
+"                                   members, segments, backing, mapped and resident bytes\n"
 "      orbitctl ls\n"
 "  show FLEET                       nodes (state, pid, what each holds) and every table: who\n"
 "                                   holds each reservation, lease, stream side, claim and\n"
@@ -58,7 +64,9 @@ static const char usage[] =
 static int fail(const char *what, int rc)
 {
     /* ENOENT doubles as ORBIT_ENOTRESERVED; for a fleet name it means the fleet is not there. */
-    fprintf(stderr, "orbitctl: %s: %s\n", what, rc == -ENOENT ? "no such fleet" : orbit_strerror(rc));
+    const char *why = *orbit_last_error() ? orbit_last_error() : NULL;
+    fprintf(stderr, "orbitctl: %s: %s%s%s%s\n", what, rc == -ENOENT ? "no such fleet" : orbit_strerror(rc),
+            why ? " (" : "", why ? why : "", why ? ")" : "");
     return 1;
 }
 
@@ -149,9 +157,16 @@ static int cmd_ls(bool json)
         printf("{\"fleets\":[");
     for (ssize_t i = 0; i < n && i < 256; i++) {
         ssize_t live = orbit_fleet_live_members(names[i]);
+        struct orbit_generation_info gi[CTL_GENERATIONS_MAX];
+        const struct orbit_generation_info *g = ctl_generation_of(gi, ctl_generations(names[i], gi,
+                                                                  CTL_GENERATIONS_MAX), names[i]);
         if (json) {
             printf("%s{\"name\":", i ? "," : "");
             tool_json_str(stdout, names[i]);
+            if (g) {
+                printf(",\"generation\":");
+                ctl_generation_json(stdout, g);
+            }
             if (live >= 0)
                 printf(",\"live_members\":%zd,", live);
             else
@@ -159,10 +174,13 @@ static int cmd_ls(bool json)
             print_segments(names[i], true);
             printf("}");
         } else {
+            printf("%s  ", names[i]);
+            if (g)
+                ctl_generation_line(stdout, g);
             if (live >= 0)
-                printf("%s  (%zd live member%s)\n", names[i], live, live == 1 ? "" : "s");
+                printf("  (%zd live member%s)\n", live, live == 1 ? "" : "s");
             else
-                printf("%s  (live members unknown: %s)\n", names[i], orbit_strerror((int)live));
+                printf("  (live members unknown: %s)\n", orbit_strerror((int)live));
             print_segments(names[i], false);
         }
     }
@@ -254,10 +272,15 @@ static void print_tables(const struct ctl_ctx *c)
         printf("]");
 }
 
-static int cmd_show(const char *name, bool json)
+static int cmd_show(const char *asked, bool json)
 {
     struct orbit_fleet *f;
     struct ctl_ctx c;
+    char name[ORBIT_FLEET_NAME_MAX + 1];
+    ctl_generation_to_read(asked, name);
+    struct orbit_generation_info gi[CTL_GENERATIONS_MAX];
+    const struct orbit_generation_info *g = ctl_generation_of(gi, ctl_generations(name, gi, CTL_GENERATIONS_MAX),
+                                                              name);
     int rc = orbit_fleet_observe(name, &f);
     if (rc < 0)
         return fail(name, rc);
@@ -268,6 +291,12 @@ static int cmd_show(const char *name, bool json)
     if (json) {
         printf("{\"name\":");
         tool_json_str(stdout, name);
+        if (g) {
+            printf(",\"generation\":");
+            ctl_generation_json(stdout, g);
+        }
+        printf(",");
+        ctl_generations_json(stdout, name);
         printf(",\"capacity\":%u,\"backing\":\"%s\",\"now_ms\":\"%" PRIu64 "\",", orbit_fleet_capacity(f),
                orbit_backing_name(orbit_fleet_backing(f)), c.now_ms);
         print_segments(name, true);
@@ -276,8 +305,14 @@ static int cmd_show(const char *name, bool json)
         print_tables(&c);
         printf("}\n");
     } else {
-        printf("fleet %s: capacity %u, backing %s\n", name, orbit_fleet_capacity(f),
+        printf("fleet %s: capacity %u, backing %s", name, orbit_fleet_capacity(f),
                orbit_backing_name(orbit_fleet_backing(f)));
+        if (g) {
+            printf(", ");
+            ctl_generation_line(stdout, g);
+        }
+        printf("\n");
+        ctl_generations_text(stdout, name);
         print_segments(name, false);
         print_nodes(&c);
         print_tables(&c);
@@ -370,8 +405,14 @@ static int cmd_gc(char **names, int n, bool dry_run, bool json)
     bool first = true;
     if (json)
         printf("{\"dry_run\":%s,\"fleets\":[", dry_run ? "true" : "false");
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         errors += gc_one(names[i], dry_run, json, &first);
+        struct orbit_generation_info gi[CTL_GENERATIONS_MAX];   /* a fleet named: its later generations too */
+        ssize_t g = names == listed || strchr(names[i], '@') ? 0 : ctl_generations(names[i], gi, CTL_GENERATIONS_MAX);
+        for (ssize_t k = 0; k < g; k++)
+            if (gi[k].generation > 1)
+                errors += gc_one(gi[k].name, dry_run, json, &first);
+    }
     if (json)
         printf("]}\n");
     else if (n == 0)

@@ -149,6 +149,7 @@ static const struct orb_counter_def arena_counters[ARENA_CTR_END - ORB_CTR_TABLE
 
 static const struct orb_table_ops arena_ops = {
     .type = ORB_TABLE_ARENA, .name = "arena", .open_existing = ops_open, .close = ops_close,
+    .layout = ARENA_LAYOUT_VERSION,
     .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = arena_account,
     .counters = arena_counters, .counter_count = ARENA_CTR_END - ORB_CTR_TABLE_FIRST,
 };

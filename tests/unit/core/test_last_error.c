@@ -103,6 +103,8 @@ DRIVE(orbit_fleet_nodes, orbit_fleet_nodes(x->f, NULL, 4))
 DRIVE(orbit_fleet_node_dead, orbit_fleet_node_dead(x->f, 99, 1))
 DRIVE(orbit_fleet_segments, orbit_fleet_segments("no/such name", NULL, 0))
 DRIVE(orbit_fleet_list, orbit_fleet_list(NULL, 4))
+DRIVE(orbit_fleet_generations, orbit_fleet_generations("no/such name", NULL, 0))
+DRIVE(orbit_fleet_generation_name, orbit_fleet_generation_name(x->name, 2, x->buf, 3))
 /* inspect.h */
 DRIVE(orbit_fleet_tables, orbit_fleet_tables(x->f, NULL, 4))
 DRIVE(orbit_fleet_account, orbit_fleet_account(x->f, 0, 1, NULL))
@@ -315,6 +317,7 @@ static const struct walk { const char *call; int (*drive)(struct fx *); } walks[
     W(orbit_fleet_wait_node_death), W(orbit_fleet_prep_wait_doorbell), W(orbit_fleet_prep_wait_node_death),
     W(orbit_fleet_live_members), W(orbit_fleet_collect), W(orbit_fleet_unlink), W(orbit_fleet_nodes),
     W(orbit_fleet_node_dead), W(orbit_fleet_segments), W(orbit_fleet_list),
+    W(orbit_fleet_generations), W(orbit_fleet_generation_name),
     W(orbit_fleet_tables), W(orbit_fleet_account), W(orbit_fleet_reset_tables), W(orbit_fleet_node_snapshot),
     W(orbit_fleet_replaced), W(orbit_process_start_time), W(orbit_process_exiting), W(orbit_fleet_counters),
     W(orbit_fleet_death_counters),
