@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The Python binding as a user gets it: pip installs bindings/python into a scratch
+# virtual environment over Debian's /usr/bin/python3 (offline: Debian's setuptools), the
+# package loads liborbit from an installed prefix, and the suite (unittest) runs against
+# it with real processes, the prefix's orbitctl and C helpers built through pkg-config.
+#   run.sh PREFIX SOURCE_DIR [-v] [test_module[.Class[.test]] ...]
+# Prints unittest's summary; exit status 0 when every test passed.
+set -euo pipefail
+prefix=$(cd "$1" && pwd) src=$(cd "$2" && pwd); shift 2
+python=/usr/bin/python3
+unset LD_LIBRARY_PATH PYTHONPATH
+
+pc=$(find "$prefix" -name orbit.pc | head -1)
+[ -n "$pc" ] || { echo "run.sh: no orbit.pc under $prefix" >&2; exit 1; }
+export PKG_CONFIG_PATH=$(dirname "$pc")
+libdir=$(pkg-config --variable=libdir orbit)
+export ORBIT_LIBRARY=$libdir/liborbit.so.0 PATH=$prefix/bin:$PATH
+
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+# pip builds in the source folder (build/, *.egg-info): give it a copy.
+cp -r "$src/bindings/python" "$work/src"
+rm -rf "$work/src/build" "$work/src"/*.egg-info
+"$python" -m venv --system-site-packages "$work/venv"
+if ! "$work/venv/bin/pip" install --no-index --quiet "$work/src" > "$work/pip.log" 2>&1; then
+    cat "$work/pip.log"; echo "run.sh: pip install bindings/python failed" >&2; exit 1
+fi
+cd "$work"   # not the source folder: the package comes from the environment pip installed it in
+"$work/venv/bin/python" -c 'import orbit, sys; print("orbit %s from %s, liborbit %s from %s" % (
+    orbit.__version__, orbit.__file__, orbit.library_version(), orbit.library_path()))'
+tests=$src/bindings/python/tests
+verbose=(); [ "${1:-}" = -v ] && { verbose=(-v); shift; }
+[ $# -gt 0 ] || set -- discover -s "$tests" -t "$tests"
+PYTHONPATH=$tests exec "$work/venv/bin/python" -m unittest "${verbose[@]}" "$@"
