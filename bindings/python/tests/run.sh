@@ -4,7 +4,7 @@
 # package loads liborbit from an installed prefix, and the suite (unittest) runs against
 # it with real processes, the prefix's orbitctl and C helpers built through pkg-config.
 #   run.sh PREFIX SOURCE_DIR [-v] [test_module[.Class[.test]] ...]
-# Prints unittest's summary; exit status 0 when every test passed.
+# Its last line is "N passed, N failed, N skipped"; exit status 0 when every test passed.
 set -euo pipefail
 prefix=$(cd "$1" && pwd) src=$(cd "$2" && pwd); shift 2
 python=/usr/bin/python3
@@ -27,7 +27,4 @@ fi
 cd "$work"   # not the source folder: the package comes from the environment pip installed it in
 "$work/venv/bin/python" -c 'import orbit, sys; print("orbit %s from %s, liborbit %s from %s" % (
     orbit.__version__, orbit.__file__, orbit.library_version(), orbit.library_path()))'
-tests=$src/bindings/python/tests
-verbose=(); [ "${1:-}" = -v ] && { verbose=(-v); shift; }
-[ $# -gt 0 ] || set -- discover -s "$tests" -t "$tests"
-PYTHONPATH=$tests exec "$work/venv/bin/python" -m unittest "${verbose[@]}" "$@"
+PYTHONPATH=$src/bindings/python/tests "$work/venv/bin/python" -m runner "$@"
