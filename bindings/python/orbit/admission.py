@@ -24,14 +24,17 @@ try_claim() returns the AdmitResult whatever the outcome. A member killed
 
 import ctypes
 import enum
+import errno
 from ctypes import byref, c_uint64, c_void_p
 from typing import NamedTuple
 
 from . import _lib
-from ._util import Deadline, Handle, fetch, uint, wait
-from .errors import OPENING, Deferred, Rejected, Skipped, check, malformed
+from ._util import Deadline, Handle, fetch, timeout_ms, uint, wait
+from .errors import OPENING, Deferred, Rejected, Skipped, check, error, malformed
 
-_ETIMEDOUT = 110
+_ETIMEDOUT = errno.ETIMEDOUT
+# The claim+release path, bound once (a module global is found faster than an attribute).
+_AdmitResult, _try_claim, _release = _lib.AdmitResult, _lib.orbit_admission_try_claim, _lib.orbit_admission_release
 
 
 class Outcome(enum.IntEnum):
@@ -106,7 +109,10 @@ class Claim:
     def release(self):
         """Give the units back and wake deferred claimers. NotReservedError when the claim is
         not live any more (released before, or given back by a death report)."""
-        check(_lib.orbit_admission_release(self._adm._handle(), byref(self._s)))
+        h = self._adm._h or self._adm._handle()
+        rc = _release(h, byref(self._s))
+        if rc < 0:
+            raise error(-rc)
 
     def units(self):
         """{domain: units} the live claim charges."""
@@ -227,6 +233,10 @@ class Admission(Handle):
 
     _what = "admission ledger"
 
+    def __init__(self, h, parent):
+        super().__init__(h, parent)
+        self._demands = {}
+
     @classmethod
     def _open(cls, fleet, kind, max_domains, max_claims, retained_max_bytes, existing):
         call = "Fleet.admission"
@@ -251,17 +261,44 @@ class Admission(Handle):
         check(_lib.orbit_admission_set_capacity(self._handle(), uint(domain, 32, call, "domain"),
                                                 uint(capacity, 64, call, "capacity")))
 
+    def _demand(self, units, fit, retained_bytes):
+        """The Demand for these units, built once per distinct vector (a few hundred kept)."""
+        try:
+            key = (tuple(units.items() if units.__class__ is dict else units),
+                   tuple(fit.items() if fit.__class__ is dict else fit), retained_bytes)
+            # Only exact ints share an entry: 1.0 == 1, but only Demand may judge 1.0.
+            exact = retained_bytes.__class__ is int and all(
+                p.__class__ is tuple and len(p) == 2 and p[0].__class__ is int and p[1].__class__ is int
+                for p in key[0] + key[1])
+            d = self._demands.get(key) if exact else None
+        except TypeError:            # unhashable: not a vector of ints; Demand names what is wrong
+            return Demand(units, fit, retained_bytes)
+        if d is None:
+            d = Demand(units, fit, retained_bytes)
+            if exact:
+                if len(self._demands) >= 256:
+                    self._demands.clear()
+                self._demands[key] = d
+        return d
+
     def _try(self, h, demand):
-        r = _lib.AdmitResult()
-        check(_lib.orbit_admission_try_claim(h, demand._ref, byref(r)))
+        r = _AdmitResult()
+        rc = _try_claim(h, demand._ref, byref(r))
+        if rc < 0:
+            raise error(-rc)
         return r
 
     def _until(self, demand, timeout, call):
-        """try_claim until CLAIMED or anything but DEFERRED, waiting for releases up to timeout."""
-        deadline = Deadline(timeout, call)   # a bad timeout is refused before anything is claimed
-        h = self._handle()
+        """try_claim until CLAIMED or anything but DEFERRED, waiting for releases up to timeout.
+        The first try is the fast path a claim that fits takes: no deadline, no wait."""
+        if timeout is not None and (timeout.__class__ not in (int, float) or not timeout >= 0):
+            timeout_ms(timeout, call)        # raises: refused before anything is claimed
+        h = self._h or self._handle()
         r = self._try(h, demand)
-        while r.outcome == 1 and timeout != 0:
+        if r.outcome != 1 or timeout == 0:
+            return r
+        deadline = Deadline(timeout, call)
+        while r.outcome == 1:
             rc = _lib.orbit_admission_wait(h, r.release_epoch, deadline.slice_ms(), None)
             if rc == -_ETIMEDOUT and not deadline.again(rc):
                 return r          # still DEFERRED at the deadline
@@ -275,7 +312,7 @@ class Admission(Handle):
         outcome: results, not exceptions. With a timeout, DEFERRED waits for releases (GIL
         released) and tries again until then. MalformedError (an unknown or repeated domain,
         0 units), PoisonedError, ClosedAdmissionError, FullError."""
-        d = units if isinstance(units, Demand) else Demand(units, fit, retained_bytes)
+        d = units if units.__class__ is Demand else self._demand(units, fit, retained_bytes)
         return AdmitResult(self, self._until(d, timeout, "Admission.try_claim"))
 
     def claim(self, units, *, fit=(), retained_bytes=0, timeout=None):
@@ -283,7 +320,7 @@ class Admission(Handle):
         to timeout seconds (None: for as long as it takes; 0: one try). Returns a Claim (a
         context manager that releases); raises Deferred (the timeout passed), Rejected (it can
         never fit) or Skipped: exceptions, not results."""
-        d = units if isinstance(units, Demand) else Demand(units, fit, retained_bytes)
+        d = units if units.__class__ is Demand else self._demand(units, fit, retained_bytes)
         r = self._until(d, timeout, "Admission.claim")
         if r.outcome == 0:
             return Claim(self, r.claim, r)
@@ -292,7 +329,7 @@ class Admission(Handle):
     async def claim_async(self, units, *, fit=(), retained_bytes=0, timeout=None):
         """claim for asyncio: DEFERRED waits in the event loop's ring, no thread (see orbit.aio)."""
         from . import aio
-        d = units if isinstance(units, Demand) else Demand(units, fit, retained_bytes)
+        d = units if units.__class__ is Demand else self._demand(units, fit, retained_bytes)
         return await aio.claim(self, d, timeout)
 
     def release(self, claim):
