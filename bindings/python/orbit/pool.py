@@ -408,15 +408,18 @@ class Pool(Handle):
 
     def fileno(self):
         """The pool's readiness descriptor: readable when a watched key changed (watch).
-        Edge-triggered: drain_readiness(), then retry. One per handle, closed with it."""
+        Edge-triggered: drain_readiness(), then retry. Made on first use, one per handle,
+        closed with it."""
         if self._fd is None:
             self._fd = check(_lib.orbit_pool_readiness(self._handle()), POOL)
         return self._fd
 
     def watch(self, key, since=None):
         """Ring this node's doorbell (fileno() turns readable) on the key's next change;
-        with since, at once if the key already moved past it. One-shot: re-arm before each wait."""
+        with since, at once if the key already moved past it. One-shot: re-arm before each wait.
+        Makes the readiness descriptor first if there is none, so the ring is not missed."""
         call = "Pool.watch"
+        self.fileno()
         if since is None:
             check(_lib.orbit_pool_watch(self._handle(), _key(key, call)), POOL)
         else:

@@ -203,7 +203,9 @@ class Streams(Handle):
     def fileno(self):
         """The table's readiness descriptor: readable when an offer is made to this node, or
         something changed on an endpoint whose last try_* call found nothing to do.
-        Edge-triggered: drain_readiness(), then retry. One per handle, closed with it."""
+        Edge-triggered: drain_readiness(), then retry. Made on first use (a change before
+        that is not signalled: call fileno() before the try_* calls it is to report on), one
+        per handle, closed with it."""
         if self._fd is None:
             self._fd = check(_lib.orbit_streams_readiness(self._handle()), STREAMS)
         return self._fd
@@ -311,6 +313,7 @@ class Endpoint(Handle, io.RawIOBase):
 
     @property
     def closed(self):
+        """True once close() ran."""
         return self._h is None
 
     def __del__(self):
@@ -345,12 +348,15 @@ class Endpoint(Handle, io.RawIOBase):
         return self._streams.fileno()
 
     def readable(self):
+        """True: an endpoint reads (io.RawIOBase)."""
         return True
 
     def writable(self):
+        """True: an endpoint writes (io.RawIOBase)."""
         return True
 
     def seekable(self):
+        """False: a stream has no positions (io.RawIOBase)."""
         return False
 
     def _timeout(self, timeout):

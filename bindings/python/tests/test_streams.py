@@ -96,9 +96,9 @@ class TestPython(FleetCase):
         streams = f.streams()
         a, ticket = streams.create()
         b = streams.open(ticket)
-        self.assertIsNone(b.try_read(10))             # nothing yet: now b's changes ring the descriptor
         with selectors.DefaultSelector() as sel:
             sel.register(b, selectors.EVENT_READ)     # Endpoint.fileno(): the table's descriptor
+            self.assertIsNone(b.try_read(10))         # nothing yet: now b's changes ring the descriptor
             self.assertEqual(sel.select(0), [])
             a.write(b"ping")
             self.assertEqual(len(sel.select(WAIT_S)), 1)
