@@ -7,7 +7,8 @@ import math
 import time
 import weakref
 
-from .errors import check, malformed
+from . import _lib
+from .errors import OPENING, check, malformed
 
 INT_MAX = 2**31 - 1
 
@@ -138,6 +139,39 @@ class Handle:
             self.close()
         except Exception:   # interpreter shutdown: the library may be gone already
             pass
+
+
+class Table(Handle):
+    """A table handle of a fleet, opened by kind: created with a spec, or existing (the
+    geometry its segment records). Subclasses name their C calls' prefix (_name) and spec
+    struct (_spec). A readiness descriptor (Pool, Streams) is made on first use; the event
+    loops watching it (orbit.aio) are told before it closes with the handle."""
+
+    _name = _spec = None
+
+    def __init__(self, h, parent):
+        super().__init__(h, parent)
+        self._fd = None
+        self._reactors = None
+
+    @classmethod
+    def _open(cls, fleet, existing, kind, **geometry):
+        call = "Fleet." + cls._name
+        kind = uint(kind, 8, call, "kind")
+        h = ctypes.c_void_p()
+        if existing:
+            rc = getattr(_lib, "orbit_%s_open_existing" % cls._name)(fleet._handle(), kind, ctypes.byref(h))
+        else:
+            spec = cls._spec(kind=kind, **{n: uint(v, 8 * getattr(cls._spec, n).size, call, n)
+                                           for n, v in geometry.items()})
+            rc = getattr(_lib, "orbit_%s_open" % cls._name)(fleet._handle(), ctypes.byref(spec), ctypes.byref(h))
+        check(rc, OPENING)
+        return cls(h.value, fleet)
+
+    def _release(self, h):
+        for r in list(self._reactors or ()):
+            r.forget_fd(self._fd)
+        getattr(_lib, "orbit_%s_close" % self._name)(h)
 
 
 def fetch(call, struct, first=16):

@@ -25,12 +25,12 @@ try_claim() returns the AdmitResult whatever the outcome. A member killed
 import ctypes
 import enum
 import errno
-from ctypes import byref, c_uint64, c_void_p
+from ctypes import byref, c_uint64
 from typing import NamedTuple
 
 from . import _lib
-from ._util import Deadline, Handle, fetch, timeout_ms, uint, wait
-from .errors import OPENING, Deferred, Rejected, Skipped, check, error, malformed
+from ._util import Deadline, Table, fetch, timeout_ms, uint, wait
+from .errors import Deferred, Rejected, Skipped, check, error, malformed
 
 _ETIMEDOUT = errno.ETIMEDOUT
 # The claim+release path, bound once (a module global is found faster than an attribute).
@@ -228,31 +228,14 @@ class Waiting(NamedTuple):
     change_epoch: int
 
 
-class Admission(Handle):
+class Admission(Table):
     """The fleet's admission ledger (Fleet.admission). Thread-safe on a shared handle."""
 
-    _what = "admission ledger"
+    _what, _name, _spec = "admission ledger", "admission", _lib.AdmissionSpec
 
     def __init__(self, h, parent):
         super().__init__(h, parent)
         self._demands = {}
-
-    @classmethod
-    def _open(cls, fleet, kind, max_domains, max_claims, retained_max_bytes, existing):
-        call = "Fleet.admission"
-        kind = uint(kind, 8, call, "kind")
-        h = c_void_p()
-        if existing:
-            check(_lib.orbit_admission_open_existing(fleet._handle(), kind, byref(h)), OPENING)
-        else:
-            spec = _lib.AdmissionSpec(kind=kind, max_domains=uint(max_domains, 32, call, "max_domains"),
-                                      max_claims=uint(max_claims, 32, call, "max_claims"),
-                                      retained_max_bytes=uint(retained_max_bytes, 64, call, "retained_max_bytes"))
-            check(_lib.orbit_admission_open(fleet._handle(), byref(spec), byref(h)), OPENING)
-        return cls(h.value, fleet)
-
-    def _release(self, h):
-        _lib.orbit_admission_close(h)
 
     def set_capacity(self, domain, capacity):
         """Create a domain with that capacity, or change it (growing it wakes deferred

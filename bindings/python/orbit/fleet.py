@@ -292,19 +292,22 @@ class Fleet(Handle):
         geometry its segment records (observers, tools). Every member must pass the same
         geometry (else GeometryError)."""
         from .pool import Pool
-        return Pool._open(self, kind, key_capacity, lane_capacity, generation_limit, existing)
+        return Pool._open(self, existing, kind, key_capacity=key_capacity, lane_capacity=lane_capacity,
+                          generation_limit=generation_limit)
 
     def streams(self, *, kind=246, lane_capacity=256, buffer_bytes=65536, generation_limit=0, existing=False):
         """Open (creating if needed) the streams table of that kind (ring bytes per direction:
         buffer_bytes, a power of two); existing=True takes the geometry from the segment."""
         from .streams import Streams
-        return Streams._open(self, kind, lane_capacity, buffer_bytes, generation_limit, existing)
+        return Streams._open(self, existing, kind, lane_capacity=lane_capacity, buffer_bytes=buffer_bytes,
+                             generation_limit=generation_limit)
 
     def admission(self, *, kind=245, max_domains=16, max_claims=4096, retained_max_bytes=0, existing=False):
         """Open (creating if needed) the admission ledger of that kind; a new ledger has no
         domains (Admission.set_capacity). existing=True takes the spec from the segment."""
         from .admission import Admission
-        return Admission._open(self, kind, max_domains, max_claims, retained_max_bytes, existing)
+        return Admission._open(self, existing, kind, max_domains=max_domains, max_claims=max_claims,
+                               retained_max_bytes=retained_max_bytes)
 
     # ---- deaths ----
 

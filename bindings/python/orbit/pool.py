@@ -17,12 +17,12 @@ resources it owned when its death is reported (reap, or orbit-reaper).
 """
 
 import ctypes
-from ctypes import byref, c_uint32, c_void_p
+from ctypes import byref, c_uint32
 from typing import NamedTuple, Optional
 
 from . import _lib
-from ._util import Deadline, Handle, fetch, text_of, uint, wait
-from .errors import OPENING, POOL, check, malformed
+from ._util import Deadline, Table, fetch, text_of, uint, wait
+from .errors import POOL, check, malformed
 from .fleet import Id
 
 POLICIES = ("local_first", "local_only", "least_loaded")
@@ -120,62 +120,59 @@ class Lease:
         return "Lease(id=%s, fence=%d, holder=%d)" % (self.id, self.fence, self.holder)
 
 
-class Execution:
-    """The owner's guard over one accepted lease: complete() gives the unit back (idempotent).
-
-    A context manager: leaving the with block completes it.
-    """
+class _Guard:
+    """A unit held until its end call (idempotent); a context manager that ends it."""
 
     __slots__ = ("_s", "_pool")
 
     def __init__(self, pool, struct):
         self._pool, self._s = pool, struct
+
+    @property
+    def done(self):
+        """True once ended."""
+        return self._s.done
+
+    def _end(self, end):
+        self._pool._handle()   # the struct points into the pool handle: not after it closed
+        end(byref(self._s))
+
+    def __enter__(self):
+        return self
+
+
+class Execution(_Guard):
+    """The owner's guard over one accepted lease: complete() gives the unit back (idempotent).
+
+    A context manager: leaving the with block completes it.
+    """
+
+    __slots__ = ()
 
     @property
     def lease(self):
         """The lease it accepted."""
         return Lease(_lib.Lease.from_buffer_copy(self._s.lease))
 
-    @property
-    def done(self):
-        """True once completed."""
-        return self._s.done
-
     def complete(self):
         """Give the unit back and wake the key's waiters. Idempotent."""
-        self._pool._handle()
-        _lib.orbit_execution_complete(byref(self._s))
-
-    def __enter__(self):
-        return self
+        self._end(_lib.orbit_execution_complete)
 
     def __exit__(self, *exc):
         self.complete()
 
 
-class Permit:
+class Permit(_Guard):
     """One unit of a key's creation budget (claim_create): finish() gives it back (idempotent).
 
     Finish it once the resource is registered (or creating failed): a context manager.
     """
 
-    __slots__ = ("_s", "_pool")
-
-    def __init__(self, pool, struct):
-        self._pool, self._s = pool, struct
-
-    @property
-    def done(self):
-        """True once finished."""
-        return self._s.done
+    __slots__ = ()
 
     def finish(self):
         """Give the budget unit back. Idempotent."""
-        self._pool._handle()
-        _lib.orbit_permit_finish(byref(self._s))
-
-    def __enter__(self):
-        return self
+        self._end(_lib.orbit_permit_finish)
 
     def __exit__(self, *exc):
         self.finish()
@@ -233,35 +230,10 @@ class PoolStats(NamedTuple):
     key_sweeps: int
 
 
-class Pool(Handle):
+class Pool(Table):
     """A pool table of a fleet (Fleet.pool). Calls are thread-safe on a shared handle."""
 
-    _what = "pool"
-
-    def __init__(self, h, parent):
-        super().__init__(h, parent)
-        self._fd = None
-        self._reactors = None
-
-    @classmethod
-    def _open(cls, fleet, kind, key_capacity, lane_capacity, generation_limit, existing):
-        call = "Fleet.pool"
-        kind = uint(kind, 8, call, "kind")
-        h = c_void_p()
-        if existing:
-            check(_lib.orbit_pool_open_existing(fleet._handle(), kind, byref(h)), OPENING)
-        else:
-            spec = _lib.PoolSpec(kind=kind, key_capacity=uint(key_capacity, 32, call, "key_capacity"),
-                                 lane_capacity=uint(lane_capacity, 32, call, "lane_capacity"),
-                                 generation_limit=uint(generation_limit, 32, call, "generation_limit"))
-            check(_lib.orbit_pool_open(fleet._handle(), byref(spec), byref(h)), OPENING)
-        return cls(h.value, fleet)
-
-    def _release(self, h):
-        if self._reactors:
-            for r in list(self._reactors):
-                r.forget_fd(self._fd)
-        _lib.orbit_pool_close(h)
+    _what, _name, _spec = "pool", "pool", _lib.PoolSpec
 
     @property
     def kind(self):

@@ -23,8 +23,8 @@ from ctypes import byref, c_void_p
 from typing import NamedTuple
 
 from . import _lib
-from ._util import Deadline, Handle, cstr, fetch, text_of, uint, wait
-from .errors import OPENING, STREAMS, TooLargeError, check, malformed
+from ._util import Deadline, Handle, Table, cstr, fetch, text_of, uint, wait
+from .errors import STREAMS, TooLargeError, check, malformed
 from .fleet import Id
 
 _SIDES = ("a", "b")
@@ -110,38 +110,16 @@ FIN, RESET, READER_GONE, CLOSE_WATCH = 1, 2, 4, 8
 _SIDE_STATES = ("free", "claimed", "released", "dead")
 
 
-class Streams(Handle):
+class Streams(Table):
     """A streams table of a fleet (Fleet.streams). Thread-safe on a shared handle."""
 
-    _what = "streams table"
+    _what, _name, _spec = "streams table", "streams", _lib.StreamSpec
 
     def __init__(self, h, parent):
         super().__init__(h, parent)
-        self._fd = None
-        self._reactors = None
         s = _lib.StreamSpec()
         check(_lib.orbit_streams_spec(h, byref(s)))
         self.buffer_bytes = s.buffer_bytes   # bytes one direction's ring holds
-
-    @classmethod
-    def _open(cls, fleet, kind, lane_capacity, buffer_bytes, generation_limit, existing):
-        call = "Fleet.streams"
-        kind = uint(kind, 8, call, "kind")
-        h = c_void_p()
-        if existing:
-            check(_lib.orbit_streams_open_existing(fleet._handle(), kind, byref(h)), OPENING)
-        else:
-            spec = _lib.StreamSpec(kind=kind, lane_capacity=uint(lane_capacity, 32, call, "lane_capacity"),
-                                   buffer_bytes=uint(buffer_bytes, 32, call, "buffer_bytes"),
-                                   generation_limit=uint(generation_limit, 32, call, "generation_limit"))
-            check(_lib.orbit_streams_open(fleet._handle(), byref(spec), byref(h)), OPENING)
-        return cls(h.value, fleet)
-
-    def _release(self, h):
-        if self._reactors:
-            for r in list(self._reactors):
-                r.forget_fd(self._fd)
-        _lib.orbit_streams_close(h)
 
     @property
     def kind(self):
