@@ -440,6 +440,15 @@ for _name, (_res, *_args) in _SIGNATURES.items():
             raise ImportError("orbit: %s lacks %s: an older liborbit than this package needs" % (path, _name))
 
 
+def bare(name, restype):
+    """Call name with no argtypes, for a hot path whose arguments are ctypes objects already:
+    ctypes then converts nothing (argtypes cost a from_param per argument per call, about a
+    third of a call's instructions). Pointers must be byref()/pointer objects or c_void_p."""
+    f = lib._FuncPtr((name, lib))
+    f.restype = restype
+    return f
+
+
 def has(name):
     """Whether the loaded library has call name (tables may be left out of a build)."""
     return name in globals()

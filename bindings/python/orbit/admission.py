@@ -33,8 +33,12 @@ from ._util import Deadline, Table, fetch, timeout_ms, uint, wait
 from .errors import Deferred, Rejected, Skipped, check, error, malformed
 
 _ETIMEDOUT = errno.ETIMEDOUT
-# The claim+release path, bound once (a module global is found faster than an attribute).
-_AdmitResult, _try_claim, _release = _lib.AdmitResult, _lib.orbit_admission_try_claim, _lib.orbit_admission_release
+# The claim+release path: bound once, and without argtypes (_lib.bare): its arguments are
+# ctypes objects already (the handle as a c_void_p, byref pointers), so ctypes converts nothing.
+_AdmitResult = _lib.AdmitResult
+_CLAIM_OFFSET = _lib.AdmitResult.claim.offset
+_try_claim = _lib.bare("orbit_admission_try_claim", ctypes.c_int)
+_release = _lib.bare("orbit_admission_release", ctypes.c_int)
 
 
 class Outcome(enum.IntEnum):
@@ -94,11 +98,21 @@ class Claim:
     struct orbit_claim, Claim.from_bytes(admission, data) reads it back.
     """
 
-    __slots__ = ("_s", "_adm", "_keep")
+    __slots__ = ("_adm", "_r", "_ref", "_done")
     SIZE = ctypes.sizeof(_lib.Claim)   # len(bytes(claim))
 
-    def __init__(self, adm, struct, keep=None):
-        self._adm, self._s, self._keep = adm, struct, keep
+    def __init__(self, adm, r, ref):
+        # r holds the claim (an AdmitResult, or a Claim struct); ref points at it for the calls.
+        self._adm, self._r, self._ref, self._done = adm, r, ref, False
+
+    @classmethod
+    def _of(cls, adm, result):
+        return cls(adm, result, byref(result, _CLAIM_OFFSET))
+
+    @property
+    def _s(self):
+        r = self._r
+        return r.claim if r.__class__ is _AdmitResult else r
 
     serial = property(lambda self: self._s.serial, doc="Never reused by this ledger.")
     node = property(lambda self: self._s.node, doc="The claimer's node.")
@@ -109,22 +123,26 @@ class Claim:
     def release(self):
         """Give the units back and wake deferred claimers. NotReservedError when the claim is
         not live any more (released before, or given back by a death report)."""
-        h = self._adm._h or self._adm._handle()
-        rc = _release(h, byref(self._s))
+        adm = self._adm
+        if adm._h is None:
+            adm._handle()                # raises: the ledger handle is closed
+        rc = _release(adm._hv, self._ref)
         if rc < 0:
             raise error(-rc)
+        self._done = True
 
     def units(self):
         """{domain: units} the live claim charges."""
         adm = self._adm._handle()
-        got = fetch(lambda buf, n: _lib.orbit_admission_claim_units(adm, byref(self._s), buf, n), _lib.Units, 8)
+        s = self._s
+        got = fetch(lambda buf, n: _lib.orbit_admission_claim_units(adm, byref(s), buf, n), _lib.Units, 8)
         return {u.domain: u.units for u in got}
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        if not self._s.released:
+        if not self._done:
             self.release()
 
     def __bytes__(self):
@@ -138,7 +156,8 @@ class Claim:
             raise malformed("Claim.from_bytes", "%d bytes, not %d" % (len(data), cls.SIZE))
         if not isinstance(admission, Admission):
             raise malformed("Claim.from_bytes", "%r is not an orbit.Admission" % (admission,))
-        return cls(admission, _lib.Claim.from_buffer_copy(data))
+        s = _lib.Claim.from_buffer_copy(data)
+        return cls(admission, s, byref(s))
 
     def __repr__(self):
         return "Claim(serial=%d, node=%d%s)" % (self.serial, self.node, ", released" if self.released else "")
@@ -154,7 +173,7 @@ class AdmitResult:
 
     def __init__(self, adm, r):
         self.outcome = Outcome(r.outcome)
-        self.claim = Claim(adm, r.claim, r) if r.outcome == 0 else None
+        self.claim = Claim._of(adm, r) if r.outcome == 0 else None
         self.release_epoch = r.release_epoch
         self.blocker_domain, self.blocker_free, self.blocker_maximum = (r.blocker_domain, r.blocker_free,
                                                                         r.blocker_maximum)
@@ -235,6 +254,7 @@ class Admission(Table):
 
     def __init__(self, h, parent):
         super().__init__(h, parent)
+        self._hv = ctypes.c_void_p(h)   # the handle as the claim path passes it
         self._demands = {}
 
     def set_capacity(self, domain, capacity):
@@ -245,14 +265,18 @@ class Admission(Table):
                                                 uint(capacity, 64, call, "capacity")))
 
     def _demand(self, units, fit, retained_bytes):
-        """The Demand for these units, built once per distinct vector (a few hundred kept)."""
+        """The Demand for these units, built once per distinct vector (a few hundred kept).
+        Only vectors of exact ints share an entry: 1.0 == 1, but only Demand may judge 1.0."""
         try:
-            key = (tuple(units.items() if units.__class__ is dict else units),
-                   tuple(fit.items() if fit.__class__ is dict else fit), retained_bytes)
-            # Only exact ints share an entry: 1.0 == 1, but only Demand may judge 1.0.
-            exact = retained_bytes.__class__ is int and all(
-                p.__class__ is tuple and len(p) == 2 and p[0].__class__ is int and p[1].__class__ is int
-                for p in key[0] + key[1])
+            pairs = tuple(units.items()) if units.__class__ is dict else tuple(units)
+            fits = (tuple(fit.items()) if fit.__class__ is dict else tuple(fit)) if fit else ()
+            exact = retained_bytes.__class__ is int
+            for p in pairs + fits if fits else pairs:
+                if p.__class__ is not tuple or len(p) != 2 or p[0].__class__ is not int \
+                        or p[1].__class__ is not int:
+                    exact = False
+                    break
+            key = (pairs, fits, retained_bytes)
             d = self._demands.get(key) if exact else None
         except TypeError:            # unhashable: not a vector of ints; Demand names what is wrong
             return Demand(units, fit, retained_bytes)
@@ -264,30 +288,36 @@ class Admission(Table):
                 self._demands[key] = d
         return d
 
-    def _try(self, h, demand):
+    def _try(self, demand):
         r = _AdmitResult()
-        rc = _try_claim(h, demand._ref, byref(r))
+        rc = _try_claim(self._hv, demand._ref, byref(r))
         if rc < 0:
             raise error(-rc)
         return r
 
-    def _until(self, demand, timeout, call):
-        """try_claim until CLAIMED or anything but DEFERRED, waiting for releases up to timeout.
-        The first try is the fast path a claim that fits takes: no deadline, no wait."""
+    @staticmethod
+    def _check_timeout(timeout, call):
         if timeout is not None and (timeout.__class__ not in (int, float) or not timeout >= 0):
             timeout_ms(timeout, call)        # raises: refused before anything is claimed
-        h = self._h or self._handle()
-        r = self._try(h, demand)
+
+    def _until(self, demand, timeout, call, r=None):
+        """try_claim until CLAIMED or anything but DEFERRED, waiting for releases up to timeout
+        (r: the first try's result, when the caller made it)."""
+        if r is None:
+            self._check_timeout(timeout, call)
+            if self._h is None:
+                self._handle()               # raises: closed
+            r = self._try(demand)
         if r.outcome != 1 or timeout == 0:
             return r
         deadline = Deadline(timeout, call)
         while r.outcome == 1:
-            rc = _lib.orbit_admission_wait(h, r.release_epoch, deadline.slice_ms(), None)
+            rc = _lib.orbit_admission_wait(self._handle(), r.release_epoch, deadline.slice_ms(), None)
             if rc == -_ETIMEDOUT and not deadline.again(rc):
                 return r          # still DEFERRED at the deadline
             if rc != -_ETIMEDOUT:
                 check(rc)
-            r = self._try(h, demand)
+            r = self._try(demand)
         return r
 
     def try_claim(self, units, *, fit=(), retained_bytes=0, timeout=0):
@@ -304,9 +334,20 @@ class Admission(Table):
         context manager that releases); raises Deferred (the timeout passed), Rejected (it can
         never fit) or Skipped: exceptions, not results."""
         d = units if units.__class__ is Demand else self._demand(units, fit, retained_bytes)
-        r = self._until(d, timeout, "Admission.claim")
+        if timeout is not None:
+            self._check_timeout(timeout, "Admission.claim")
+        if self._h is None:
+            self._handle()                   # raises: closed
+        # The first try inline: a claim that fits takes no deadline, no wait, no other frame.
+        r = _AdmitResult()
+        rc = _try_claim(self._hv, d._ref, byref(r))
+        if rc < 0:
+            raise error(-rc)
         if r.outcome == 0:
-            return Claim(self, r.claim, r)
+            return Claim(self, r, byref(r, _CLAIM_OFFSET))
+        r = self._until(d, timeout, "Admission.claim", r)
+        if r.outcome == 0:
+            return Claim._of(self, r)
         raise AdmitResult(self, r).refusal()
 
     async def claim_async(self, units, *, fit=(), retained_bytes=0, timeout=None):

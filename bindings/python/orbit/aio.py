@@ -290,9 +290,9 @@ async def claim(adm, demand, timeout=None):
     deadline, r = Deadline(timeout, call), reactor()
     while True:
         h = adm._handle()
-        res = adm._try(h, demand)
+        res = adm._try(demand)
         if res.outcome == Outcome.CLAIMED:
-            return Claim(adm, res.claim, res)
+            return Claim._of(adm, res)
         if res.outcome != Outcome.DEFERRED:
             raise AdmitResult(adm, res).refusal()
         since = res.release_epoch
