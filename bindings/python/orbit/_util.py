@@ -47,12 +47,12 @@ def cstr(value, call, what):
 
 
 def timeout_ms(timeout, call):
-    """Seconds (None: forever, 0: look once) as the C timeout_ms (-1 forever)."""
+    """Seconds (None or math.inf: forever, 0: look once) as the C timeout_ms (-1 forever)."""
     if timeout is None:
         return -1
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
         raise malformed(call, "timeout %r is not None or a number of seconds >= 0" % (timeout,))
-    return min(INT_MAX, math.ceil(timeout * 1000))
+    return -1 if timeout == math.inf else min(INT_MAX, math.ceil(timeout * 1000))
 
 
 class Deadline:

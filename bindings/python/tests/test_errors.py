@@ -58,6 +58,7 @@ class TestBadArguments(FleetCase):
             (M, lambda: f.wait_node_death(99, 1, timeout=0)),
             (M, lambda: f.wait_node_death(1, 1, timeout=-1)),
             (M, lambda: f.wait_node_death(1, 1, timeout="soon")),
+            (M, lambda: f.wait_node_death(1, 1, timeout=float("nan"))),
             (M, lambda: f.node_dead(99, 1)),
             (M, lambda: f.counters(99)),
             (M, lambda: orbit.Id.parse("1:2")),
