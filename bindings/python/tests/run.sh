@@ -34,8 +34,9 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 # pip builds in the source folder (build/, *.egg-info): give it a copy.
 cp -r "$src/bindings/python" "$work/src"
 rm -rf "$work/src/build" "$work/src"/*.egg-info
-"$python" -m venv --system-site-packages "$work/venv"
-if ! "$work/venv/bin/pip" install --no-index --quiet "$work/src" > "$work/pip.log" 2>&1; then
+# Debian's pip (seen through --system-site-packages) installs into the venv: no ensurepip copy.
+"$python" -m venv --without-pip --system-site-packages "$work/venv"
+if ! "$work/venv/bin/python" -m pip install --no-index --quiet "$work/src" > "$work/pip.log" 2>&1; then
     cat "$work/pip.log"; echo "run.sh: pip install bindings/python failed" >&2; exit 1
 fi
 cd "$work"   # not the source folder: the package comes from the environment pip installed it in
