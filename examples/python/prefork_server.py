@@ -32,6 +32,7 @@ pool are empty at the end. Runs in a few seconds; every wait is bounded.
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import signal
@@ -45,7 +46,9 @@ import orbit.aio
 UPSTREAM = 1                      # the admission domain: upstream calls in flight
 BUDGET = 2                        # ... fleet-wide
 POOL_MAX = 3                      # upstream connections open fleet-wide
-KEY = orbit.Key.from_bytes(b"upstream:pong:01")   # what the pool's connections are good for
+# What the pool's connections are good for: any 16-byte digest of it (Key.from_string, where the
+# library has orbit_key_from_string, is the one every language derives alike).
+KEY = orbit.Key.from_digest(hashlib.blake2b(b"upstream 127.0.0.1", digest_size=16).digest())
 WAIT_S = 10
 
 

@@ -74,6 +74,12 @@ def uring_futex_supported():
     return bool(_lib.orbit_uring_futex_supported())
 
 
+def uring_futex_status():
+    """Why io_uring futex waits are or are not in use, as one sentence for logs
+    (orbit_uring_futex_status; None from a liborbit that lacks it)."""
+    return _lib.text(_lib.orbit_uring_futex_status()) if _lib.has("orbit_uring_futex_status") else None
+
+
 def set_spin_ns(ns):
     """Spin budget before a wait parks in the kernel, process-wide (default 2000, 0 disables)."""
     from ._util import uint
@@ -91,4 +97,5 @@ __all__ = ["Fleet", "Pool", "Streams", "Endpoint", "Admission", "Key", "Id", "Le
            "PoolStats", "StreamInfo", "StreamSide", "StreamStats", "Ring", "Domain", "ClaimInfo", "LedgerInfo",
            "Waiting", "Family", "Sample", "fleets", "fleet_names", "segments", "live_members", "collect", "unlink",
            "counter_names", "metrics", "exposition", "library_version", "library_path", "uring_futex_supported",
+           "uring_futex_status",
            "set_spin_ns", "spin_ns"] + _error_names

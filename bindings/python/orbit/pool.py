@@ -17,41 +17,69 @@ resources it owned when its death is reported (reap, or orbit-reaper).
 """
 
 import ctypes
+import errno
 from ctypes import byref, c_uint32
 from typing import NamedTuple, Optional
 
 from . import _lib
-from ._util import Deadline, Table, fetch, text_of, uint, wait
-from .errors import POOL, check, malformed
+from ._util import Deadline, Table, cstr, fetch, text_of, uint, wait
+from .errors import POOL, NotSupportedError, check, malformed
 from .fleet import Id
 
 POLICIES = ("local_first", "local_only", "least_loaded")
 
 
 class Key(NamedTuple):
-    """A pool key: the caller's own 128-bit digest of what a resource is good for.
+    """A pool key: a 128-bit digest of what a resource is good for.
 
-    Key(lo, hi), or Key.from_bytes(16 bytes) (little-endian lo then hi), e.g.
-    Key.from_bytes(hashlib.blake2b(b"upstream:10.0.0.7:80", digest_size=16).digest()).
-    str() is the library's text form, "key:" + 32 hex digits.
+    Key.from_string("upstream:10.0.0.7:80") (or from_bytes) is the library's
+    digest (orbit_key_from_string: XXH3-128), the key a C or Rust member
+    derives from the same bytes. Key.from_digest(16 bytes) takes a digest of
+    your own (lo is the first 8 bytes, little-endian), Key(lo, hi) the two
+    halves. str() is the library's text form, "key:" + 32 hex digits.
     """
     lo: int
     hi: int
 
     @classmethod
     def from_bytes(cls, data):
-        """A key from exactly 16 bytes: lo is the first 8 (little-endian), hi the last 8."""
+        """The library's key of these bytes (orbit_key_from_bytes), the same in every process
+        and language. NotSupportedError from a liborbit older than that call."""
+        data = bytes(data)
+        return cls._of(_key_call("orbit_key_from_bytes", "Key.from_bytes")(data, len(data)))
+
+    @classmethod
+    def from_string(cls, text):
+        """The library's key of a string's UTF-8 bytes (orbit_key_from_string)."""
+        raw = cstr(text, "Key.from_string", "text")
+        return cls._of(_key_call("orbit_key_from_string", "Key.from_string")(raw))
+
+    @classmethod
+    def from_digest(cls, data):
+        """A key from exactly 16 bytes of your own digest: lo the first 8 (little-endian), hi
+        the last 8 (digest() gives them back)."""
         data = bytes(data)
         if len(data) != 16:
-            raise malformed("Key.from_bytes", "%d bytes, not 16" % len(data))
+            raise malformed("Key.from_digest", "%d bytes, not 16" % len(data))
         return cls(int.from_bytes(data[:8], "little"), int.from_bytes(data[8:], "little"))
 
-    def to_bytes(self):
-        """The 16 bytes from_bytes reads."""
+    def digest(self):
+        """The 16 bytes from_digest reads."""
         return self.lo.to_bytes(8, "little") + self.hi.to_bytes(8, "little")
+
+    @classmethod
+    def _of(cls, k):
+        return cls(k.lo, k.hi)
 
     def __str__(self):
         return text_of(_lib.orbit_key_format, 40, _key(self, "Key"))
+
+
+def _key_call(name, call):
+    if not _lib.has(name):
+        raise NotSupportedError(errno.EOPNOTSUPP, "%s: %s lacks %s (a newer liborbit has it)" %
+                                (call, _lib.path, name))
+    return getattr(_lib, name)
 
 
 def _key(key, call):

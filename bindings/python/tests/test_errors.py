@@ -95,7 +95,8 @@ class TestBadArguments(FleetCase):
             (M, lambda: pool.unregister(2**64)),
             (M, lambda: f.pool(key_capacity=3, kind=98)),     # not a power of two
             (orbit.GeometryError, lambda: f.pool(key_capacity=512)),
-            (M, lambda: orbit.Key.from_bytes(b"short")),
+            (M, lambda: orbit.Key.from_digest(b"short")),
+            (M, lambda: orbit.Key.from_string("a\0b")),
             # streams
             (M, lambda: streams.open("garbage")),
             (orbit.ClaimedError, lambda: streams.open(ticket)),

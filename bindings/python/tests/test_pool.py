@@ -3,11 +3,13 @@
 
 import asyncio
 import pickle
+import subprocess
 import unittest
 
 import orbit
 import orbit.aio
-from support import FleetCase
+from orbit import _lib
+from support import FleetCase, build_c
 
 
 class TestPool(FleetCase):
@@ -94,6 +96,21 @@ class TestPool(FleetCase):
         pool.unregister(rid)
         with self.assertRaises(orbit.StaleError):
             pool.reserve(rid)
+
+
+class TestKeys(unittest.TestCase):
+    def test_keys_from_strings_are_the_c_librarys(self):
+        words = ["", "upstream:10.0.0.7:80", "\u00fcber " * 40]
+        if not _lib.has("orbit_key_from_string"):
+            with self.assertRaises(orbit.NotSupportedError):
+                orbit.Key.from_string("upstream")
+            self.skipTest("this liborbit has no orbit_key_from_string")
+        c = subprocess.run([build_c("key_peer.c")] + words, capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+        self.assertEqual([str(orbit.Key.from_string(w)) for w in words], c)
+        self.assertEqual([orbit.Key.from_bytes(w.encode()) for w in words], [orbit.Key.from_string(w) for w in words])
+        k = orbit.Key.from_string("x")
+        self.assertEqual(orbit.Key.from_digest(k.digest()), k)
 
 
 if __name__ == "__main__":
