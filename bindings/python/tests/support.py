@@ -112,6 +112,21 @@ class Proc:
                 pass
 
 
+def until(predicate, what, timeout=WAIT_S):
+    """Poll predicate() every ms until it holds; the test fails after timeout seconds."""
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError("%s: not within %ss" % (what, timeout))
+        time.sleep(0.001)
+
+
+def claimer_waits(adm):
+    """Whether a claimer is parked on the ledger for a release (orbit_admission_waiting)."""
+    w = adm.waiting()
+    return w.parked and w.epoch_wanted > w.change_epoch
+
+
 class FleetCase(unittest.TestCase):
     """A test with its own fleet name, processes stopped and the fleet unlinked at the end."""
 

@@ -7,7 +7,7 @@ import unittest
 
 import orbit
 import orbit.aio
-from support import WAIT_S, FleetCase
+from support import WAIT_S, FleetCase, claimer_waits, until
 
 UPSTREAM = 1
 MEMORY = 2
@@ -69,6 +69,7 @@ class TestBudget(FleetCase):
 
         waiter = self.worker("wait-claim", UPSTREAM, 2)   # DEFERRED: only 1 unit is free
         waiter.line("node")
+        until(lambda: claimer_waits(adm), "the second worker parks for a release")
         deaths_before = f.death_counters().deaths_reported
         holder.kill9()
         f.wait_node_death(node, inc, timeout=WAIT_S)      # no reaper: the kernel's lock tells
@@ -141,7 +142,7 @@ class TestOutcomes(FleetCase):
                 held = adm.claim({UPSTREAM: 1})
                 w = self.worker("async-claim", UPSTREAM, 1, env=env)
                 w.line("node")
-                time.sleep(0.1)                       # it is DEFERRED now, awaiting a release
+                until(lambda: claimer_waits(adm), "the worker parks for a release")
                 held.release()
                 self.assertEqual(w.line(), "claimed " + want)
                 self.assertEqual(w.wait(), 0)
