@@ -68,6 +68,12 @@ class NodeInfo(Struct):
                 ("resv", c_uint64 * 1)]
 
 
+class GenerationInfo(Struct):
+    _fields_ = [("generation", c_uint32), ("name", c_char * 65), ("readable", c_bool), ("capacity", c_uint16),
+                ("live_members", c_int32), ("library_version", c_uint32), ("layouts", c_uint32 * 8),
+                ("backing", c_int), ("resv", c_uint64 * 4)]
+
+
 class SegmentInfo(Struct):
     _fields_ = [("kind", c_uint8), ("backing", c_int), ("size", c_uint64), ("epoch", c_uint64),
                 ("path", c_char * 256), ("resident", c_uint64), ("resv", c_uint64 * 1)]
@@ -255,7 +261,7 @@ class ArenaLaneInfo(Struct):
 # Every struct above, by its C name: tests/test_abi.py compares each field's offset and each
 # size with what the C compiler says (tests/c_helper.c layout).
 STRUCTS = {
-    "orbit_fleet_opts": FleetOpts, "orbit_node_info": NodeInfo, "orbit_segment_info": SegmentInfo,
+    "orbit_fleet_opts": FleetOpts, "orbit_generation_info": GenerationInfo, "orbit_node_info": NodeInfo, "orbit_segment_info": SegmentInfo,
     "orbit_table_info": TableInfo, "orbit_reclaim": Reclaim, "orbit_counters": Counters,
     "orbit_death_counters": DeathCounters, "orbit_key": Key, "orbit_pool_spec": PoolSpec,
     "orbit_candidate": Candidate, "orbit_lease": Lease, "orbit_execution": Execution, "orbit_permit": Permit,
@@ -309,6 +315,7 @@ _SIGNATURES = {
     "orbit_fleet_node_dead": (c_int, _h, c_uint16, c_uint64),
     "orbit_fleet_segments": (c_ssize_t, c_char_p, POINTER(SegmentInfo), c_size_t),
     "orbit_fleet_list": (c_ssize_t, c_void_p, c_size_t),
+    "orbit_fleet_generations": (c_ssize_t, c_char_p, c_void_p, c_size_t),
     "orbit_backing_name": (c_char_p, c_int),
     "orbit_set_spin_ns": (None, c_uint32),
     "orbit_spin_ns": (c_uint32,),

@@ -24,7 +24,7 @@ import time
 from typing import NamedTuple
 
 from . import _lib
-from .errors import Error
+from .errors import Error, GeometryError
 from .fleet import Fleet, fleet_names
 
 COMMON_COUNTERS = 5   # counter indices every table type shares (parks, wakes, ...): orbit_table_..._total
@@ -250,24 +250,66 @@ def _fleet(p, f, fl):
 _UP_HELP = "1 when the fleet's segments could be opened and read, else 0."
 
 
+def _generation_info(name):
+    """orbit_fleet_generations' entry for exactly this generation's name, or None."""
+    if not _lib.has("orbit_fleet_generations"):
+        return None
+    buf = (_lib.GenerationInfo * 64)()
+    n = _lib.orbit_fleet_generations(name.encode(), buf, 64)
+    for g in buf[:max(0, min(n, 64))]:
+        if g.name.decode() == name:
+            return g
+    return None
+
+
+def _generation(p, name, fl, unreadable):
+    g = _generation_info(name)
+    if g is None:
+        return
+    v = g.library_version
+    version = "%d.%d.%d" % (v >> 16, (v >> 8) & 0xff, v & 0xff) if v else ""
+    p.gauge("orbit_fleet_generation_info", "1 for each generation of a fleet: the orbit version that started "
+            "it (empty: not recorded) and whether this reader's library reads its layouts.",
+            fl + [("version", version), ("readable", "true" if g.readable else "false")], 1)
+    if unreadable and g.live_members >= 0:
+        p.gauge("orbit_fleet_live_members", "Members whose process is alive.", fl, g.live_members)
+
+
+def _labels(name):
+    """A generation's name, "web" or "web@2": its fleet and generation labels."""
+    base, _, gen = name.partition("@")
+    return [("fleet", base), ("generation", gen or "1")]
+
+
 def _one(p, name):
-    fl = [("fleet", name)]
+    fl = _labels(name)
     try:
         f = Fleet.observe(name)
-    except Error:
+    except Error as e:
+        _generation(p, name, fl, isinstance(e, GeometryError))
         p.gauge("orbit_fleet_up", _UP_HELP, fl, 0)
-        return False
+        return isinstance(e, GeometryError)   # another release's generation: there, not ours to read
+    _generation(p, name, fl, False)
     with f:
         p.gauge("orbit_fleet_up", _UP_HELP, fl, 1)
         _fleet(p, f, fl)
     return True
 
 
+def _generations_of(name):
+    """A fleet named: every generation of it; a generation's name ("web@2"): that one."""
+    if "@" in name or not _lib.has("orbit_fleet_generations"):
+        return [name]
+    buf = (_lib.GenerationInfo * 64)()
+    n = _lib.orbit_fleet_generations(name.encode(), buf, 64)
+    return [g.name.decode() for g in buf[:min(n, 64)]] if n > 0 else [name]
+
+
 def metrics(names=None):
     """The metric families of the named fleets (None: every fleet on this host), read as
     observers, in orbitctl metrics' order. A fleet that cannot be opened has orbit_fleet_up 0."""
     p = _Collector()
-    for name in fleet_names() if names is None else names:
+    for name in fleet_names() if names is None else [g for n in names for g in _generations_of(n)]:
         _one(p, name)
     return list(p.families.values())
 
@@ -275,7 +317,8 @@ def metrics(names=None):
 def fleet_families(fleet):
     """The metric families of one fleet, read through an open handle (Fleet.metrics)."""
     p = _Collector()
-    fl = [("fleet", fleet.name)]
+    fl = _labels(fleet.name)
+    _generation(p, fleet.name, fl, False)
     p.gauge("orbit_fleet_up", _UP_HELP, fl, 1)
     _fleet(p, fleet, fl)
     return list(p.families.values())
