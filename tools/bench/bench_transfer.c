@@ -13,8 +13,8 @@
  * of their own, both sides busy-polling. The exchange is zero-copy too (the
  * sender fills a reserved chunk of the arena, the receiver reads the chunk it
  * consumed); the stream copies (the sender fills a buffer and writes it, the
- * receiver reads into a buffer and sums it). Each transport buffers the same
- * bytes: 4 MiB of slots, of ring, of arena lane.
+ * receiver reads into a buffer and sums it). Each transport buffers four
+ * messages: four slots, a ring and an arena lane of four messages' bytes.
  *
  * Cases: 1 MiB messages, with orbit's blocking calls (their default spin,
  * then a park) and spinning (ORBIT_SPIN_NS at its ceiling, 1 ms: a waiter
@@ -40,7 +40,8 @@
 #include "bench_pair.h"
 #include "bench_place.h"
 
-#define XF_BUFFER    (4u << 20)    /* each transport's buffering: slots, ring, arena lane */
+#define XF_IN_FLIGHT 4u            /* each transport buffers this many messages */
+#define XF_BUFFER    (XF_IN_FLIGHT << 20)   /* the most: four 1 MiB slots (the ring's mapping) */
 #define XF_SPIN_NS   1000000u      /* "spinning": the spin ceiling (orbit_set_spin_ns) */
 #define XF_RECEIVER  0             /* fleet nodes */
 #define XF_SENDER    1
@@ -49,13 +50,19 @@
 enum xport { XP_RING, XP_STREAM, XP_EXCHANGE };
 enum xwait { XW_BLOCK, XW_SPIN };
 struct cell { enum xport xp; enum xwait wait; };
-struct xcase { const char *key, *name; size_t msg; int ncells; struct cell cells[XF_CELLS_MAX]; };
+struct xcase {
+    const char *key, *name;
+    size_t msg;
+    uint8_t stream_kind, control_kind, arena_kind;   /* its tables: sized for four messages */
+    int ncells;
+    struct cell cells[XF_CELLS_MAX];
+};
 
 static const struct xcase cases[] = {
-    { "1m", "1 MiB messages", 1u << 20, 5,
+    { "1m", "1 MiB messages", 1u << 20, ORBIT_STREAM_KIND, ORBIT_EXCHANGE_CONTROL_KIND, ORBIT_ARENA_KIND, 5,
       { { XP_RING, XW_SPIN }, { XP_STREAM, XW_BLOCK }, { XP_STREAM, XW_SPIN }, { XP_EXCHANGE, XW_BLOCK },
         { XP_EXCHANGE, XW_SPIN } } },
-    { "64k_spin", "64 KiB messages, both sides spinning", 64u << 10, 3,
+    { "64k_spin", "64 KiB messages, both sides spinning", 64u << 10, 238, 237, 236, 3,
       { { XP_RING, XW_SPIN }, { XP_STREAM, XW_SPIN }, { XP_EXCHANGE, XW_SPIN } } },
 };
 #define NCASES (sizeof cases / sizeof cases[0])
@@ -78,8 +85,8 @@ struct xbench {
     struct xshared *sh;
     unsigned char *slots;                 /* the ring's XF_BUFFER bytes */
     struct orbit_fleet *f;
-    struct orbit_streams *streams;
-    struct orbit_exchanges *exchanges;
+    struct orbit_streams *streams[NCASES];
+    struct orbit_exchanges *exchanges[NCASES];
     struct series gbps[NCASES][XF_CELLS_MAX];
     struct bench_run run;
 };
@@ -93,7 +100,7 @@ static const char usage[] =
 "  both busy-polling): orbit's exchange (zero-copy through its payload arena) and\n"
 "  stream (a copy in, a copy out). 1 MiB messages with orbit's blocking calls and\n"
 "  spinning (ORBIT_SPIN_NS at its 1 ms ceiling), and 64 KiB messages with both\n"
-"  sides spinning. Each transport buffers 4 MiB.\n"
+"  sides spinning. Each transport buffers four messages.\n"
 "\n"
 "  --bytes N      bytes moved per run (default 256M; K/M/G suffixes; at least 1M)\n"
 "  --pairs N      run every case's transports back to back N times, the order\n"
@@ -122,7 +129,7 @@ static void relax(void) { bench_cpu_relax(); }
 static int ring_send(struct xbench *b, size_t len, uint64_t n)
 {
     struct xshared *sh = b->sh;
-    uint64_t slots = XF_BUFFER / len;
+    const uint64_t slots = XF_IN_FLIGHT;
     for (uint64_t i = 0; i < n; i++) {
         /* Acquire: the receiver's reads of the slot it released are done. */
         while (i - atomic_load_explicit(&sh->tail, memory_order_acquire) >= slots)
@@ -137,7 +144,7 @@ static int ring_send(struct xbench *b, size_t len, uint64_t n)
 static int ring_receive(struct xbench *b, size_t len, uint64_t n, uint64_t *sum)
 {
     struct xshared *sh = b->sh;
-    uint64_t slots = XF_BUFFER / len;
+    const uint64_t slots = XF_IN_FLIGHT;
     for (uint64_t i = 0; i < n; i++) {
         while (atomic_load_explicit(&sh->head, memory_order_acquire) <= i)
             relax();
@@ -151,15 +158,19 @@ static int ring_receive(struct xbench *b, size_t len, uint64_t n, uint64_t *sum)
 
 /* ---- orbit: set-up ---------------------------------------------------------------- */
 
-static const struct orbit_stream_spec stream_spec = { .kind = ORBIT_STREAM_KIND, .lane_capacity = 1,
-                                                      .buffer_bytes = XF_BUFFER };
+static struct orbit_stream_spec stream_spec(const struct xcase *c)
+{
+    return (struct orbit_stream_spec){ .kind = c->stream_kind, .lane_capacity = 1,
+                                       .buffer_bytes = (uint32_t)(XF_IN_FLIGHT * c->msg) };
+}
 
-static struct orbit_exchange_spec exchange_spec(void)
+static struct orbit_exchange_spec exchange_spec(const struct xcase *c)
 {
     struct orbit_exchange_spec s = ORBIT_EXCHANGE_SPEC_DEFAULT;
+    s.control.kind = c->control_kind;
     s.control.lane_capacity = 4;
-    s.a_to_b = (struct orbit_arena_spec){ .kind = ORBIT_ARENA_KIND, .slot_bytes = 64u << 10,
-                                          .slots_per_lane = XF_BUFFER / (64u << 10) };
+    s.a_to_b = (struct orbit_arena_spec){ .kind = c->arena_kind, .slot_bytes = 64u << 10,
+                                          .slots_per_lane = (uint32_t)(XF_IN_FLIGHT * c->msg / (64u << 10)) };
     return s;
 }
 
@@ -180,13 +191,15 @@ static void spin_for(enum xwait w)
 
 /* ---- orbit: the sender (a child of its own: handles never cross fork) ---------------- */
 
-static int stream_send(struct orbit_fleet *f, struct xshared *sh, size_t len, uint64_t n)
+static int stream_send(struct orbit_fleet *f, struct xshared *sh, const struct xcase *c, uint64_t n)
 {
+    struct orbit_stream_spec spec = stream_spec(c);
     struct orbit_streams *s;
     struct orbit_endpoint *ep;
     struct orbit_ticket t;
+    size_t len = c->msg;
     unsigned char *buf = malloc(len);
-    int rc = buf ? orbit_streams_open(f, &stream_spec, &s) : -ENOMEM;
+    int rc = buf ? orbit_streams_open(f, &spec, &s) : -ENOMEM;
     if (rc < 0)
         return rc;
     if ((rc = orbit_streams_create(s, &ep, &t)) == 0 && (rc = orbit_streams_offer(s, &t, XF_RECEIVER)) == 0) {
@@ -206,9 +219,10 @@ static int stream_send(struct orbit_fleet *f, struct xshared *sh, size_t len, ui
     return rc;
 }
 
-static int exchange_send(struct orbit_fleet *f, struct xshared *sh, size_t len, uint64_t n)
+static int exchange_send(struct orbit_fleet *f, struct xshared *sh, const struct xcase *c, uint64_t n)
 {
-    struct orbit_exchange_spec spec = exchange_spec();
+    struct orbit_exchange_spec spec = exchange_spec(c);
+    size_t len = c->msg;
     struct orbit_exchanges *xs;
     struct orbit_exchange *x;
     struct orbit_ticket t;
@@ -251,7 +265,7 @@ static _Noreturn void sender(struct xbench *b, const struct xcase *c, struct cel
     } else {
         spin_for(cell.wait);
         struct orbit_fleet *f = join_as(b->fleet, XF_SENDER);
-        rc = !f ? -1 : cell.xp == XP_STREAM ? stream_send(f, b->sh, c->msg, n) : exchange_send(f, b->sh, c->msg, n);
+        rc = !f ? -1 : cell.xp == XP_STREAM ? stream_send(f, b->sh, c, n) : exchange_send(f, b->sh, c, n);
         if (rc < 0)
             fprintf(stderr, "orbit-bench transfer: sender: %s\n", f ? orbit_last_error() : "join failed");
         if (f)
@@ -264,13 +278,14 @@ static _Noreturn void sender(struct xbench *b, const struct xcase *c, struct cel
 
 /* ---- orbit: the receiver (this process, node 0 for the whole run) ------------------- */
 
-static int stream_receive(struct xbench *b, size_t len, uint64_t n, uint64_t *sum, int64_t *t0)
+static int stream_receive(struct xbench *b, size_t k, uint64_t n, uint64_t *sum, int64_t *t0)
 {
     struct orbit_ticket t;
     struct orbit_endpoint *ep;
+    size_t len = cases[k].msg;
     unsigned char *buf = malloc(len);
-    int rc = buf ? orbit_streams_wait_offer(b->streams, 10000, &t) : -ENOMEM;
-    if (rc == 0 && (rc = orbit_streams_open_ticket(b->streams, &t, &ep)) == 0) {
+    int rc = buf ? orbit_streams_wait_offer(b->streams[k], 10000, &t) : -ENOMEM;
+    if (rc == 0 && (rc = orbit_streams_open_ticket(b->streams[k], &t, &ep)) == 0) {
         while (atomic_load(&b->sh->ready) < 1 && !atomic_load(&b->sh->failed))
             relax();
         atomic_store(&b->sh->go, 1);
@@ -291,13 +306,14 @@ static int stream_receive(struct xbench *b, size_t len, uint64_t n, uint64_t *su
     return rc;
 }
 
-static int exchange_receive(struct xbench *b, size_t len, uint64_t n, uint64_t *sum, int64_t *t0)
+static int exchange_receive(struct xbench *b, size_t k, uint64_t n, uint64_t *sum, int64_t *t0)
 {
     struct orbit_ticket t;
     struct orbit_exchange *x;
     struct orbit_exchange_event ev;
-    int rc = orbit_exchanges_wait_offer(b->exchanges, 10000, &t);
-    if (rc < 0 || (rc = orbit_exchange_open(b->exchanges, &t, &x)) < 0)
+    size_t len = cases[k].msg;
+    int rc = orbit_exchanges_wait_offer(b->exchanges[k], 10000, &t);
+    if (rc < 0 || (rc = orbit_exchange_open(b->exchanges[k], &t, &x)) < 0)
         return rc;
     if ((rc = orbit_exchange_next(x, &ev, 10000)) == 0 && ev.type != ORBIT_EXCHANGE_START)
         rc = -1;
@@ -320,8 +336,9 @@ static int exchange_receive(struct xbench *b, size_t len, uint64_t n, uint64_t *
 }
 
 /* GB/s of one run of a cell, or -1 when it failed. */
-static double run_cell(struct xbench *b, const struct xcase *c, struct cell cell)
+static double run_cell(struct xbench *b, size_t k, struct cell cell)
 {
+    const struct xcase *c = &cases[k];
     uint64_t n = b->bytes / c->msg, sum = 0;
     struct xshared *sh = b->sh;
     memset(sh, 0, sizeof *sh);
@@ -341,8 +358,7 @@ static double run_cell(struct xbench *b, const struct xcase *c, struct cell cell
         t0 = bench_now_ns();
         rc = ring_receive(b, c->msg, n, &sum);
     } else {
-        rc = cell.xp == XP_STREAM ? stream_receive(b, c->msg, n, &sum, &t0)
-                                  : exchange_receive(b, c->msg, n, &sum, &t0);
+        rc = cell.xp == XP_STREAM ? stream_receive(b, k, n, &sum, &t0) : exchange_receive(b, k, n, &sum, &t0);
     }
     int64_t t1 = bench_now_ns();
     atomic_store(&sh->done, 1);
@@ -375,22 +391,26 @@ static void *map_slots(void)
 
 static int open_orbit(struct xbench *b)
 {
-    struct orbit_exchange_spec spec = exchange_spec();
     b->f = join_as(b->fleet, XF_RECEIVER);
     if (!b->f)
         return -1;
-    if (orbit_streams_open(b->f, &stream_spec, &b->streams) < 0 ||
-        orbit_exchanges_open(b->f, &spec, &b->exchanges) < 0)
-        return -1;
+    for (size_t k = 0; k < NCASES; k++) {
+        struct orbit_stream_spec ss = stream_spec(&cases[k]);
+        struct orbit_exchange_spec xs = exchange_spec(&cases[k]);
+        if (orbit_streams_open(b->f, &ss, &b->streams[k]) < 0 || orbit_exchanges_open(b->f, &xs, &b->exchanges[k]) < 0)
+            return -1;
+    }
     return 0;
 }
 
 static void close_orbit(struct xbench *b)
 {
-    if (b->exchanges)
-        orbit_exchanges_close(b->exchanges);
-    if (b->streams)
-        orbit_streams_close(b->streams);
+    for (size_t k = 0; k < NCASES; k++) {
+        if (b->exchanges[k])
+            orbit_exchanges_close(b->exchanges[k]);
+        if (b->streams[k])
+            orbit_streams_close(b->streams[k]);
+    }
     if (b->f)
         orbit_fleet_leave(b->f);
     orbit_fleet_unlink(b->fleet);
@@ -432,8 +452,8 @@ static void report_json(const struct xbench *b)
 {
     printf("{\"bench\":\"transfer\",");
     run_print_json(&b->run, stdout);
-    printf(",\"bytes_per_run\":" CLI_JSON_U64 ",\"cpus\":[%d,%d],\"buffer_bytes\":\"%u\",\"results\":[",
-           b->bytes, b->cpu[0], b->cpu[1], XF_BUFFER);
+    printf(",\"bytes_per_run\":" CLI_JSON_U64 ",\"cpus\":[%d,%d],\"messages_in_flight\":%u,\"results\":[",
+           b->bytes, b->cpu[0], b->cpu[1], XF_IN_FLIGHT);
     const char *sep = "";
     for (size_t k = 0; k < NCASES; k++) {
         const struct xcase *c = &cases[k];
@@ -512,7 +532,7 @@ int bench_transfer(int argc, char **argv)
         for (size_t k = 0; k < NCASES && status == 0; k++)
             for (int j = 0; j < cases[k].ncells && status == 0; j++) {
                 int i = run_orbit_first(pair) ? cases[k].ncells - 1 - j : j;   /* the ring last, then first */
-                double g = run_cell(&b, &cases[k], cases[k].cells[i]);
+                double g = run_cell(&b, k, cases[k].cells[i]);
                 if (g < 0)
                     status = 1;
                 series_put(&b.gbps[k][i], pair, g);
