@@ -181,7 +181,7 @@ static ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf
     }
     if (deferred)
         stream_dir_wake(s, ep->slot, dir, WATCH_READER);
-    atomic_fetch_add_explicit(&s->bytes_written, n, memory_order_relaxed);
+    orb_tally_add(&s->tally, STREAM_TALLY_WRITTEN, n);
     orb_count(&s->ctr, STREAM_CTR_BYTES_WRITTEN, n);
     if (exact)
         orb_count(&s->ctr, STREAM_CTR_FRAMES_WRITTEN, 1);
@@ -227,7 +227,7 @@ static ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_
     }
     if (deferred)
         stream_dir_wake(s, ep->slot, dir, WATCH_WRITER);
-    atomic_fetch_add_explicit(&s->bytes_read, n, memory_order_relaxed);
+    orb_tally_add(&s->tally, STREAM_TALLY_READ, n);
     orb_count(&s->ctr, STREAM_CTR_BYTES_READ, n);
     if (exact)
         orb_count(&s->ctr, STREAM_CTR_FRAMES_READ, 1);
@@ -296,7 +296,7 @@ static inline size_t write_fast(struct orbit_endpoint *ep, const unsigned char *
         line_copy_put(d, buf, len, head + len);
     if (publish_head(ep, head, head + len))
         stream_dir_wake(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 0 : 1, WATCH_READER);
-    atomic_fetch_add_explicit(&ep->s->bytes_written, len, memory_order_relaxed);
+    orb_tally_add(&ep->s->tally, STREAM_TALLY_WRITTEN, len);
     orb_count(&ep->s->ctr, STREAM_CTR_BYTES_WRITTEN, len);
     if (exact)
         orb_count(&ep->s->ctr, STREAM_CTR_FRAMES_WRITTEN, 1);
@@ -327,7 +327,7 @@ static inline ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, s
         copy_small(buf, ep->rd_ring + start, n);
     if (publish_tail(ep, tail, tail + n))
         stream_dir_wake(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 1 : 0, WATCH_WRITER);
-    atomic_fetch_add_explicit(&ep->s->bytes_read, n, memory_order_relaxed);
+    orb_tally_add(&ep->s->tally, STREAM_TALLY_READ, n);
     orb_count(&ep->s->ctr, STREAM_CTR_BYTES_READ, n);
     if (exact)
         orb_count(&ep->s->ctr, STREAM_CTR_FRAMES_READ, 1);

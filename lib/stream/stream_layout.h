@@ -141,9 +141,9 @@ struct orbit_streams {
     _Atomic uint64_t *epoch;
     enum stream_park park;            /* testing: ORBIT_TEST_STREAM_PARK at open */
     struct orb_spin offer_spin;
-    _Alignas(64) _Atomic uint64_t bytes_written;
-    _Alignas(64) _Atomic uint64_t bytes_read;
 };
+/* The handle's own counts (its tally): orbit_streams_stats' bytes. */
+enum { STREAM_TALLY_WRITTEN, STREAM_TALLY_READ };
 
 struct orbit_endpoint {
     struct orbit_streams *s;

@@ -128,8 +128,15 @@ START_TEST(bytes_cross_in_order_and_end_cleanly)
     struct orbit_stream_stats st = stats_of(x.s);
     ck_assert_uint_eq(st.bytes_written, 16);
     ck_assert_uint_eq(st.bytes_read, 16);
+    /* Each end counts its own bytes; a closed end's stay in the handle's figures. */
     orbit_endpoint_close(a);
+    st = stats_of(x.s);
+    ck_assert_uint_eq(st.bytes_written, 16);
+    ck_assert_uint_eq(st.bytes_read, 16);
     orbit_endpoint_close(b);
+    st = stats_of(x.s);
+    ck_assert_uint_eq(st.bytes_written, 16);
+    ck_assert_uint_eq(st.bytes_read, 16);
     fx_close(&x);
 }
 END_TEST
