@@ -144,7 +144,8 @@ static int write_refusal(const struct orbit_endpoint *ep)
 }
 
 /* One attempt: what fits now (exact: all of it or nothing). */
-static ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
+static __attribute__((noinline)) ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf,
+                                                       size_t len, bool exact)
 {
     struct orbit_streams *s = ep->s;
     size_t cap = s->buffer_bytes;
@@ -189,7 +190,8 @@ static ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf
 }
 
 /* One attempt: what is there now (exact: the whole frame or nothing). 0 = FIN. */
-static ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
+static __attribute__((noinline)) ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_t len,
+                                                      bool exact)
 {
     struct orbit_streams *s = ep->s;
     size_t cap = s->buffer_bytes;
@@ -279,7 +281,7 @@ static inline bool line_copy_get(const struct stream_dir *d, uint64_t head, uint
     return true;
 }
 
-static inline size_t write_fast(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
+static inline __attribute__((always_inline)) size_t write_fast(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
 {
     struct stream_dir *d = ep->wr;
     size_t cap = ep->s->buffer_bytes;
@@ -304,7 +306,7 @@ static inline size_t write_fast(struct orbit_endpoint *ep, const unsigned char *
 }
 
 /* Also -ORBIT_EAGAIN for an empty ring that no flag ends: a waiting reader's first look. */
-static inline ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
+static inline __attribute__((always_inline)) ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
 {
     struct stream_dir *d = ep->rd;
     size_t cap = ep->s->buffer_bytes;
@@ -559,16 +561,12 @@ int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t l
     return r < 0 ? read_said((int)r, ep, len, 0) : 0;
 }
 
-ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
+/* orbit_endpoint_read after a first try that did not read: the general path, the waits. */
+static __attribute__((noinline)) ssize_t read_rest(struct orbit_endpoint *ep, unsigned char *buf, size_t len,
+                                                   int timeout_ms, ssize_t r)
 {
-    int refused = endpoint_enter(ep, __func__);
-    if (refused < 0)
-        return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
-    ssize_t r = read_some(ep, buf, len, false);
+    if (r == 0)
+        r = read_general(ep, buf, len, false);
     /* The deadline only once the first try found nothing: a read that need not wait reads no clock. */
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
@@ -578,6 +576,21 @@ ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, in
         r = read_some(ep, buf, len, false);
     }
     return r < 0 ? read_said((int)r, ep, len, timeout_ms) : r;
+}
+
+/* The entry checks and the fast path here; anything else out of line, so a small read's
+ * frame stays small. */
+ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
+{
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
+        return -ORBIT_EMALFORMED;
+    if (!buf && len)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
+    ssize_t r = read_fast(ep, buf, len, false);
+    return __builtin_expect(r > 0, 1) ? r : read_rest(ep, buf, len, timeout_ms, r);
 }
 
 int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
@@ -632,16 +645,11 @@ int orbit_endpoint_try_write_exact(struct orbit_endpoint *ep, const void *buf, s
     return r < 0 ? write_said((int)r, ep, len, 0) : 0;
 }
 
-ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
+/* orbit_endpoint_write after a first try that did not write: the general path, the waits. */
+static __attribute__((noinline)) ssize_t write_rest(struct orbit_endpoint *ep, const unsigned char *buf,
+                                                    size_t len, int timeout_ms)
 {
-    int refused = endpoint_enter(ep, __func__);
-    if (refused < 0)
-        return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
-    ssize_t r = write_some(ep, buf, len, false);
+    ssize_t r = write_general(ep, buf, len, false);
     /* As in a read: the clock only for a write that has to wait. */
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
@@ -651,6 +659,20 @@ ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t 
         r = write_some(ep, buf, len, false);
     }
     return r < 0 ? write_said((int)r, ep, len, timeout_ms) : r;
+}
+
+/* The entry checks and the fast path here, as in orbit_endpoint_read. */
+ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
+{
+    int refused = endpoint_enter(ep, __func__);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, __func__) < 0)
+        return -ORBIT_EMALFORMED;
+    if (!buf && len)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
+    size_t quick = write_fast(ep, buf, len, false);
+    return __builtin_expect(quick != 0, 1) ? (ssize_t)quick : write_rest(ep, buf, len, timeout_ms);
 }
 
 int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
