@@ -19,11 +19,14 @@ static size_t quarter(const struct orbit_streams *s)
     return s->buffer_bytes >= 4 ? s->buffer_bytes / 4 : s->buffer_bytes;
 }
 
-/* n bytes, 1 <= n <= 32, as two overlapping copies of the widest size that fits:
+/* n bytes, 1 <= n <= 64, as two overlapping copies of the widest size that fits:
  * a few instructions whatever n is. */
 static inline void copy_small(unsigned char *dst, const unsigned char *src, size_t n)
 {
-    if (n >= 16) {
+    if (n >= 32) {
+        __builtin_memcpy(dst, src, 32);
+        __builtin_memcpy(dst + n - 32, src + n - 32, 32);
+    } else if (n >= 16) {
         __builtin_memcpy(dst, src, 16);
         __builtin_memcpy(dst + n - 16, src + n - 16, 16);
     } else if (n >= 8) {

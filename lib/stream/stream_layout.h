@@ -73,8 +73,9 @@ struct stream_dir {
 };
 _Static_assert(sizeof(struct stream_dir) == 128, "a direction is two cache lines");
 #define STREAM_LINE_COPY 16u            /* bytes of copy_word */
-/* Up to this many bytes are copied inline: a message of a few bytes costs no call into memcpy. */
-#define STREAM_SMALL_COPY 32u
+/* Up to this many bytes are copied inline: a message of a line or less (an exchange's event,
+ * a 64-byte ping-pong) costs no call into memcpy and takes the fast paths. */
+#define STREAM_SMALL_COPY 64u
 
 struct stream_slot {
     _Atomic uint32_t tenancy;         /* TENANCY(generation, SLOT_*) */
