@@ -493,6 +493,26 @@ static void watch(struct stream_dir *d, uint32_t bit)
 
 /* ---- public calls --------------------------------------------------------- */
 
+static __attribute__((cold, noinline)) int buf_refused(const char *call, size_t len)
+{
+    return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", call, len);
+}
+
+/* The entry of a call that moves bytes: the handle's check, the timeout (-1 for the try
+ * forms, which take none), then a NULL buffer with bytes to move. */
+static inline __attribute__((always_inline)) int io_enter(const struct orbit_endpoint *ep, const void *buf,
+                                                          size_t len, int timeout_ms, const char *call)
+{
+    int refused = endpoint_enter(ep, call);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, call) < 0)
+        return -ORBIT_EMALFORMED;
+    if (__builtin_expect(!buf && len, 0))
+        return buf_refused(call, len);
+    return 0;
+}
+
 /* Why a read (or a wait for bytes) failed with rc, for orbit_last_error; returns rc. */
 static __attribute__((cold, noinline)) int read_said(int rc, const struct orbit_endpoint *ep, size_t len,
                                                      int timeout_ms)
@@ -534,11 +554,9 @@ static __attribute__((cold, noinline)) int write_said(int rc, const struct orbit
 
 ssize_t orbit_endpoint_try_read(struct orbit_endpoint *ep, void *buf, size_t len)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, -1, __func__);
     if (refused < 0)
         return refused;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = read_some(ep, buf, len, false);
     if (r == -ORBIT_EAGAIN) {
         stream_reader_need(ep, 1);
@@ -550,11 +568,9 @@ ssize_t orbit_endpoint_try_read(struct orbit_endpoint *ep, void *buf, size_t len
 
 int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t len)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, -1, __func__);
     if (refused < 0)
         return refused;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = read_some(ep, buf, len, true);
     if (r == -ORBIT_EAGAIN) {
         stream_reader_need(ep, (uint32_t)len);   /* len <= buffer_bytes here */
@@ -585,26 +601,18 @@ static __attribute__((noinline)) ssize_t read_rest(struct orbit_endpoint *ep, un
  * frame stays small. */
 ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
     if (refused < 0)
         return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = read_fast(ep, buf, len, false);
     return __builtin_expect(r > 0, 1) ? r : read_rest(ep, buf, len, timeout_ms, r);
 }
 
 int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
     if (refused < 0)
         return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = read_some(ep, buf, len, true);
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
@@ -618,11 +626,9 @@ int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, 
 
 ssize_t orbit_endpoint_try_write(struct orbit_endpoint *ep, const void *buf, size_t len)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, -1, __func__);
     if (refused < 0)
         return refused;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = write_some(ep, buf, len, false);
     if (r == -ORBIT_EAGAIN) {
         stream_writer_need(ep, 1);
@@ -634,11 +640,9 @@ ssize_t orbit_endpoint_try_write(struct orbit_endpoint *ep, const void *buf, siz
 
 int orbit_endpoint_try_write_exact(struct orbit_endpoint *ep, const void *buf, size_t len)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, -1, __func__);
     if (refused < 0)
         return refused;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = write_some(ep, buf, len, true);
     if (r == -ORBIT_EAGAIN) {
         stream_writer_need(ep, (uint32_t)len);   /* len <= buffer_bytes here */
@@ -667,26 +671,18 @@ static __attribute__((noinline)) ssize_t write_rest(struct orbit_endpoint *ep, c
 /* The entry checks and the fast path here, as in orbit_endpoint_read. */
 ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
     if (refused < 0)
         return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     size_t quick = write_fast(ep, buf, len, false);
     return __builtin_expect(quick != 0, 1) ? (ssize_t)quick : write_rest(ep, buf, len, timeout_ms);
 }
 
 int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
     if (refused < 0)
         return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     const unsigned char *p = buf;
     struct orb_deadline deadline = { 0, true };
     bool waited = false;
@@ -714,13 +710,9 @@ int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t 
 
 int orbit_endpoint_write_exact(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
     if (refused < 0)
         return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = write_some(ep, buf, len, true);
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
