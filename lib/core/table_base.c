@@ -24,6 +24,7 @@ void *orb_table_alloc(size_t bytes, struct orbit_fleet *f)
     b->readiness_fd = -1;
     b->seg.guard = -1;
     pthread_mutex_init(&b->lock, NULL);
+    orb_tally_init(&b->tally);
     return b;
 }
 
@@ -47,6 +48,7 @@ void orb_table_free(struct orb_table_base *b)
     if (b->seg.base)
         orb_fleet_table_close(b->fleet, &b->seg);
     pthread_mutex_destroy(&b->lock);
+    orb_tally_destroy(&b->tally);
     free(b);
 }
 

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include "counters.h"
 #include "segment.h"
+#include "tally.h"
 #include "wait.h"
 
 struct orbit_fleet;
@@ -38,7 +39,8 @@ struct orbit_fleet;
     int readiness_fd;            /* the node doorbell's eventfd, or -1 */                  \
     _Atomic bool lane_ready;     /* our lane is pre-faulted */                             \
     _Alignas(64) struct orb_wait_stats stats;   /* written by every thread: a line of its own */ \
-    struct orb_ctr_ref ctr       /* shared counters (counters.h) */
+    struct orb_ctr_ref ctr;      /* shared counters (counters.h) */                        \
+    struct orb_tally tally       /* the handle's own counts, per thread (tally.h) */
 
 struct orb_table_base {
     ORB_TABLE_BASE_FIELDS;

@@ -73,8 +73,9 @@ struct stream_dir {
 };
 _Static_assert(sizeof(struct stream_dir) == 128, "a direction is two cache lines");
 #define STREAM_LINE_COPY 16u            /* bytes of copy_word */
-/* Up to this many bytes are copied inline: a message of a few bytes costs no call into memcpy. */
-#define STREAM_SMALL_COPY 32u
+/* Up to this many bytes are copied inline: a message of a line or less (an exchange's event,
+ * a 64-byte ping-pong) costs no call into memcpy and takes the fast paths. */
+#define STREAM_SMALL_COPY 64u
 
 struct stream_slot {
     _Atomic uint32_t tenancy;         /* TENANCY(generation, SLOT_*) */
@@ -141,9 +142,9 @@ struct orbit_streams {
     _Atomic uint64_t *epoch;
     enum stream_park park;            /* testing: ORBIT_TEST_STREAM_PARK at open */
     struct orb_spin offer_spin;
-    _Alignas(64) _Atomic uint64_t bytes_written;
-    _Alignas(64) _Atomic uint64_t bytes_read;
 };
+/* The handle's own counts (its tally): orbit_streams_stats' bytes. */
+enum { STREAM_TALLY_WRITTEN, STREAM_TALLY_READ };
 
 struct orbit_endpoint {
     struct orbit_streams *s;

@@ -219,8 +219,10 @@ void orbit_streams_stats(struct orbit_streams *s, struct orbit_stream_stats *out
     if (!s || !out)
         return;
     memset(out, 0, sizeof *out);
-    out->bytes_written = atomic_load_explicit(&s->bytes_written, memory_order_relaxed);
-    out->bytes_read = atomic_load_explicit(&s->bytes_read, memory_order_relaxed);
+    uint64_t bytes[2];
+    orb_tally_read(&s->tally, bytes, 2);
+    out->bytes_written = bytes[STREAM_TALLY_WRITTEN];
+    out->bytes_read = bytes[STREAM_TALLY_READ];
     out->parks = atomic_load_explicit(&s->stats.parks, memory_order_relaxed);
     out->wakes = atomic_load_explicit(&s->stats.wakes, memory_order_relaxed);
     out->doorbells = atomic_load_explicit(&s->stats.doorbells, memory_order_relaxed);

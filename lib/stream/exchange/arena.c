@@ -186,12 +186,14 @@ void orbit_arena_stats(struct orbit_arena *a, struct orbit_arena_stats *out)
         return;
     if (!a || !out)
         return;
+    uint64_t n[ARENA_TALLY_END];
+    orb_tally_read(&a->tally, n, ARENA_TALLY_END);
     *out = (struct orbit_arena_stats){
-        .reserved = atomic_load(&a->n_reserved), .committed = atomic_load(&a->n_committed),
-        .cancelled = atomic_load(&a->n_cancelled), .consumed = atomic_load(&a->n_consumed),
-        .released = atomic_load(&a->n_released), .reclaimed = atomic_load(&a->n_reclaimed),
-        .full = atomic_load(&a->n_full), .bytes_committed = atomic_load(&a->bytes_committed),
-        .bytes_consumed = atomic_load(&a->bytes_consumed), .parks = atomic_load(&a->stats.parks),
+        .reserved = n[ARENA_TALLY_RESERVED], .committed = n[ARENA_TALLY_COMMITTED],
+        .cancelled = n[ARENA_TALLY_CANCELLED], .consumed = n[ARENA_TALLY_CONSUMED],
+        .released = n[ARENA_TALLY_RELEASED], .reclaimed = n[ARENA_TALLY_RECLAIMED],
+        .full = n[ARENA_TALLY_FULL], .bytes_committed = n[ARENA_TALLY_BYTES_COMMITTED],
+        .bytes_consumed = n[ARENA_TALLY_BYTES_CONSUMED], .parks = atomic_load(&a->stats.parks),
         .wakes = atomic_load(&a->stats.wakes), .doorbells = atomic_load(&a->stats.doorbells),
     };
 }

@@ -152,7 +152,7 @@ static bool lane_take(struct orbit_arena *a, uint32_t count, struct orbit_reserv
         if (!out)
             return true;
         fill_reservation(a, first, count, out);
-        arena_count(a, &a->n_reserved, ARENA_CTR_RESERVED, 1);
+        arena_count(a, ARENA_TALLY_RESERVED, ARENA_CTR_RESERVED, 1);
         return true;
     }
     atomic_store_explicit(&a->full_memo, (uint64_t)count << 32 | seen, memory_order_relaxed);
@@ -199,7 +199,7 @@ int orbit_arena_try_reserve(struct orbit_arena *a, size_t len, struct orbit_rese
     atomic_exchange_explicit(&a->lanes[a->node].watch, 1, memory_order_seq_cst);
     if (lane_take(a, count, out))
         return 0;
-    arena_count(a, &a->n_full, ARENA_CTR_FULL, 1);
+    arena_count(a, ARENA_TALLY_FULL, ARENA_CTR_FULL, 1);
     return -ORBIT_EPAYLOADFULL;
 }
 
@@ -280,8 +280,8 @@ void arena_settle(struct orbit_reservation *r, const struct orbit_chunk_desc *d)
     if (freed)
         credit_signal(a, a->node);
     r->done = true;
-    arena_count(a, &a->n_committed, ARENA_CTR_COMMITTED, 1);
-    arena_count(a, &a->bytes_committed, ARENA_CTR_BYTES_COMMITTED, d->len);
+    arena_count(a, ARENA_TALLY_COMMITTED, ARENA_CTR_COMMITTED, 1);
+    arena_count(a, ARENA_TALLY_BYTES_COMMITTED, ARENA_CTR_BYTES_COMMITTED, d->len);
 }
 
 /* The descriptor was not delivered: LIVE back to RESERVED, the reservation as it was. */
@@ -323,7 +323,7 @@ void orbit_arena_cancel(struct orbit_reservation *r)
     if (!seize_head(a, a->node, r->first_slot, r->generation, ASLOT_RESERVED, 0))
         return;   /* reclaimed already */
     arena_free_run(a, a->node, r->first_slot, r->generation, r->slot_count);
-    arena_count(a, &a->n_cancelled, ARENA_CTR_NONE, 1);
+    arena_count(a, ARENA_TALLY_CANCELLED, ARENA_CTR_NONE, 1);
 }
 
 /* ---- consuming ---------------------------------------------------------------------- */
@@ -378,8 +378,8 @@ int arena_take(struct orbit_arena *a, const struct orbit_chunk_desc *d, orbit_id
     atomic_store_explicit(&h->reader_inc, a->incarnation, memory_order_release);
     *out = (struct orbit_chunk){ .arena = a, .data = arena_data_at(a, d->node, d->first_slot),
                                  .len = d->len, .desc = *d, .released = false };
-    arena_count(a, &a->n_consumed, ARENA_CTR_CONSUMED, 1);
-    arena_count(a, &a->bytes_consumed, ARENA_CTR_BYTES_CONSUMED, d->len);
+    arena_count(a, ARENA_TALLY_CONSUMED, ARENA_CTR_CONSUMED, 1);
+    arena_count(a, ARENA_TALLY_BYTES_CONSUMED, ARENA_CTR_BYTES_CONSUMED, d->len);
     return 0;
 }
 
@@ -408,7 +408,7 @@ void orbit_chunk_release(struct orbit_chunk *c)
     if (!seize_head(a, d->node, d->first_slot, d->generation, ASLOT_READING, a->node))
         return;   /* reclaimed under us (reset_all, or we were reported dead) */
     arena_free_run(a, d->node, d->first_slot, d->generation, d->slot_count);
-    arena_count(a, &a->n_released, ARENA_CTR_RELEASED, 1);
+    arena_count(a, ARENA_TALLY_RELEASED, ARENA_CTR_RELEASED, 1);
 }
 
 int orbit_arena_withdraw(struct orbit_arena *a, const struct orbit_chunk_desc *d)
@@ -426,7 +426,7 @@ int orbit_arena_withdraw(struct orbit_arena *a, const struct orbit_chunk_desc *d
     if (!seize_head(a, d->node, d->first_slot, d->generation, ASLOT_LIVE, 0))
         return orb_fail_text(-ORBIT_ESTALE, "the chunk or reservation has ended (committed, released, withdrawn, reclaimed, or the arena was reset)");
     arena_free_run(a, d->node, d->first_slot, d->generation, d->slot_count);
-    arena_count(a, &a->n_reclaimed, ARENA_CTR_RECLAIMED, 1);
+    arena_count(a, ARENA_TALLY_RECLAIMED, ARENA_CTR_RECLAIMED, 1);
     return 0;
 }
 
@@ -444,7 +444,7 @@ void arena_withdraw_exchange(struct orbit_arena *a, orbit_id exchange, uint8_t f
         uint32_t count = atomic_load(&s->count);
         if (seize_head(a, a->node, i, ATAG_GEN(t), ASLOT_LIVE, 0)) {
             arena_free_run(a, a->node, i, ATAG_GEN(t), count);
-            arena_count(a, &a->n_reclaimed, ARENA_CTR_RECLAIMED, 1);
+            arena_count(a, ARENA_TALLY_RECLAIMED, ARENA_CTR_RECLAIMED, 1);
         }
     }
 }
