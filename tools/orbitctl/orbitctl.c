@@ -38,7 +38,9 @@ static const char usage[] =
 "  reset FLEET [--force]            start a new epoch on every table; refused while a member\n"
 "                                   is alive unless --force\n"
 "      orbitctl reset web\n"
-"  unlink FLEET                     remove every segment of the fleet\n"
+"  unlink FLEET [--force]           remove every segment of the fleet; refused while a member\n"
+"                                   is alive or joining unless --force (which names the\n"
+"                                   members it orphans)\n"
 "      orbitctl unlink web\n"
 "  gc [FLEET...] [--dry-run]        remove every fleet (or the named ones) with no live\n"
 "                                   member; --dry-run lists what would go. A fleet with a\n"
@@ -48,7 +50,7 @@ static const char usage[] =
 "                                   this host) in the Prometheus text format 0.0.4\n"
 "      orbitctl metrics web | promtool check metrics\n"
 "\n"
-"  --json         machine-readable output for ls, show, reap, node-dead and gc: 64-bit\n"
+"  --json         machine-readable output for ls, show, reap, node-dead, gc and unlink: 64-bit\n"
 "                 values are strings, others numbers (docs/orbitctl-show.schema.json)\n"
 "  -h, --help     this text\n"
 "  -V, --version  print the version\n"
@@ -439,7 +441,8 @@ int main(int argc, char **argv)
     char **a = argv + optind;
     if (take_flag(a, &left, "--json"))   /* --json may also follow the command */
         json = true;
-    bool force = left >= 1 && strcmp(a[0], "reset") == 0 && take_flag(a, &left, "--force");
+    bool force = left >= 1 && (strcmp(a[0], "reset") == 0 || strcmp(a[0], "unlink") == 0) &&
+                 take_flag(a, &left, "--force");
     if (left >= 1 && strcmp(a[0], "metrics") == 0) {
         if (json)
             cli_usage_error(TOOL, "metrics has no --json (its output is the Prometheus text format)");
@@ -464,6 +467,5 @@ int main(int argc, char **argv)
     }
     if (strcmp(a[0], "reap") == 0) return ctl_cmd_reap(a[1], json);
     if (strcmp(a[0], "reset") == 0) return cmd_reset(a[1], force);
-    int rc = orbit_fleet_unlink(a[1]);   /* unlink */
-    return rc < 0 ? fail(a[1], rc) : 0;
+    return ctl_cmd_unlink(a[1], force, json);
 }
