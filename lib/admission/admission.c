@@ -176,6 +176,7 @@ int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spe
         .populate_bytes = ORB_SEG_HEADER_BYTES + off.table_bytes,
         .init = adm_init,
         .ctx = &g,
+        .call = "orbit_admission_open",
     };
     struct orb_segment seg;
     if ((rc = orb_fleet_table_open(f, &req, &seg)) < 0)

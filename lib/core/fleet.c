@@ -72,9 +72,11 @@ static int map_fleet(struct orbit_fleet *f, enum orbit_backing backing)
         .table_type = ORB_TABLE_FLEET, .fleet_capacity = f->capacity,
         .geometry = &geom, .geometry_len = sizeof geom, .table_bytes = bytes,
         .populate_bytes = bytes, .backing = backing, .mode = f->mode, .gid = f->gid,
-        .init = fleet_init, .ctx = &geom,
+        .init = fleet_init, .ctx = &geom, .call = "orbit_fleet_join",
     };
     int rc = orb_segment_open(&req, &f->seg);
+    if (rc == -ENOMEM)
+        rc = orb_room_fail_create(rc, &req, req.call);
     if (rc == 0) {
         f->nodes = orb_seg_table(&f->seg);
         rc = bind_counters(f);
@@ -693,7 +695,9 @@ int orb_fleet_table_open(struct orbit_fleet *f, struct orb_seg_request *req, str
                        ? ORBIT_BACKING_SHM : f->want_backing;
     if (f->observer)
         req->backing = ORBIT_BACKING_AUTO;
-    return orb_segment_open(req, out);
+    int rc = orb_segment_open(req, out);
+    /* Only a creator pre-faults, and runs out: say how much it asked of which mount. */
+    return rc == -ENOMEM ? orb_room_fail_create(rc, req, req->call ? req->call : "orbit table open") : rc;
 }
 
 int orb_fleet_table_open_existing(struct orbit_fleet *f, uint8_t kind, struct orb_segment *out)

@@ -188,6 +188,9 @@ static int populate_lane(struct orbit_pool *p)
     size_t off = (size_t)((char *)pool_res_at(p, (uint64_t)p->node * p->geo.lane_capacity) -
                           (char *)p->seg.base);
     int rc = orb_segment_populate(&p->seg, off, lane_bytes);
+    if (rc == -ENOMEM)
+        return orb_room_fail(rc, p->seg.path, false, orb_align_up(lane_bytes, p->seg.page), "orbit_pool_open",
+                             "this member's lane of the pool");
     if (rc < 0 && rc != -ORBIT_ENOTSUP)
         return rc;
     /* Release: the lane's pages exist before anyone reads them through this flag. */
@@ -253,7 +256,7 @@ int orbit_pool_open(struct orbit_fleet *f, const struct orbit_pool_spec *spec, s
         .kind = s.kind, .table_type = ORB_TABLE_POOL, .geometry = &g, .geometry_len = sizeof g,
         .table_bytes = ORB_SEG_HEADER_BYTES + sec.end,
         .populate_bytes = ORB_SEG_HEADER_BYTES + sec.res,   /* the shared part; lanes by their nodes */
-        .init = pool_init, .ctx = &g,
+        .init = pool_init, .ctx = &g, .call = "orbit_pool_open",
     };
     rc = orb_fleet_table_open(f, &req, &p->seg);
     if (rc < 0) {

@@ -137,6 +137,11 @@ static int allocate(struct orbit_streams *s, size_t *index, uint32_t *gen)
             uint32_t g = TENANCY_GEN(t);
             bool spent = g >= s->generation_limit;
             uint32_t next = spent ? TENANCY(g, SLOT_EXHAUSTED) : TENANCY(g + 1, SLOT_INSTALLING);
+            /* The rings' pages before the slot is ours: a mount out of room refuses the create
+             * with nothing taken (a populate lost to another creator's CAS costs nothing). */
+            int rc = spent ? 0 : stream_rings_ready(s, base + i);
+            if (rc < 0)
+                return rc;
             /* The CAS is the allocation: one creator moves a slot out of EMPTY. */
             if (!atomic_compare_exchange_strong(&slot->tenancy, &t, next))
                 continue;
@@ -161,16 +166,13 @@ int orbit_streams_create(struct orbit_streams *s, struct orbit_endpoint **a, str
         return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__, !a ? "a" : "b_ticket");
     if (!stream_is_member(s))
         return orb_fail(-ORBIT_ENOTOWNER, "%s: an observer creates no streams (join as a member)", __func__);
-    int rc = stream_lane_ready(s);
-    if (rc < 0)
-        return rc;
     struct orbit_endpoint *ep = calloc(1, sizeof *ep);   /* fail before taking a slot */
     if (!ep)
         return -ENOMEM;
     uint64_t epoch = stream_epoch(s);
     size_t index;
     uint32_t gen;
-    rc = allocate(s, &index, &gen);
+    int rc = allocate(s, &index, &gen);
     if (rc < 0) {
         free(ep);
         return rc;

@@ -141,6 +141,8 @@ struct orbit_streams {
     _Atomic uint64_t *epoch;
     enum stream_park park;            /* testing: ORBIT_TEST_STREAM_PARK at open */
     struct orb_spin offer_spin;
+    _Atomic uint64_t rings_ready[(ORBIT_ID_SLOT_MAX + 1u) / 64];   /* our lane's slots whose rings this
+                                                                    * handle pre-faulted */
     _Alignas(64) _Atomic uint64_t bytes_written;
     _Alignas(64) _Atomic uint64_t bytes_read;
 };
@@ -195,9 +197,13 @@ static inline bool stream_is_member(const struct orbit_streams *s)
     return s->node != ORBIT_NODE_NONE;
 }
 
-/* Pre-fault our own lane once (at open, or before the first create through an
- * open_existing handle): later touches can never SIGBUS. */
-int  stream_lane_ready(struct orbit_streams *s);
+/*
+ * Pre-fault the two rings of the slot at index (of our lane) before a create
+ * publishes anything there, once per slot and handle: a member's lane costs
+ * the rings it uses, and no later touch of them, by either side, can SIGBUS.
+ * 0, or -ENOMEM naming the bytes and the mount.
+ */
+int  stream_rings_ready(struct orbit_streams *s, size_t index);
 
 /* ---- slots.c ---- */
 int  stream_locate(const struct orbit_streams *s, orbit_id id, size_t *index);

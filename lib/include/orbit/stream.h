@@ -47,7 +47,9 @@ extern "C" {
  * one slot per epoch (0: the full 24-bit field); a spent slot sits out until
  * the next reset_all. Every process opening a kind must pass the same spec.
  * Memory: the segment reserves fleet x lane x 2 x buffer_bytes of address
- * space; a node faults in only its own lane.
+ * space, and holds the slots (320 bytes each, fleet x lane) from its
+ * creation; a stream's two rings are populated when orbit_streams_create
+ * first takes its slot, so a member holds the rings of the streams it made.
  */
 struct orbit_stream_spec {
     uint8_t  kind;
@@ -76,11 +78,11 @@ struct orbit_streams; struct orbit_endpoint;
 
 /*
  * orbit_streams_open - open (creating if needed) the table spec names (NULL:
- * ORBIT_STREAM_SPEC_DEFAULT) as this process's node and incarnation, and
- * pre-fault this node's lane. Errors: -ORBIT_EMALFORMED (bad spec),
- * -ORBIT_EGEOMETRY (the kind exists with another spec or is another table),
- * -ORBIT_ECORRUPT, -ORBIT_ETOOLARGE (absurd geometry), -ENOMEM (no memory
- * for the lane). Through an observer fleet (orbit_fleet_observe) the handle
+ * ORBIT_STREAM_SPEC_DEFAULT) as this process's node and incarnation.
+ * Errors: -ORBIT_EMALFORMED (bad spec), -ORBIT_EGEOMETRY (the kind exists
+ * with another spec or is another table), -ORBIT_ECORRUPT, -ORBIT_ETOOLARGE
+ * (absurd geometry), -ENOMEM (the creator found no room for the slots;
+ * orbit_last_error names the bytes asked, the mount and its room). Through an observer fleet (orbit_fleet_observe) the handle
  * may inspect, report deaths and reset, but create, open_ticket, take_offer,
  * wait_offer and readiness are -ORBIT_ENOTOWNER.
  * orbit_streams_open_existing - open the table of that kind with the geometry

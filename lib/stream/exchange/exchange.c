@@ -8,6 +8,7 @@
  * arena_settle; when the ring is full the head goes back to RESERVED and the caller
  * keeps the reservation for a retry.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "exch_layout.h"
@@ -67,8 +68,10 @@ int orbit_exchanges_open(struct orbit_fleet *f, const struct orbit_exchange_spec
         rc = spec->b_to_a.kind == 0 ? (ex->arena[1] = ex->arena[0], 0)
                                     : orbit_arena_open(f, &spec->b_to_a, &ex->arena[1]);
     if (rc < 0) {
+        char why[256];   /* the table's sentence outlives the closes, which clear it */
+        snprintf(why, sizeof why, "%s", orbit_last_error());
         orbit_exchanges_close(ex);
-        return rc;
+        return why[0] ? orb_fail(rc, "%s", why) : rc;
     }
     *out = ex;
     return 0;
