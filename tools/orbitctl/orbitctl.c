@@ -18,8 +18,9 @@
 static const char usage[] =
 "usage: orbitctl [--json] COMMAND [ARGS]\n"
 "\n"
-"  ls                               fleets on this host: live members, segments, backing,\n"
-"                                   mapped and resident bytes\n"
+"  ls                               fleets on this host: live members, resident bytes,\n"
+"                                   segments (backing, mapped, resident), and the room left\n"
+"                                   on each mount\n"
 "      orbitctl ls\n"
 "  show FLEET                       nodes (state, pid, what each holds) and every table: who\n"
 "                                   holds each reservation, lease, stream side, claim and\n"
@@ -114,12 +115,15 @@ static const char *kind_name(const struct kinds *k, uint8_t kind)
     return kind == FLEET_KIND ? "fleet" : "unknown";
 }
 
-static void print_segments(const char *fleet, bool json)
+/* The fleet's segments, one line (or object) each; their directories noted in room. */
+static void print_segments(const char *fleet, bool json, struct ctl_room *room)
 {
     struct orbit_segment_info segs[64];
     struct kinds k;
     kinds_load(fleet, &k);
     ssize_t n = orbit_fleet_segments(fleet, segs, 64);
+    for (ssize_t i = 0; room && i < n && i < 64; i++)
+        ctl_room_note(room, segs[i].path);
     if (json)
         printf("\"segments\":[");
     for (ssize_t i = 0; i < n && i < 64; i++) {
@@ -141,16 +145,30 @@ static void print_segments(const char *fleet, bool json)
         printf("]");
 }
 
+/* Bytes the fleet's segments hold now (resident): what it needs of its mounts. */
+static uint64_t resident_of(const char *fleet)
+{
+    struct orbit_segment_info segs[64];
+    ssize_t n = orbit_fleet_segments(fleet, segs, 64);
+    uint64_t sum = 0;
+    for (ssize_t i = 0; i < n && i < 64; i++)
+        sum += segs[i].resident;
+    return sum;
+}
+
 static int cmd_ls(bool json)
 {
     char names[256][ORBIT_FLEET_NAME_MAX + 1];
     ssize_t n = orbit_fleet_list(names, 256);
     if (n < 0)
         return fail("ls", (int)n);
+    struct ctl_room room = { 0 };
+    ctl_room_add(&room, "/dev/shm");   /* always: where a fleet without huge pages goes */
     if (json)
         printf("{\"fleets\":[");
     for (ssize_t i = 0; i < n && i < 256; i++) {
         ssize_t live = orbit_fleet_live_members(names[i]);
+        uint64_t resident = resident_of(names[i]);
         if (json) {
             printf("%s{\"name\":", i ? "," : "");
             tool_json_str(stdout, names[i]);
@@ -158,20 +176,27 @@ static int cmd_ls(bool json)
                 printf(",\"live_members\":%zd,", live);
             else
                 printf(",\"live_members\":null,\"error\":\"%s\",", orbit_strerror((int)live));
-            print_segments(names[i], true);
+            printf("\"resident\":\"%" PRIu64 "\",", resident);
+            print_segments(names[i], true, &room);
             printf("}");
         } else {
             if (live >= 0)
-                printf("%s  (%zd live member%s)\n", names[i], live, live == 1 ? "" : "s");
+                printf("%s  (%zd live member%s, %.1f MiB resident)\n", names[i], live, live == 1 ? "" : "s",
+                       (double)resident / 1048576.0);
             else
                 printf("%s  (live members unknown: %s)\n", names[i], orbit_strerror((int)live));
-            print_segments(names[i], false);
+            print_segments(names[i], false, &room);
         }
     }
-    if (json)
-        printf("]}\n");
-    else if (n == 0)
-        printf("no fleets\n");
+    if (json) {
+        printf("]");
+        ctl_room_print(&room, true);
+        printf("}\n");
+    } else {
+        if (n == 0)
+            printf("no fleets\n");
+        ctl_room_print(&room, false);
+    }
     return 0;
 }
 
@@ -272,7 +297,7 @@ static int cmd_show(const char *name, bool json)
         tool_json_str(stdout, name);
         printf(",\"capacity\":%u,\"backing\":\"%s\",\"now_ms\":\"%" PRIu64 "\",", orbit_fleet_capacity(f),
                orbit_backing_name(orbit_fleet_backing(f)), c.now_ms);
-        print_segments(name, true);
+        print_segments(name, true, NULL);
         printf(",");
         print_nodes(&c);
         print_tables(&c);
@@ -280,7 +305,7 @@ static int cmd_show(const char *name, bool json)
     } else {
         printf("fleet %s: capacity %u, backing %s\n", name, orbit_fleet_capacity(f),
                orbit_backing_name(orbit_fleet_backing(f)));
-        print_segments(name, false);
+        print_segments(name, false, NULL);
         print_nodes(&c);
         print_tables(&c);
     }

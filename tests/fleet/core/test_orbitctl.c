@@ -168,8 +168,9 @@ START_TEST(gc_removes_the_fleets_nobody_lives_in_and_keeps_the_others)
     struct held h;
     ck_assert_int_eq(take_everything(live, &h), 0);
     ck_assert_int_eq(run_ctl(out, sizeof out, "ls", NULL, NULL), 0);
-    ck_assert_msg(strstr(out, "(0 live members)") && strstr(out, "(1 live member)"), "ls: %s", out);
-    ck_assert_msg(strstr(out, "resident"), "ls shows no resident bytes: %s", out);
+    ck_assert_msg(strstr(out, "(0 live members, ") && strstr(out, "(1 live member, "), "ls: %s", out);
+    ck_assert_msg(strstr(out, "MiB resident)"), "ls shows no resident bytes: %s", out);
+    ck_assert_msg(strstr(out, "room: /dev/shm (tmpfs): "), "ls shows no room left: %s", out);
     ck_assert_int_eq(run_ctl(out, sizeof out, "gc", dead, "--dry-run"), 0);
     ck_assert_msg(strstr(out, "would remove"), "gc --dry-run: %s", out);
     ck_assert_int_ge(segments_of(dead), 5);   /* the fleet and its four tables, still there */
