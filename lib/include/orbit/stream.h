@@ -230,6 +230,13 @@ int     orbit_endpoint_prep_wait_writable(struct orbit_endpoint *, struct io_uri
  * -ORBIT_ESTALE if B never opened or died (close the endpoint instead).
  * close: an unfinished writer resets, the reader is gone, the side is released;
  * the slot empties once neither side is held. Frees the endpoint.
+ * A finished side A whose side B was never opened lingers (as a pipe's bytes
+ * do): its close (or its death, or its leave) keeps the stream, and the
+ * ticket's opener reads every byte, then 0. The linger ends when that
+ * opener lets go, or, unopened, ORBIT_STREAM_LINGER_MS (default 30000; 0:
+ * none) after A let go, or when the node it was offered to dies or leaves;
+ * an opener after that gets -ORBIT_ESTALE. Exchanges' control streams never
+ * linger.
  */
 int     orbit_endpoint_finish(struct orbit_endpoint *);      /* FIN */
 void    orbit_endpoint_reset(struct orbit_endpoint *);       /* RESET */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exch_layout.h"
+#include "stream/streams_internal.h"
 #include "core/readiness.h"
 
 static int spec_check(const struct orbit_exchange_spec *spec)
@@ -62,6 +63,8 @@ int orbit_exchanges_open(struct orbit_fleet *f, const struct orbit_exchange_spec
     ex->readiness_fd = -1;
     pthread_mutex_init(&ex->lock, NULL);
     rc = orbit_streams_open(f, &spec->control, &ex->control);
+    if (rc == 0)   /* an exchange whose A closes before B opens ends, and its chunks return */
+        stream_table_linger_off(ex->control);
     if (rc == 0)
         rc = orbit_arena_open(f, &spec->a_to_b, &ex->arena[0]);
     if (rc == 0)
