@@ -38,34 +38,50 @@ static void assert_room_sentence(const char *call)
                   strstr(e, " free"), "orbit_last_error: \"%s\"", e);
 }
 
-/* One member: join, every table with its default spec, a stream and an arena chunk. */
-static int member_work(const char *name, struct orbit_fleet **f)
-{
+/* One member's handles: every table with its default spec, a stream and an arena chunk. */
+struct member {
+    struct orbit_fleet *f;
     struct orbit_pool *p;
     struct orbit_streams *s;
     struct orbit_admission *a;
     struct orbit_exchanges *x;
     struct orbit_endpoint *ep;
-    struct orbit_ticket t;
     struct orbit_reservation r;
-    int rc = orbit_fleet_join(name, NULL, f);
+};
+
+static int member_work(const char *name, struct member *m)
+{
+    memset(m, 0, sizeof *m);
+    struct orbit_ticket t;
+    int rc = orbit_fleet_join(name, NULL, &m->f);
     if (rc == 0)
-        rc = orbit_pool_open(*f, NULL, &p);
+        rc = orbit_pool_open(m->f, NULL, &m->p);
     if (rc == 0)
-        rc = orbit_streams_open(*f, NULL, &s);
+        rc = orbit_streams_open(m->f, NULL, &m->s);
     if (rc == 0)
-        rc = orbit_admission_open(*f, NULL, &a);
+        rc = orbit_admission_open(m->f, NULL, &m->a);
     if (rc == 0)
-        rc = orbit_exchanges_open(*f, NULL, &x);
+        rc = orbit_exchanges_open(m->f, NULL, &m->x);
     if (rc == 0)
-        rc = orbit_streams_create(s, &ep, &t);
+        rc = orbit_streams_create(m->s, &m->ep, &t);
     if (rc == 0)
-        rc = orbit_endpoint_write_all(ep, "hello", 5, 1000);
+        rc = orbit_endpoint_write_all(m->ep, "hello", 5, 1000);
     if (rc == 0)
-        rc = orbit_arena_try_reserve(orbit_exchanges_arena(x, ORBIT_FLOW_A_TO_B), 4096, &r);
+        rc = orbit_arena_try_reserve(orbit_exchanges_arena(m->x, ORBIT_FLOW_A_TO_B), 4096, &m->r);
     if (rc < 0)
         fprintf(stderr, "member %d: %s (%s)\n", (int)getpid(), orbit_strerror(rc), orbit_last_error());
     return rc;
+}
+
+static void member_close(struct member *m)
+{
+    orbit_arena_cancel(&m->r);
+    orbit_endpoint_close(m->ep);
+    orbit_exchanges_close(m->x);
+    orbit_admission_close(m->a);
+    orbit_streams_close(m->s);
+    orbit_pool_close(m->p);
+    orbit_fleet_leave(m->f);
 }
 
 START_TEST(a_fleet_of_64_members_with_default_specs_fits)
@@ -83,8 +99,8 @@ START_TEST(a_fleet_of_64_members_with_default_specs_fits)
         if (kid[i] == 0) {
             alarm(60);
             close(hold[1]);
-            struct orbit_fleet *f;
-            char rc = (char)(member_work(name, &f) < 0);
+            struct member m;
+            char rc = (char)(member_work(name, &m) < 0);
             if (write(ready[1], &rc, 1) != 1)
                 _exit(2);
             while (read(hold[0], &rc, 1) > 0) {}
@@ -92,7 +108,7 @@ START_TEST(a_fleet_of_64_members_with_default_specs_fits)
         }
     }
     close(hold[0]);
-    struct orbit_fleet *me;
+    struct member me;
     int failed = member_work(name, &me) < 0;
     for (int i = 0; i < MEMBERS - 1; i++) {
         char rc = 1;
@@ -106,8 +122,8 @@ START_TEST(a_fleet_of_64_members_with_default_specs_fits)
     for (int i = 0; i < MEMBERS - 1; i++)
         ck_assert_int_eq(tu_wait_child(kid[i], 20000), 0);
     ck_assert_msg(failed == 0, "%d of %d members could not join and open their tables", failed, MEMBERS);
-    ck_assert_int_eq(orbit_fleet_reap(me), MEMBERS - 1);
-    orbit_fleet_leave(me);   /* its tables with it: the process ends here anyway */
+    ck_assert_int_eq(orbit_fleet_reap(me.f), MEMBERS - 1);
+    member_close(&me);
     ck_assert_int_eq(orbit_fleet_unlink(name), 0);
 }
 END_TEST
