@@ -365,7 +365,18 @@ static void remove_fleet(struct orbit_reaper *r, size_t i)
     r->fleets[i] = r->fleets[--r->n_fleets];
 }
 
-/* Pick up fleets created since (watch_all). */
+/* Is listed "web@N", a later generation of a fleet watched by name ("web")? */
+static bool generation_of_named(struct orbit_reaper *r, const char *listed)
+{
+    const char *at = strchr(listed, '@');
+    for (size_t i = 0; at && i < r->n_fleets; i++)
+        if (!r->fleets[i]->from_all && strlen(r->fleets[i]->name) == (size_t)(at - listed) &&
+            strncmp(r->fleets[i]->name, listed, (size_t)(at - listed)) == 0)
+            return true;
+    return false;
+}
+
+/* Pick up fleets created since (watch_all), or the later generations of the fleets named. */
 static void discover_fleets(struct orbit_reaper *r)
 {
     char (*names)[ORBIT_FLEET_NAME_MAX + 1] = NULL;
@@ -375,8 +386,8 @@ static void discover_fleets(struct orbit_reaper *r)
     ssize_t got = orbit_fleet_list(names, (size_t)n);
     for (ssize_t i = 0; i < got && i < n; i++) {
         struct rp_fleet *rf;
-        if (!find_fleet_name(r, names[i]))
-            add_fleet(r, names[i], true, &rf);
+        if (!find_fleet_name(r, names[i]) && (r->all || generation_of_named(r, names[i])))
+            add_fleet(r, names[i], true, &rf);   /* from_all: dropped when it is gone */
     }
     free(names);
 }
@@ -384,8 +395,7 @@ static void discover_fleets(struct orbit_reaper *r)
 /* Timer work: follow fleets that were removed, recreated or created. */
 static void refresh_fleets(struct orbit_reaper *r)
 {
-    if (r->all)
-        discover_fleets(r);
+    discover_fleets(r);
     for (size_t i = 0; i < r->n_fleets;) {
         struct rp_fleet *rf = r->fleets[i];
         if (rf->f && !fleet_current(rf))
@@ -748,12 +758,8 @@ void orbit_reaper_close(struct orbit_reaper *r)
 
 int orbit_reaper_watch(struct orbit_reaper *r, const char *fleet_name)
 {
-    if (!r || !fleet_name || !*fleet_name || strlen(fleet_name) > ORBIT_FLEET_NAME_MAX)
-        return -ORBIT_EMALFORMED;
-    for (const char *c = fleet_name; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-              *c == '_' || *c == '.' || *c == '-'))
-            return -ORBIT_EMALFORMED;
+    if (!r || !fleet_name || orbit_fleet_generations(fleet_name, NULL, 0) < 0)
+        return -ORBIT_EMALFORMED;   /* a fleet's name, or one generation's ("web@2") */
     pthread_mutex_lock(&r->lock);
     struct rp_fleet *rf = find_fleet_name(r, fleet_name);
     int rc = 0;
@@ -763,8 +769,8 @@ int orbit_reaper_watch(struct orbit_reaper *r, const char *fleet_name)
         rc = add_fleet(r, fleet_name, false, &rf);
     if (rc == 0 && !rf->f) {
         rc = attach_fleet(r, rf);
-        if (rc == -ENOENT)
-            rc = 0;             /* attached when it appears */
+        if (rc == -ENOENT || (rc == -ORBIT_EGEOMETRY && !strchr(fleet_name, '@')))
+            rc = 0;             /* attached when it appears; a generation of other layouts, never */
         else if (rc == 0)
             rescan_fleet(r, rf);
     }

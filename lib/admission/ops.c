@@ -27,6 +27,7 @@ static const struct orb_counter_def admission_counters[ADM_CTR_END - ORB_CTR_TAB
 
 static const struct orb_table_ops admission_ops = {
     .type = ORB_TABLE_ADMISSION, .name = "admission", .open_existing = ops_open, .close = ops_close,
+    .layout = ADM_LAYOUT_VERSION,
     .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = adm_account,
     .counters = admission_counters, .counter_count = ADM_CTR_END - ORB_CTR_TABLE_FIRST,
 };

@@ -2,6 +2,7 @@
 /* Fleets nobody lives in: counting live members and collecting, through an observer handle. */
 #include <string.h>
 #include "fleet_internal.h"
+#include "generation.h"
 #include "life.h"
 #include "error_internal.h"
 
@@ -9,7 +10,10 @@ ssize_t orbit_fleet_live_members(const char *name)
 {
     struct orbit_fleet *f;
     orb_error_clear();
-    int rc = orb_error_outer(orbit_fleet_observe(name, &f), __func__);
+    int rc = orbit_fleet_observe(name, &f);
+    if (rc == -ORBIT_EGEOMETRY)
+        return orb_gen_live_by_locks(name);   /* a generation of other layouts: its locks say it */
+    rc = orb_error_outer(rc, __func__);
     if (rc < 0)
         return rc;
     ssize_t live = 0;
@@ -24,7 +28,10 @@ int orbit_fleet_collect(const char *name)
 {
     struct orbit_fleet *f;
     orb_error_clear();
-    int rc = orb_error_outer(orbit_fleet_observe(name, &f), __func__);
+    int rc = orbit_fleet_observe(name, &f);
+    if (rc == -ORBIT_EGEOMETRY)
+        return orb_gen_collect_by_locks(name);   /* an old generation left empty by a roll */
+    rc = orb_error_outer(rc, __func__);
     if (rc < 0)
         return rc;
     /* The gate alone: no joiner is between its open and its published life while we hold it. */

@@ -59,6 +59,11 @@ static void scan_segments(void (*fn)(void *ctx, const char *dir, const char *fle
     }
 }
 
+void orb_fleet_scan_segments(orb_segment_fn *fn, void *ctx)
+{
+    scan_segments(fn, ctx);
+}
+
 struct seg_collect { const char *fleet; struct orbit_segment_info *out; size_t max, n; };
 
 static void collect_segment(void *ctx, const char *dir, const char *fleet, unsigned kind,

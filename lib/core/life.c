@@ -56,8 +56,13 @@ void orb_life_drop(struct orbit_fleet *f, uint16_t node, uint64_t joins)
 
 int orb_life_probe(struct orbit_fleet *f, uint16_t node)
 {
+    return orb_life_probe_fd(f->life_fd, node);
+}
+
+int orb_life_probe_fd(int fd, uint16_t node)
+{
     /* A read lock conflicts only with a member's write lock: watchers' read locks pass. */
-    return ofd(f->life_fd, F_OFD_GETLK, F_RDLCK, LIFE_BASE + (long long)node * ORB_LIFE_SLOTS, ORB_LIFE_SLOTS);
+    return ofd(fd, F_OFD_GETLK, F_RDLCK, LIFE_BASE + (long long)node * ORB_LIFE_SLOTS, ORB_LIFE_SLOTS);
 }
 
 int orb_life_probe_all(int fd, uint32_t capacity)
@@ -100,7 +105,12 @@ int orb_gate_enter(struct orbit_fleet *f)
 
 int orb_gate_take_alone(struct orbit_fleet *f)
 {
-    return ofd(f->life_fd, F_OFD_SETLK, F_WRLCK, GATE_OFF, 1);
+    return orb_gate_take_alone_fd(f->life_fd);
+}
+
+int orb_gate_take_alone_fd(int fd)
+{
+    return ofd(fd, F_OFD_SETLK, F_WRLCK, GATE_OFF, 1);
 }
 
 void orb_gate_leave(struct orbit_fleet *f)

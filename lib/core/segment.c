@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "error_internal.h"
 #include "guard_sigbus.h"
+#include <orbit/version.h>
 #include "segment.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -21,23 +22,8 @@
 #define HUGETLBFS_MAGIC 0x958458f6
 #endif
 
-#define SHM_DIR "/dev/shm"
+#define SHM_DIR ORB_SHM_DIR
 #define READY_WAIT_MS 10000   /* an opener gives up on a live but stuck creator after this */
-
-bool orb_fleet_name_valid(const char *name)
-{
-    size_t n = 0;
-    if (!name || !*name)
-        return false;
-    for (; name[n]; n++) {
-        char c = name[n];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '-' || (c == '.' && n > 0);
-        if (!ok || n >= ORBIT_FLEET_NAME_MAX)
-            return false;
-    }
-    return true;
-}
 
 const char *orb_hugetlb_dir(void)
 {
@@ -125,6 +111,7 @@ static void fill_header(struct orb_seg_header *h, const struct orb_seg_request *
     h->table_bytes = req->table_bytes;
     h->mapped_bytes = mapped;
     h->creator_pid = (int32_t)getpid();
+    h->creator_version = ORBIT_VERSION_NUMBER;
     if (req->geometry_len)
         memcpy(h->geometry, req->geometry, req->geometry_len);
     h->check = orb_seg_header_check(h);
@@ -806,21 +793,6 @@ int orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out)
             return rc;   /* -EEXIST: a creator outside the lock linked first; open theirs */
     }
     return -ORBIT_ECORRUPT;
-}
-
-int orb_segment_populate_once(struct orb_segment *seg, pthread_mutex_t *lock, _Atomic bool *done,
-                              size_t off, size_t len)
-{
-    if (atomic_load_explicit(done, memory_order_acquire))
-        return 0;
-    int rc = 0;
-    pthread_mutex_lock(lock);
-    if (!atomic_load(done) && seg->backing != ORBIT_BACKING_PRIVATE)
-        rc = orb_segment_populate(seg, off, len);
-    if (rc == 0)   /* release: the pages exist before the flag says so */
-        atomic_store_explicit(done, true, memory_order_release);
-    pthread_mutex_unlock(lock);
-    return rc;
 }
 
 void orb_segment_close(struct orb_segment *seg)

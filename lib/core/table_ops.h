@@ -27,6 +27,7 @@ struct orb_counter_def {
 struct orb_table_ops {
     uint8_t type;                 /* the segment header's table_type; one module per type */
     const char *name;             /* "pool", "streams", ... (at most ORBIT_TABLE_NAME_MAX bytes) */
+    uint32_t layout;              /* the layout version its segments are made at (orbit_layout_version) */
     /* Open the existing table of that kind (observers too); 0 or a negative code. */
     int  (*open_existing)(struct orbit_fleet *f, uint8_t kind, void **out);
     void (*close)(void *table);

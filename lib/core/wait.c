@@ -151,7 +151,10 @@ static uint32_t spin_budget(struct orb_spin *spin, uint32_t setting, bool *explo
     if (!spin)
         return setting;
     uint32_t budget = atomic_load_explicit(&spin->budget_ns, memory_order_relaxed);
-    *explore = (atomic_fetch_add_explicit(&spin->waits, 1, memory_order_relaxed) & 7) == 7;
+    /* A plain count, no locked add: two threads waiting at once only blur when it explores. */
+    uint32_t waits = atomic_load_explicit(&spin->waits, memory_order_relaxed);
+    atomic_store_explicit(&spin->waits, waits + 1, memory_order_relaxed);
+    *explore = (waits & 7) == 7;
     if (budget == 0 || (*explore && budget < setting))
         budget = setting;
     return budget > spin_ceiling(setting) ? spin_ceiling(setting) : budget;

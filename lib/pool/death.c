@@ -56,6 +56,7 @@ static const struct orb_counter_def pool_counters[POOL_CTR_END - ORB_CTR_TABLE_F
 
 static const struct orb_table_ops pool_ops = {
     .type = ORB_TABLE_POOL, .name = "pool", .open_existing = ops_open, .close = ops_close,
+    .layout = POOL_LAYOUT_VERSION,
     .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = pool_account,
     .counters = pool_counters, .counter_count = POOL_CTR_END - ORB_CTR_TABLE_FIRST,
 };

@@ -345,11 +345,17 @@ static inline int pool_enter(const struct orbit_pool *p, const char *call)
 }
 
 void pool_park_stop(void);
-/* A test hook point: one compare on the hot path, the stop out of line. */
+/* A test hook point: one compare on the hot path, the stop out of line; nothing at all in a
+ * build without the test hooks (park is never set there). */
 static inline void pool_park_here(const struct orbit_pool *p, enum pool_park point)
 {
+#ifdef ORBIT_TEST_HOOKS
     if (__builtin_expect(p->park == point, 0))
         pool_park_stop();
+#else
+    (void)p;
+    (void)point;
+#endif
 }
 
 /* Byte offsets of the sections inside the table (after the segment header). */

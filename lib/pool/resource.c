@@ -471,7 +471,8 @@ HOT int take_next(struct pool_resource *r, uint32_t gen, uint64_t *fence, uint32
         }
     }
     uint32_t b = (uint32_t)((h.fence + 1) % POOL_PENDING);
-    if ((uint64_t)units_reserved(kept) + units_active(kept) >= capacity || (bits & (1u << b)))
+    /* At most one bit set (checked above): what is reserved is that bit, unless folded. */
+    if ((uint64_t)(units_bits(kept) != 0) + units_active(kept) >= capacity || (bits & (1u << b)))
         return -1;
     /* free_entry's test of the next entry (acquire, after the pair). */
     uint64_t e = atomic_load_explicit(&r->pending[b].fence, memory_order_acquire);

@@ -19,11 +19,14 @@ static size_t quarter(const struct orbit_streams *s)
     return s->buffer_bytes >= 4 ? s->buffer_bytes / 4 : s->buffer_bytes;
 }
 
-/* n bytes, 1 <= n <= 32, as two overlapping copies of the widest size that fits:
+/* n bytes, 1 <= n <= 64, as two overlapping copies of the widest size that fits:
  * a few instructions whatever n is. */
 static inline void copy_small(unsigned char *dst, const unsigned char *src, size_t n)
 {
-    if (n >= 16) {
+    if (n >= 32) {
+        __builtin_memcpy(dst, src, 32);
+        __builtin_memcpy(dst + n - 32, src + n - 32, 32);
+    } else if (n >= 16) {
         __builtin_memcpy(dst, src, 16);
         __builtin_memcpy(dst + n - 16, src + n - 16, 16);
     } else if (n >= 8) {
@@ -144,7 +147,8 @@ static int write_refusal(const struct orbit_endpoint *ep)
 }
 
 /* One attempt: what fits now (exact: all of it or nothing). */
-static ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
+static __attribute__((noinline)) ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf,
+                                                       size_t len, bool exact)
 {
     struct orbit_streams *s = ep->s;
     size_t cap = s->buffer_bytes;
@@ -181,7 +185,7 @@ static ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf
     }
     if (deferred)
         stream_dir_wake(s, ep->slot, dir, WATCH_READER);
-    atomic_fetch_add_explicit(&s->bytes_written, n, memory_order_relaxed);
+    orb_tally_add(&s->tally, STREAM_TALLY_WRITTEN, n);
     orb_count(&s->ctr, STREAM_CTR_BYTES_WRITTEN, n);
     if (exact)
         orb_count(&s->ctr, STREAM_CTR_FRAMES_WRITTEN, 1);
@@ -189,7 +193,8 @@ static ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf
 }
 
 /* One attempt: what is there now (exact: the whole frame or nothing). 0 = FIN. */
-static ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
+static __attribute__((noinline)) ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_t len,
+                                                      bool exact)
 {
     struct orbit_streams *s = ep->s;
     size_t cap = s->buffer_bytes;
@@ -227,7 +232,7 @@ static ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_
     }
     if (deferred)
         stream_dir_wake(s, ep->slot, dir, WATCH_WRITER);
-    atomic_fetch_add_explicit(&s->bytes_read, n, memory_order_relaxed);
+    orb_tally_add(&s->tally, STREAM_TALLY_READ, n);
     orb_count(&s->ctr, STREAM_CTR_BYTES_READ, n);
     if (exact)
         orb_count(&s->ctr, STREAM_CTR_FRAMES_READ, 1);
@@ -279,7 +284,7 @@ static inline bool line_copy_get(const struct stream_dir *d, uint64_t head, uint
     return true;
 }
 
-static inline size_t write_fast(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
+static inline __attribute__((always_inline)) size_t write_fast(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
 {
     struct stream_dir *d = ep->wr;
     size_t cap = ep->s->buffer_bytes;
@@ -296,7 +301,7 @@ static inline size_t write_fast(struct orbit_endpoint *ep, const unsigned char *
         line_copy_put(d, buf, len, head + len);
     if (publish_head(ep, head, head + len))
         stream_dir_wake(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 0 : 1, WATCH_READER);
-    atomic_fetch_add_explicit(&ep->s->bytes_written, len, memory_order_relaxed);
+    orb_tally_add(&ep->s->tally, STREAM_TALLY_WRITTEN, len);
     orb_count(&ep->s->ctr, STREAM_CTR_BYTES_WRITTEN, len);
     if (exact)
         orb_count(&ep->s->ctr, STREAM_CTR_FRAMES_WRITTEN, 1);
@@ -304,7 +309,7 @@ static inline size_t write_fast(struct orbit_endpoint *ep, const unsigned char *
 }
 
 /* Also -ORBIT_EAGAIN for an empty ring that no flag ends: a waiting reader's first look. */
-static inline ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
+static inline __attribute__((always_inline)) ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
 {
     struct stream_dir *d = ep->rd;
     size_t cap = ep->s->buffer_bytes;
@@ -327,7 +332,7 @@ static inline ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, s
         copy_small(buf, ep->rd_ring + start, n);
     if (publish_tail(ep, tail, tail + n))
         stream_dir_wake(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 1 : 0, WATCH_WRITER);
-    atomic_fetch_add_explicit(&ep->s->bytes_read, n, memory_order_relaxed);
+    orb_tally_add(&ep->s->tally, STREAM_TALLY_READ, n);
     orb_count(&ep->s->ctr, STREAM_CTR_BYTES_READ, n);
     if (exact)
         orb_count(&ep->s->ctr, STREAM_CTR_FRAMES_READ, 1);
@@ -488,6 +493,26 @@ static void watch(struct stream_dir *d, uint32_t bit)
 
 /* ---- public calls --------------------------------------------------------- */
 
+static __attribute__((cold, noinline)) int buf_refused(const char *call, size_t len)
+{
+    return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", call, len);
+}
+
+/* The entry of a call that moves bytes: the handle's check, the timeout (-1 for the try
+ * forms, which take none), then a NULL buffer with bytes to move. */
+static inline __attribute__((always_inline)) int io_enter(const struct orbit_endpoint *ep, const void *buf,
+                                                          size_t len, int timeout_ms, const char *call)
+{
+    int refused = endpoint_enter(ep, call);
+    if (refused < 0)
+        return refused;
+    if (orb_check_timeout(timeout_ms, call) < 0)
+        return -ORBIT_EMALFORMED;
+    if (__builtin_expect(!buf && len, 0))
+        return buf_refused(call, len);
+    return 0;
+}
+
 /* Why a read (or a wait for bytes) failed with rc, for orbit_last_error; returns rc. */
 static __attribute__((cold, noinline)) int read_said(int rc, const struct orbit_endpoint *ep, size_t len,
                                                      int timeout_ms)
@@ -529,11 +554,9 @@ static __attribute__((cold, noinline)) int write_said(int rc, const struct orbit
 
 ssize_t orbit_endpoint_try_read(struct orbit_endpoint *ep, void *buf, size_t len)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, -1, __func__);
     if (refused < 0)
         return refused;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = read_some(ep, buf, len, false);
     if (r == -ORBIT_EAGAIN) {
         stream_reader_need(ep, 1);
@@ -545,11 +568,9 @@ ssize_t orbit_endpoint_try_read(struct orbit_endpoint *ep, void *buf, size_t len
 
 int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t len)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, -1, __func__);
     if (refused < 0)
         return refused;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = read_some(ep, buf, len, true);
     if (r == -ORBIT_EAGAIN) {
         stream_reader_need(ep, (uint32_t)len);   /* len <= buffer_bytes here */
@@ -559,16 +580,12 @@ int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t l
     return r < 0 ? read_said((int)r, ep, len, 0) : 0;
 }
 
-ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
+/* orbit_endpoint_read after a first try that did not read: the general path, the waits. */
+static __attribute__((noinline)) ssize_t read_rest(struct orbit_endpoint *ep, unsigned char *buf, size_t len,
+                                                   int timeout_ms, ssize_t r)
 {
-    int refused = endpoint_enter(ep, __func__);
-    if (refused < 0)
-        return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
-    ssize_t r = read_some(ep, buf, len, false);
+    if (r == 0)
+        r = read_general(ep, buf, len, false);
     /* The deadline only once the first try found nothing: a read that need not wait reads no clock. */
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
@@ -580,15 +597,22 @@ ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, in
     return r < 0 ? read_said((int)r, ep, len, timeout_ms) : r;
 }
 
-int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
+/* The entry checks and the fast path here; anything else out of line, so a small read's
+ * frame stays small. */
+ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
     if (refused < 0)
         return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
+    ssize_t r = read_fast(ep, buf, len, false);
+    return __builtin_expect(r > 0, 1) ? r : read_rest(ep, buf, len, timeout_ms, r);
+}
+
+int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
+{
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
+    if (refused < 0)
+        return refused;
     ssize_t r = read_some(ep, buf, len, true);
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
@@ -602,11 +626,9 @@ int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, 
 
 ssize_t orbit_endpoint_try_write(struct orbit_endpoint *ep, const void *buf, size_t len)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, -1, __func__);
     if (refused < 0)
         return refused;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = write_some(ep, buf, len, false);
     if (r == -ORBIT_EAGAIN) {
         stream_writer_need(ep, 1);
@@ -618,11 +640,9 @@ ssize_t orbit_endpoint_try_write(struct orbit_endpoint *ep, const void *buf, siz
 
 int orbit_endpoint_try_write_exact(struct orbit_endpoint *ep, const void *buf, size_t len)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, -1, __func__);
     if (refused < 0)
         return refused;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = write_some(ep, buf, len, true);
     if (r == -ORBIT_EAGAIN) {
         stream_writer_need(ep, (uint32_t)len);   /* len <= buffer_bytes here */
@@ -632,16 +652,11 @@ int orbit_endpoint_try_write_exact(struct orbit_endpoint *ep, const void *buf, s
     return r < 0 ? write_said((int)r, ep, len, 0) : 0;
 }
 
-ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
+/* orbit_endpoint_write after a first try that did not write: the general path, the waits. */
+static __attribute__((noinline)) ssize_t write_rest(struct orbit_endpoint *ep, const unsigned char *buf,
+                                                    size_t len, int timeout_ms)
 {
-    int refused = endpoint_enter(ep, __func__);
-    if (refused < 0)
-        return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
-    ssize_t r = write_some(ep, buf, len, false);
+    ssize_t r = write_general(ep, buf, len, false);
     /* As in a read: the clock only for a write that has to wait. */
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
@@ -653,15 +668,21 @@ ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t 
     return r < 0 ? write_said((int)r, ep, len, timeout_ms) : r;
 }
 
-int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
+/* The entry checks and the fast path here, as in orbit_endpoint_read. */
+ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
     if (refused < 0)
         return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
+    size_t quick = write_fast(ep, buf, len, false);
+    return __builtin_expect(quick != 0, 1) ? (ssize_t)quick : write_rest(ep, buf, len, timeout_ms);
+}
+
+int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
+{
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
+    if (refused < 0)
+        return refused;
     const unsigned char *p = buf;
     struct orb_deadline deadline = { 0, true };
     bool waited = false;
@@ -689,13 +710,9 @@ int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t 
 
 int orbit_endpoint_write_exact(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
     if (refused < 0)
         return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = write_some(ep, buf, len, true);
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {

@@ -22,6 +22,7 @@ SHORT = {
     "pool": ["--ops", "20000", "--pairs", "2"],
     "admission": ["--seconds", "0.02", "--pairs", "2"],
     "exchange": ["--bytes", "2M", "--relay-bytes", "2M", "--pairs", "1"],
+    "transfer": ["--bytes", "4M", "--pairs", "2"],
 }
 RUNS = [[sub, *SHORT[sub]] for sub in sys.argv[2:]]
 # Latency benches pinned, on two CPUs and both sides on one.
@@ -33,7 +34,7 @@ SCALING = {"pool": [["--procs", "3"], ["--scale"]], "admission": [["--procs", "3
 RUNS += [[sub, *SHORT[sub], *extra] for sub in sys.argv[2:] for extra in SCALING.get(sub, [])]
 # A bad number is refused with one line on stderr and exit 2, before anything runs.
 BAD_NUMBERS = {"pool": ["--ops", "-5"], "admission": ["--seconds", "-1"], "stream": ["--rounds", "1x"],
-               "wake": ["--rtt", "0"], "exchange": ["--bytes", "-4M"]}
+               "wake": ["--rtt", "0"], "exchange": ["--bytes", "-4M"], "transfer": ["--bytes", "512K"]}
 # Other bad input, refused the same way: pairs out of range, a CPU not ours, an unwritable plot.
 BAD_INPUT = [["wake", "--pairs", "0"], ["stream", "--pairs", "101"], ["wake", "--cpus", "0,4095"],
              ["stream", "--cpus", "1"], ["wake", "--plot", "/nonexistent-dir/x.svg"],

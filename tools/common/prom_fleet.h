@@ -6,8 +6,8 @@
  * ("Monitoring") lists every metric.
  *
  * Totals and nodes are separate families so that totals never go backwards:
- *   orbit_<table>_<counter>_total{fleet,table,kind}            every life, ended or not
- *   orbit_<table>_node_<counter>_total{fleet,table,kind,node}  the node's lives not yet ended
+ *   orbit_<table>_<counter>_total{fleet,generation,table,kind}       every life, ended or not
+ *   orbit_<table>_node_<counter>_total{fleet,generation,table,kind,node}  the node's lives not yet ended
  * A node's series go when its death or leave is reported (its counts move
  * into the totals then), and start again from 0 for the node's next life.
  * Counters every table has (parks, wakes, doorbells, io_uring waits) are
@@ -24,15 +24,18 @@
 #define PROM_COMMON_COUNTERS 5
 
 /*
- * prom_fleet - the metrics of the fleet named, gathered into p (observed: no
- * node is claimed). orbit_fleet_up{fleet} says whether it could be opened.
- * 0, or the negated code that kept it from being opened.
+ * prom_fleet - the metrics of the fleet generation named ("web", "web@2"),
+ * gathered into p (observed: no node is claimed), every series labelled with
+ * its fleet and generation. orbit_fleet_up says whether it could be opened;
+ * one of other layouts is up 0 with its live members and
+ * orbit_fleet_generation_info. 0 (also for that one), or the negated code
+ * that kept it from being opened.
  */
 int prom_fleet(struct prom *p, const char *fleet);
 
 /*
- * prom_fleets - every fleet in names (NULL: every fleet on this host,
- * orbit_fleet_list). Returns how many could not be read (0: all were), or a
+ * prom_fleets - every generation of every fleet in names (NULL: every fleet
+ * on this host, orbit_fleet_list; a generation's name: that one). Returns how many could not be read (0: all were), or a
  * negated code when the list itself failed. With tool, each failure is
  * named on stderr ("TOOL: FLEET: no such fleet").
  */

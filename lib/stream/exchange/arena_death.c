@@ -16,7 +16,7 @@ static bool reclaim_head(struct orbit_arena *a, uint32_t node, uint32_t i, uint6
     if (count == 0 || count > a->slots_per_lane - i)
         count = 1;   /* not committed yet or garbled: the orphan sweep frees its tail */
     arena_free_run(a, node, i, ATAG_GEN(t), count);
-    arena_count(a, &a->n_reclaimed, ARENA_CTR_RECLAIMED, 1);
+    arena_count(a, ARENA_TALLY_RECLAIMED, ARENA_CTR_RECLAIMED, 1);
     return true;
 }
 
@@ -79,7 +79,7 @@ static void finish_cut_short(struct orbit_arena *a, uint16_t node)
                 continue;
             /* count 0: the tails were freed before it was cleared; the head alone is left. */
             arena_free_run(a, lane, i, ATAG_GEN(t), atomic_load(&s->count));
-            arena_count(a, &a->n_reclaimed, ARENA_CTR_RECLAIMED, 1);
+            arena_count(a, ARENA_TALLY_RECLAIMED, ARENA_CTR_RECLAIMED, 1);
         }
 }
 
@@ -149,6 +149,7 @@ static const struct orb_counter_def arena_counters[ARENA_CTR_END - ORB_CTR_TABLE
 
 static const struct orb_table_ops arena_ops = {
     .type = ORB_TABLE_ARENA, .name = "arena", .open_existing = ops_open, .close = ops_close,
+    .layout = ARENA_LAYOUT_VERSION,
     .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = arena_account,
     .counters = arena_counters, .counter_count = ARENA_CTR_END - ORB_CTR_TABLE_FIRST,
 };

@@ -92,10 +92,14 @@ struct orbit_arena {
     unsigned char *payload;
     _Atomic uint64_t *epoch;
     _Atomic uint64_t full_memo;       /* slots << 32 | credit changes of the last failed scan; 0 none */
+    _Atomic uint32_t payload_ready;   /* our lane's slots [0, this) pre-faulted through this handle */
     struct orb_spin spin;
-    _Alignas(64) _Atomic uint64_t n_reserved, n_committed, n_cancelled, n_consumed, n_released,
-                                  n_reclaimed, n_full, bytes_committed, bytes_consumed;
 };
+/* The handle's own counts (its tally): orbit_arena_stats'. */
+enum { ARENA_TALLY_RESERVED, ARENA_TALLY_COMMITTED, ARENA_TALLY_CANCELLED, ARENA_TALLY_CONSUMED,
+       ARENA_TALLY_RELEASED, ARENA_TALLY_RECLAIMED, ARENA_TALLY_FULL, ARENA_TALLY_BYTES_COMMITTED,
+       ARENA_TALLY_BYTES_CONSUMED, ARENA_TALLY_END };
+_Static_assert(ARENA_TALLY_END <= ORB_TALLY_MAX, "the arena's counts fit a tally");
 
 /* ---- account.c: the arena's death accounting (table ops) ---- */
 struct orbit_reclaim;
@@ -131,13 +135,19 @@ enum {
 _Static_assert(ARENA_CTR_END <= ORB_CTR_VALUES, "the arena's counters fit a slot");
 
 /* The handle's own counter c and, when it has one, the shared counter ctr. */
-static inline void arena_count(struct orbit_arena *a, _Atomic uint64_t *c, unsigned ctr, uint64_t n)
+static inline void arena_count(struct orbit_arena *a, unsigned tally, unsigned ctr, uint64_t n)
 {
-    atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+    orb_tally_add(&a->tally, tally, n);
     if (ctr < ARENA_CTR_END)
         orb_count(&a->ctr, ctr, n);
 }
-int  arena_lane_ready(struct orbit_arena *a);
+/*
+ * Pre-fault our lane's payload up to slot end (exclusive) before a chunk there
+ * is handed out: first fit from the lane's start keeps that the lane's
+ * high-water mark, so a lane costs what it has held at once. Per handle.
+ * 0, or -ENOMEM naming the bytes and the mount.
+ */
+int  arena_payload_ready(struct orbit_arena *a, uint32_t end);
 /* sweep.c: after a death, LIVE chunks whose receiver is gone or whose control stream ended. */
 void arena_sweep_undeliverable(struct orbit_arena *a, uint16_t node, uint64_t inc);
 
@@ -189,9 +199,10 @@ struct orbit_exchanges {
     struct orbit_arena *arena[2];     /* [0] A->B, [1] B->A (the same handle when shared) */
     pthread_mutex_t lock;
     int readiness_fd;
-    _Alignas(64) _Atomic uint64_t events_sent, events_received, chunks_sent, chunks_received,
-                                  bytes_sent, bytes_received;
+    struct orb_tally tally;           /* orbit_exchanges_stats' counts (core/tally.h) */
 };
+enum { EXCH_TALLY_EVENTS_SENT, EXCH_TALLY_EVENTS_RECEIVED, EXCH_TALLY_CHUNKS_SENT, EXCH_TALLY_CHUNKS_RECEIVED,
+       EXCH_TALLY_BYTES_SENT, EXCH_TALLY_BYTES_RECEIVED, EXCH_TALLY_END };
 
 struct orbit_exchange {
     struct orbit_exchanges *ex;

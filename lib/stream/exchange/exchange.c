@@ -8,9 +8,11 @@
  * arena_settle; when the ring is full the head goes back to RESERVED and the caller
  * keeps the reservation for a retry.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "exch_layout.h"
+#include "stream/streams_internal.h"
 #include "core/readiness.h"
 
 static int spec_check(const struct orbit_exchange_spec *spec)
@@ -34,6 +36,7 @@ void orbit_exchanges_close(struct orbit_exchanges *ex)
     orbit_arena_close(ex->arena[0]);
     orbit_streams_close(ex->control);
     pthread_mutex_destroy(&ex->lock);
+    orb_tally_destroy(&ex->tally);
     free(ex);
 }
 
@@ -68,7 +71,10 @@ int orbit_exchanges_open(struct orbit_fleet *f, const struct orbit_exchange_spec
     ex->fork_generation = f->fork_generation;
     ex->readiness_fd = -1;
     pthread_mutex_init(&ex->lock, NULL);
+    orb_tally_init(&ex->tally);
     rc = ORB_NESTED(orbit_streams_open(f, &spec->control, &ex->control));
+    if (rc == 0)   /* an exchange whose A closes before B opens ends, and its chunks return */
+        stream_table_linger_off(ex->control);
     if (rc == 0)
         rc = ORB_NESTED(orbit_arena_open(f, &spec->a_to_b, &ex->arena[0]));
     if (rc == 0)
@@ -205,10 +211,12 @@ void orbit_exchanges_stats(struct orbit_exchanges *ex, struct orbit_exchange_sta
         return;
     if (!ex || !out)
         return;
+    uint64_t n[EXCH_TALLY_END];
+    orb_tally_read(&ex->tally, n, EXCH_TALLY_END);
     *out = (struct orbit_exchange_stats){
-        .events_sent = atomic_load(&ex->events_sent), .events_received = atomic_load(&ex->events_received),
-        .chunks_sent = atomic_load(&ex->chunks_sent), .chunks_received = atomic_load(&ex->chunks_received),
-        .bytes_sent = atomic_load(&ex->bytes_sent), .bytes_received = atomic_load(&ex->bytes_received),
+        .events_sent = n[EXCH_TALLY_EVENTS_SENT], .events_received = n[EXCH_TALLY_EVENTS_RECEIVED],
+        .chunks_sent = n[EXCH_TALLY_CHUNKS_SENT], .chunks_received = n[EXCH_TALLY_CHUNKS_RECEIVED],
+        .bytes_sent = n[EXCH_TALLY_BYTES_SENT], .bytes_received = n[EXCH_TALLY_BYTES_RECEIVED],
     };
 }
 
@@ -231,7 +239,7 @@ static int exch_publish(struct orbit_exchange *x, const struct xframe *f, int ti
     int rc = try_only ? ORB_NESTED(orbit_endpoint_try_write_exact(x->ctl, buf, sizeof buf))
                       : ORB_NESTED(orbit_endpoint_write_exact(x->ctl, buf, sizeof buf, timeout_ms));
     if (rc == 0)
-        atomic_fetch_add_explicit(&x->ex->events_sent, 1, memory_order_relaxed);
+        orb_tally_add(&x->ex->tally, EXCH_TALLY_EVENTS_SENT, 1);
     return rc;
 }
 
@@ -264,8 +272,8 @@ static void sent(struct orbit_exchange *x, uint8_t event, const struct orbit_chu
         x->last_desc = *d;
         x->chunks_out++;
         x->send_next++;
-        atomic_fetch_add_explicit(&x->ex->chunks_sent, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&x->ex->bytes_sent, d->len, memory_order_relaxed);
+        orb_tally_add(&x->ex->tally, EXCH_TALLY_CHUNKS_SENT, 1);
+        orb_tally_add(&x->ex->tally, EXCH_TALLY_BYTES_SENT, d->len);
     }
     if (event == ORBIT_EXCHANGE_START)
         x->send_state = ORBIT_FLOW_OPEN;

@@ -57,7 +57,7 @@ static void advance(struct orbit_exchange *x, const struct xframe *f)
         x->recv_state = ORBIT_FLOW_FINISHED;
     else if (f->event == ORBIT_EXCHANGE_RESET)
         x->recv_state = ORBIT_FLOW_RESET;
-    atomic_fetch_add_explicit(&x->ex->events_received, 1, memory_order_relaxed);
+    orb_tally_add(&x->ex->tally, EXCH_TALLY_EVENTS_RECEIVED, 1);
 }
 
 static int handle(struct orbit_exchange *x, const unsigned char buf[XFRAME_BYTES], struct orbit_exchange_event *ev)
@@ -80,8 +80,8 @@ static int handle(struct orbit_exchange *x, const unsigned char buf[XFRAME_BYTES
             return fail(x, rc);
         ev->chunk_id = f.chunk_id;
         x->recv_next++;
-        atomic_fetch_add_explicit(&x->ex->chunks_received, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&x->ex->bytes_received, f.desc.len, memory_order_relaxed);
+        orb_tally_add(&x->ex->tally, EXCH_TALLY_CHUNKS_RECEIVED, 1);
+        orb_tally_add(&x->ex->tally, EXCH_TALLY_BYTES_RECEIVED, f.desc.len);
     }
     ev->reset_code = f.reset_code;
     advance(x, &f);

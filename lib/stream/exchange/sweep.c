@@ -85,7 +85,7 @@ static void sweep_kind(struct orbit_arena *a, uint8_t kind, uint16_t node, uint6
             /* The CAS arbitrates with a late consume and with the producer's own withdraw. */
             if (atomic_compare_exchange_strong(&h->tag, &want, ATAG(ATAG_GEN(want), ASLOT_RECLAIMING, node))) {
                 arena_free_run(a, v[k].lane, v[k].slot, ATAG_GEN(want), count);
-                arena_count(a, &a->n_reclaimed, ARENA_CTR_RECLAIMED, 1);
+                arena_count(a, ARENA_TALLY_RECLAIMED, ARENA_CTR_RECLAIMED, 1);
             }
         }
     }

@@ -177,7 +177,7 @@ START_TEST(a_truncated_fleet_gives_ecorrupt_to_member_and_tools)
     st = run(metrics, out);
     NOT_SIGNALED(st, "orbitctl metrics");
     char up0[160];
-    snprintf(up0, sizeof up0, "orbit_fleet_up{fleet=\"%s\"} 0", name);
+    snprintf(up0, sizeof up0, "orbit_fleet_up{fleet=\"%s\",generation=\"1\"} 0", name);
     ck_assert_msg(tu_file_has(out, up0), "metrics does not say %s", up0);
     char *ls[] = { (char *)orbitctl_bin(), "ls", NULL };
     st = run(ls, out);

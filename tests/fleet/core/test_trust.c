@@ -233,7 +233,7 @@ START_TEST(a_0640_group_observer_reads_with_read_access_alone)
     char *metrics[] = { (char *)orbitctl_bin(), "metrics", (char *)name, NULL };
     st = run_as(OBSERVER_UID, TN_SHARED_GID, metrics, out);
     char up[160];
-    snprintf(up, sizeof up, "orbit_fleet_up{fleet=\"%s\"} 1", name);
+    snprintf(up, sizeof up, "orbit_fleet_up{fleet=\"%s\",generation=\"1\"} 1", name);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && tu_file_has(out, up), "metrics as the group: %#x", st);
     char *top[] = { (char *)orbitctl_bin(), "top", (char *)name, "--interval", "0.1", "--count", "2", NULL };
     st = run_as(OBSERVER_UID, TN_SHARED_GID, top, out);

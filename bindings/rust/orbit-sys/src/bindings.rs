@@ -4,6 +4,14 @@ pub const ORBIT_VERSION_MAJOR: i32 = 0;
 pub const ORBIT_VERSION_MINOR: i32 = 1;
 pub const ORBIT_VERSION_PATCH: i32 = 0;
 pub const ORBIT_VERSION_STRING: &[u8; 6usize] = b"0.1.0\0";
+pub const ORBIT_VERSION_NUMBER: i32 = 256;
+pub const ORBIT_LAYOUT_SEGMENT: i32 = 0;
+pub const ORBIT_LAYOUT_FLEET: i32 = 1;
+pub const ORBIT_LAYOUT_POOL: i32 = 2;
+pub const ORBIT_LAYOUT_STREAMS: i32 = 3;
+pub const ORBIT_LAYOUT_ADMISSION: i32 = 4;
+pub const ORBIT_LAYOUT_ARENA: i32 = 5;
+pub const ORBIT_LAYOUTS_MAX: i32 = 8;
 pub const ORBIT_ESTALE: i32 = 116;
 pub const ORBIT_EBUSY: i32 = 16;
 pub const ORBIT_EDRAINING: i32 = 108;
@@ -30,6 +38,9 @@ pub const ORBIT_EFORKED: i32 = 10;
 pub const ORBIT_ID_GENERATION_MAX: i32 = 16777215;
 pub const ORBIT_ID_SLOT_MAX: i32 = 65535;
 pub const ORBIT_ID_TEXT_MAX: i32 = 32;
+pub const ORBIT_GENERATION_AUTO: i32 = 0;
+pub const ORBIT_GENERATION_NEW: i64 = 4294967295;
+pub const ORBIT_GENERATION_MAX: i32 = 999999999;
 pub const ORBIT_FLEET_CAPACITY_MAX: i32 = 4096;
 pub const ORBIT_FLEET_NAME_MAX: i32 = 64;
 pub const ORBIT_NODE_NONE: i32 = 65535;
@@ -52,6 +63,15 @@ pub const ORBIT_URING_WAKE_USER_DATA: i64 = 1058761863081327182;
 pub const ORBIT_REAPER_ACCOUNT: i32 = 1;
 extern "C" {
     pub fn orbit_version_string() -> *const ::std::os::raw::c_char;
+}
+extern "C" {
+    pub fn orbit_version() -> ::std::os::raw::c_uint;
+}
+extern "C" {
+    pub fn orbit_layout_version(layout: ::std::os::raw::c_uint) -> ::std::os::raw::c_uint;
+}
+extern "C" {
+    pub fn orbit_layout_name(layout: ::std::os::raw::c_uint) -> *const ::std::os::raw::c_char;
 }
 extern "C" {
     pub fn orbit_strerror(err: ::std::os::raw::c_int) -> *const ::std::os::raw::c_char;
@@ -94,7 +114,9 @@ pub struct orbit_fleet_opts {
     pub backing: orbit_backing,
     pub mode: u32,
     pub gid: i64,
-    pub resv: [u64; 4usize],
+    pub generation: u32,
+    pub resv32: u32,
+    pub resv: [u64; 3usize],
 }
 impl Default for orbit_fleet_opts {
     fn default() -> Self {
@@ -142,6 +164,9 @@ extern "C" {
     pub fn orbit_fleet_name(arg1: *const orbit_fleet) -> *const ::std::os::raw::c_char;
 }
 extern "C" {
+    pub fn orbit_fleet_generation(arg1: *const orbit_fleet) -> u32;
+}
+extern "C" {
     pub fn orbit_fleet_reap(arg1: *mut orbit_fleet) -> ::std::os::raw::c_int;
 }
 extern "C" {
@@ -174,6 +199,43 @@ extern "C" {
 }
 extern "C" {
     pub fn orbit_fleet_unlink(name: *const ::std::os::raw::c_char) -> ::std::os::raw::c_int;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct orbit_generation_info {
+    pub generation: u32,
+    pub name: [::std::os::raw::c_char; 65usize],
+    pub readable: bool,
+    pub capacity: u16,
+    pub live_members: i32,
+    pub library_version: u32,
+    pub layouts: [u32; 8usize],
+    pub backing: orbit_backing,
+    pub resv: [u64; 4usize],
+}
+impl Default for orbit_generation_info {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+extern "C" {
+    pub fn orbit_fleet_generations(
+        name: *const ::std::os::raw::c_char,
+        out: *mut orbit_generation_info,
+        max: usize,
+    ) -> isize;
+}
+extern "C" {
+    pub fn orbit_fleet_generation_name(
+        name: *const ::std::os::raw::c_char,
+        generation: u32,
+        buf: *mut ::std::os::raw::c_char,
+        len: usize,
+    ) -> ::std::os::raw::c_int;
 }
 pub const ORBIT_NODE_FREE: orbit_node_state = 0;
 pub const ORBIT_NODE_JOINING: orbit_node_state = 1;

@@ -130,9 +130,17 @@ impl FleetOptions {
                 backing: sys::ORBIT_BACKING_AUTO,
                 mode: 0,
                 gid: -1,
-                resv: [0; 4],
+                generation: 0,
+                resv32: 0,
+                resv: [0; 3],
             },
         }
+    }
+    /// The generation to join: 0 (`ORBIT_GENERATION_AUTO`, the default) the newest one of
+    /// this library's layouts, `ORBIT_GENERATION_NEW` a new one, or exactly that one.
+    pub fn generation(mut self, generation: u32) -> Self {
+        self.raw.generation = generation;
+        self
     }
     /// Nodes in the fleet, 1..=4096; must match an existing fleet.
     pub fn capacity(mut self, nodes: u16) -> Self {
