@@ -116,8 +116,14 @@ def main():
         print('notify: ok')
         return 0
     finally:
+        # SIGTERM first: a supervisor killed outright would leave its workers running.
         for p in procs:
             if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
         shutil.rmtree(tmp, ignore_errors=True)
