@@ -2081,6 +2081,13 @@ extern "C" {
     pub fn orbit_uring_futex_status() -> *const ::std::os::raw::c_char;
 }
 extern "C" {
+    pub fn orbit_uring_refusal(
+        err: ::std::os::raw::c_int,
+        buf: *mut ::std::os::raw::c_char,
+        len: usize,
+    ) -> ::std::os::raw::c_int;
+}
+extern "C" {
     pub fn orbit_uring_attach_wakes(ring: *mut io_uring) -> ::std::os::raw::c_int;
 }
 extern "C" {
