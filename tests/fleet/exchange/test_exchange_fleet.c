@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <orbit/uring.h>
 #include "xfleet.h"
-#include "stream/exchange/exch_layout.h"
+#include "exchange/exch_layout.h"
 
 #define CTL_KIND   230
 #define ARENA_KIND 231

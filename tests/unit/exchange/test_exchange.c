@@ -10,7 +10,7 @@
 #include <orbit/exchange.h>
 #include <orbit/uring.h>
 #include "testutil.h"
-#include "stream/exchange/exch_layout.h"
+#include "exchange/exch_layout.h"
 
 #define CTL_KIND    221
 #define ARENA_KIND  222
