@@ -32,7 +32,7 @@
 #define ORBIT_STREAM_H
 
 #include <orbit/fleet.h>
-#include <orbit/pool.h>   /* struct orbit_owner */
+#include <orbit/pool.h>   /* kept: programs that include only this header see the pool's names */
 
 #ifdef __cplusplus
 extern "C" {
