@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <orbit/admission.h>
+#include "core/fastpath.h"
 #include "core/fleet_internal.h"
 #include "core/guard.h"
 #include "core/lock.h"
@@ -221,7 +222,7 @@ static inline bool adm_is_poisoned(const struct orbit_admission *a)
 static inline void adm_park_here(const struct orbit_admission *a, enum adm_park point)
 {
 #ifdef ORBIT_TEST_HOOKS
-    if (__builtin_expect(a->park != ADM_PARK_NONE, 0) && a->park == point)
+    if (orb_unlikely(a->park != ADM_PARK_NONE) && a->park == point)
         adm_park_stop();
 #else
     (void)a;

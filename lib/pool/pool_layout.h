@@ -114,6 +114,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <orbit/pool.h>
+#include "core/fastpath.h"
 #include "core/fleet_internal.h"
 #include "core/guard.h"
 #include "core/lock.h"
@@ -350,7 +351,7 @@ void pool_park_stop(void);
 static inline void pool_park_here(const struct orbit_pool *p, enum pool_park point)
 {
 #ifdef ORBIT_TEST_HOOKS
-    if (__builtin_expect(p->park == point, 0))
+    if (orb_unlikely(p->park == point))
         pool_park_stop();
 #else
     (void)p;

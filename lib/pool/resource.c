@@ -9,11 +9,8 @@
 #include <time.h>
 #include "pool_layout.h"
 
-/* The hot path's helpers are inlined: one call each per reserve, accept and complete. */
-#define HOT static inline __attribute__((always_inline))
-
 /* Whether node's lane has been pre-faulted: other lanes are never touched. */
-HOT bool lane_ready(const struct orbit_pool *p, uint32_t node)
+static ORB_HOT bool lane_ready(const struct orbit_pool *p, uint32_t node)
 {
     return node < p->geo.fleet_capacity &&
            atomic_load_explicit(&p->lanes[node].populated, memory_order_acquire) != 0;
@@ -22,12 +19,12 @@ HOT bool lane_ready(const struct orbit_pool *p, uint32_t node)
 #define ID_GEN_BITS 0xffffff0000ull   /* orbit_id_generation's field: 0 is no generation */
 
 /* An id of this pool names a slot inside the table; bounds come from the handle. */
-HOT int locate(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index)
+static ORB_HOT int locate(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index)
 {
     /* The common case, a slot of our own lane (pre-faulted at open): kind and node in one
      * compare, the slot below the lane's capacity, a generation. */
     uint32_t slot = orbit_id_slot(id);
-    if (__builtin_expect((uint32_t)(id >> 40) == p->own_hi && slot <= p->lane_mask && (id & ID_GEN_BITS), 1)) {
+    if (orb_likely((uint32_t)(id >> 40) == p->own_hi && slot <= p->lane_mask && (id & ID_GEN_BITS))) {
         *index = (uint64_t)p->node * p->geo.lane_capacity + slot;
         *r = p->own_lane + slot;
         return 0;
@@ -43,7 +40,7 @@ HOT int locate(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint
 }
 
 /* Live in the id's generation and owned by this handle's node and incarnation. */
-HOT int owned(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index, uint32_t *word)
+static ORB_HOT int owned(struct orbit_pool *p, orbit_id id, struct pool_resource **r, uint64_t *index, uint32_t *word)
 {
     int rc = locate(p, id, r, index);
     if (rc < 0)
@@ -264,7 +261,7 @@ int orbit_pool_drain(struct orbit_pool *p, orbit_id id)
 /* A resource's units and fence, read or swapped as one pair. */
 struct hot { uint64_t units, fence; };
 
-HOT struct hot hot_load(struct pool_resource *r)
+static ORB_HOT struct hot hot_load(struct pool_resource *r)
 {
     /* Two loads may tear: a torn pair only makes the CAS that names it fail. */
     return (struct hot){ atomic_load_explicit(&r->units, memory_order_acquire),
@@ -274,7 +271,7 @@ HOT struct hot hot_load(struct pool_resource *r)
 #if POOL_PAIR_CAS && defined(__x86_64__)
 /* One 16-byte CAS (lock cmpxchg16b, a full barrier); on failure *seen is the pair it found,
  * read atomically. In asm: the builtin moves the 128-bit operands through the stack. */
-HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
+static ORB_HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
 {
     bool ok;
     __asm__ __volatile__("lock cmpxchg16b %1"
@@ -286,7 +283,7 @@ HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
 }
 #elif POOL_PAIR_CAS
 /* One 16-byte CAS (a full barrier); on failure *seen is the pair read again. */
-HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
+static ORB_HOT bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
 {
     typedef unsigned __int128 u128;
     if (__sync_bool_compare_and_swap((u128 *)(void *)&r->units, ((u128)seen->fence << 64) | seen->units,
@@ -316,7 +313,7 @@ static bool hot_cas(struct pool_resource *r, struct hot *seen, struct hot next)
 #endif
 
 /* Entry of the first free one at or after fence + 1 (mod 16): its fence is fence + 1 + skip. */
-HOT uint32_t ring_skip(uint64_t fence, uint32_t bits)
+static ORB_HOT uint32_t ring_skip(uint64_t fence, uint32_t bits)
 {
     uint32_t from = (uint32_t)((fence + 1) % POOL_PENDING);
     if (!(bits & (1u << from)))
@@ -326,18 +323,18 @@ HOT uint32_t ring_skip(uint64_t fence, uint32_t bits)
 }
 
 /* Accepted leases keep their entries (the held path): capacity within them, and the pair CAS. */
-HOT bool holds_entries(uint64_t capacity)
+static ORB_HOT bool holds_entries(uint64_t capacity)
 {
     return POOL_PAIR_CAS && capacity <= POOL_PENDING;
 }
 
-HOT uint32_t bits_count(uint32_t bits) { return units_reserved((uint64_t)bits << 32); }
+static ORB_HOT uint32_t bits_count(uint32_t bits) { return units_reserved((uint64_t)bits << 32); }
 
 /* The DONE entries a CAS folds, with the fence each showed: what their release names. */
 struct folded { uint32_t bits; uint64_t fence[POOL_PENDING]; };
 
 /* Entry b shows f|HELD for an f already released: a new holder took it and has not published. */
-HOT bool entry_released(struct pool_resource *r, uint32_t b, uint64_t e)
+static ORB_HOT bool entry_released(struct pool_resource *r, uint32_t b, uint64_t e)
 {
     /* Acquire: pairs with the release that let the new holder take it. */
     return atomic_load_explicit(&r->pending[b].released, memory_order_acquire) == (e & ~ENTRY_HELD);
@@ -348,7 +345,7 @@ HOT bool entry_released(struct pool_resource *r, uint32_t b, uint64_t e)
  * completed (DONE, with their fences). One still showing a released fence is
  * a new holder's before its publish: neither (a pending reservation).
  */
-HOT void held_entries(struct pool_resource *r, uint32_t bits, uint32_t *held, struct folded *done)
+static ORB_HOT void held_entries(struct pool_resource *r, uint32_t bits, uint32_t *held, struct folded *done)
 {
     *held = done->bits = 0;
     for (; bits; bits &= bits - 1) {
@@ -375,7 +372,7 @@ HOT void held_entries(struct pool_resource *r, uint32_t bits, uint32_t *held, st
  * can only name a fence the entry no longer shows. The owner wipes by CAS
  * instead: what its reconcile folds, and what a dead folder left.
  */
-HOT void release_folded(struct pool_resource *r, const struct folded *f)
+static ORB_HOT void release_folded(struct pool_resource *r, const struct folded *f)
 {
     for (uint32_t bits = f->bits; bits; bits &= bits - 1) {
         uint32_t b = (uint32_t)__builtin_ctz(bits);
@@ -384,7 +381,7 @@ HOT void release_folded(struct pool_resource *r, const struct folded *f)
 }
 
 /* The entry the next fence lands in (*next: that fence), POOL_PENDING when every entry is busy. */
-HOT uint32_t free_entry(struct pool_resource *r, uint64_t fence, uint32_t busy, uint64_t *next)
+static ORB_HOT uint32_t free_entry(struct pool_resource *r, uint64_t fence, uint32_t busy, uint64_t *next)
 {
     for (uint32_t b;; busy |= 1u << b) {
         if (busy == 0xffff)
@@ -407,7 +404,7 @@ static bool fold_done(struct pool_resource *r, uint32_t gen);
  * fence), and folds the DONE entries it saw (*done: their bits cleared, for
  * the caller to release); returns the entry.
  */
-HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence, struct folded *done)
+static ORB_HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence, struct folded *done)
 {
     uint64_t capacity = atomic_load_explicit(&r->capacity, memory_order_relaxed);
     bool held = holds_entries(capacity);
@@ -449,7 +446,7 @@ HOT int take_unit(struct pool_resource *r, uint32_t gen, uint64_t *fence, struct
  * entry (*fence its fence; *fold_b the entry it folded, POOL_PENDING for
  * none, *fold_f the fence that entry showed), or -1: take_unit's turn.
  */
-HOT int take_next(struct pool_resource *r, uint32_t gen, uint64_t *fence, uint32_t *fold_b, uint64_t *fold_f)
+static ORB_HOT int take_next(struct pool_resource *r, uint32_t gen, uint64_t *fence, uint32_t *fold_b, uint64_t *fold_f)
 {
     uint64_t capacity = atomic_load_explicit(&r->capacity, memory_order_relaxed);
     struct hot h = hot_load(r);
@@ -496,11 +493,8 @@ static bool give_back(struct pool_resource *r, uint32_t gen, uint32_t b)
     return true;
 }
 
-/* The refusals of the hot calls, out of line: their fast paths keep a small frame. */
-#define COLD static __attribute__((cold, noinline))
-
 /* Why a call on resource id was refused with rc, for orbit_last_error; returns rc. */
-__attribute__((cold, noinline)) int pool_id_refused(const struct orbit_pool *p, int rc, orbit_id id)
+ORB_COLD int pool_id_refused(const struct orbit_pool *p, int rc, orbit_id id)
 {
     char text[ORBIT_ID_TEXT_MAX];
     snprintf(text, sizeof text, "%u:%u:%llu", (unsigned)orbit_id_kind(id), (unsigned)orbit_id_node(id),
@@ -525,28 +519,28 @@ __attribute__((cold, noinline)) int pool_id_refused(const struct orbit_pool *p, 
     }
 }
 
-COLD int reserve_refused(struct orbit_pool *p, int rc, orbit_id id)
+static ORB_COLD int reserve_refused(struct orbit_pool *p, int rc, orbit_id id)
 {
     orb_count(&p->ctr, rc == -ORBIT_EBUSY ? POOL_CTR_BUSY : POOL_CTR_STALE, 1);
     return pool_id_refused(p, rc, id);
 }
 
 /* The state word w is not LIVE in generation gen: the tenancy ended, or it drains. */
-COLD int reserve_state_refused(struct orbit_pool *p, uint32_t w, uint32_t gen, orbit_id id)
+static ORB_COLD int reserve_state_refused(struct orbit_pool *p, uint32_t w, uint32_t gen, orbit_id id)
 {
     bool draining = RES_GEN(w) == gen && RES_STATE(w) == RES_DRAINING;
     return reserve_refused(p, draining ? -ORBIT_EDRAINING : -ORBIT_ESTALE, id);
 }
 
 /* The slot ended between the state check and the CAS: the unit taken in entry b is void. */
-COLD int reserve_voided(struct orbit_pool *p, struct pool_resource *r, uint32_t gen, uint32_t b, orbit_id id)
+static ORB_COLD int reserve_voided(struct orbit_pool *p, struct pool_resource *r, uint32_t gen, uint32_t b, orbit_id id)
 {
     give_back(r, gen, b);
     return reserve_refused(p, -ORBIT_ESTALE, id);
 }
 
 /* take_unit and its folds' release, for what take_next leaves: the general ring. */
-static __attribute__((noinline)) int reserve_take(struct orbit_pool *p, struct pool_resource *r, uint32_t gen,
+static ORB_NOINLINE int reserve_take(struct orbit_pool *p, struct pool_resource *r, uint32_t gen,
                                                   uint64_t *fence)
 {
     struct folded folded;
@@ -558,7 +552,7 @@ static __attribute__((noinline)) int reserve_take(struct orbit_pool *p, struct p
     return b;
 }
 
-COLD int reserve_no_out(void)
+static ORB_COLD int reserve_no_out(void)
 {
     return orb_fail(-ORBIT_EMALFORMED, "orbit_pool_reserve: out is NULL");
 }
@@ -566,9 +560,9 @@ COLD int reserve_no_out(void)
 int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *out)
 {
     int rc = pool_enter(p, __func__);
-    if (__builtin_expect(rc < 0, 0))
+    if (orb_unlikely(rc < 0))
         return rc;
-    if (__builtin_expect(!out, 0))
+    if (orb_unlikely(!out))
         return reserve_no_out();
     /* First, while little is live across the call: stamps age in ms, and a tick's error (or
      * a few ns early) is in the noise; before the CAS, which would hold the clock's loads back. */
@@ -576,21 +570,21 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
     struct pool_resource *r;
     uint64_t index, fence;
     rc = locate(p, id, &r, &index);
-    if (__builtin_expect(rc < 0, 0))
+    if (orb_unlikely(rc < 0))
         return pool_id_refused(p, rc, id);
     uint32_t gen = orbit_id_generation(id);
     /* One compare for the common case; the refusal sorts out which. */
     uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
-    if (__builtin_expect(w != RES_WORD(gen, RES_LIVE), 0))
+    if (orb_unlikely(w != RES_WORD(gen, RES_LIVE)))
         return reserve_state_refused(p, w, gen, id);
     uint32_t fold_b;
     uint64_t fold_f = 0;
     int b = take_next(r, gen, &fence, &fold_b, &fold_f);
-    if (__builtin_expect(b >= 0, 1) && fold_b < POOL_PENDING) {
+    if (orb_likely(b >= 0) && fold_b < POOL_PENDING) {
         pool_park_here(p, POOL_PARK_FOLD);
         /* Release: as release_folded, the entry's wipe and fold before a reserver takes it. */
         atomic_store_explicit(&r->pending[fold_b].released, fold_f, memory_order_release);
-    } else if (__builtin_expect(b < 0, 0)) {
+    } else if (orb_unlikely(b < 0)) {
         b = reserve_take(p, r, gen, &fence);
         if (b < 0)
             return reserve_refused(p, b, id);
@@ -598,7 +592,7 @@ int orbit_pool_reserve(struct orbit_pool *p, orbit_id id, struct orbit_lease *ou
     /* The slot may have ended between the state check and the CAS: then the unit is void
      * (draining since is fine: the reservation was taken while it was live). */
     w = atomic_load(&r->state);
-    if (__builtin_expect(w != RES_WORD(gen, RES_LIVE), 0) && (RES_GEN(w) != gen || !RES_IN_USE(w)))
+    if (orb_unlikely(w != RES_WORD(gen, RES_LIVE)) && (RES_GEN(w) != gen || !RES_IN_USE(w)))
         return reserve_voided(p, r, gen, (uint32_t)b, id);
     /* Entry b is ours by its bit: stamp it with our node, name our incarnation, then publish
      * the fence (release: a reader that acquires f sees f's stamp and holder). */
@@ -650,7 +644,7 @@ static int accept_lapped(struct pool_resource *r, uint32_t gen, uint64_t fence, 
  * the unit stays counted. Read after the CAS (a full barrier): the pair still
  * carries the tenancy and the bit, or the unit was voided (a close).
  */
-HOT int accept_held(struct pool_resource *r, uint32_t gen, uint64_t fence)
+static ORB_HOT int accept_held(struct pool_resource *r, uint32_t gen, uint64_t fence)
 {
     uint32_t b = (uint32_t)(fence % POOL_PENDING);
     uint64_t f = fence;
@@ -670,7 +664,7 @@ HOT int accept_held(struct pool_resource *r, uint32_t gen, uint64_t fence)
  * never reserved) and wiped after: a reserver takes the entry only once it
  * reads 0 there, so a later holder never shows f.
  */
-static __attribute__((noinline)) int accept_counted(struct pool_resource *r, uint32_t gen, uint64_t fence)
+static ORB_NOINLINE int accept_counted(struct pool_resource *r, uint32_t gen, uint64_t fence)
 {
     uint32_t b = (uint32_t)(fence % POOL_PENDING);
     uint64_t bit = 1ull << (32 + b);
@@ -697,17 +691,17 @@ static __attribute__((noinline)) int accept_counted(struct pool_resource *r, uin
 }
 
 /* The held path inline, the counted one (capacity above 16, or no pair CAS) out of line. */
-HOT int accept_unit(struct pool_resource *r, uint32_t gen, uint64_t fence)
+static ORB_HOT int accept_unit(struct pool_resource *r, uint32_t gen, uint64_t fence)
 {
     if (fence == 0 || fence >= FENCE_MAX)
         return -ORBIT_ENOTRESERVED;
-    if (__builtin_expect(holds_entries(atomic_load_explicit(&r->capacity, memory_order_relaxed)), 1))
+    if (orb_likely(holds_entries(atomic_load_explicit(&r->capacity, memory_order_relaxed))))
         return accept_held(r, gen, fence);
     return accept_counted(r, gen, fence);
 }
 
 /* accept's checks in their documented order, then the unit: the refusals' path. */
-COLD int accept_lease(struct orbit_pool *p, const struct orbit_lease *lease)
+static ORB_COLD int accept_lease(struct orbit_pool *p, const struct orbit_lease *lease)
 {
     struct pool_resource *r;
     uint64_t index;
@@ -728,24 +722,24 @@ COLD int accept_lease(struct orbit_pool *p, const struct orbit_lease *lease)
  * our incarnation's, this epoch's lease. Anything else takes accept_lease,
  * which sorts out the refusal (nothing was written yet).
  */
-HOT int accept_checked(struct orbit_pool *p, const struct orbit_lease *lease)
+static ORB_HOT int accept_checked(struct orbit_pool *p, const struct orbit_lease *lease)
 {
     orbit_id id = lease->id;
     uint32_t slot = orbit_id_slot(id), gen = orbit_id_generation(id);
-    if (__builtin_expect((uint32_t)(id >> 40) != p->own_hi || slot > p->lane_mask, 0))
+    if (orb_unlikely((uint32_t)(id >> 40) != p->own_hi || slot > p->lane_mask))
         return accept_lease(p, lease);
     struct pool_resource *r = p->own_lane + slot;
     /* Acquire: a LIVE word of this generation shows its tenancy's fields (capacity, owner). */
     uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
-    if (__builtin_expect(gen == 0 || w != RES_WORD(gen, RES_LIVE) ||
+    if (orb_unlikely(gen == 0 || w != RES_WORD(gen, RES_LIVE) ||
                          atomic_load_explicit(&r->owner_incarnation, memory_order_relaxed) != p->incarnation ||
-                         lease->epoch != pool_epoch_now(p), 0))
+                         lease->epoch != pool_epoch_now(p)))
         return accept_lease(p, lease);
     return accept_unit(r, gen, lease->fence);
 }
 
 /* Why accept refused a lease, for orbit_last_error; *out is a done execution. */
-COLD int accept_refused(int rc, const struct orbit_lease *lease, struct orbit_execution *out)
+static ORB_COLD int accept_refused(int rc, const struct orbit_lease *lease, struct orbit_execution *out)
 {
     *out = (struct orbit_execution){ .done = true };   /* completing a refused one is a no-op */
     switch (-rc) {
@@ -771,7 +765,7 @@ COLD int accept_refused(int rc, const struct orbit_lease *lease, struct orbit_ex
 }
 
 /* A refused handle, or a NULL out or lease: *out (if any) a done execution. */
-COLD int accept_entry_refused(int rc, const struct orbit_lease *lease, struct orbit_execution *out)
+static ORB_COLD int accept_entry_refused(int rc, const struct orbit_lease *lease, struct orbit_execution *out)
 {
     if (!out)
         return rc < 0 ? rc : orb_fail(-ORBIT_EMALFORMED, "orbit_pool_accept: out is NULL");
@@ -785,10 +779,10 @@ COLD int accept_entry_refused(int rc, const struct orbit_lease *lease, struct or
 int orbit_pool_accept(struct orbit_pool *p, const struct orbit_lease *lease, struct orbit_execution *out)
 {
     int rc = pool_enter(p, __func__);
-    if (__builtin_expect(rc < 0, 0) || __builtin_expect(!out, 0) || __builtin_expect(!lease, 0))
+    if (orb_unlikely(rc < 0) || orb_unlikely(!out) || orb_unlikely(!lease))
         return accept_entry_refused(rc, lease, out);
     rc = accept_checked(p, lease);
-    if (__builtin_expect(rc < 0, 0))
+    if (orb_unlikely(rc < 0))
         return accept_refused(rc, lease, out);
     *out = (struct orbit_execution){ .pool = p, .lease = *lease, .done = false };
     orb_count(&p->ctr, POOL_CTR_ACCEPTS, 1);
