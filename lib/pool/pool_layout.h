@@ -467,21 +467,15 @@ int  pool_key_lock(struct orbit_pool *p);
 void pool_key_unlock(struct orbit_pool *p);
 bool pool_counts_add(_Atomic uint64_t *counts, int64_t live, int64_t creating);
 
-/* ---- resource.c ---- */
-void pool_resources_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
-/* The unaccepted reservations that incarnation of node holds on every resource: freed. */
-void pool_reservations_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
-/* orbit_pool_node_dead with its outcome: -ORBIT_ECORRUPT when an op lock could not be taken
- * (a live member kept it past the bound, or a forged word): the report is to be run again. */
-int  pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
-void pool_resources_reset(struct orbit_pool *p);
+/* ---- reserve.c ---- */
 /* A waiter about to sleep: every store-published completion visible (membarrier), then
  * the DONE entries of key index i's resources folded; whether any were (a change its
  * version may not show: once, as the fold makes it a plain free unit). *fenced false:
  * the membarrier was refused to this process, and a completion may be missed. */
 bool pool_key_fold_after_fence(struct orbit_pool *p, uint32_t i, bool *fenced);
 
-/* Why a call on resource id was refused with rc, for orbit_last_error (resource.c); returns rc. */
+/* ---- refusals.c ---- */
+/* Why a call on resource id was refused with rc, for orbit_last_error; returns rc. */
 int pool_id_refused(const struct orbit_pool *p, int rc, orbit_id id);
 
 #endif
