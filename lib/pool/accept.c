@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Accepting a lease into an execution and completing it: the owner's half of a reservation. */
+#include "keys.h"
 #include "resource.h"
 
 /* Entry b is taken: wipe it, then move its unit to active in one CAS (which frees the entry). */

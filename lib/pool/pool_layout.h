@@ -109,6 +109,7 @@
 #ifndef ORB_POOL_LAYOUT_H
 #define ORB_POOL_LAYOUT_H
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -345,14 +346,13 @@ static inline int pool_enter(const struct orbit_pool *p, const char *call)
     return orb_enter(p ? &p->fork_generation : (const uint32_t *)0, call, "pool handle");
 }
 
-void pool_park_stop(void);
-/* A test hook point: one compare on the hot path, the stop out of line; nothing at all in a
- * build without the test hooks (park is never set there). */
+/* A test hook point: one compare on the hot path, the stop (raise) out of line; nothing at
+ * all in a build without the test hooks (park is never set there). */
 static inline void pool_park_here(const struct orbit_pool *p, enum pool_park point)
 {
 #ifdef ORBIT_TEST_HOOKS
     if (orb_unlikely(p->park == point))
-        pool_park_stop();
+        raise(SIGSTOP);
 #else
     (void)p;
     (void)point;
@@ -428,24 +428,6 @@ void pool_watch_ring(struct orbit_pool *p, uint32_t word, uint64_t bits); /* rin
 void pool_watch_recount(struct orbit_pool *p, uint32_t index);             /* op lock held */
 int  pool_intents_settle_node(struct orbit_pool *p, uint16_t node);         /* node_dead's first step */
 void pool_intents_reset(struct orbit_pool *p);
-
-/*
- * A change published by one release store on the hot path (a completion): a
- * process registered for global membarriers needs no fence, since a waiter
- * about to sleep runs orb_lock_fence_others and then folds the key's DONE
- * entries itself (pool_key_fold_after_fence); otherwise the fence orders the store
- * before the loads.
- */
-static inline void pool_key_changed_after_store(struct orbit_pool *p, uint32_t i)
-{
-    if (atomic_load_explicit(&orb_lock_store_give, memory_order_relaxed))
-        atomic_signal_fence(memory_order_seq_cst);
-    else
-        atomic_thread_fence(memory_order_seq_cst);
-    if (i <= p->key_mask && pool_key_unlooked(pool_key_at(p, i)))
-        return;   /* the common case, without a call */
-    pool_key_changed_after_rmw(p, i);
-}
 
 /* ---- intents.c: op locks, pins, intents ---- */
 int  pool_key_op_lock(struct orbit_pool *p, uint32_t index);                /* a dead holder's op settled */

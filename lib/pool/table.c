@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* The pool table: spec, geometry, segment, handle, epoch, reset and inspection. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,11 +159,6 @@ static enum pool_park park_from_env(void)
         if (strcmp(v, names[i]) == 0)
             return (enum pool_park)i;
     return POOL_PARK_NONE;
-}
-
-void pool_park_stop(void)
-{
-    raise(SIGSTOP);
 }
 
 static void handle_prepare(struct orb_table_base *b)
