@@ -192,14 +192,12 @@ void xframe_encode(const struct xframe *f, unsigned char out[XFRAME_BYTES]);
 int  xframe_decode(const unsigned char in[XFRAME_BYTES], struct xframe *f);
 
 /* ---- exchanges ---- */
+/* A table made of tables: no segment of its own; the base gives it its fleet, fork
+ * generation, readiness descriptor and tally (orbit_exchanges_stats' counts). */
 struct orbit_exchanges {
-    struct orbit_fleet *fleet;
-    uint32_t fork_generation;         /* the fleet handle's (core/guard.h) */
+    ORB_TABLE_BASE;
     struct orbit_streams *control;
     struct orbit_arena *arena[2];     /* [0] A->B, [1] B->A (the same handle when shared) */
-    pthread_mutex_t lock;
-    int readiness_fd;
-    struct orb_tally tally;           /* orbit_exchanges_stats' counts (core/tally.h) */
 };
 enum { EXCH_TALLY_EVENTS_SENT, EXCH_TALLY_EVENTS_RECEIVED, EXCH_TALLY_CHUNKS_SENT, EXCH_TALLY_CHUNKS_RECEIVED,
        EXCH_TALLY_BYTES_SENT, EXCH_TALLY_BYTES_RECEIVED, EXCH_TALLY_END };

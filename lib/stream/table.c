@@ -95,7 +95,6 @@ static void handle_bind(struct orb_table_base *b, const void *geometry, const vo
     struct orbit_streams *s = (struct orbit_streams *)b;
     const struct stream_geometry *g = geometry;
     const struct stream_layout *l = layout;
-    orb_table_bound(b);
     s->lay = *l;
     s->lane_capacity = g->lane_capacity;
     s->buffer_bytes = g->buffer_bytes;
@@ -149,7 +148,7 @@ int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *sp
                                                  "generation_limit", NULL },
         .init = orb_table_init_epoch,   /* zero: every slot EMPTY at generation 0 */
     };
-    return orb_table_create(&streams_kind, f, &req, &l, (void **)out);
+    return orb_table_create(&streams_kind, f, &req, (void **)out);
 }
 
 /* The geometry another process wrote (its type and size checked by the base): its values. */
@@ -186,7 +185,7 @@ int orbit_streams_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbi
 void orbit_streams_close(struct orbit_streams *s)
 {
     orb_error_clear();
-    orb_table_free(s ? &s->base : NULL);
+    orb_table_close(&streams_kind, s ? &s->base : NULL);
 }
 
 uint64_t orbit_streams_epoch(struct orbit_streams *s)
