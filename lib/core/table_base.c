@@ -29,7 +29,7 @@ void *orb_table_alloc(size_t bytes, struct orbit_fleet *f)
 }
 
 /* The segment is mapped and checked: the handle's kind and counters follow it. */
-void orb_table_bound(struct orb_table_base *b)
+static void table_bound(struct orb_table_base *b)
 {
     b->kind = b->seg.kind;
     orb_ctr_ref_open(&b->ctr, b->fleet, b->kind);
@@ -82,7 +82,7 @@ static int table_finish(const struct orb_table_kind *k, struct orb_table_base *b
     int rc = k->check(&b->seg, geometry, layout);
     if (rc == 0) {
         k->bind(b, geometry, layout);
-        orb_table_bound(b);
+        table_bound(b);
         if (k->ready)
             rc = k->ready(b);
     }
@@ -125,6 +125,11 @@ int orb_table_open_existing_as(const struct orb_table_kind *k, struct orbit_flee
         return rc;
     if (!out)
         return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", call);
+    return orb_table_open(k, f, kind, out);
+}
+
+int orb_table_open(const struct orb_table_kind *k, struct orbit_fleet *f, uint8_t kind, void **out)
+{
     uint64_t geometry[(ORB_GEOMETRY_MAX + 7) / 8];   /* what a segment header can hold */
     return table_open_existing(k, f, kind, geometry, out);
 }

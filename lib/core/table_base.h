@@ -88,9 +88,6 @@ struct orb_table_kind {
 
 /* A handle for fleet f, zeroed but for the base; NULL without memory. Free with orb_table_free. */
 void *orb_table_alloc(size_t bytes, struct orbit_fleet *f);
-/* The segment is mapped and checked: the handle's kind and counters follow it (the base's
- * last step of a bind; the admission ledger still calls it itself). */
-void orb_table_bound(struct orb_table_base *b);
 /* Close the readiness descriptor, the counters and the segment, free the handle. */
 void orb_table_free(struct orb_table_base *b);
 
@@ -112,6 +109,10 @@ int orb_table_create(const struct orb_table_kind *k, struct orbit_fleet *f, stru
  */
 int orb_table_open_existing_as(const struct orb_table_kind *k, struct orbit_fleet *f, uint8_t kind,
                                void **out, const char *call);
+
+/* The same without the entry checks, for the core's registry (tables.c): the table of
+ * kind, opened as this fleet handle may (observers too). */
+int orb_table_open(const struct orb_table_kind *k, struct orbit_fleet *f, uint8_t kind, void **out);
 
 /* orbit_*_close for every table: k's release, then orb_table_free. NULL: nothing. */
 void orb_table_close(const struct orb_table_kind *k, struct orb_table_base *b);

@@ -89,8 +89,6 @@ int arena_payload_ready(struct orbit_arena *a, uint32_t end)
     return rc;
 }
 
-static const struct orb_table_kind arena_kind;
-
 int orbit_arena_open(struct orbit_fleet *f, const struct orbit_arena_spec *spec, struct orbit_arena **out)
 {
     static const struct orbit_arena_spec dflt = ORBIT_ARENA_SPEC_DEFAULT;
@@ -139,7 +137,7 @@ static int geometry_check(const struct orb_segment *seg, const void *geometry, v
 
 _Static_assert(sizeof(struct arena_layout) <= ORB_TABLE_LAYOUT_MAX, "the base holds the layout");
 
-static const struct orb_table_kind arena_kind = {
+const struct orb_table_kind arena_kind = {
     .type = ORB_TABLE_ARENA, .handle_bytes = sizeof(struct orbit_arena),
     .geometry_len = sizeof(struct arena_geometry), .prepare = handle_prepare,
     .check = geometry_check, .bind = handle_bind,

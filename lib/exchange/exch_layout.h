@@ -147,6 +147,8 @@ static inline void arena_count(struct orbit_arena *a, unsigned tally, unsigned c
  * high-water mark, so a lane costs what it has held at once. Per handle.
  * 0, or -ENOMEM naming the bytes and the mount.
  */
+/* How the base opens an arena (arena.c); the ops name it (arena_death.c). */
+extern const struct orb_table_kind arena_kind;
 int  arena_payload_ready(struct orbit_arena *a, uint32_t end);
 /* sweep.c: after a death, LIVE chunks whose receiver is gone or whose control stream ended. */
 void arena_sweep_undeliverable(struct orbit_arena *a, uint16_t node, uint64_t inc);

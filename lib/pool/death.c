@@ -153,11 +153,12 @@ static void reservations_node_dead(struct orbit_pool *p, uint16_t node, uint64_t
     }
 }
 
-/* orbit_pool_node_dead with its outcome: -ORBIT_ECORRUPT when an op lock could not be taken
- * (a live member kept it past the bound, or a forged word): the report is to be run again. */
-static int pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation)
+/* The pool's death op: -ORBIT_ECORRUPT when an op lock could not be taken (a live member
+ * kept it past the bound, or a forged word): the report is to be run again. */
+static int pool_node_dead(void *table, uint16_t node, uint64_t incarnation)
 {
-    if (!p || node >= p->geo.fleet_capacity)
+    struct orbit_pool *p = table;
+    if (node >= p->geo.fleet_capacity)
         return -ORBIT_EMALFORMED;
     /* What the node (or a reporter before us) was doing under an op lock, first. */
     int rc = pool_intents_settle_node(p, node);
@@ -174,7 +175,7 @@ void orbit_pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnat
 {
     if (pool_enter(p, __func__) < 0)
         return;
-    pool_node_dead(p, node, incarnation);
+    (void)pool_node_dead(p, node, incarnation);   /* void in the installed header: table_ops.h */
 }
 
 static void resources_reset(struct orbit_pool *p)
@@ -207,10 +208,9 @@ static void resources_reset(struct orbit_pool *p)
  * new epoch starts. Generations and fences continue, so an id or lease from
  * before never names a later tenant; waiters are woken to re-check.
  */
-void orbit_pool_reset_all(struct orbit_pool *p)
+static int pool_reset_all(void *table)
 {
-    if (pool_enter(p, __func__) < 0)
-        return;
+    struct orbit_pool *p = table;
     bool locked = pool_key_lock(p) == 0;
     resources_reset(p);
     size_t rows = (size_t)p->geo.fleet_capacity * p->geo.key_capacity;
@@ -228,20 +228,16 @@ void orbit_pool_reset_all(struct orbit_pool *p)
         pool_key_unlock(p);
     else   /* a forged or stuck word: the owner boots alone, so the lock starts over free */
         orb_lock_init(&p->hdr->key_lock.l);
+    return 0;
+}
+
+void orbit_pool_reset_all(struct orbit_pool *p)
+{
+    if (pool_enter(p, __func__) == 0)
+        (void)pool_reset_all(p);
 }
 
 /* ---- the pool's table ops ---------------------------------------------- */
-
-static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
-{
-    struct orbit_pool *p = NULL;
-    int rc = orbit_pool_open_existing(f, kind, &p);
-    *out = p;
-    return rc;
-}
-static void ops_close(void *t) { orbit_pool_close(t); }
-static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { return pool_node_dead(t, node, inc); }
-static int ops_reset_all(void *t) { orbit_pool_reset_all(t); return 0; }
 
 static const struct orb_counter_def pool_counters[POOL_CTR_END - ORB_CTR_TABLE_FIRST] = {
     { "reservations", "Reservations made (orbit_pool_reserve that returned a lease)." },
@@ -254,9 +250,8 @@ static const struct orb_counter_def pool_counters[POOL_CTR_END - ORB_CTR_TABLE_F
 };
 
 static const struct orb_table_ops pool_ops = {
-    .type = ORB_TABLE_POOL, .name = "pool", .open_existing = ops_open, .close = ops_close,
-    .layout = POOL_LAYOUT_VERSION,
-    .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = pool_account,
+    .kind = &pool_kind, .name = "pool", .layout = POOL_LAYOUT_VERSION,
+    .node_dead = pool_node_dead, .reset_all = pool_reset_all, .account = pool_account,
     .counters = pool_counters, .counter_count = POOL_CTR_END - ORB_CTR_TABLE_FIRST,
 };
 ORB_TABLE_REGISTER(pool_ops);

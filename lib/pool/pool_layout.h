@@ -364,6 +364,8 @@ struct pool_sections {
     size_t lanes, holds, claims, intents, keys, bitmaps, res, end;
 };
 int  pool_sections_of(const struct pool_geometry *g, struct pool_sections *out);
+/* How the base opens a pool (table.c); the ops name it (death.c). */
+extern const struct orb_table_kind pool_kind;
 
 static inline struct pool_key *pool_key_at(const struct orbit_pool *p, uint32_t i)
 {

@@ -200,7 +200,7 @@ static int lane_ready(struct orb_table_base *b)
     return 0;
 }
 
-static const struct orb_table_kind pool_kind = {
+const struct orb_table_kind pool_kind = {
     .type = ORB_TABLE_POOL, .handle_bytes = sizeof(struct orbit_pool),
     .geometry_len = sizeof(struct pool_geometry), .prepare = handle_prepare,
     .check = geometry_check, .bind = handle_bind, .ready = lane_ready,

@@ -216,6 +216,8 @@ static inline bool stream_is_member(const struct orbit_streams *s)
  * the rings it uses, and no later touch of them, by either side, can SIGBUS.
  * 0, or -ENOMEM naming the bytes and the mount.
  */
+/* How the base opens a streams table (table.c); the ops name it (death.c). */
+extern const struct orb_table_kind streams_kind;
 int  stream_rings_ready(struct orbit_streams *s, size_t index);
 
 /* ---- slots.c ---- */

@@ -119,8 +119,6 @@ int stream_rings_ready(struct orbit_streams *s, size_t index)
     return rc;
 }
 
-static const struct orb_table_kind streams_kind;
-
 int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *spec,
                        struct orbit_streams **out)
 {
@@ -170,7 +168,7 @@ static int geometry_check(const struct orb_segment *seg, const void *geometry, v
 
 _Static_assert(sizeof(struct stream_layout) <= ORB_TABLE_LAYOUT_MAX, "the base holds the layout");
 
-static const struct orb_table_kind streams_kind = {
+const struct orb_table_kind streams_kind = {
     .type = ORB_TABLE_STREAMS, .handle_bytes = sizeof(struct orbit_streams),
     .geometry_len = sizeof(struct stream_geometry), .prepare = handle_prepare,
     .check = geometry_check, .bind = handle_bind,
