@@ -80,6 +80,9 @@ static int adm_init(struct orb_segment *seg, void *ctx)
     for (uint32_t i = 0; i < g->max_claims; i++)
         stack[i] = g->max_claims - 1 - i;
     orb_flock_init(&l->lock, &l->lock_sleepers);
+    /* A first table epoch, as every table's (the fleet's listing; reset_all moves it on).
+     * Relaxed: the segment's ready word, published after this initialiser, releases it. */
+    atomic_store_explicit(&orb_seg_hdr(seg)->epoch, orb_next_epoch(0), memory_order_relaxed);
     return 0;
 }
 
