@@ -157,6 +157,10 @@ START_TEST(an_observer_creates_nothing_and_opens_only_the_spec_made)
     void *h = NULL;
     ck_assert_int_eq(t->open(obs, CT_SPEC, &h), -ENOENT);   /* absent: not made by an observer */
     ck_assert_str_ne(orbit_last_error(), "");
+    if (t->open_existing) {
+        ck_assert_int_eq(t->open_existing(obs, t->kind, &h), -ENOENT);
+        ck_assert_int_eq(t->open_existing(obs, 255, &h), -ORBIT_EGEOMETRY);   /* the fleet's own */
+    }
     ck_assert_int_eq(segments_of(name), 1);
     void *member = opened(t, f);
     ck_assert_int_eq(t->hold(member), 0);
