@@ -47,52 +47,67 @@ static void *opened(const struct ct_table *t, struct orbit_fleet *f)
     return h;
 }
 
-static void fleet_end(struct orbit_fleet *f, const char *name)
+/* One case: the table under test (the loop's index) and a fleet of the case's own, node 0. */
+struct ct_case {
+    const struct ct_table *t;
+    const char *name;
+    struct orbit_fleet *f;
+};
+
+static struct ct_case case_begin(int i, const char *tag)
 {
-    orbit_fleet_leave(f);
-    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
-    ck_assert_int_eq(segments_of(name), 0);
+    struct ct_case c = { .t = table_at(i), .name = tu_fleet_name(tag) };
+    c.f = tu_join(c.name, CT_CAPACITY, 0, PARENT_INC, tu_backing());
+    return c;
+}
+
+/* The case's end: what it held let go, the handle (if any) closed, the fleet left and removed. */
+static void case_end(struct ct_case *c, void *h)
+{
+    c->t->drop();
+    c->t->close(h);
+    orbit_fleet_leave(c->f);
+    ck_assert_int_eq(orbit_fleet_unlink(c->name), 0);
+    ck_assert_int_eq(segments_of(c->name), 0);
 }
 
 /* ---- lifecycle --------------------------------------------------------------------- */
 
 START_TEST(a_handle_opens_shares_and_outlives_nothing_but_its_segment)
 {
-    const struct ct_table *t = table_at(_i);
-    const char *name = tu_fleet_name("ct-life");
-    struct orbit_fleet *f = tu_join(name, CT_CAPACITY, 0, PARENT_INC, tu_backing());
-    void *a = opened(t, f), *b = opened(t, f);   /* the same spec: the same table */
-    uint64_t epoch = epoch_of(t, f, a);
+    struct ct_case c = case_begin(_i, "ct-life");
+    void *a = opened(c.t, c.f), *b = opened(c.t, c.f);   /* the same spec: the same table */
+    uint64_t epoch = epoch_of(c.t, c.f, a);
     ck_assert_uint_ne(epoch, 0);   /* a table starts at its first epoch */
-    ck_assert_uint_eq(epoch_of(t, f, b), epoch);
-    ck_assert_int_eq(segments_of(name), 1 + (ssize_t)t->segments);
+    ck_assert_uint_eq(epoch_of(c.t, c.f, b), epoch);
+    ck_assert_int_eq(segments_of(c.name), 1 + (ssize_t)c.t->segments);
     struct orbit_table_info info[4];
-    ssize_t n = orbit_fleet_tables(f, info, 4);
-    ck_assert_int_eq(n, (ssize_t)t->segments);
+    ssize_t n = orbit_fleet_tables(c.f, info, 4);
+    ck_assert_int_eq(n, (ssize_t)c.t->segments);
     bool listed = false;
     for (ssize_t i = 0; i < n; i++)
-        if (info[i].kind == t->kind) {
+        if (info[i].kind == c.t->kind) {
             listed = true;
             ck_assert(info[i].built);
-            ck_assert_str_eq(info[i].name, t->name);
+            ck_assert_str_eq(info[i].name, c.t->name);
         }
     ck_assert(listed);
     /* What one handle takes, another sees. */
-    ck_assert_int_eq(t->hold(a), 0);
-    ck_assert_int_ge(t->held(b, 0), 1);
-    t->drop();
-    t->close(b);
-    t->close(a);
+    ck_assert_int_eq(c.t->hold(a), 0);
+    ck_assert_int_ge(c.t->held(b, 0), 1);
+    c.t->drop();
+    c.t->close(b);
+    c.t->close(a);
     /* The segment outlives its handles: it goes with the fleet. */
-    if (t->open_existing) {
-        void *c;
-        ck_assert_int_eq(t->open_existing(f, t->kind, &c), 0);
-        ck_assert_uint_eq(epoch_of(t, f, c), epoch);
-        t->close(c);
+    if (c.t->open_existing) {
+        void *existing;
+        ck_assert_int_eq(c.t->open_existing(c.f, c.t->kind, &existing), 0);
+        ck_assert_uint_eq(epoch_of(c.t, c.f, existing), epoch);
+        c.t->close(existing);
     }
-    ck_assert_int_eq(segments_of(name), 1 + (ssize_t)t->segments);
-    t->close(NULL);   /* a NULL handle closes nothing */
-    fleet_end(f, name);
+    ck_assert_int_eq(segments_of(c.name), 1 + (ssize_t)c.t->segments);
+    c.t->close(NULL);   /* a NULL handle closes nothing */
+    case_end(&c, NULL);
 }
 END_TEST
 
@@ -100,48 +115,44 @@ END_TEST
 
 START_TEST(bad_input_is_refused_with_a_sentence_and_leaves_nothing)
 {
-    const struct ct_table *t = table_at(_i);
+    struct ct_case c = case_begin(_i, "ct-bad");
     const struct ct_table *other = table_at((_i + 1) % (int)ct_table_count);
-    const char *name = tu_fleet_name("ct-bad");
-    struct orbit_fleet *f = tu_join(name, CT_CAPACITY, 0, PARENT_INC, tu_backing());
     void *h = NULL;
-    ck_assert_int_eq(t->open(NULL, CT_SPEC, &h), -ORBIT_EMALFORMED);
-    CK_SAID(t->open_call);
-    ck_assert_int_eq(t->open(f, CT_SPEC, NULL), -ORBIT_EMALFORMED);
+    ck_assert_int_eq(c.t->open(NULL, CT_SPEC, &h), -ORBIT_EMALFORMED);
+    CK_SAID(c.t->open_call);
+    ck_assert_int_eq(c.t->open(c.f, CT_SPEC, NULL), -ORBIT_EMALFORMED);
     CK_SAID("out");
-    ck_assert_int_eq(t->open(f, CT_BAD, &h), -ORBIT_EMALFORMED);
-    CK_SAID(t->open_call);
-    ck_assert_int_eq(t->open(f, CT_RESV, &h), -ORBIT_EMALFORMED);
+    ck_assert_int_eq(c.t->open(c.f, CT_BAD, &h), -ORBIT_EMALFORMED);
+    CK_SAID(c.t->open_call);
+    ck_assert_int_eq(c.t->open(c.f, CT_RESV, &h), -ORBIT_EMALFORMED);
     CK_SAID("resv");
-    ck_assert_int_eq(segments_of(name), 1);   /* no refused open made anything */
-    void *good = opened(t, f);
-    ck_assert_int_eq(t->open(f, CT_OTHER, &h), -ORBIT_EGEOMETRY);   /* the same kind, another geometry */
+    ck_assert_int_eq(segments_of(c.name), 1);   /* no refused open made anything */
+    void *good = opened(c.t, c.f);
+    ck_assert_int_eq(c.t->open(c.f, CT_OTHER, &h), -ORBIT_EGEOMETRY);   /* the same kind, another geometry */
     ck_assert_str_ne(orbit_last_error(), "");
-    ck_assert_int_eq(segments_of(name), 1 + (ssize_t)t->segments);
-    if (t->open_existing) {
-        ck_assert_int_eq(t->open_existing(f, 99, &h), -ENOENT);
-        ck_assert_int_eq(t->open_existing(f, 255, &h), -ORBIT_EGEOMETRY);   /* the fleet's own */
+    ck_assert_int_eq(segments_of(c.name), 1 + (ssize_t)c.t->segments);
+    if (c.t->open_existing) {
+        ck_assert_int_eq(c.t->open_existing(c.f, 99, &h), -ENOENT);
+        ck_assert_int_eq(c.t->open_existing(c.f, 255, &h), -ORBIT_EGEOMETRY);   /* the fleet's own */
         CK_SAID("fleet");
-        ck_assert_int_eq(t->open_existing(NULL, t->kind, &h), -ORBIT_EMALFORMED);
-        ck_assert_int_eq(t->open_existing(f, t->kind, NULL), -ORBIT_EMALFORMED);
+        ck_assert_int_eq(c.t->open_existing(NULL, c.t->kind, &h), -ORBIT_EMALFORMED);
+        ck_assert_int_eq(c.t->open_existing(c.f, c.t->kind, NULL), -ORBIT_EMALFORMED);
         /* A kind that holds another type of table. */
-        void *o = opened(other, f);
+        void *o = opened(other, c.f);
         uint8_t o_kind = other->kind;
-        ck_assert_int_eq(t->open_existing(f, o_kind, &h), -ORBIT_EGEOMETRY);
+        ck_assert_int_eq(c.t->open_existing(c.f, o_kind, &h), -ORBIT_EGEOMETRY);
         CK_SAID(other->name);
         other->drop();
         other->close(o);
     }
     /* The table's death and reset calls with no handle: a sentence, nothing touched. */
-    t->node_dead(NULL, 0, 1);
+    c.t->node_dead(NULL, 0, 1);
     CK_SAID("NULL");
-    t->reset_all(NULL);
+    c.t->reset_all(NULL);
     CK_SAID("NULL");
-    ck_assert_int_eq(t->hold(good), 0);
-    ck_assert_int_ge(t->held(good, 0), 1);
-    t->drop();
-    t->close(good);
-    fleet_end(f, name);
+    ck_assert_int_eq(c.t->hold(good), 0);
+    ck_assert_int_ge(c.t->held(good, 0), 1);
+    case_end(&c, good);
 }
 END_TEST
 
@@ -149,36 +160,34 @@ END_TEST
 
 START_TEST(an_observer_creates_nothing_and_opens_only_the_spec_made)
 {
-    const struct ct_table *t = table_at(_i);
-    const char *name = tu_fleet_name("ct-obs");
-    struct orbit_fleet *f = tu_join(name, CT_CAPACITY, 0, PARENT_INC, tu_backing());
+    struct ct_case c = case_begin(_i, "ct-obs");
     struct orbit_fleet *obs;
-    ck_assert_int_eq(orbit_fleet_observe(name, &obs), 0);
+    ck_assert_int_eq(orbit_fleet_observe(c.name, &obs), 0);
     void *h = NULL;
-    ck_assert_int_eq(t->open(obs, CT_SPEC, &h), -ENOENT);   /* absent: not made by an observer */
+    ck_assert_int_eq(c.t->open(obs, CT_SPEC, &h), -ENOENT);   /* absent: not made by an observer */
     ck_assert_str_ne(orbit_last_error(), "");
-    if (t->open_existing) {
-        ck_assert_int_eq(t->open_existing(obs, t->kind, &h), -ENOENT);
-        ck_assert_int_eq(t->open_existing(obs, 255, &h), -ORBIT_EGEOMETRY);   /* the fleet's own */
+    if (c.t->open_existing) {
+        ck_assert_int_eq(c.t->open_existing(obs, c.t->kind, &h), -ENOENT);
+        ck_assert_int_eq(c.t->open_existing(obs, 255, &h), -ORBIT_EGEOMETRY);   /* the fleet's own */
     }
-    ck_assert_int_eq(segments_of(name), 1);
-    void *member = opened(t, f);
-    ck_assert_int_eq(t->hold(member), 0);
-    void *seen = opened(t, obs);
-    ck_assert_uint_eq(epoch_of(t, obs, seen), epoch_of(t, f, member));
-    ck_assert_int_ge(t->held(seen, 0), 1);   /* it inspects */
-    if (t->readiness) {
-        ck_assert_int_eq(t->readiness(seen), -ORBIT_ENOTOWNER);   /* no node, no doorbell */
+    ck_assert_int_eq(segments_of(c.name), 1);
+    void *member = opened(c.t, c.f);
+    ck_assert_int_eq(c.t->hold(member), 0);
+    void *seen = opened(c.t, obs);
+    ck_assert_uint_eq(epoch_of(c.t, obs, seen), epoch_of(c.t, c.f, member));
+    ck_assert_int_ge(c.t->held(seen, 0), 1);   /* it inspects */
+    if (c.t->readiness) {
+        ck_assert_int_eq(c.t->readiness(seen), -ORBIT_ENOTOWNER);   /* no node, no doorbell */
         CK_SAID("observer");
     }
-    ck_assert_int_eq(t->open(obs, CT_OTHER, &h), -ORBIT_EGEOMETRY);
+    ck_assert_int_eq(c.t->open(obs, CT_OTHER, &h), -ORBIT_EGEOMETRY);
     CK_SAID("vs");   /* both sides' values */
-    ck_assert_int_eq(segments_of(name), 1 + (ssize_t)t->segments);
-    t->drop();
-    t->close(seen);
-    t->close(member);
+    ck_assert_int_eq(segments_of(c.name), 1 + (ssize_t)c.t->segments);
+    c.t->drop();
+    c.t->close(seen);
+    c.t->close(member);
     orbit_fleet_leave(obs);
-    fleet_end(f, name);
+    case_end(&c, NULL);
 }
 END_TEST
 
@@ -203,34 +212,30 @@ static int victim(void *p)
 
 START_TEST(a_killed_members_share_is_accounted_then_given_back)
 {
-    const struct ct_table *t = table_at(_i);
-    const char *name = tu_fleet_name("ct-death");
-    struct orbit_fleet *f = tu_join(name, CT_CAPACITY, 0, PARENT_INC, tu_backing());
-    void *h = opened(t, f);
-    ck_assert_int_eq(t->hold(h), 0);   /* a survivor's share, which the report must not touch */
-    struct victim v = { t, name, tp_pipe() };
+    struct ct_case c = case_begin(_i, "ct-death");
+    void *h = opened(c.t, c.f);
+    ck_assert_int_eq(c.t->hold(h), 0);   /* a survivor's share, which the report must not touch */
+    struct victim v = { c.t, c.name, tp_pipe() };
     pid_t pid = tp_spawn(victim, &v);
     ck_assert_uint_eq(tp_recv_u64(v.ready.rd), 1);
-    ck_assert_int_ge(t->held(h, 1), 1);
+    ck_assert_int_ge(c.t->held(h, 1), 1);
     struct orbit_reclaim r;
-    ck_assert_int_eq(orbit_fleet_account(f, 1, CHILD_INC, &r), 0);
-    ck_assert_uint_ge(t->accounted(&r), 1);
-    ck_assert_uint_eq(r.tables, t->segments);
-    ck_assert_int_eq(orbit_fleet_account(f, 1, CHILD_INC + 1, &r), 0);   /* another life holds nothing */
-    ck_assert_uint_eq(t->accounted(&r), 0);
+    ck_assert_int_eq(orbit_fleet_account(c.f, 1, CHILD_INC, &r), 0);
+    ck_assert_uint_ge(c.t->accounted(&r), 1);
+    ck_assert_uint_eq(r.tables, c.t->segments);
+    ck_assert_int_eq(orbit_fleet_account(c.f, 1, CHILD_INC + 1, &r), 0);   /* another life holds nothing */
+    ck_assert_uint_eq(c.t->accounted(&r), 0);
     ck_assert_int_eq(kill(pid, SIGKILL), 0);
     ck_assert_int_eq(tu_wait_child(pid, 10000), 128 + SIGKILL);
-    ck_assert_int_eq(orbit_fleet_node_dead(f, 1, CHILD_INC), 0);
-    ck_assert_int_eq(t->held(h, 1), 0);
-    ck_assert_int_eq(orbit_fleet_account(f, 1, CHILD_INC, &r), 0);
-    ck_assert_uint_eq(t->accounted(&r), 0);
+    ck_assert_int_eq(orbit_fleet_node_dead(c.f, 1, CHILD_INC), 0);
+    ck_assert_int_eq(c.t->held(h, 1), 0);
+    ck_assert_int_eq(orbit_fleet_account(c.f, 1, CHILD_INC, &r), 0);
+    ck_assert_uint_eq(c.t->accounted(&r), 0);
     /* Reported again, through the table's own call: nothing more to give back. */
-    t->node_dead(h, 1, CHILD_INC);
-    ck_assert_int_eq(t->held(h, 1), 0);
-    ck_assert_int_ge(t->held(h, 0), 1);
-    t->drop();
-    t->close(h);
-    fleet_end(f, name);
+    c.t->node_dead(h, 1, CHILD_INC);
+    ck_assert_int_eq(c.t->held(h, 1), 0);
+    ck_assert_int_ge(c.t->held(h, 0), 1);
+    case_end(&c, h);
 }
 END_TEST
 
@@ -238,27 +243,23 @@ END_TEST
 
 START_TEST(a_reset_starts_a_new_epoch_with_everything_free)
 {
-    const struct ct_table *t = table_at(_i);
-    const char *name = tu_fleet_name("ct-reset");
-    struct orbit_fleet *f = tu_join(name, CT_CAPACITY, 0, PARENT_INC, tu_backing());
-    void *h = opened(t, f);
-    ck_assert_int_eq(t->hold(h), 0);
-    ck_assert_int_ge(t->held(h, 0), 1);
-    uint64_t before = epoch_of(t, f, h);
-    t->reset_all(h);
-    ck_assert_uint_gt(epoch_of(t, f, h), before);
-    ck_assert_int_eq(t->held(h, 0), 0);
-    t->drop();   /* what it held reads stale: letting it go touches nothing of the new epoch */
-    ck_assert_int_eq(t->held(h, 0), 0);
-    ck_assert_int_eq(t->hold(h), 0);   /* the table is usable in its new epoch */
-    before = epoch_of(t, f, h);
+    struct ct_case c = case_begin(_i, "ct-reset");
+    void *h = opened(c.t, c.f);
+    ck_assert_int_eq(c.t->hold(h), 0);
+    ck_assert_int_ge(c.t->held(h, 0), 1);
+    uint64_t before = epoch_of(c.t, c.f, h);
+    c.t->reset_all(h);
+    ck_assert_uint_gt(epoch_of(c.t, c.f, h), before);
+    ck_assert_int_eq(c.t->held(h, 0), 0);
+    c.t->drop();   /* what it held reads stale: letting it go touches nothing of the new epoch */
+    ck_assert_int_eq(c.t->held(h, 0), 0);
+    ck_assert_int_eq(c.t->hold(h), 0);   /* the table is usable in its new epoch */
+    before = epoch_of(c.t, c.f, h);
     /* The fleet's reset runs every table's: each counted once. */
-    ck_assert_int_eq(orbit_fleet_reset_tables(f), (int)t->segments);
-    ck_assert_uint_gt(epoch_of(t, f, h), before);
-    ck_assert_int_eq(t->held(h, 0), 0);
-    t->drop();
-    t->close(h);
-    fleet_end(f, name);
+    ck_assert_int_eq(orbit_fleet_reset_tables(c.f), (int)c.t->segments);
+    ck_assert_uint_gt(epoch_of(c.t, c.f, h), before);
+    ck_assert_int_eq(c.t->held(h, 0), 0);
+    case_end(&c, h);
 }
 END_TEST
 
@@ -278,17 +279,13 @@ static int fork_child(void *p)
 
 START_TEST(a_fork_childs_calls_are_refused_and_its_close_is_harmless)
 {
-    const struct ct_table *t = table_at(_i);
-    const char *name = tu_fleet_name("ct-fork");
-    struct orbit_fleet *f = tu_join(name, CT_CAPACITY, 0, PARENT_INC, tu_backing());
-    void *h = opened(t, f);
-    struct forked x = { t, h };
+    struct ct_case c = case_begin(_i, "ct-fork");
+    void *h = opened(c.t, c.f);
+    struct forked x = { c.t, h };
     ck_assert_int_eq(tu_wait_child(tp_spawn(fork_child, &x), 10000), 0);
-    ck_assert_int_eq(t->hold(h), 0);   /* the parent's handle is whole */
-    ck_assert_int_ge(t->held(h, 0), 1);
-    t->drop();
-    t->close(h);
-    fleet_end(f, name);
+    ck_assert_int_eq(c.t->hold(h), 0);   /* the parent's handle is whole */
+    ck_assert_int_ge(c.t->held(h, 0), 1);
+    case_end(&c, h);
 }
 END_TEST
 
@@ -296,23 +293,21 @@ END_TEST
 
 START_TEST(a_member_gets_one_readiness_descriptor_per_handle)
 {
-    const struct ct_table *t = table_at(_i);
-    if (!t->readiness)
+    if (!table_at(_i)->readiness)
         return;   /* the ledger has none: its waits are on its epoch word */
-    const char *name = tu_fleet_name("ct-ready");
-    struct orbit_fleet *f = tu_join(name, CT_CAPACITY, 0, PARENT_INC, tu_backing());
-    void *h = opened(t, f), *h2 = opened(t, f);
-    int fd = t->readiness(h);
+    struct ct_case c = case_begin(_i, "ct-ready");
+    void *h = opened(c.t, c.f), *h2 = opened(c.t, c.f);
+    int fd = c.t->readiness(h);
     ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(t->readiness(h), -ORBIT_EBUSY);
+    ck_assert_int_eq(c.t->readiness(h), -ORBIT_EBUSY);
     CK_SAID("one per handle");
-    int fd2 = t->readiness(h2);   /* another handle: its own */
+    int fd2 = c.t->readiness(h2);   /* another handle: its own */
     ck_assert_int_ge(fd2, 0);
     ck_assert_int_ne(fd2, fd);
-    t->close(h2);
-    t->close(h);   /* closes its descriptor */
+    c.t->close(h2);
+    c.t->close(h);   /* closes its descriptor */
     ck_assert_int_eq(fcntl(fd, F_GETFD), -1);
-    fleet_end(f, name);
+    case_end(&c, NULL);
 }
 END_TEST
 
