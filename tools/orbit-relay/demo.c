@@ -618,7 +618,10 @@ static void cleanup(struct demo *d)
 {
     relay_stats_unmap(d->rf.st);
     relay_stats_unlink(d->o.fleet, false);
-    orbit_fleet_unlink(d->o.fleet);
+    if (d->rf.gen_name[0])
+        sup_collect(&d->rf);            /* the workers' generation */
+    else
+        orbit_fleet_unlink(d->o.fleet); /* they never ran: what they may have made */
 }
 
 int demo_main(int argc, char **argv)
