@@ -363,21 +363,40 @@ int sup_on_sigchld(struct sup_fleet *rf, pid_t *other, int n_other, int *other_s
     return deaths;
 }
 
-/* Waits for pid to exit, up to the deadline, on its pidfd; then SIGKILL. Returns the wait status. */
+/*
+ * pid's exit by the deadline: waits on its pidfd, or, where pidfd_open is
+ * refused (valgrind, some seccomp profiles), looks every 10 ms. True once it
+ * exited (reaped: *status), false at the deadline.
+ */
+static bool child_exit_by(pid_t pid, int64_t deadline_ns, int *status)
+{
+    int pfd = orb_sys_pidfd_open(pid, 0);
+    bool exited = false;
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid || (r < 0 && errno == ECHILD)) {
+            exited = true;
+            break;
+        }
+        int64_t left = (deadline_ns - relay_now_ns()) / 1000000;
+        if (left <= 0)
+            break;
+        struct pollfd p = { .fd = pfd, .events = POLLIN };
+        poll(&p, pfd >= 0 ? 1 : 0, pfd >= 0 || left < 10 ? (int)left : 10);
+    }
+    if (pfd >= 0)
+        close(pfd);
+    return exited;
+}
+
+/* Waits for pid to exit, up to the deadline; then SIGKILL. Returns the wait status. */
 static int reap_child(pid_t pid, int64_t deadline_ns)
 {
     int status = 0;
-    int pfd = orb_sys_pidfd_open(pid, 0);
-    if (pfd >= 0) {
-        int64_t left = (deadline_ns - relay_now_ns()) / 1000000;
-        struct pollfd p = { .fd = pfd, .events = POLLIN };
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-            kill(pid, SIGKILL);
-        close(pfd);
-    } else if (errno != ESRCH) {
+    if (!child_exit_by(pid, deadline_ns, &status)) {
         kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
     }
-    waitpid(pid, &status, 0);
     return status;
 }
 
