@@ -225,11 +225,17 @@ static void reap_leftovers(struct sup_fleet *rf, bool take)
  * in a newer generation that appeared meanwhile). Never the bare name, which
  * may be another release's generation.
  */
-static int learn_generation(struct sup_fleet *rf)
+static uint32_t workers_generation(const struct sup_fleet *rf)
 {
     uint32_t gen = 0;
-    for (int i = 0; i < rf->opts.workers && gen == 0; i++)
+    for (int i = 0; rf->st && i < rf->opts.workers && gen == 0; i++)
         gen = STAT_GET(&rf->st->w[rf->slot_of[i]], generation);
+    return gen;   /* 0: none joined */
+}
+
+static int learn_generation(struct sup_fleet *rf)
+{
+    uint32_t gen = workers_generation(rf);
     int rc = orbit_fleet_generation_name(rf->opts.fleet, gen, rf->gen_name, sizeof rf->gen_name);
     if (rc < 0) {
         rf->gen_name[0] = 0;
@@ -431,8 +437,12 @@ void sup_stop(struct sup_fleet *rf, int timeout_ms)
 
 void sup_collect(struct sup_fleet *rf)
 {
+    /* A start that failed may not have learnt it: what a worker that joined recorded. */
+    uint32_t gen = rf->gen_name[0] ? 0 : workers_generation(rf);
+    if (gen)
+        orbit_fleet_generation_name(rf->opts.fleet, gen, rf->gen_name, sizeof rf->gen_name);
     if (rf->gen_name[0])
-        orbit_fleet_collect(rf->gen_name);   /* -ORBIT_EBUSY: a successor's workers live in it */
+        orbit_fleet_collect(rf->gen_name);   /* -ORBIT_EBUSY: someone lives in it (a successor's workers) */
 }
 
 /* Ends another child (backend, reaper, load): SIGTERM, then SIGKILL after timeout_ms. */
@@ -589,12 +599,13 @@ int sup_run(const struct relay_opts *o)
     handover_unserve(&hs);
     if (take.conn >= 0)
         close(take.conn);
-    relay_stats_unmap(rf.st);
-    if (!handed_over)
-        relay_stats_unlink(o->fleet, false);
     /* Ours, once empty: a successor of our layouts lives in it (kept); one of other
      * layouts runs its own beside it, and ours goes with our last worker. */
     sup_collect(&rf);
+    relay_stats_unmap(rf.st);
+    rf.st = NULL;
+    if (!handed_over)
+        relay_stats_unlink(o->fleet, false);
     close(sfd);
     return 0;
 }
