@@ -67,11 +67,12 @@ kill_one() {
     done
     fail "worker $victim killed: no death report, or no replacement: $(stats)"
 }
-# The generations of the fleet as this library lists them (orbitctl ls): their names.
+# The generations of the fleet as this library lists them (orbitctl ls): their names. (Other
+# tests' fleets on this host may be half made or planted: an entry may lack any field.)
 generations() { "$orbitctl" --json ls | python3 -c '
 import json, sys
-print(" ".join(sorted(f["generation"]["name"] for f in json.load(sys.stdin)["fleets"]
-                      if f["generation"]["name"].split("@")[0] == sys.argv[1])))' "$fleet"; }
+names = [f.get("name") or "" for f in json.load(sys.stdin)["fleets"]]
+print(" ".join(sorted(n for n in names if n.split("@")[0] == sys.argv[1])))' "$fleet"; }
 
 "$relay" --backend 127.0.0.1:0 >"$tmp/backend.out" 2>&1 & pids+=($!)
 wait_for "$tmp/backend.out" 'listening on'
