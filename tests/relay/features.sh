@@ -8,6 +8,7 @@
 # Exits 77 when curl is missing (meson reports SKIP).
 set -euo pipefail
 relay=${ORBIT_RELAY_BIN:?ORBIT_RELAY_BIN names no program}
+orbitctl=${ORBITCTL_BIN:?ORBITCTL_BIN names no program}
 command -v curl >/dev/null || { echo "curl missing: skipped"; exit 77; }
 
 tmp=$(mktemp -d /tmp/relay-features.XXXXXX)
@@ -141,18 +142,33 @@ check ORBIT_RELAY_NO_QUIET_WAIT quiet_own_wait=env wait_past_sends=on
 # A request waiting for one of its worker's own upstreams (more connections than
 # the budget) arms no FUTEX_WAIT on the pool key: quiet_waits counts those. Forced
 # off, every such wait arms one and quiet_waits stays 0; the bodies stay exact.
+# Without io_uring futex waits (--stats: futex_wait=off, as under
+# ORBIT_DISABLE_URING_FUTEX=1) a worker arms no FUTEX_WAIT at all: it waits on the
+# pool's readiness eventfd, rung by the key's watch. Then no quiet wait either way,
+# no FUTEX_WAIT counted, and the pool's doorbells (orbitctl metrics) woke the waits.
 quiet() {   # ENV EXPECT: EXPECT "some" or "none" quiet waits over 24 connections, budget 16
     setting="quiet own wait, $1"
-    local fleet="t-relay-feat-$$-q$RANDOM" pid addr n
+    local fleet="t-relay-feat-$$-q$RANDOM" pid addr n waits armed futex doorbells
     start_relay "$fleet" "$1" -- --workers 2 --upstreams 16
     load_ok 24 20000
     "$relay" --stats "$fleet" --json >"$tmp/stats" || fail "--stats"
-    n=$(grep -o '"quiet_waits":"[0-9]*"' "$tmp/stats" | grep -o '[0-9]*' | awk '{ s += $1 } END { print s + 0 }')
-    local waits
-    waits=$(grep -o '"pool_waits":"[0-9]*"' "$tmp/stats" | grep -o '[0-9]*' | awk '{ s += $1 } END { print s + 0 }')
+    sum() { grep -o "\"$1\":\"[0-9]*\"" "$tmp/stats" | grep -o '[0-9]*' | awk '{ s += $1 } END { print s + 0 }'; }
+    n=$(sum quiet_waits); waits=$(sum pool_waits); armed=$(sum futex_waits)
     [ "$waits" -gt 0 ] || fail "no pool waits at all: the load did not exercise them"
-    if [ "$2" = some ]; then [ "$n" -gt 0 ] || fail "no quiet waits of $waits pool waits"
-    else [ "$n" = 0 ] || fail "$n quiet waits while forced off"; fi
+    futex=$(grep -o '"futex_wait":"[a-z-]*"' "$tmp/stats" | sort -u | tr '\n' ' ')
+    case "$futex" in
+    '"futex_wait":"on" ')
+        if [ "$2" = some ]; then [ "$n" -gt 0 ] || fail "no quiet waits of $waits pool waits"
+        else [ "$n" = 0 ] || fail "$n quiet waits while forced off"; fi ;;
+    '"futex_wait":"off" ')
+        [ "$armed" = 0 ] || fail "$armed FUTEX_WAITs armed without io_uring futex waits"
+        [ "$n" = 0 ] || fail "$n quiet waits, with no FUTEX_WAIT to leave out"
+        doorbells=$("$orbitctl" metrics "$fleet" | awk '/^orbit_table_doorbells_total[{].*table="pool"/ { s += $NF }
+                                                      END { print s + 0 }')
+        [ "$doorbells" -gt 0 ] || fail "no pool doorbell rang: nothing woke $waits pool waits"
+        setting="$setting, futex_wait=off: readiness, $doorbells pool doorbells" ;;
+    *) fail "the workers' futex_wait: $futex" ;;
+    esac
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     echo "ok: $setting ($n quiet of $waits pool waits)"

@@ -174,6 +174,8 @@ static inline bool backend_answer(int fd, const char *req, size_t head_len, size
         sleep(30);
         return false;
     }
+    if (strcmp(path, "/delay") == 0)        /* answered, a second late */
+        sleep(1);
     if (strcmp(path, "/early") == 0) {       /* interim responses; the final one once released */
         put_str(fd, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\nKeep-Alive: timeout=1\r\n\r\n");
         for (int i = 0; i < 5000 && !atomic_load(&seen->release); i++)
@@ -400,14 +402,21 @@ static inline int spawn_out(char *const argv[], pid_t *pid)
     return p[0];
 }
 
-/* Starts orbit-relay with extra arguments; returns the port it listens on. */
-static inline uint16_t relay_start(const char *fleet, uint16_t backend_port, char *const extra[], pid_t *pid)
+/* Starts orbit-relay with extra arguments, under a launcher (wrapper PROGRAM ARGS...) unless
+ * wrapper is NULL; returns the port it listens on. */
+static inline uint16_t relay_start_under(const char *wrapper, const char *fleet, uint16_t backend_port,
+                                         char *const extra[], pid_t *pid)
 {
     char up[32];
     snprintf(up, sizeof up, "127.0.0.1:%u", backend_port);
-    char *argv[32] = { (char *)relay_bin(), "--fleet", (char *)fleet, "--listen", "127.0.0.1:0",
+    char *argv[33] = { (char *)relay_bin(), "--fleet", (char *)fleet, "--listen", "127.0.0.1:0",
                        "--upstream", up };
     int n = 7;
+    if (wrapper) {
+        memmove(argv + 1, argv, (size_t)n * sizeof argv[0]);
+        argv[0] = (char *)wrapper;
+        n++;
+    }
     for (int i = 0; extra && extra[i] && n < 30; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
@@ -421,6 +430,11 @@ static inline uint16_t relay_start(const char *fleet, uint16_t backend_port, cha
     p = strchr(p + 12, ':');
     H_REQUIRE(p, "no port in '%s'", line);
     return (uint16_t)atoi(p + 1);
+}
+
+static inline uint16_t relay_start(const char *fleet, uint16_t backend_port, char *const extra[], pid_t *pid)
+{
+    return relay_start_under(NULL, fleet, backend_port, extra, pid);
 }
 
 static inline void relay_stop(pid_t pid)

@@ -5,10 +5,14 @@
 #
 #   tools/bench/relay-upgrade.sh [--relay PATH] [--workers N] [--upstreams U]
 #                                [--connections C] [--duration S] [--at S] [--size B]
+#                                [--new-library LIB]
 #
 # wrk -c C (default 64) runs for S seconds (default 20) against a relay of N
 # workers (default 2) in front of `orbit-relay --backend`; at S/2 (--at) a
 # second relay of the same binary and arguments takes over with --upgrade.
+# --new-library: the second relay runs on LIB (a liborbit.so of another
+# release, such as the build's tests/upgrade/liborbit-bumped.so), found
+# first through LD_LIBRARY_PATH: an upgrade across a layout change.
 # Beside wrk, a probe (`orbit-relay --load`, 4 connections, every body checked)
 # runs in 1 s windows: each window's p99 is listed and marked before, during
 # (it overlaps the hand-over: from the start of the new relay to the exit of
@@ -19,8 +23,8 @@
 # 77 without wrk.
 set -euo pipefail
 
-relay=""; workers=2; upstreams=""; conns=64; duration=20; at=""; size=100
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+relay=""; workers=2; upstreams=""; conns=64; duration=20; at=""; size=100; newlib=""
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --relay) relay=$2; shift 2 ;;
@@ -30,6 +34,7 @@ while [ $# -gt 0 ]; do
         --duration) duration=$2; shift 2 ;;
         --at) at=$2; shift 2 ;;
         --size) size=$2; shift 2 ;;
+        --new-library) newlib=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "relay-upgrade.sh: bad argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -41,11 +46,18 @@ at=${at:-$((duration / 2))}
 relay=${relay:-$(cd "$(dirname "$0")/../.." && pwd)/build/tools/orbit-relay/orbit-relay}
 [ -x "$relay" ] || { echo "relay-upgrade.sh: no orbit-relay at $relay (--relay PATH)" >&2; exit 2; }
 command -v wrk >/dev/null || { echo "relay-upgrade.sh: wrk is not installed"; exit 77; }
+[ -z "$newlib" ] || [ -f "$newlib" ] || { echo "relay-upgrade.sh: no library at $newlib (--new-library)" >&2; exit 2; }
 
 tmp=$(mktemp -d /tmp/relay-upgrade.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
+new_env=()   # the second relay's: its library first
+if [ -n "$newlib" ]; then
+    mkdir "$tmp/lib"
+    ln -s "$(realpath "$newlib")" "$tmp/lib/liborbit.so.0"
+    new_env=(env "LD_LIBRARY_PATH=$tmp/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+fi
 die() { echo "relay-upgrade.sh: $*" >&2; exit 1; }
 wait_for() { for _ in $(seq 300); do grep -q "$2" "$1" && return 0; sleep 0.05; done; die "no '$2' in $1: $(cat "$1")"; }
 now() { date +%s.%N; }
@@ -60,7 +72,7 @@ wait_for "$tmp/old.out" 'workers on'
 addr=$(grep -o 'workers on [0-9.:]*' "$tmp/old.out" | awk '{ print $3 }')
 
 echo "host: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $(uname -r)"
-echo "relay: $workers workers${upstreams:+, $upstreams upstreams}; wrk -t1 -c$conns -d${duration}s --latency http://$addr/size/$size; upgrade at ${at}s"
+echo "relay: $workers workers${upstreams:+, $upstreams upstreams}; wrk -t1 -c$conns -d${duration}s --latency http://$addr/size/$size; upgrade at ${at}s${newlib:+ onto $newlib}"
 t0=$(now)
 wrk -t1 -c"$conns" -d"${duration}s" --latency "http://$addr/size/$size" >"$tmp/wrk" 2>&1 & w=$!; pids+=($w)
 ( end=$(awk -v t="$t0" -v d="$duration" 'BEGIN { printf "%.3f", t + d - 1 }')
@@ -71,13 +83,17 @@ wrk -t1 -c"$conns" -d"${duration}s" --latency "http://$addr/size/$size" >"$tmp/w
   done >"$tmp/probe" ) & probe=$!; pids+=($probe)
 sleep "$at"
 t_up=$(now)
-"$relay" "${args[@]}" --upgrade >"$tmp/new.out" 2>&1 & new=$!; pids+=($new)
+"${new_env[@]}" "$relay" "${args[@]}" --upgrade >"$tmp/new.out" 2>&1 & new=$!; pids+=($new)
 wait_for "$tmp/new.out" "took over from pid $old"
 t_ready=$(now)
 wait "$old" || die "the old relay exited $?: $(cat "$tmp/old.out")"
 t_gone=$(now)
 wait "$w" || die "wrk failed: $(cat "$tmp/wrk")"
 wait "$probe" || true
+if [ -n "$newlib" ]; then   # the new relay's workers in a generation of their own, the old one collected
+    gen=$("${new_env[@]}" "$relay" --stats "$fleet" --json | grep -o '"generation":[0-9]*' | head -1 | cut -d: -f2)
+    echo "the new relay's workers: generation ${gen:-?}"
+fi
 
 awk -v t0="$t0" -v up="$t_up" -v ready="$t_ready" -v gone="$t_gone" '
 function field(s, k,   m) { if (match(s, "\"" k "\":\"?[0-9.]+")) { m = substr(s, RSTART, RLENGTH); sub(/.*:"?/, "", m); return m } return "" }

@@ -322,12 +322,24 @@ static void client_send(struct client_set *s, struct client *c, const char *p, s
     conn_send(s->l, &c->conn, p, n);
 }
 
+/*
+ * Part of the request may still be on its way: an answer before it was read
+ * whole (its head or its body: an error before the request started), or while
+ * its body streams. Its rest must never be read as the next request (a
+ * request smuggled in a body), so such an answer closes the connection.
+ */
+static bool request_unread(const struct client *c)
+{
+    return c->state == C_READ || c->streaming;
+}
+
 static void client_error(struct client_set *s, struct client *c, int status, const char *reason, bool close)
 {
     if (c->conn.send_armed && c->state == C_READ) {   /* our 100 Continue is going out: after it */
         c->deferred_status = status;
         return;
     }
+    close = close || request_unread(c);
     bool fresh = c->used == 0 && c->state == C_READ;   /* no request was started: none in flight */
     int n = http_error(c->err, sizeof c->err, status, reason, close || !c->keepalive);
     if (close)
@@ -409,6 +421,13 @@ static void client_on_recv(struct client_set *s, struct client *c, int res)
         client_gone(s, c);
         return;
     }
+    if (c->state == C_ERROR) {
+        /* A read armed before our answer (a timeout's): what it brought is never a request
+         * while the answer goes out; after it, a connection kept open parses it. */
+        if (c->keepalive)
+            c->in_len += (size_t)res;
+        return;
+    }
     if (c->streaming && c->state == C_RUN && c->rq.where == DISP_LOCAL) {
         if (c->msg.h.chunked)
             client_chunk_in(s, c, (size_t)res);
@@ -464,11 +483,10 @@ static void client_failed(struct disp_req *r, int status)
     struct client *c = client_of(r);
     struct client_set *s = set_of(c);
     c->keepalive = c->keepalive && !r->sink.close;
-    if (status == 503) {
-        client_error(s, c, 503, http_reason(503), false);   /* no source could be had */
-    } else if (status) {
-        /* A body not read to its end closes the connection: its rest is no request. */
-        client_error(s, c, status, http_reason(status), status == 504 || c->streaming);
+    if (status) {
+        /* 503: no source could be had; 502 and 504: the backend failed. A body not read to
+         * its end closes the connection (client_error): its rest is no request. */
+        client_error(s, c, status, http_reason(status), status == 504);
     } else {
         STAT_ADD(s->l->st, aborted, 1);
         STAT_SUB(s->l->st, inflight, 1);

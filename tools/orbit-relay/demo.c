@@ -616,9 +616,11 @@ static void teardown(struct demo *d)
 
 static void cleanup(struct demo *d)
 {
+    sup_collect(&d->rf);                /* the workers' generation */
+    if (!d->rf.gen_name[0])
+        orbit_fleet_unlink(d->o.fleet); /* none joined: what they may have made */
     relay_stats_unmap(d->rf.st);
     relay_stats_unlink(d->o.fleet, false);
-    orbit_fleet_unlink(d->o.fleet);
 }
 
 int demo_main(int argc, char **argv)

@@ -33,6 +33,7 @@ struct relay_opts {
     const char *control;         /* the supervisor's control socket (upgrades), or NULL */
     bool upgrade;                /* take over from the relay of the fleet at control */
     uint16_t fleet_capacity;     /* nodes of the fleet workers join; 0: relay_fleet_capacity(workers) */
+    uint32_t generation;         /* the fleet's generation workers join; 0: ORBIT_GENERATION_AUTO */
     bool restart;                /* the supervisor replaces a dead worker */
     bool self_reap;              /* the supervisor runs orbit_fleet_reap on a death */
     bool report_deaths;          /* the supervisor reports its dead workers (off: the demo shows the reaper) */
@@ -65,7 +66,7 @@ uint64_t relay_hist_percentile(const struct relay_hist *h, double p);
 /* ---- shared statistics (stats.c): /dev/shm/orbit-relay.<fleet> --------- */
 
 #define RELAY_STATS_MAGIC   0x79616c6572626f72ull   /* "orbrelay" */
-#define RELAY_STATS_VERSION 4
+#define RELAY_STATS_VERSION 5
 #define RELAY_STATS_SLOTS   64
 
 enum relay_slot_state { SLOT_FREE, SLOT_STARTING, SLOT_RUNNING, SLOT_EXITED, SLOT_KILLED };
@@ -101,7 +102,8 @@ struct relay_worker_stats {
     _Atomic uint64_t quiet_waits;    /* pool waits for our own upstreams, with no FUTEX_WAIT armed */
     _Atomic uint32_t features_off;   /* ... and those an ORBIT_RELAY_NO_* variable turned off */
     _Atomic uint64_t spliced;        /* responses whose body went on by splice, not through a buffer */
-    uint8_t pad[20];
+    _Atomic uint32_t generation;     /* the generation of the fleet its worker joined */
+    uint8_t pad[16];
 };
 
 struct relay_stats {
@@ -111,6 +113,7 @@ struct relay_stats {
     uint16_t listen_port;
     uint16_t workers;
     uint32_t upstreams;
+    _Atomic uint32_t generation;     /* its workers', once they run (0 before): what --stats observes */
     char     fleet[ORBIT_FLEET_NAME_MAX + 8];
     char     backend[48];
     _Atomic uint64_t spawned, deaths, restarts, supervisor_reaps;

@@ -45,9 +45,9 @@ static void print_features_text(const struct relay_worker_stats *w, int slot, FI
 
 static void print_worker_json(const struct relay_worker_stats *w, int slot, bool first, FILE *out)
 {
-    fprintf(out, "%s{\"slot\":%d,\"pid\":%d,\"state\":\"%s\",\"node\":%u,\"incarnation\":" CLI_JSON_U64,
-            first ? "" : ",",
-            slot, STAT_GET(w, pid), slot_state_name(STAT_GET(w, state)), STAT_GET(w, node), STAT_GET(w, incarnation));
+    fprintf(out, "%s{\"slot\":%d,\"pid\":%d,\"state\":\"%s\",\"generation\":%u,\"node\":%u,\"incarnation\":"
+            CLI_JSON_U64, first ? "" : ",", slot, STAT_GET(w, pid), slot_state_name(STAT_GET(w, state)),
+            STAT_GET(w, generation), STAT_GET(w, node), STAT_GET(w, incarnation));
 #define JS(f) fprintf(out, ",\"" #f "\":" CLI_JSON_U64, (uint64_t)STAT_GET(w, f));
     RELAY_STATS_COUNTERS(JS)
     RELAY_STATS_GAUGES(JS)
@@ -78,6 +78,28 @@ static void print_workers_text(const struct relay_stats *s, FILE *out)
             print_features_text(&s->w[i], i, out);
 }
 
+/*
+ * The generation whose tables are shown: the relay's workers' (its counters
+ * say which), else the newest of this library's layouts; never the bare name
+ * alone, which may be another release's generation.
+ */
+static uint32_t stats_generation(const char *fleet, const struct relay_stats *s, char *name, size_t len)
+{
+    uint32_t gen = s ? atomic_load(&s->generation) : 0;
+    struct orbit_generation_info g[16];
+    ssize_t n = gen ? 0 : orbit_fleet_generations(fleet, g, 16);
+    for (ssize_t i = n < 16 ? n : 16; i-- > 0;)
+        if (g[i].readable) {
+            gen = g[i].generation;
+            break;
+        }
+    if (gen == 0 || orbit_fleet_generation_name(fleet, gen, name, len) < 0) {
+        snprintf(name, len, "%s", fleet);
+        return 0;
+    }
+    return gen;
+}
+
 int stats_main(const char *fleet, bool json)
 {
     struct relay_stats *s = NULL;
@@ -85,14 +107,17 @@ int stats_main(const char *fleet, bool json)
     int rc = relay_stats_open(fleet, &s);
     if (rc < 0)
         fprintf(stderr, "orbit-relay: no relay counters for fleet %s (%s)\n", fleet, orbit_strerror(rc));
-    int frc = orbit_fleet_observe(fleet, &f);
+    char gen_name[ORBIT_FLEET_NAME_MAX + 1];
+    uint32_t gen = stats_generation(fleet, s, gen_name, sizeof gen_name);
+    int frc = orbit_fleet_observe(gen_name, &f);
     if (frc < 0)
-        fprintf(stderr, "orbit-relay: fleet %s: %s\n", fleet, orbit_strerror(frc));
+        fprintf(stderr, "orbit-relay: fleet %s: %s\n", gen_name, orbit_strerror(frc));
     if (rc < 0 && frc < 0)
         return 1;
     if (json) {
         fprintf(stdout, "{\"fleet\":");
         tool_json_str(stdout, fleet);
+        fprintf(stdout, ",\"generation\":%u", gen);
         if (s) {
             fprintf(stdout, ",\"backend\":");
             tool_json_str(stdout, s->backend);
@@ -121,9 +146,9 @@ int stats_main(const char *fleet, bool json)
         fputs("}\n", stdout);
     } else {
         if (s) {
-            fprintf(stdout, "relay fleet %s: backend %s, port %u, upstream budget %u; deaths %" PRIu64
+            fprintf(stdout, "relay fleet %s (generation %s): backend %s, port %u, upstream budget %u; deaths %" PRIu64
                             ", restarts %" PRIu64 ", supervisor reaps %" PRIu64 "\n",
-                    fleet, s->backend, s->listen_port, s->upstreams, (uint64_t)atomic_load(&s->deaths),
+                    fleet, gen_name, s->backend, s->listen_port, s->upstreams, (uint64_t)atomic_load(&s->deaths),
                     (uint64_t)atomic_load(&s->restarts), (uint64_t)atomic_load(&s->supervisor_reaps));
             print_workers_text(s, stdout);
         }

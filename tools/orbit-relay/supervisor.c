@@ -190,6 +190,62 @@ static int fleet_listeners(struct sup_fleet *rf, struct handover_take *take)
     return 0;
 }
 
+/*
+ * The generations of our layouts a run left (a crashed one's): their dead are
+ * reclaimed before anyone joins. Our workers join the newest of them (the
+ * default, ORBIT_GENERATION_AUTO): in an upgrade the running relay's workers
+ * live there, and ours join it at its capacity. A running relay of other
+ * layouts has none of ours: our workers start the next generation beside it.
+ */
+static void reap_leftovers(struct sup_fleet *rf, bool take)
+{
+    struct orbit_generation_info some[8], *big = NULL, *gens = some;
+    ssize_t cap = 8, n = orbit_fleet_generations(rf->opts.fleet, some, (size_t)cap);
+    if (n > cap && (big = calloc((size_t)n, sizeof *big)) != NULL) {
+        gens = big;
+        cap = n;
+        n = orbit_fleet_generations(rf->opts.fleet, gens, (size_t)cap);
+    }
+    for (ssize_t i = 0; i < n && i < cap; i++) {   /* oldest first: the capacity is the newest's */
+        struct orbit_fleet *old;
+        if (!gens[i].readable || orbit_fleet_observe(gens[i].name, &old) < 0)
+            continue;
+        orbit_fleet_reap(old);
+        if (take)
+            rf->opts.fleet_capacity = orbit_fleet_capacity(old);
+        orbit_fleet_leave(old);
+    }
+    free(big);
+}
+
+/*
+ * The generation our workers joined, as each wrote it in its slot: the one
+ * observed for death reports and reaps, shown by --stats, and collected at
+ * exit. A replacement is pinned to it (a dead worker's successor never lands
+ * in a newer generation that appeared meanwhile). Never the bare name, which
+ * may be another release's generation.
+ */
+static uint32_t workers_generation(const struct sup_fleet *rf)
+{
+    uint32_t gen = 0;
+    for (int i = 0; rf->st && i < rf->opts.workers && gen == 0; i++)
+        gen = STAT_GET(&rf->st->w[rf->slot_of[i]], generation);
+    return gen;   /* 0: none joined */
+}
+
+static int learn_generation(struct sup_fleet *rf)
+{
+    uint32_t gen = workers_generation(rf);
+    int rc = orbit_fleet_generation_name(rf->opts.fleet, gen, rf->gen_name, sizeof rf->gen_name);
+    if (rc < 0) {
+        rf->gen_name[0] = 0;
+        return rc;
+    }
+    rf->opts.generation = gen;
+    atomic_store(&rf->st->generation, gen);
+    return orbit_fleet_observe(rf->gen_name, &rf->observer);
+}
+
 int sup_start(struct sup_fleet *rf, const struct relay_opts *o, struct handover_take *take)
 {
     memset(rf, 0, sizeof *rf);
@@ -216,15 +272,7 @@ int sup_start(struct sup_fleet *rf, const struct relay_opts *o, struct handover_
         return -errno;
     rf->ready_rd = p[0];
     rf->ready_wr = p[1];
-    /* A fleet left over by a crashed run: reclaim its dead before anyone joins. In an
-     * upgrade the running relay's workers live in it: ours join it at its capacity. */
-    struct orbit_fleet *old;
-    if (orbit_fleet_observe(o->fleet, &old) == 0) {
-        orbit_fleet_reap(old);
-        if (take)
-            rf->opts.fleet_capacity = orbit_fleet_capacity(old);
-        orbit_fleet_leave(old);
-    }
+    reap_leftovers(rf, take != NULL);
     for (int i = 0; i < rf->opts.workers; i++) {
         rc = sup_spawn(rf, i);
         if (rc < 0)
@@ -237,9 +285,10 @@ int sup_start(struct sup_fleet *rf, const struct relay_opts *o, struct handover_
         return rc;
     }
     mark_running(rf);
-    rc = orbit_fleet_observe(o->fleet, &rf->observer);
+    rc = learn_generation(rf);
     if (rc < 0)
-        fprintf(stderr, "orbit-relay: observe %s: %s\n", o->fleet, orbit_strerror(rc));
+        fprintf(stderr, "orbit-relay: observe %s: %s (%s)\n", rf->gen_name[0] ? rf->gen_name : o->fleet,
+                orbit_strerror(rc), orbit_last_error());
     return rc;
 }
 
@@ -261,16 +310,24 @@ static int worker_index(struct sup_fleet *rf, pid_t pid)
 static void report_dead_worker(struct sup_fleet *rf, const struct relay_worker_stats *w)
 {
     uint64_t inc = STAT_GET(w, incarnation);
-    uint32_t node = STAT_GET(w, node);
+    uint32_t node = STAT_GET(w, node), gen = STAT_GET(w, generation);
     if (inc == 0 || node > UINT16_MAX)
         return;   /* it died before joining: nothing of it is in the fleet */
-    if (!rf->observer && orbit_fleet_observe(rf->opts.fleet, &rf->observer) < 0)
-        return;
-    if (orbit_fleet_node_dead(rf->observer, (uint16_t)node, inc) == 0) {
+    struct orbit_fleet *f = rf->observer, *other = NULL;
+    if (!f || gen != rf->opts.generation) {   /* not the generation we observe: its own */
+        char name[ORBIT_FLEET_NAME_MAX + 1];
+        if (orbit_fleet_generation_name(rf->opts.fleet, gen, name, sizeof name) < 0 ||
+            orbit_fleet_observe(name, &other) < 0)
+            return;
+        f = other;
+    }
+    if (orbit_fleet_node_dead(f, (uint16_t)node, inc) == 0) {
         atomic_fetch_add(&rf->st->death_reports, 1);
         if (rf->opts.self_reap)   /* no reaper daemon: this report is the reclaim */
             atomic_fetch_add(&rf->st->supervisor_reaps, 1);
     }
+    if (other)
+        orbit_fleet_leave(other);
 }
 
 int sup_on_sigchld(struct sup_fleet *rf, pid_t *other, int n_other, int *other_status)
@@ -312,21 +369,40 @@ int sup_on_sigchld(struct sup_fleet *rf, pid_t *other, int n_other, int *other_s
     return deaths;
 }
 
-/* Waits for pid to exit, up to the deadline, on its pidfd; then SIGKILL. Returns the wait status. */
+/*
+ * pid's exit by the deadline: waits on its pidfd, or, where pidfd_open is
+ * refused (valgrind, some seccomp profiles), looks every 10 ms. True once it
+ * exited (reaped: *status), false at the deadline.
+ */
+static bool child_exit_by(pid_t pid, int64_t deadline_ns, int *status)
+{
+    int pfd = orb_sys_pidfd_open(pid, 0);
+    bool exited = false;
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid || (r < 0 && errno == ECHILD)) {
+            exited = true;
+            break;
+        }
+        int64_t left = (deadline_ns - relay_now_ns()) / 1000000;
+        if (left <= 0)
+            break;
+        struct pollfd p = { .fd = pfd, .events = POLLIN };
+        poll(&p, pfd >= 0 ? 1 : 0, pfd >= 0 || left < 10 ? (int)left : 10);
+    }
+    if (pfd >= 0)
+        close(pfd);
+    return exited;
+}
+
+/* Waits for pid to exit, up to the deadline; then SIGKILL. Returns the wait status. */
 static int reap_child(pid_t pid, int64_t deadline_ns)
 {
     int status = 0;
-    int pfd = orb_sys_pidfd_open(pid, 0);
-    if (pfd >= 0) {
-        int64_t left = (deadline_ns - relay_now_ns()) / 1000000;
-        struct pollfd p = { .fd = pfd, .events = POLLIN };
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-            kill(pid, SIGKILL);
-        close(pfd);
-    } else if (errno != ESRCH) {
+    if (!child_exit_by(pid, deadline_ns, &status)) {
         kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
     }
-    waitpid(pid, &status, 0);
     return status;
 }
 
@@ -357,6 +433,16 @@ void sup_stop(struct sup_fleet *rf, int timeout_ms)
     for (int i = 0; i < rf->opts.workers; i++)
         if (rf->lfds[i] >= 0)
             close(rf->lfds[i]);
+}
+
+void sup_collect(struct sup_fleet *rf)
+{
+    /* A start that failed may not have learnt it: what a worker that joined recorded. */
+    uint32_t gen = rf->gen_name[0] ? 0 : workers_generation(rf);
+    if (gen)
+        orbit_fleet_generation_name(rf->opts.fleet, gen, rf->gen_name, sizeof rf->gen_name);
+    if (rf->gen_name[0])
+        orbit_fleet_collect(rf->gen_name);   /* -ORBIT_EBUSY: someone lives in it (a successor's workers) */
 }
 
 /* Ends another child (backend, reaper, load): SIGTERM, then SIGKILL after timeout_ms. */
@@ -489,6 +575,7 @@ int sup_run(const struct relay_opts *o)
     struct sup_fleet rf;
     if (sup_start(&rf, o, o->upgrade ? &take : NULL) < 0) {
         sup_stop(&rf, 2000);
+        sup_collect(&rf);   /* a generation our workers started, not the running relay's */
         for (int i = 0; i < take.n; i++)
             close(take.fds[i]);
         if (o->upgrade)   /* the running relay carries on as it was */
@@ -512,11 +599,13 @@ int sup_run(const struct relay_opts *o)
     handover_unserve(&hs);
     if (take.conn >= 0)
         close(take.conn);
+    /* Ours, once empty: a successor of our layouts lives in it (kept); one of other
+     * layouts runs its own beside it, and ours goes with our last worker. */
+    sup_collect(&rf);
     relay_stats_unmap(rf.st);
-    if (!handed_over) {
+    rf.st = NULL;
+    if (!handed_over)
         relay_stats_unlink(o->fleet, false);
-        orbit_fleet_unlink(o->fleet);
-    }
     close(sfd);
     return 0;
 }

@@ -12,7 +12,8 @@ struct sup_fleet {
     pid_t pids[RELAY_STATS_SLOTS];
     int slot_of[RELAY_STATS_SLOTS];   /* worker index -> stats slot */
     int lfds[RELAY_STATS_SLOTS];      /* worker index -> its listener */
-    struct orbit_fleet *observer;     /* for reaps and inspection */
+    struct orbit_fleet *observer;     /* of the workers' generation: reaps and inspection */
+    char gen_name[ORBIT_FLEET_NAME_MAX + 1];   /* the workers' generation ("web", "web@2"); "" until they run */
     int ready_rd, ready_wr;
     int cpus[RELAY_STATS_SLOTS];      /* the CPUs the workers are pinned to, in turn */
     int n_cpus;                       /* 0: not pinned */
@@ -24,6 +25,8 @@ int  sup_start(struct sup_fleet *rf, const struct relay_opts *o, struct handover
 int  sup_on_sigchld(struct sup_fleet *rf, pid_t *other_pids, int n_other, int *other_status);
 int  sup_spawn(struct sup_fleet *rf, int index);
 void sup_stop(struct sup_fleet *rf, int timeout_ms);
+/* Removes the workers' generation if nobody lives in it any more (orbit_fleet_collect). */
+void sup_collect(struct sup_fleet *rf);
 /* orbit-relay --fleet: runs the fleet until SIGTERM or SIGINT, or until a successor took over. */
 int  sup_run(const struct relay_opts *o);
 int  sup_signalfd(void);                 /* blocks SIGCHLD/TERM/INT; a signalfd for them */

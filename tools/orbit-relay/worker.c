@@ -197,6 +197,7 @@ static int worker_open(struct worker *w, struct relay_stats *stats, int slot)
 {
     struct orbit_fleet_opts fo = ORBIT_FLEET_OPTS_DEFAULT;
     fo.capacity = w->o->fleet_capacity ? w->o->fleet_capacity : relay_fleet_capacity(w->o->workers);
+    fo.generation = w->o->generation;   /* AUTO at first: the newest of our layouts, or the next */
     int rc = orbit_fleet_join(w->o->fleet, &fo, &w->fleet);
     if (rc == 0)
         rc = orbit_pool_open(w->fleet, &relay_pool_spec, &w->pool);
@@ -209,6 +210,7 @@ static int worker_open(struct worker *w, struct relay_stats *stats, int slot)
     w->st = &stats->w[slot];
     w->share.stats = stats;
     atomic_store(&w->st->node, orbit_fleet_node(w->fleet));
+    atomic_store(&w->st->generation, orbit_fleet_generation(w->fleet));   /* before the incarnation that says "joined" */
     atomic_store(&w->st->incarnation, orbit_fleet_incarnation(w->fleet));
     w->key = relay_backend_key(&w->o->upstream);
     w->loop.o = w->o;
