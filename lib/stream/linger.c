@@ -69,8 +69,10 @@ static int32_t offered_to(const struct orbit_streams *s, struct stream_slot *slo
 bool stream_linger_over(struct orbit_streams *s, struct stream_slot *slot, uint32_t live,
                         const struct orbit_owner *dead)
 {
-    uint64_t until = atomic_load(&slot->linger_until);
-    if (until == 0 || until == STREAM_LINGER_OFF || orb_wall_ms() >= until)
+    uint64_t until = atomic_load(&slot->linger_until), now = orb_wall_ms();
+    /* Shared and maybe garbled: a deadline past the longest linger counts as over, so no
+     * linger outlasts its bound. */
+    if (until == 0 || until == STREAM_LINGER_OFF || now >= until || until - now > LINGER_MS_MAX)
         return true;
     int32_t to = offered_to(s, slot, live);
     if (to < 0)
