@@ -2,8 +2,10 @@
 /*
  * What one life holds in a payload arena, as node_dead gives it back: runs in
  * its own lane it reserved or committed and nobody reads yet, and runs in any
- * lane it was reading. (Runs of live producers queued to an exchange whose
- * receiver died are returned too, but belong to their producers: not counted.)
+ * lane it was reading. Exchange chunks that outlive it (announced on a flow it
+ * finished, to a receiver that can still take them) are not given back: not
+ * counted. (Runs of live producers queued to an exchange whose receiver died
+ * are returned too, but belong to their producers: not counted.)
  */
 #include <stdlib.h>
 #include <orbit/inspect.h>
@@ -20,11 +22,16 @@ static bool held_by(const struct orbit_chunk_info *c, uint16_t node, uint64_t in
 void arena_account(void *table, uint16_t node, uint64_t inc, struct orbit_reclaim *out)
 {
     struct orbit_arena *a = table;
+    const struct orbit_owner dead = { node, inc };
+    struct arena_control c = { 0 };
     ssize_t n = orbit_arena_chunks(a, NULL, 0);
     struct orbit_chunk_info *v = n > 0 ? calloc((size_t)n, sizeof *v) : NULL;
     ssize_t got = v ? orbit_arena_chunks(a, v, (size_t)n) : 0;
     for (ssize_t i = 0; i < got && i < n; i++) {
         if (!held_by(&v[i], node, inc))
+            continue;
+        /* Look only: the report itself ends the sides and lingers. */
+        if (v[i].state == ORBIT_CHUNK_LIVE && v[i].exchange && arena_chunk_outlives(a, &c, &v[i], &dead, false))
             continue;
         uint32_t slots = v[i].desc.slot_count;
         if (slots == 0 || slots > a->slots_per_lane - v[i].desc.first_slot)
@@ -33,4 +40,5 @@ void arena_account(void *table, uint16_t node, uint64_t inc, struct orbit_reclai
         out->arena_bytes += (uint64_t)slots * a->slot_bytes;
     }
     free(v);
+    arena_control_close(&c);
 }

@@ -20,7 +20,11 @@ static bool reclaim_head(struct orbit_arena *a, uint32_t node, uint32_t i, uint6
     return true;
 }
 
-/* The dead life's reservations, unread chunks and orphaned tails in its own lane. */
+/*
+ * The dead life's reservations, unread plain chunks and orphaned tails in its own
+ * lane. Its unread exchange chunks are the sweep's to judge: what it announced on
+ * a finished flow outlives it while the receiver can still take it.
+ */
 static void reclaim_producer(struct orbit_arena *a, uint16_t node, uint64_t inc)
 {
     uint64_t keep_gen = 0;
@@ -31,8 +35,11 @@ static void reclaim_producer(struct orbit_arena *a, uint16_t node, uint64_t inc)
         unsigned st = ATAG_STATE(t);
         if (st == ASLOT_FREE || atomic_load(&s->producer_inc) != inc)
             continue;
-        if (st == ASLOT_READING) {
-            /* A live reader holds it: keep the run (a dead reader is handled by reclaim_reader). */
+        /* LIVE with an exchange: committed to one (the acquire above shows the field). */
+        bool exchange_chunk = st == ASLOT_LIVE && atomic_load_explicit(&s->exchange, memory_order_relaxed) != 0;
+        if (st == ASLOT_READING || exchange_chunk) {
+            /* A live reader holds it (a dead reader is handled by reclaim_reader), or the sweep
+             * judges it: keep the run, its tails with it. */
             uint32_t count = atomic_load(&s->count);
             keep_gen = ATAG_GEN(t);
             keep_end = count && count <= a->slots_per_lane - i ? i + count : i + 1;

@@ -435,25 +435,6 @@ int orbit_arena_withdraw(struct orbit_arena *a, const struct orbit_chunk_desc *d
     return 0;
 }
 
-/* Producer side: every committed chunk of this exchange and flow still LIVE in our lane. */
-void arena_withdraw_exchange(struct orbit_arena *a, orbit_id exchange, uint8_t flow)
-{
-    if (!arena_is_member(a) || exchange == 0)
-        return;
-    for (uint32_t i = 0; i < a->slots_per_lane; i++) {
-        struct arena_slot *s = arena_slot_at(a, a->node, i);
-        uint64_t t = atomic_load_explicit(&s->tag, memory_order_acquire);
-        if (ATAG_STATE(t) != ASLOT_LIVE || atomic_load(&s->exchange) != exchange ||
-            atomic_load(&s->flow) != flow)
-            continue;
-        uint32_t count = atomic_load(&s->count);
-        if (seize_head(a, a->node, i, ATAG_GEN(t), ASLOT_LIVE, 0)) {
-            arena_free_run(a, a->node, i, ATAG_GEN(t), count);
-            arena_count(a, ARENA_TALLY_RECLAIMED, ARENA_CTR_RECLAIMED, 1);
-        }
-    }
-}
-
 /* Is the head of d still LIVE (published, not taken)? */
 bool arena_desc_live(const struct orbit_arena *a, const struct orbit_chunk_desc *d)
 {

@@ -150,8 +150,22 @@ static inline void arena_count(struct orbit_arena *a, unsigned tally, unsigned c
 /* How the base opens an arena (arena.c); the ops name it (arena_death.c). */
 extern const struct orb_table_kind arena_kind;
 int  arena_payload_ready(struct orbit_arena *a, uint32_t end);
-/* sweep.c: after a death, LIVE chunks whose receiver is gone or whose control stream ended. */
+/* ---- sweep.c: committed exchange chunks that outlive their producer, and those nobody can take ---- */
+/* Control tables a sweep reads, opened once per kind; arena_control_close closes them. */
+struct arena_control {
+    struct orbit_streams *by_kind[256];
+    uint8_t tried[256 / 8];
+};
+void arena_control_close(struct arena_control *c);
+/* Can the receiver still take LIVE exchange chunk ci once `dead` is gone (its producer's side
+ * included)? act: do to the control stream what dead's report does, and end an over linger. */
+bool arena_chunk_outlives(struct orbit_arena *a, struct arena_control *c, const struct orbit_chunk_info *ci,
+                          const struct orbit_owner *dead, bool act);
+/* A death report's pass: every LIVE exchange chunk, in every lane, that does not outlive `dead`. */
 void arena_sweep_undeliverable(struct orbit_arena *a, uint16_t node, uint64_t inc);
+/* Free the LIVE chunks of exchange (and flow) in lane, nobody can take them any more: a
+ * producer's close withdrawing its own (lane: ours), or the end of a linger. */
+void arena_free_exchange(struct orbit_arena *a, uint32_t lane, orbit_id exchange, uint8_t flow);
 
 /* ---- chunk.c ---- */
 /* Free a run whose first slot this caller holds exclusively (RECLAIMING or RESERVED),
@@ -169,8 +183,6 @@ bool arena_desc_live(const struct orbit_arena *a, const struct orbit_chunk_desc 
 int  arena_take(struct orbit_arena *a, const struct orbit_chunk_desc *d, orbit_id exchange, uint8_t flow,
                 struct orbit_chunk *out);
 int  arena_check_desc(const struct orbit_arena *a, const struct orbit_chunk_desc *d);
-/* Producer side: take back committed chunks of this exchange (and flow) nobody consumed. */
-void arena_withdraw_exchange(struct orbit_arena *a, orbit_id exchange, uint8_t flow);
 int  arena_pred_credit(void *ctx);
 struct arena_want { struct orbit_arena *a; uint32_t count; struct orbit_reservation *out; bool take, waited; };
 
@@ -194,6 +206,8 @@ void xframe_encode(const struct xframe *f, unsigned char out[XFRAME_BYTES]);
 int  xframe_decode(const unsigned char in[XFRAME_BYTES], struct xframe *f);
 
 /* ---- exchanges ---- */
+/* The control table's linger_ended (sweep.c): a lingering exchange nobody opened ended. */
+void exchanges_linger_ended(void *ctx, orbit_id x);
 /* A table made of tables: no segment of its own; the base gives it its fleet, fork
  * generation, readiness descriptor and tally (orbit_exchanges_stats' counts). */
 struct orbit_exchanges {

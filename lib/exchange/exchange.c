@@ -63,8 +63,6 @@ int orbit_exchanges_open(struct orbit_fleet *f, const struct orbit_exchange_spec
     if (!ex)
         return orb_fail(-ENOMEM, "out of memory for a table handle (%zu bytes)", sizeof *ex);
     rc = ORB_NESTED(orbit_streams_open(f, &spec->control, &ex->control));
-    if (rc == 0)   /* an exchange whose A closes before B opens ends, and its chunks return */
-        stream_table_linger_off(ex->control);
     if (rc == 0)
         rc = ORB_NESTED(orbit_arena_open(f, &spec->a_to_b, &ex->arena[0]));
     if (rc == 0)
@@ -74,6 +72,9 @@ int orbit_exchanges_open(struct orbit_fleet *f, const struct orbit_exchange_spec
         ORB_QUIET((orbit_exchanges_close(ex), 0));   /* the close keeps the failure's sentence */
         return rc;
     }
+    /* A finished side A's exchange lingers for B as a stream does; when the linger ends through
+     * this handle, the chunks its events named go back (sweep.c). */
+    stream_table_on_linger_end(ex->control, exchanges_linger_ended, ex);
     *out = ex;
     return 0;
 }

@@ -158,6 +158,6 @@ void orbit_exchange_close(struct orbit_exchange *x)
      * direction, dropping queued events), the receiver left, or the stream ended. */
     if (x->chunks_out && arena_desc_live(x->out, &x->last_desc) &&
         (!x->ctl_finished || gone != 0 || !orbit_streams_is_live(x->ex->control, x->id)))
-        arena_withdraw_exchange(x->out, x->id, x->out_flow);
+        arena_free_exchange(x->out, x->out->node, x->id, x->out_flow);
     free(x);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Streams, the top floor: death reports, supersede, reset, and the table ops the core calls. */
 #include "stream_layout.h"
+#include "streams_internal.h"
 #include "core/table_ops.h"
 
 /* ---- death ---------------------------------------------------------------- */
@@ -56,6 +57,22 @@ static void end_matching(struct orbit_streams *s, uint16_t node, uint64_t incarn
         if (!others)
             vacate_abandoned(s, slot, t, &dead);
     }
+}
+
+void stream_end_life(struct orbit_streams *s, orbit_id id, const struct orbit_owner *dead)
+{
+    size_t i;
+    if (!stream_index_of(s, id, &i))
+        return;
+    struct stream_slot *slot = &s->slots[i];
+    uint32_t t = atomic_load_explicit(&slot->tenancy, memory_order_acquire);
+    if (t != TENANCY(orbit_id_generation(id), SLOT_LIVE))
+        return;
+    for (unsigned side = 0; side < 2; side++)
+        /* As end_matching: a claimed side names its holder (stamped before the claim CAS). */
+        if (atomic_load(&slot->claimed[side]) == SIDE_CLAIMED && atomic_load(&slot->node[side]) == dead->node &&
+            atomic_load(&slot->incarnation[side]) == dead->incarnation)
+            stream_end_side(s, slot, t, side);
 }
 
 /* The streams' death op: the dead life's sides end, their peers and offers are woken. */

@@ -9,10 +9,9 @@
  * linger is over: ORBIT_STREAM_LINGER_MS (default 30 s) after A let go, or
  * at once when the node it was offered to no longer holds a LIVE life (that
  * node's death report or leave ends it). Whoever finds it over ends it by
- * taking side B (FREE -> DEAD: no opener can claim it after) and vacating.
- * An exchange's control streams never linger (the exchange ends, and its
- * chunks return, when A closes first): their creator's handle says so and
- * the slot carries it from install (STREAM_LINGER_OFF), for reporters too.
+ * taking side B (FREE -> DEAD: no opener can claim it after) and vacating,
+ * then tells its handle's linger_ended (an exchange's control stream: the
+ * chunks its events named go back to their lane, design.md section 7).
  */
 #include <stdlib.h>
 #include "stream_layout.h"
@@ -40,8 +39,6 @@ uint32_t stream_linger_ms(void)
 void stream_linger_mark(struct stream_slot *slot)
 {
     uint32_t ms = stream_linger_ms();
-    if (atomic_load(&slot->linger_until) == STREAM_LINGER_OFF)
-        return;   /* made by a table whose streams never linger (exchanges): only install writes it */
     /* Before the side's let-go CAS (seq_cst): whoever sees it let go sees the deadline. */
     atomic_store(&slot->linger_until, ms ? orb_wall_ms() + ms : 0);
 }
@@ -66,12 +63,10 @@ static int32_t offered_to(const struct orbit_streams *s, struct stream_slot *slo
     return (int32_t)(to - 1);
 }
 
-bool stream_linger_over(struct orbit_streams *s, struct stream_slot *slot, uint32_t live,
-                        const struct orbit_owner *dead)
+/* The node the stream was offered to holds no LIVE life, or `dead` is that life. */
+static bool offer_gone(const struct orbit_streams *s, struct stream_slot *slot, uint32_t live,
+                       const struct orbit_owner *dead)
 {
-    uint64_t until = atomic_load(&slot->linger_until);
-    if (until == 0 || until == STREAM_LINGER_OFF || orb_wall_ms() >= until)
-        return true;
     int32_t to = offered_to(s, slot, live);
     if (to < 0)
         return false;   /* offered to nobody: the ticket went another way; the time bounds it */
@@ -88,6 +83,17 @@ bool stream_linger_over(struct orbit_streams *s, struct stream_slot *slot, uint3
     return dead && dead->node == (uint16_t)to && atomic_load(&rec->incarnation) == dead->incarnation;
 }
 
+bool stream_linger_over(struct orbit_streams *s, struct stream_slot *slot, uint32_t live,
+                        const struct orbit_owner *dead)
+{
+    uint64_t until = atomic_load(&slot->linger_until), now = orb_wall_ms();
+    /* Shared and maybe garbled: a deadline past the longest linger (or the never-linger mark
+     * UINT64_MAX a previous release installed) counts as over, so no linger outlasts its bound. */
+    if (until == 0 || now >= until || until - now > LINGER_MS_MAX)
+        return true;
+    return offer_gone(s, slot, live, dead);
+}
+
 bool stream_linger_end(struct orbit_streams *s, struct stream_slot *slot, uint32_t live)
 {
     uint32_t free_side = SIDE_FREE;
@@ -100,6 +106,9 @@ bool stream_linger_end(struct orbit_streams *s, struct stream_slot *slot, uint32
         return false;
     for (unsigned dir = 0; dir < 2; dir++)
         stream_dir_wake(s, slot, dir, WATCH_READER | WATCH_WRITER);
+    /* After the vacate: nobody can open it any more, so what rode on it can go. */
+    if (s->linger_ended)
+        s->linger_ended(s->linger_ctx, stream_id_at(s, (size_t)(slot - s->slots), TENANCY_GEN(live)));
     return true;
 }
 
@@ -111,7 +120,45 @@ bool stream_linger_expire(struct orbit_streams *s, struct stream_slot *slot, uin
            stream_lingers(slot) && stream_linger_over(s, slot, live, dead) && stream_linger_end(s, slot, live);
 }
 
-void stream_table_linger_off(struct orbit_streams *s)
+void stream_table_on_linger_end(struct orbit_streams *s, void (*fn)(void *ctx, orbit_id id), void *ctx)
 {
-    s->linger_off = true;   /* before any create through the handle: its opener's own thread */
+    s->linger_ended = fn;   /* before the handle is shared: its opener's own thread */
+    s->linger_ctx = ctx;
+}
+
+/* Side A held by `dead`, whose report is under way: will the stream linger once it ends A? */
+static bool will_linger(struct orbit_streams *s, struct stream_slot *slot, uint32_t live,
+                        const struct orbit_owner *dead)
+{
+    return (atomic_load(&slot->dir[0].flags) & (DIR_FIN | DIR_RESET)) == DIR_FIN && stream_linger_ms() != 0 &&
+           !offer_gone(s, slot, live, dead);
+}
+
+bool stream_linger_holds(struct orbit_streams *s, orbit_id id, const struct orbit_owner *dead, bool act)
+{
+    size_t i;
+    if (!stream_index_of(s, id, &i))
+        return false;
+    struct stream_slot *slot = &s->slots[i];
+    uint32_t live = TENANCY(orbit_id_generation(id), SLOT_LIVE);
+    if (atomic_load_explicit(&slot->tenancy, memory_order_acquire) != live)
+        return false;
+    uint32_t b = atomic_load(&slot->claimed[1]);
+    if (b != SIDE_FREE)
+        return b == SIDE_CLAIMED;   /* opened meanwhile: its reader has it */
+    if (atomic_load(&slot->claimed[0]) == SIDE_CLAIMED) {
+        bool dying = dead && atomic_load(&slot->node[0]) == dead->node &&
+                     atomic_load(&slot->incarnation[0]) == dead->incarnation;
+        return !dying || will_linger(s, slot, live, dead);
+    }
+    if (!stream_lingers(slot))
+        return false;
+    if (!stream_linger_over(s, slot, live, dead))
+        return true;
+    if (!act)
+        return false;
+    if (stream_linger_end(s, slot, live))
+        return false;
+    /* Not ended: an opener claimed B first (it reads), or the slot moved on. */
+    return atomic_load(&slot->tenancy) == live && atomic_load(&slot->claimed[1]) == SIDE_CLAIMED;
 }

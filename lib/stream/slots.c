@@ -5,15 +5,20 @@
 #include <string.h>
 #include "stream_layout.h"
 
-int stream_locate(const struct orbit_streams *s, orbit_id id, size_t *index)
+bool stream_index_of(const struct orbit_streams *s, orbit_id id, size_t *index)
 {
     uint32_t gen = orbit_id_generation(id), slot = orbit_id_slot(id);
     uint16_t node = orbit_id_node(id);
     if (orbit_id_kind(id) != s->kind || node >= s->fleet_capacity || slot >= s->lane_capacity ||
         gen == 0 || gen > s->generation_limit)
-        return orb_fail_text(-ORBIT_EMALFORMED, "the id is not a stream of this table");
+        return false;
     *index = (size_t)node * s->lane_capacity + slot;
-    return 0;
+    return true;
+}
+
+int stream_locate(const struct orbit_streams *s, orbit_id id, size_t *index)
+{
+    return stream_index_of(s, id, index) ? 0 : orb_fail_text(-ORBIT_EMALFORMED, "the id is not a stream of this table");
 }
 
 void stream_dir_clear(struct stream_dir *d)
@@ -112,8 +117,7 @@ static void endpoint_bind(struct orbit_endpoint *ep, struct orbit_streams *s, si
     ep->rd = &ep->slot->dir[1 - w];
     ep->wr_ring = stream_ring(s, index, w);
     ep->rd_ring = stream_ring(s, index, 1 - w);
-    ep->id = orbit_id_make(s->kind, (uint16_t)(index / s->lane_capacity), gen,
-                           (uint32_t)(index % s->lane_capacity));
+    ep->id = stream_id_at(s, index, gen);
     ep->epoch = epoch;
     ep->live = TENANCY(gen, SLOT_LIVE);
     ep->index = (uint32_t)index;
@@ -130,7 +134,7 @@ static void install(struct orbit_streams *s, struct stream_slot *slot, uint32_t 
     atomic_store(&slot->node[1], STREAM_NODE_NONE);
     atomic_store(&slot->incarnation[1], 0);
     atomic_store(&slot->offer, 0);
-    atomic_store(&slot->linger_until, s->linger_off ? STREAM_LINGER_OFF : 0);
+    atomic_store(&slot->linger_until, 0);
     stream_dir_clear(&slot->dir[0]);
     stream_dir_clear(&slot->dir[1]);
     /* Release: every field above is in place before an opener can see the generation live. */

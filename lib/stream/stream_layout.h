@@ -47,9 +47,6 @@ enum { SIDE_FREE = 0, SIDE_CLAIMED = 1, SIDE_RELEASED = 2, SIDE_DEAD = 3 };
 #define DIR_READER_GONE 4u
 #define DIR_CLOSE_WATCH 8u
 
-/* linger_until of a slot whose stream never lingers (an exchange's control stream). */
-#define STREAM_LINGER_OFF UINT64_MAX
-
 /* The offer word's low half: to_node + 1, and the bit a take sets (the target stays named). */
 #define STREAM_OFFER_NODE_MASK 0xffffu
 #define STREAM_OFFER_TAKEN     0x80000000u
@@ -151,7 +148,9 @@ struct orbit_streams {
     unsigned char *rings;
     _Atomic uint64_t *epoch;
     enum stream_park park;            /* testing: ORBIT_TEST_STREAM_PARK at open */
-    bool linger_off;                  /* its streams never linger (an exchange's control table) */
+    void (*linger_ended)(void *ctx, orbit_id id);   /* told of each linger this handle ends (an
+                                                     * exchanges handle frees what rode on it) */
+    void *linger_ctx;
     struct orb_spin offer_spin;
     _Atomic uint64_t rings_ready[(ORBIT_ID_SLOT_MAX + 1u) / 64];   /* our lane's slots whose rings this
                                                                     * handle pre-faulted */
@@ -209,6 +208,10 @@ static inline bool stream_is_member(const struct orbit_streams *s)
 {
     return s->node != ORBIT_NODE_NONE;
 }
+static inline orbit_id stream_id_at(const struct orbit_streams *s, size_t index, uint32_t gen)
+{
+    return orbit_id_make(s->kind, (uint16_t)(index / s->lane_capacity), gen, (uint32_t)(index % s->lane_capacity));
+}
 
 /*
  * Pre-fault the two rings of the slot at index (of our lane) before a create
@@ -221,6 +224,8 @@ extern const struct orb_table_kind streams_kind;
 int  stream_rings_ready(struct orbit_streams *s, size_t index);
 
 /* ---- slots.c ---- */
+/* The slot index of id, if id can name a slot of this table (quiet: no sentence). */
+bool stream_index_of(const struct orbit_streams *s, orbit_id id, size_t *index);
 int  stream_locate(const struct orbit_streams *s, orbit_id id, size_t *index);
 /* Inline: every read and write of an endpoint begins here. */
 static inline int stream_ep_check(const struct orbit_endpoint *ep)
@@ -261,7 +266,8 @@ bool stream_lingers(struct stream_slot *slot);
  * (dead: a report of that life, whatever the record says yet). */
 bool stream_linger_over(struct orbit_streams *s, struct stream_slot *slot, uint32_t live,
                         const struct orbit_owner *dead);
-/* End it: B FREE -> DEAD (no opener after), then vacate. False when an opener came first. */
+/* End it: B FREE -> DEAD (no opener after), then vacate, then tell the handle's linger_ended.
+ * False when an opener came first. */
 bool stream_linger_end(struct orbit_streams *s, struct stream_slot *slot, uint32_t live);
 /* If slot (read live) lingers and its linger is over, end it: true when this call did. */
 bool stream_linger_expire(struct orbit_streams *s, struct stream_slot *slot, uint32_t live,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "stream_layout.h"
+#include "streams_internal.h"
 #include "core/readiness.h"
 #include "core/table_ops.h"
 
@@ -301,8 +302,7 @@ static void info_of(struct orbit_streams *s, size_t i, uint32_t t, struct orbit_
 {
     struct stream_slot *slot = &s->slots[i];
     memset(info, 0, sizeof *info);
-    info->id = orbit_id_make(s->kind, (uint16_t)(i / s->lane_capacity), TENANCY_GEN(t),
-                             (uint32_t)(i % s->lane_capacity));
+    info->id = stream_id_at(s, i, TENANCY_GEN(t));
     for (unsigned k = 0; k < 2; k++) {
         uint32_t claimed = atomic_load(&slot->claimed[k]);
         info->side[k].state = claimed <= SIDE_DEAD ? (enum orbit_side_state)claimed : ORBIT_SIDE_DEAD;
@@ -313,6 +313,20 @@ static void info_of(struct orbit_streams *s, size_t i, uint32_t t, struct orbit_
         info->dir[k].queued = head - tail;   /* shown as found: a value over the ring is corruption */
         info->dir[k].flags = atomic_load(&d->flags) & 0xfu;
     }
+}
+
+int stream_info_of(struct orbit_streams *s, orbit_id id, struct orbit_stream_info *out)
+{
+    size_t i;
+    if (!stream_index_of(s, id, &i))
+        return -ORBIT_EMALFORMED;
+    uint32_t live = TENANCY(orbit_id_generation(id), SLOT_LIVE);
+    /* Acquire: a live tenancy makes the install's sides and directions visible. */
+    if (atomic_load_explicit(&s->slots[i].tenancy, memory_order_acquire) != live)
+        return -ORBIT_ESTALE;
+    info_of(s, i, live, out);
+    /* A stream that ended while we read: what we read may be its successor's. */
+    return atomic_load(&s->slots[i].tenancy) == live ? 0 : -ORBIT_ESTALE;
 }
 
 ssize_t orbit_streams_list(struct orbit_streams *s, struct orbit_stream_info *out, size_t max)

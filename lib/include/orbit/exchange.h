@@ -39,7 +39,9 @@
  * Death: orbit_arena_node_dead(node, incarnation) frees that life's
  * unpublished reservations and its published chunks nobody has taken, and
  * the chunks it held as a reader. Chunks a surviving reader holds stay valid
- * until that reader releases them.
+ * until that reader releases them, and chunks it announced on an exchange
+ * flow it finished stay until their receiver reads them (see
+ * orbit_exchange_close).
  *
  * EXCHANGES
  * An exchanges handle joins one control stream table (an ordinary orbit
@@ -266,6 +268,11 @@ int  orbit_chunk_fixed(const struct orbit_chunk *, struct orbit_fixed_buf *out);
  * chunks committed to an exchange whose receiving side was that life (or
  * whose control stream has ended), since nobody can take them any more.
  * Chunks of that producer held by a live reader stay valid until released.
+ * Its exchange chunks announced on a flow it finished stay while their
+ * receiver can still take them (its side held by another life, or side B
+ * not yet opened while the exchange lingers): the sides that life holds on
+ * those control streams are ended first, as the streams' part of the same
+ * report ends them.
  * Another incarnation of the node is untouched. Every lane's credit waiters
  * are woken once (see orbit_fleet_node_dead).
  * orbit_arena_reset_all - quiescent owner boot: a new epoch and every slot
@@ -479,10 +486,17 @@ int  orbit_exchanges_readiness(struct orbit_exchanges *);
  * return to the arena; events still queued for this side are discarded and
  * their chunks released; the control stream side is released. Chunks taken
  * from this exchange before stay valid until released. Frees the endpoint.
- * Closing side A before side B has opened ends the exchange even after FIN:
- * its offer is skipped and orbit_exchange_open of its ticket is
- * -ORBIT_ESTALE. A sender that must know its body is delivered waits for the
- * receiver first (orbit_exchange_next ends with -ORBIT_ERESET when B closes).
+ * A finished sending flow (FIN, or RESET) outlives its side, as a stream's
+ * bytes do: the receiver still reads every event and chunk, whether this
+ * side closed, left the fleet, exited or was killed after finishing; the
+ * chunks return as the receiver releases them, closes, dies or leaves.
+ * Side A closed before side B has opened: unfinished, the exchange ends (its
+ * offer is skipped, orbit_exchange_open of its ticket is -ORBIT_ESTALE, its
+ * chunks return); finished, it lingers for B as a stream does
+ * (ORBIT_STREAM_LINGER_MS, default 30 s, or until the node it was offered
+ * to dies or leaves), and its chunks return when the linger ends. A sender
+ * that must know its body was read waits for the receiver first
+ * (orbit_exchange_next ends with -ORBIT_ERESET when B closes unfinished).
  */
 void orbit_exchange_close(struct orbit_exchange *);
 

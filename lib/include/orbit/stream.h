@@ -237,8 +237,8 @@ int     orbit_endpoint_prep_wait_writable(struct orbit_endpoint *, struct io_uri
  * ticket's opener reads every byte, then 0. The linger ends when that
  * opener lets go, or, unopened, ORBIT_STREAM_LINGER_MS (default 30000; 0:
  * none) after A let go, or when the node it was offered to dies or leaves;
- * an opener after that gets -ORBIT_ESTALE. Exchanges' control streams never
- * linger.
+ * an opener after that gets -ORBIT_ESTALE. An exchange's control stream
+ * lingers the same way, with the chunks its events name.
  */
 int     orbit_endpoint_finish(struct orbit_endpoint *);      /* FIN */
 void    orbit_endpoint_reset(struct orbit_endpoint *);       /* RESET */

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <orbit/exchange.h>
+#include <orbit/inspect.h>
 #include <orbit/uring.h>
 #include "testutil.h"
 #include "exchange/exch_layout.h"
@@ -1011,12 +1012,16 @@ START_TEST(closing_returns_every_chunk)
     ck_assert_int_eq(orbit_exchange_send_data(a, "x", 1, 0), -ORBIT_EPEERGONE);
     ck_assert_uint_eq(lane_free(x.ar, 0), SLOTS);
     orbit_exchange_close(a);
-    /* Finished, then closed before the receiver ever opened: the stream ends, chunks return. */
+    /* Finished, then closed before the receiver ever opened: the chunk waits for it (the
+     * exchange lingers); a receiver that opens and closes unread gives it back. */
     struct orbit_ticket t;
     ck_assert_int_eq(orbit_exchange_create(x.ex, &a, &t), 0);
     ck_assert_int_eq(orbit_exchange_send_start(a, "m", 1, 0), 0);
     ck_assert_int_eq(orbit_exchange_finish(a, 0), 0);
     orbit_exchange_close(a);
+    ck_assert_uint_eq(lane_free(x.ar, 0), SLOTS - 1);
+    ck_assert_int_eq(orbit_exchange_open(x.ex, &t, &b), 0);
+    orbit_exchange_close(b);
     ck_assert_uint_eq(lane_free(x.ar, 0), SLOTS);
     fx_close(&x);
 }
@@ -1308,10 +1313,11 @@ START_TEST(a_session_lease_is_accepted_once_before_metadata)
 }
 END_TEST
 
-/* Side A that finished and closed before B opened ends the exchange: the offer is skipped,
- * the ticket is stale and the body's chunks return to the lane. A sender that waits for B's
- * close instead sees its receive direction end with -ORBIT_ERESET. */
-START_TEST(closing_side_a_before_b_opens_ends_the_exchange)
+/* Side A that closes before B opened, unfinished, ends the exchange: the offer is skipped, the
+ * ticket is stale and the body's chunks return to the lane. Finished, it lingers as a stream
+ * does: the offer is taken, B opens and reads every event, and the chunks return once read.
+ * A sender that waits for B's close instead sees its receive direction end with -ORBIT_ERESET. */
+START_TEST(side_a_closed_before_b_opens_ends_unfinished_lingers_finished)
 {
     struct fx x = fx_open();
     struct orbit_exchange *a, *b;
@@ -1319,13 +1325,32 @@ START_TEST(closing_side_a_before_b_opens_ends_the_exchange)
     ck_assert_int_eq(orbit_exchange_create(x.ex, &a, &t), 0);
     ck_assert_int_eq(orbit_exchange_send_start(a, NULL, 0, 0), 0);
     ck_assert_int_eq(orbit_exchange_send_data(a, "body", 4, 0), 0);
-    ck_assert_int_eq(orbit_exchange_finish(a, 0), 0);
     ck_assert_int_eq(orbit_exchanges_offer(x.ex, &t, 0), 0);
     ck_assert_uint_eq(lane_free(x.ar, 0), SLOTS - 1);
     orbit_exchange_close(a);
     ck_assert_int_eq(orbit_exchanges_take_offer(x.ex, &offered), -ORBIT_EAGAIN);
     ck_assert_int_eq(orbit_exchange_open(x.ex, &t, &b), -ORBIT_ESTALE);
     ck_assert_uint_eq(lane_free(x.ar, 0), SLOTS);
+
+    ck_assert_int_eq(orbit_exchange_create(x.ex, &a, &t), 0);
+    send_meta(a, SLOT / 2, 1);
+    send_data(a, 3 * SLOT, 2);
+    send_data(a, 2 * SLOT + 5, 3);
+    ck_assert_int_eq(orbit_exchange_finish(a, 0), 0);
+    ck_assert_int_eq(orbit_exchanges_offer(x.ex, &t, 0), 0);
+    orbit_exchange_close(a);
+    ck_assert_uint_eq(lane_free(x.ar, 0), SLOTS - 7);   /* lingering with the exchange */
+    ck_assert_int_eq(orbit_exchanges_take_offer(x.ex, &offered), 0);
+    ck_assert_uint_eq(offered.id, t.id);
+    ck_assert_int_eq(orbit_exchange_open(x.ex, &offered, &b), 0);
+    expect_event(b, ORBIT_EXCHANGE_START, 1, SLOT / 2, 1);
+    expect_event(b, ORBIT_EXCHANGE_DATA, 2, 3 * SLOT, 2);
+    expect_event(b, ORBIT_EXCHANGE_DATA, 3, 2 * SLOT + 5, 3);
+    expect_event(b, ORBIT_EXCHANGE_FIN, 0, 0, 0);
+    ck_assert_uint_eq(lane_free(x.ar, 0), SLOTS);
+    ck_assert_int_eq(orbit_exchange_send_start(b, NULL, 0, 0), -ORBIT_EPEERGONE);
+    orbit_exchange_close(b);
+    ck_assert_int_eq(orbit_streams_list(orbit_exchanges_streams(x.ex), NULL, 0), 0);
 
     ck_assert_int_eq(orbit_exchange_create(x.ex, &a, &t), 0);
     ck_assert_int_eq(orbit_exchange_send_start(a, NULL, 0, 0), 0);
@@ -1340,13 +1365,143 @@ START_TEST(closing_side_a_before_b_opens_ends_the_exchange)
 }
 END_TEST
 
+/* ---- what outlives its producer -------------------------------------------------------- */
+
+/* Two lives of one named fleet in this process: node 0 (life 100) and node 1 (life 200). */
+struct two { const char *name; struct orbit_fleet *f[2]; struct orbit_exchanges *ex[2]; struct orbit_arena *ar; };
+
+static struct two two_open(const char *tag)
+{
+    struct two w = { .name = tu_fleet_name(tag) };
+    struct orbit_exchange_spec spec = spec_of(SLOT, SLOTS, 4096);
+    for (int n = 0; n < 2; n++) {
+        w.f[n] = tu_join(w.name, 2, n, 100 * (uint64_t)(n + 1), tu_backing());
+        ck_assert_int_eq(orbit_exchanges_open(w.f[n], &spec, &w.ex[n]), 0);
+    }
+    w.ar = orbit_exchanges_arena(w.ex[0], ORBIT_FLOW_A_TO_B);
+    return w;
+}
+
+static void two_close(struct two *w)
+{
+    ck_assert_int_eq(orbit_arena_lanes(w->ar, NULL, 0), 0);   /* every slot of every lane is back */
+    for (int n = 1; n >= 0; n--) {
+        orbit_exchanges_close(w->ex[n]);
+        orbit_fleet_leave(w->f[n]);
+    }
+    orbit_fleet_unlink(w->name);
+}
+
+/* Node 1's life (200) reported dead, the arena's part first: it reads the control stream as
+ * the report leaves it, and the streams' part after it finds the sides ended already. */
+static void report_node1(struct two *w)
+{
+    orbit_arena_node_dead(w->ar, 1, 200);
+    orbit_streams_node_dead(orbit_exchanges_streams(w->ex[0]), 1, 200);
+}
+
+/* B (node 1) answers A (node 0): START, two DATA, FIN when finish; what lane 1 then holds. */
+static void respond(struct orbit_exchange *b, bool finish)
+{
+    send_meta(b, SLOT / 2, 1);
+    send_data(b, 3 * SLOT, 2);
+    send_data(b, 2 * SLOT, 3);
+    if (finish)
+        ck_assert_int_eq(orbit_exchange_finish(b, 0), 0);
+}
+
+START_TEST(a_report_keeps_what_a_finished_flow_announced_and_frees_the_rest)
+{
+    struct two w = two_open("xkeep");
+    struct orbit_exchange *a, *b;
+    struct orbit_ticket t;
+    struct orbit_reclaim r;
+    struct orbit_exchange_event ev;
+    /* Finished and reported: the receiver still reads every event; the count knew it stays. */
+    ck_assert_int_eq(orbit_exchange_create(w.ex[0], &a, &t), 0);
+    ck_assert_int_eq(orbit_exchange_open(w.ex[1], &t, &b), 0);
+    respond(b, true);
+    ck_assert_int_eq(orbit_fleet_account(w.f[0], 1, 200, &r), 0);
+    ck_assert_uint_eq(r.arena_chunks, 0);
+    report_node1(&w);
+    ck_assert_uint_eq(lane_free(w.ar, 1), SLOTS - 6);
+    expect_event(a, ORBIT_EXCHANGE_START, 1, SLOT / 2, 1);
+    expect_event(a, ORBIT_EXCHANGE_DATA, 2, 3 * SLOT, 2);
+    expect_event(a, ORBIT_EXCHANGE_DATA, 3, 2 * SLOT, 3);
+    expect_event(a, ORBIT_EXCHANGE_FIN, 0, 0, 0);
+    ck_assert_uint_eq(lane_free(w.ar, 1), SLOTS);
+    orbit_exchange_close(b);
+    orbit_exchange_close(a);
+    /* Unfinished: what it committed goes back with it, the receiver reads the reset. */
+    ck_assert_int_eq(orbit_exchange_create(w.ex[0], &a, &t), 0);
+    ck_assert_int_eq(orbit_exchange_open(w.ex[1], &t, &b), 0);
+    respond(b, false);
+    ck_assert_int_eq(orbit_fleet_account(w.f[0], 1, 200, &r), 0);
+    ck_assert_uint_eq(r.arena_chunks, 3);
+    report_node1(&w);
+    ck_assert_uint_eq(lane_free(w.ar, 1), SLOTS);
+    ck_assert_int_eq(orbit_exchange_try_next(a, &ev), -ORBIT_ERESET);
+    orbit_exchange_close(b);
+    orbit_exchange_close(a);
+    /* Finished, but the receiver's life is the one reported: nobody will read them. */
+    ck_assert_int_eq(orbit_exchange_create(w.ex[1], &a, &t), 0);
+    ck_assert_int_eq(orbit_exchange_open(w.ex[0], &t, &b), 0);
+    respond(b, true);
+    orbit_exchange_close(b);
+    ck_assert_uint_eq(lane_free(w.ar, 0), SLOTS - 6);   /* closed finished: still the receiver's */
+    report_node1(&w);
+    ck_assert_uint_eq(lane_free(w.ar, 0), SLOTS);
+    orbit_exchange_close(a);
+    /* Ended by RESET, which closes the control direction cleanly too: what came before it stays. */
+    ck_assert_int_eq(orbit_exchange_create(w.ex[0], &a, &t), 0);
+    ck_assert_int_eq(orbit_exchange_open(w.ex[1], &t, &b), 0);
+    send_meta(b, SLOT / 2, 4);
+    send_data(b, 2 * SLOT, 5);
+    ck_assert_int_eq(orbit_exchange_reset(b, 7, 0), 0);
+    orbit_exchange_close(b);
+    report_node1(&w);
+    expect_event(a, ORBIT_EXCHANGE_START, 1, SLOT / 2, 4);
+    expect_event(a, ORBIT_EXCHANGE_DATA, 2, 2 * SLOT, 5);
+    ck_assert_int_eq(orbit_exchange_try_next(a, &ev), 0);
+    ck_assert_int_eq(ev.type, ORBIT_EXCHANGE_RESET);
+    ck_assert_uint_eq(ev.reset_code, 7);
+    orbit_exchange_close(a);
+    two_close(&w);
+}
+END_TEST
+
+/* A finished A, unopened B, offered to node 1: the exchange lingers for node 1 and ends with
+ * its life, chunks and all; offered to nobody, a report of another life leaves it be. */
+START_TEST(a_lingering_exchange_ends_with_the_life_it_was_offered_to)
+{
+    struct two w = two_open("xlinger");
+    struct orbit_exchange *a, *b;
+    struct orbit_ticket t, kept;
+    ck_assert_int_eq(orbit_exchange_create(w.ex[0], &a, &kept), 0);
+    respond(a, true);
+    orbit_exchange_close(a);
+    ck_assert_int_eq(orbit_exchange_create(w.ex[0], &a, &t), 0);
+    respond(a, true);
+    ck_assert_int_eq(orbit_exchanges_offer(w.ex[0], &t, 1), 0);
+    orbit_exchange_close(a);
+    ck_assert_uint_eq(lane_free(w.ar, 0), SLOTS - 12);
+    report_node1(&w);
+    ck_assert_uint_eq(lane_free(w.ar, 0), SLOTS - 6);   /* the one offered to nobody lingers on */
+    ck_assert_int_eq(orbit_exchange_open(w.ex[1], &t, &b), -ORBIT_ESTALE);
+    ck_assert_int_eq(orbit_exchange_open(w.ex[0], &kept, &b), 0);
+    orbit_exchange_close(b);   /* opened and closed unread: its drain gives them back */
+    ck_assert_uint_eq(lane_free(w.ar, 0), SLOTS);
+    two_close(&w);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("exchange");
     TCase *t = tcase_create("arena");
     tcase_set_timeout(t, 60);
     tcase_add_test(t, bad_specs_are_refused);
-    tcase_add_test(t, closing_side_a_before_b_opens_ends_the_exchange);
+    tcase_add_test(t, side_a_closed_before_b_opens_ends_unfinished_lingers_finished);
     tcase_add_test(t, a_peer_with_other_geometry_is_refused);
     tcase_add_test(t, reserve_fill_commit_consume_release);
     tcase_add_test(t, argument_errors);
@@ -1377,6 +1532,8 @@ static Suite *suite(void)
     tcase_add_test(t, fixed_buffers_cover_the_lanes);
     tcase_add_test(t, inspection_lists_lanes_and_exchanges);
     tcase_add_test(t, a_session_lease_is_accepted_once_before_metadata);
+    tcase_add_test(t, a_report_keeps_what_a_finished_flow_announced_and_frees_the_rest);
+    tcase_add_test(t, a_lingering_exchange_ends_with_the_life_it_was_offered_to);
     suite_add_tcase(s, t);
     return s;
 }

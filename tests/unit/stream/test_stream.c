@@ -1019,6 +1019,19 @@ START_TEST(shared_values_out_of_bounds_are_corruption)
     ck_assert_int_eq(orbit_streams_take_offer(x.s, &got), -ORBIT_EAGAIN);
     orbit_endpoint_close(a);
     orbit_endpoint_close(b);
+    /* A linger deadline past the longest linger (garbled, or a previous release's never-linger
+     * mark) counts as over: the opener finds the linger ended instead of a stream kept forever. */
+    const uint64_t garbled[] = { UINT64_MAX, UINT64_MAX / 2 };
+    for (size_t k = 0; k < sizeof garbled / sizeof garbled[0]; k++) {
+        struct orbit_ticket t;
+        ck_assert_int_eq(orbit_streams_create(x.s, &a, &t), 0);
+        ck_assert_int_eq(orbit_endpoint_finish(a), 0);
+        struct stream_slot *slot = a->slot;
+        orbit_endpoint_close(a);
+        ck_assert_uint_ne(atomic_load(&slot->linger_until), 0);   /* lingering */
+        atomic_store(&slot->linger_until, garbled[k]);
+        ck_assert_int_eq(orbit_streams_open_ticket(x.s, &t, &b), -ORBIT_ESTALE);
+    }
     fx_close(&x);
 }
 END_TEST
