@@ -5,17 +5,6 @@
 #include <string.h>
 #include "stream_layout.h"
 
-bool stream_index_of(const struct orbit_streams *s, orbit_id id, size_t *index)
-{
-    uint32_t gen = orbit_id_generation(id), slot = orbit_id_slot(id);
-    uint16_t node = orbit_id_node(id);
-    if (orbit_id_kind(id) != s->kind || node >= s->fleet_capacity || slot >= s->lane_capacity ||
-        gen == 0 || gen > s->generation_limit)
-        return false;
-    *index = (size_t)node * s->lane_capacity + slot;
-    return true;
-}
-
 int stream_locate(const struct orbit_streams *s, orbit_id id, size_t *index)
 {
     return stream_index_of(s, id, index) ? 0 : orb_fail_text(-ORBIT_EMALFORMED, "the id is not a stream of this table");
@@ -32,42 +21,6 @@ void stream_dir_clear(struct stream_dir *d)
     atomic_store(&d->reader_need, 0);
     atomic_store(&d->reader_cpu, UINT32_MAX);   /* no waiter has parked yet */
     atomic_store(&d->writer_cpu, UINT32_MAX);
-}
-
-static void ring_node(struct orbit_streams *s, struct stream_slot *slot, unsigned side)
-{
-    /* A node read from shared memory: orb_fleet_ring_doorbell ignores one out of range. */
-    orb_fleet_ring_doorbell(s->fleet, atomic_load(&slot->node[side]), &s->stats);
-}
-
-void stream_dir_wake(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t mask)
-{
-    struct stream_dir *d = &slot->dir[dir];
-    /* Callers published with seq_cst before these loads. A waiter arms parked (or a
-     * watch bit) before its last check, so one we do not see here sees the change:
-     * with neither set there is nobody to wake, and the line the peer spins on is
-     * left unwritten. */
-    if (atomic_load(&d->wait.parked))
-        orb_wait_signal(&d->wait, &s->stats);
-    if (!(atomic_load(&d->watch) & mask))
-        return;
-    uint32_t rung = atomic_fetch_and(&d->watch, ~mask) & mask;
-    if (rung & WATCH_READER)
-        ring_node(s, slot, 1 - dir);
-    if (rung & WATCH_WRITER)
-        ring_node(s, slot, dir);
-}
-
-void stream_raise(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t flag)
-{
-    struct stream_dir *d = &slot->dir[dir];
-    uint32_t before = atomic_fetch_or(&d->flags, flag);
-    if (before & flag)
-        return;
-    stream_dir_wake(s, slot, dir, WATCH_READER | WATCH_WRITER);
-    /* A writer watching for its reader's departure hears it without a pending try. */
-    if ((before & DIR_CLOSE_WATCH) && (flag & (DIR_READER_GONE | DIR_RESET)))
-        ring_node(s, slot, dir);
 }
 
 void stream_vacate_if_unheld(struct orbit_streams *s, struct stream_slot *slot, uint32_t live,

@@ -224,8 +224,18 @@ extern const struct orb_table_kind streams_kind;
 int  stream_rings_ready(struct orbit_streams *s, size_t index);
 
 /* ---- slots.c ---- */
-/* The slot index of id, if id can name a slot of this table (quiet: no sentence). */
-bool stream_index_of(const struct orbit_streams *s, orbit_id id, size_t *index);
+/* The slot index of id, if id can name a slot of this table (quiet: no sentence; every
+ * field bounded). Inline: death, linger and table code look ids up without slots.c. */
+static inline bool stream_index_of(const struct orbit_streams *s, orbit_id id, size_t *index)
+{
+    uint32_t gen = orbit_id_generation(id), slot = orbit_id_slot(id);
+    uint16_t node = orbit_id_node(id);
+    if (orbit_id_kind(id) != s->kind || node >= s->fleet_capacity || slot >= s->lane_capacity ||
+        gen == 0 || gen > s->generation_limit)
+        return false;
+    *index = (size_t)node * s->lane_capacity + slot;
+    return true;
+}
 int  stream_locate(const struct orbit_streams *s, orbit_id id, size_t *index);
 /* Inline: every read and write of an endpoint begins here. */
 static inline int stream_ep_check(const struct orbit_endpoint *ep)
@@ -239,7 +249,7 @@ static inline int stream_ep_check(const struct orbit_endpoint *ep)
  * the call said more already; returns rc (slots.c). */
 int  stream_said(int rc) ORB_COLD;
 void stream_dir_clear(struct stream_dir *d);
-/* A change an end may be waiting for: wake parked waiters, ring watchers in mask. */
+/* A change an end may be waiting for: wake parked waiters, ring watchers in mask (wake.c). */
 void stream_dir_wake(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t mask);
 /* Whether a waiter is parked on the direction or watching it for mask (seq_cst loads).
  * Inline: every publication asks it. */
