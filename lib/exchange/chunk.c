@@ -193,7 +193,7 @@ int orbit_arena_try_reserve(struct orbit_arena *a, size_t len, struct orbit_rese
     int refused = arena_enter(a, __func__);
     if (refused < 0)
         return refused;
-    uint32_t count;
+    uint32_t count = 0;   /* set by reserve_check when it returns 0 */
     int rc = reserve_check(a, len, out, &count);
     if (rc < 0)
         return rc;
@@ -215,7 +215,7 @@ int orbit_arena_reserve(struct orbit_arena *a, size_t len, int timeout_ms, struc
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
         return orb_fail_text(-ORBIT_EMALFORMED, "a NULL handle, reservation, chunk, descriptor or out, or one not of this arena");
-    uint32_t count;
+    uint32_t count = 0;   /* set by reserve_check when it returns 0 */
     int rc = reserve_check(a, len, out, &count);
     if (rc < 0)
         return rc;
