@@ -19,6 +19,7 @@
 #include "guard_sigbus.h"
 
 #define NODE_REAPING 3u   /* internal state: one reporter is ending this node */
+#define REPORT_WAIT_MS (ORB_LOCK_BOUND_MS + 1000)   /* a mover's step: a report's table locks, bounded */
 
 const char *orbit_backing_name(enum orbit_backing b)
 {
@@ -78,6 +79,8 @@ static int map_fleet(struct orbit_fleet *f, enum orbit_backing backing)
         .init = fleet_init, .ctx = &geom,
     };
     int rc = orb_segment_open(&req, &f->seg);
+    if (rc == -ENOMEM)
+        rc = orb_room_fail_create(rc, &req);
     if (rc == 0) {
         f->nodes = orb_seg_table(&f->seg);
         rc = bind_counters(f);
@@ -166,17 +169,21 @@ static void kick_doorbells(struct orbit_fleet *f)
  * Report the node's life dead on every table, resumably: the owner byte says
  * who is reporting, and a report whose reporter is gone is finished by the next
  * one to take the byte. then: the state the node is left in (FREE, or JOINING
- * for a joiner taking it). Returns 1 when this call ran a report, 0 when there
- * was none to run, or the dispatch's error: the node stays REAPING then, for a
- * later report to finish. The owner byte is still held.
+ * for a joiner taking it). leaving: the life is the caller's own, ending by
+ * orbit_fleet_leave (counted as a leave; its locks are this process's, never
+ * taken over). Returns 1 when this call ran a report, 0 when there was none
+ * to run, or the dispatch's error: the node stays REAPING then, for a later
+ * report to finish. The owner byte is still held.
  */
-static int run_report(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool any, uint32_t then)
+static int run_report(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool any, uint32_t then,
+                      bool leaving)
 {
     struct orb_node_record *rec = &f->nodes[node];
     uint64_t ending;
     if (!start_report(rec, inc, any, &ending))
         return 0;
-    orb_lock_set_dead(lock_identity(rec));
+    if (!leaving)
+        orb_lock_set_dead(lock_identity(rec));
     int64_t began = orb_now_ns();
     int rc = orb_dispatch_node_dead(f, node, ending);
     /* The dead may have rung a doorbell and died before its wake went out. */
@@ -185,7 +192,10 @@ static int run_report(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool a
     if (rc < 0)
         return rc;
     orb_ctr_fold_life(f, node, ending);   /* before the node can be claimed: its counts join the totals */
-    orb_ctr_note_death(f, (uint64_t)(orb_now_ns() - began));
+    if (leaving)
+        orb_ctr_note_leave(f);
+    else
+        orb_ctr_note_death(f, (uint64_t)(orb_now_ns() - began));
     if (then == ORBIT_NODE_JOINING)
         forget_life(rec);
     /* Tables are clean of that incarnation before the node can be claimed again. */
@@ -204,7 +214,7 @@ static bool take_node(struct orbit_fleet *f, uint16_t node)
         forget_life(rec);   /* not LIVE, owner byte held: nobody else writes the record */
         return atomic_compare_exchange_strong(&rec->state, &state, ORBIT_NODE_JOINING);
     }
-    return state == NODE_REAPING && run_report(f, node, 0, true, ORBIT_NODE_JOINING) == 1;
+    return state == NODE_REAPING && run_report(f, node, 0, true, ORBIT_NODE_JOINING, false) == 1;
 }
 
 /* The first node that is free, or whose joiner or reporter died mid-way (finished first). */
@@ -250,7 +260,7 @@ static int take_exact(struct orbit_fleet *f, uint16_t node)
         if (state == ORBIT_NODE_LIVE && orb_node_alive(f, node))
             return orb_fail(-ORBIT_ECLAIMED, "orbit_fleet_join: node %u is held by a live process (pid %d "
                             "in its namespace)", node, (int)atomic_load(&rec->pid));
-        int rc = run_report(f, node, 0, true, ORBIT_NODE_JOINING);
+        int rc = run_report(f, node, 0, true, ORBIT_NODE_JOINING, false);
         if (rc != 0)
             return rc < 0 ? rc : 0;   /* 0: the holder left meanwhile; look again */
     }
@@ -460,6 +470,34 @@ int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
     return 0;
 }
 
+/*
+ * A leave is our own life's report: every table gives back what this life
+ * holds (unaccepted reservations on others' resources, stream sides, claims,
+ * arena chunks) exactly as a death report would, its counts are folded, and
+ * the node is freed, all before our life lock goes (a prober never sees a
+ * LIVE record of ours without it). A report that cannot finish (the owner
+ * byte held past the bound, or a table lock) leaves the node to the next
+ * report: once the lock goes, the record is a dead life's.
+ */
+static void leave_report(struct orbit_fleet *f, struct orb_node_record *rec)
+{
+    struct orb_deadline d = orb_deadline_in(REPORT_WAIT_MS);
+    bool owner = orb_owner_take(f, f->node);
+    while (!owner && !orb_deadline_passed(&d)) {   /* a sweep judging us lets go in a moment */
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+        owner = orb_owner_take(f, f->node);
+    }
+    int rc = 0;
+    if (owner) {
+        rc = run_report(f, f->node, f->incarnation, false, ORBIT_NODE_FREE, true);
+        orb_owner_drop(f, f->node);
+    }
+    orb_life_drop(f, f->node, f->joins);
+    if (rc != 1)   /* no report woke them: the lock went, death waiters find the life over */
+        orb_wait_kick(&rec->life_end);
+}
+
 void orbit_fleet_leave(struct orbit_fleet *f)
 {
     if (!f)
@@ -469,16 +507,8 @@ void orbit_fleet_leave(struct orbit_fleet *f)
     struct orb_node_record *rec = orb_fleet_record(f, f->node);
     if (ours)
         orb_ctr_fleet_gone(f);   /* handles still open on f count nothing more */
-    if (ours && rec && !f->observer && atomic_load(&rec->incarnation) == f->incarnation) {
-        /* Folded while the node is still ours: nobody else can have a slot of this life. */
-        orb_ctr_fold_life(f, f->node, f->incarnation);
-        orb_ctr_note_leave(f);
-        uint32_t live = ORBIT_NODE_LIVE;
-        /* Only our own live claim is released; a reporter that already took it keeps it. */
-        atomic_compare_exchange_strong(&rec->state, &live, ORBIT_NODE_FREE);
-        orb_life_drop(f, f->node, f->joins);
-        orb_wait_kick(&rec->life_end);   /* the life is over: its death waiters wake */
-    }
+    if (ours && rec && !f->observer && atomic_load(&rec->incarnation) == f->incarnation)
+        leave_report(f, rec);
     orb_life_unregister(f);
     orb_table_cache_free(f);   /* table closes in a fork child free memory only */
     for (int i = 0; i < ORB_PRIVATE_TABLES_MAX; i++)
@@ -539,7 +569,6 @@ ssize_t orbit_fleet_nodes(struct orbit_fleet *f, struct orbit_node_info *out, si
 }
 
 /* run_report under the owner byte: 1 ran, 0 nothing to run, or the dispatch's error. */
-#define REPORT_WAIT_MS (ORB_LOCK_BOUND_MS + 1000)   /* a mover's step: a report's table locks, bounded */
 
 /* Does the node still owe that life's report (LIVE with it, or REAPING)? */
 static bool report_owed(struct orb_node_record *rec, uint64_t inc)
@@ -567,7 +596,7 @@ static int report_node(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool 
         struct timespec ms = { 0, 1000000 };
         nanosleep(&ms, NULL);
     }
-    int rc = run_report(f, node, inc, any, ORBIT_NODE_FREE);
+    int rc = run_report(f, node, inc, any, ORBIT_NODE_FREE, false);
     orb_owner_drop(f, node);
     return rc;
 }
@@ -584,7 +613,7 @@ static int reap_node(struct orbit_fleet *f, uint16_t node, uint64_t inc, uint64_
     struct orb_node_record *rec = &f->nodes[node];
     uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
     bool ended = state != ORBIT_NODE_LIVE || (atomic_load(&rec->joins) == joins && !orb_node_alive(f, node));
-    int rc = ended ? run_report(f, node, inc, false, ORBIT_NODE_FREE) : 0;
+    int rc = ended ? run_report(f, node, inc, false, ORBIT_NODE_FREE, false) : 0;
     orb_owner_drop(f, node);
     return rc;
 }
@@ -692,7 +721,9 @@ int orb_fleet_table_open(struct orbit_fleet *f, struct orb_seg_request *req, str
                        ? ORBIT_BACKING_SHM : f->want_backing;
     if (f->observer)
         req->backing = ORBIT_BACKING_AUTO;
-    return orb_segment_open(req, out);
+    int rc = orb_segment_open(req, out);
+    /* Only a creator pre-faults, and runs out: say how much it asked of which mount. */
+    return rc == -ENOMEM ? orb_room_fail_create(rc, req) : rc;
 }
 
 int orb_fleet_table_open_existing(struct orbit_fleet *f, uint8_t kind, struct orb_segment *out)

@@ -22,7 +22,7 @@
 #define HUGETLBFS_MAGIC 0x958458f6
 #endif
 
-#define SHM_DIR "/dev/shm"
+#define SHM_DIR ORB_SHM_DIR
 #define READY_WAIT_MS 10000   /* an opener gives up on a live but stuck creator after this */
 
 const char *orb_hugetlb_dir(void)
@@ -793,21 +793,6 @@ int orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out)
             return rc;   /* -EEXIST: a creator outside the lock linked first; open theirs */
     }
     return -ORBIT_ECORRUPT;
-}
-
-int orb_segment_populate_once(struct orb_segment *seg, pthread_mutex_t *lock, _Atomic bool *done,
-                              size_t off, size_t len)
-{
-    if (atomic_load_explicit(done, memory_order_acquire))
-        return 0;
-    int rc = 0;
-    pthread_mutex_lock(lock);
-    if (!atomic_load(done) && seg->backing != ORBIT_BACKING_PRIVATE)
-        rc = orb_segment_populate(seg, off, len);
-    if (rc == 0)   /* release: the pages exist before the flag says so */
-        atomic_store_explicit(done, true, memory_order_release);
-    pthread_mutex_unlock(lock);
-    return rc;
 }
 
 void orb_segment_close(struct orb_segment *seg)

@@ -26,6 +26,7 @@
 #define ORB_SEG_HEADER_BYTES 4096u
 #define ORB_GEOMETRY_MAX     64u
 #define ORB_FLEET_KIND       255
+#define ORB_SHM_DIR          "/dev/shm"
 /* A byte far past the end of every segment file: write-locked (OFD) by its creator until ready. */
 #define ORB_SEG_CREATOR_LOCK_OFF (1ll << 42)
 
@@ -130,13 +131,19 @@ int  orb_segment_peek(const char *fleet, uint8_t kind, struct orb_seg_header *ou
 
 /* Pre-fault [off, off+len) for writing: -ENOMEM on huge-page exhaustion. */
 int  orb_segment_populate(struct orb_segment *seg, size_t off, size_t len);
-/*
- * Pre-fault [off, off + len) once per handle: *done (acquire) says it was, lock
- * serialises the first callers. PRIVATE memory needs none. 0 or -ENOMEM.
- */
-int  orb_segment_populate_once(struct orb_segment *seg, pthread_mutex_t *lock, _Atomic bool *done,
-                               size_t off, size_t len);
 void orb_segment_close(struct orb_segment *seg);
+
+/* Room on a mount (room.c): bytes free (to this user) and in all, its page size, its type. */
+struct orb_room { uint64_t free, total, page; bool hugetlbfs; char dir[256]; };
+int  orb_room_of(const char *dir, struct orb_room *out);
+/*
+ * rc (an -ENOMEM), with the sentence "what needs asked bytes on <mount>
+ * (tmpfs|hugetlbfs), which has F of T bytes free: ..." for orbit_last_error.
+ * path_or_dir: a segment's path (its directory is the mount's) or, is_dir, the directory.
+ */
+int  orb_room_fail(int rc, const char *path_or_dir, bool is_dir, uint64_t asked, const char *what);
+/* The same for a segment req could not be created: the mount its backing tried last. */
+int  orb_room_fail_create(int rc, const struct orb_seg_request *req);
 
 /* Build "<dir>/orbit.<fleet>.<kind>" for a backing; -ORBIT_ETOOLARGE, -ENOENT (no such dir). */
 int  orb_segment_path(enum orbit_backing backing, const char *fleet, uint8_t kind, char *buf, size_t len);

@@ -106,10 +106,8 @@ int orb_table_create(const struct orb_table_kind *k, struct orbit_fleet *f, stru
     if (k->prepare)
         k->prepare(b);
     int rc = orb_fleet_table_open(f, req, &b->seg);
-    if (rc == 0) {
+    if (rc == 0)
         k->bind(b, req->geometry, layout);
-        rc = k->lane_ready ? k->lane_ready(b) : 0;
-    }
     if (rc < 0) {
         orb_table_free(b);
         return rc;
@@ -126,11 +124,14 @@ int orb_table_init_epoch(struct orb_segment *seg, void *ctx)
     return 0;
 }
 
-int orb_table_lane_ready(struct orb_table_base *b, size_t off, size_t len)
+int orb_table_populate(struct orb_table_base *b, size_t off, size_t len, const char *what)
 {
-    if (b->observer)
-        return 0;
-    return orb_segment_populate_once(&b->seg, &b->lock, &b->lane_ready, off, len);
+    if (b->seg.backing == ORBIT_BACKING_PRIVATE)
+        return 0;   /* anonymous memory: no file that could run out under a mapping */
+    int rc = orb_segment_populate(&b->seg, off, len);
+    if (rc == -ENOMEM)
+        return orb_room_fail(rc, b->seg.path, false, orb_align_up(len, b->seg.page), what);
+    return rc == -ORBIT_ENOTSUP ? 0 : rc;   /* no MADV_POPULATE_WRITE (before 5.14): pages come on touch */
 }
 
 int orb_node_readiness(struct orbit_fleet *f, bool observer, pthread_mutex_t *lock, int *fd_slot,

@@ -35,9 +35,8 @@ struct orbit_fleet;
     uint16_t node;               /* ORBIT_NODE_NONE for observers */                       \
     uint32_t fork_generation;    /* the fleet handle's: another is a fork child's (guard.h) */ \
     uint64_t incarnation;                                                                  \
-    pthread_mutex_t lock;        /* readiness_fd, lane_ready */                            \
+    pthread_mutex_t lock;        /* readiness_fd */                                        \
     int readiness_fd;            /* the node doorbell's eventfd, or -1 */                  \
-    _Atomic bool lane_ready;     /* our lane is pre-faulted */                             \
     _Alignas(64) struct orb_wait_stats stats;   /* written by every thread: a line of its own */ \
     struct orb_ctr_ref ctr;      /* shared counters (counters.h) */                        \
     struct orb_tally tally       /* the handle's own counts, per thread (tally.h) */
@@ -86,8 +85,6 @@ struct orb_table_kind {
     void (*bind)(struct orb_table_base *b, const void *geometry, const void *layout);
     /* Instead of check and bind, for a table whose binding can fail. */
     int  (*attach)(struct orb_table_base *b, const void *geometry);
-    /* A member's handle made by orb_table_create, bound: pre-fault its own lane. NULL: none. */
-    int  (*lane_ready)(struct orb_table_base *b);
 };
 #define ORB_TABLE_LAYOUT_MAX 256u
 
@@ -102,8 +99,9 @@ int orb_table_open_existing_as(const struct orb_table_kind *k, struct orbit_flee
 /*
  * orbit_*_open's second half for a table with check and bind: a handle over
  * the segment req names (created or opened with the same geometry), bound to
- * the layout the caller computed, its lane pre-faulted. 0 and *out, or the
- * error with nothing left behind.
+ * the layout the caller computed. Nothing of the member's lane is pre-faulted
+ * here: the table populates what it starts using (orb_table_populate). 0 and
+ * *out, or the error with nothing left behind.
  */
 int orb_table_create(const struct orb_table_kind *k, struct orbit_fleet *f, struct orb_seg_request *req,
                      const void *layout, void **out);
@@ -111,8 +109,15 @@ int orb_table_create(const struct orb_table_kind *k, struct orbit_fleet *f, stru
 /* The creator's initialiser of tables whose new segment reads zero: a first epoch. */
 int orb_table_init_epoch(struct orb_segment *seg, void *ctx);
 
-/* Pre-fault [off, off + len) of the segment once (a member's own lane). */
-int orb_table_lane_ready(struct orb_table_base *b, size_t off, size_t len);
+/*
+ * Pre-fault [off, off + len) of the segment for writing, as this member
+ * starts using it (a stream's rings, a run of arena slots): pages that exist
+ * before anything is published there, so no later touch can SIGBUS on a full
+ * mount. 0, or -ENOMEM with the sentence (what, the bytes asked and the
+ * mount's room) for orbit_last_error, which names the running call.
+ * Anonymous (PRIVATE) memory needs none.
+ */
+int orb_table_populate(struct orb_table_base *b, size_t off, size_t len, const char *what);
 
 /*
  * The node doorbell's eventfd for this handle, made once: fd; -ORBIT_EBUSY

@@ -192,6 +192,9 @@ static int populate_lane(struct orbit_pool *p)
     size_t off = (size_t)((char *)pool_res_at(p, (uint64_t)p->node * p->geo.lane_capacity) -
                           (char *)p->seg.base);
     int rc = orb_segment_populate(&p->seg, off, lane_bytes);
+    if (rc == -ENOMEM)
+        return orb_room_fail(rc, p->seg.path, false, orb_align_up(lane_bytes, p->seg.page),
+                             "this member's lane of the pool");
     if (rc < 0 && rc != -ORBIT_ENOTSUP)
         return rc;
     /* Release: the lane's pages exist before anyone reads them through this flag. */

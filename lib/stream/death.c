@@ -9,20 +9,28 @@
  * Both sides gone (released or ended) and the slot still live: whoever let go
  * last was killed between its side's CAS and the vacate. Nothing can claim a
  * side out of RELEASED or DEAD, so vacating it here is safe (the vacate is a CAS).
+ * A never-opened B (FREE) after A let go is a linger, kept while it lasts: its
+ * end is judged as the closer judges it, the dead life counted gone.
  */
-static void vacate_abandoned(struct orbit_streams *s, struct stream_slot *slot, uint32_t live)
+static void vacate_abandoned(struct orbit_streams *s, struct stream_slot *slot, uint32_t live,
+                             const struct orbit_owner *dead)
 {
     /* No side held, and one let go (A is held from install): its last holder's vacate was
-     * cut short. A side never opened (FREE) counts as unheld, as a closer finds it. */
+     * cut short. */
     uint32_t a = atomic_load(&slot->claimed[0]), b = atomic_load(&slot->claimed[1]);
     if (a == SIDE_CLAIMED || b == SIDE_CLAIMED || (a == SIDE_FREE && b == SIDE_FREE))
         return;
-    stream_vacate_if_unheld(s, slot, live, 0);
+    if (b != SIDE_FREE)
+        stream_vacate_if_unheld(s, slot, live, 0);
+    else if (!stream_lingers(slot) || stream_linger_over(s, slot, live, dead))
+        stream_linger_end(s, slot, live);
 }
 
-/* End every claimed side, in any lane, whose holder matches (and, for a death, vacate abandoned slots). */
+/* End every claimed side, in any lane, whose holder matches (and, for a death, vacate abandoned
+ * slots and end the lingers of streams offered to that life). */
 static void end_matching(struct orbit_streams *s, uint16_t node, uint64_t incarnation, bool others)
 {
+    const struct orbit_owner dead = { node, incarnation };
     for (size_t i = 0; i < s->lay.total_slots; i++) {
         struct stream_slot *slot = &s->slots[i];
         uint32_t t = atomic_load_explicit(&slot->tenancy, memory_order_acquire);
@@ -46,7 +54,7 @@ static void end_matching(struct orbit_streams *s, uint16_t node, uint64_t incarn
                 stream_end_side(s, slot, t, side);
         }
         if (!others)
-            vacate_abandoned(s, slot, t);
+            vacate_abandoned(s, slot, t, &dead);
     }
 }
 
@@ -92,6 +100,7 @@ void orbit_streams_reset_all(struct orbit_streams *s)
             orb_wait_signal(&slot->dir[side].wait, &s->stats);
         }
         atomic_store(&slot->offer, 0);
+        atomic_store(&slot->linger_until, 0);
     }
     for (uint32_t n = 0; n < s->fleet_capacity; n++) {
         struct stream_offers *o = stream_offers_of(s, n);

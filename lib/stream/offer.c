@@ -76,13 +76,15 @@ static bool take_in_lane(struct orbit_streams *s, uint32_t lane, struct orbit_ti
             *more = true;
             break;
         }
-        /* The CAS makes the offer seen once, by one taker. */
-        if (!atomic_compare_exchange_strong(&slot->offer, &v, 0))
+        /* The CAS makes the offer seen once, by one taker; the word keeps naming us (a
+         * lingering stream ends when its offered node's life does). */
+        if (!atomic_compare_exchange_strong(&slot->offer, &v, v | STREAM_OFFER_TAKEN))
             continue;
-        uint32_t gen = (uint32_t)(v >> 32);
+        uint32_t gen = (uint32_t)(v >> 32), live = TENANCY(gen, SLOT_LIVE);
         if (gen == 0 || gen > s->generation_limit ||
-            atomic_load_explicit(&slot->tenancy, memory_order_acquire) != TENANCY(gen, SLOT_LIVE))
-            continue;   /* the stream ended since: skip it */
+            atomic_load_explicit(&slot->tenancy, memory_order_acquire) != live ||
+            stream_linger_expire(s, slot, live, NULL))
+            continue;   /* the stream ended since (or its linger just did): skip it */
         out->id = orbit_id_make(s->kind, (uint16_t)lane, gen, i);
         out->side = ORBIT_SIDE_B;
         out->epoch = stream_epoch(s);

@@ -69,8 +69,16 @@ void stream_vacate_if_unheld(struct orbit_streams *s, struct stream_slot *slot, 
                              unsigned other)
 {
     /* Both sides release with seq_cst CAS then load the other: at least one sees both gone. */
-    if (atomic_load(&slot->claimed[other]) == SIDE_CLAIMED)
+    uint32_t held = atomic_load(&slot->claimed[other]);
+    if (held == SIDE_CLAIMED)
         return;
+    if (other == 1 && held == SIDE_FREE) {
+        /* B was never opened: A's finished bytes wait for it while the linger lasts; else the
+         * end takes B first (FREE -> DEAD), so no opener claims a side of an emptied slot. */
+        if (!stream_lingers(slot) || stream_linger_over(s, slot, live, NULL))
+            stream_linger_end(s, slot, live);
+        return;
+    }
     uint32_t expect = live;
     if (!atomic_compare_exchange_strong(&slot->tenancy, &expect, TENANCY(TENANCY_GEN(live), SLOT_EMPTY)))
         return;
@@ -82,6 +90,8 @@ void stream_vacate_if_unheld(struct orbit_streams *s, struct stream_slot *slot, 
 void stream_end_side(struct orbit_streams *s, struct stream_slot *slot, uint32_t live, unsigned side)
 {
     uint32_t claimed = SIDE_CLAIMED;
+    if (side == 0 && (atomic_load(&slot->dir[0].flags) & DIR_FIN))
+        stream_linger_mark(slot);   /* a finished A's bytes may outlive it: before its end */
     /* The CAS decides between this report and the holder's own release. */
     if (!atomic_compare_exchange_strong(&slot->claimed[side], &claimed, SIDE_DEAD))
         return;
@@ -120,6 +130,7 @@ static void install(struct orbit_streams *s, struct stream_slot *slot, uint32_t 
     atomic_store(&slot->node[1], STREAM_NODE_NONE);
     atomic_store(&slot->incarnation[1], 0);
     atomic_store(&slot->offer, 0);
+    atomic_store(&slot->linger_until, s->linger_off ? STREAM_LINGER_OFF : 0);
     stream_dir_clear(&slot->dir[0]);
     stream_dir_clear(&slot->dir[1]);
     /* Release: every field above is in place before an opener can see the generation live. */
@@ -133,10 +144,18 @@ static int allocate(struct orbit_streams *s, size_t *index, uint32_t *gen)
     for (size_t i = 0; i < s->lane_capacity; i++) {
         struct stream_slot *slot = &s->slots[base + i];
         uint32_t t = atomic_load_explicit(&slot->tenancy, memory_order_acquire);
+        /* A stream of ours that lingered past its end, unopened: ended here, then reused. */
+        if (stream_linger_expire(s, slot, t, NULL))
+            t = atomic_load_explicit(&slot->tenancy, memory_order_acquire);
         while (TENANCY_STATE(t) == SLOT_EMPTY) {
             uint32_t g = TENANCY_GEN(t);
             bool spent = g >= s->generation_limit;
             uint32_t next = spent ? TENANCY(g, SLOT_EXHAUSTED) : TENANCY(g + 1, SLOT_INSTALLING);
+            /* The rings' pages before the slot is ours: a mount out of room refuses the create
+             * with nothing taken (a populate lost to another creator's CAS costs nothing). */
+            int rc = spent ? 0 : stream_rings_ready(s, base + i);
+            if (rc < 0)
+                return rc;
             /* The CAS is the allocation: one creator moves a slot out of EMPTY. */
             if (!atomic_compare_exchange_strong(&slot->tenancy, &t, next))
                 continue;
@@ -161,16 +180,13 @@ int orbit_streams_create(struct orbit_streams *s, struct orbit_endpoint **a, str
         return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__, !a ? "a" : "b_ticket");
     if (!stream_is_member(s))
         return orb_fail(-ORBIT_ENOTOWNER, "%s: an observer creates no streams (join as a member)", __func__);
-    int rc = stream_lane_ready(s);
-    if (rc < 0)
-        return rc;
     struct orbit_endpoint *ep = calloc(1, sizeof *ep);   /* fail before taking a slot */
     if (!ep)
         return orb_fail_text(-ENOMEM, "out of memory for an endpoint");
     uint64_t epoch = stream_epoch(s);
     size_t index = 0;
     uint32_t gen = 0;
-    rc = allocate(s, &index, &gen);
+    int rc = allocate(s, &index, &gen);
     if (rc < 0) {
         free(ep);
         return rc;
@@ -206,6 +222,9 @@ static int side_take(struct orbit_streams *s, struct stream_slot *slot, unsigned
     uint32_t expect = SIDE_FREE;
     if (!atomic_compare_exchange_strong(&slot->claimed[side], &expect, SIDE_CLAIMED)) {
         side_unstamp(s, slot, side);
+        /* DEAD and never held: the stream ended before anyone opened the side (its linger). */
+        if (expect == SIDE_DEAD)
+            return orb_fail_text(-ORBIT_ESTALE, "the stream ended before this side was opened (its writer's linger expired, or its offer's node left)");
         return orb_fail_text(-ORBIT_ECLAIMED, "that side of the stream is held already");
     }
     /* The slot may have ended between the look and the claim: give the claim back. */
@@ -240,6 +259,10 @@ int orbit_streams_open_ticket(struct orbit_streams *s, const struct orbit_ticket
     if (t->epoch != stream_epoch(s) || atomic_load(&slot->tenancy) != live)
         return orb_fail(-ORBIT_ESTALE, "%s: ticket id %#llx: the stream ended or the table was reset "
                         "since the ticket was made", __func__, (unsigned long long)t->id);
+    if (t->side == ORBIT_SIDE_B && stream_linger_expire(s, slot, live, NULL))
+        return orb_fail(-ORBIT_ESTALE, "%s: ticket id %#llx: its writer finished and let go, and nobody "
+                        "opened it before its linger ended (%u ms, or the node it was offered to left)",
+                        __func__, (unsigned long long)t->id, stream_linger_ms());
     struct orbit_endpoint *ep = calloc(1, sizeof *ep);
     if (!ep)
         return orb_fail_text(-ENOMEM, "out of memory for an endpoint");
@@ -305,6 +328,8 @@ void orbit_endpoint_close(struct orbit_endpoint *ep)
         /* Flags before the release: once released, a rearm may clear them. */
         if (!ep->write_shut)
             stream_raise(s, slot, side, DIR_RESET);
+        else if (side == 0)
+            stream_linger_mark(slot);   /* finished: its bytes may wait for B (before the release) */
         stream_raise(s, slot, 1 - side, DIR_READER_GONE);
         uint32_t expect = SIDE_CLAIMED;
         if (atomic_compare_exchange_strong(&slot->claimed[side], &expect, SIDE_RELEASED))

@@ -106,10 +106,18 @@ static void handle_bind(struct orb_table_base *b, const void *geometry, const vo
     s->epoch = &orb_seg_hdr(&s->seg)->epoch;
 }
 
-int stream_lane_ready(struct orbit_streams *s)
+int stream_rings_ready(struct orbit_streams *s, size_t index)
 {
-    return orb_table_lane_ready(&s->base, s->lay.rings_off + (size_t)s->node * s->lay.lane_ring_bytes,
-                                s->lay.lane_ring_bytes);
+    size_t i = index % s->lane_capacity;
+    uint64_t bit = 1ull << (i % 64);
+    if (atomic_load_explicit(&s->rings_ready[i / 64], memory_order_acquire) & bit)
+        return 0;
+    /* Both directions: side B writes the B -> A ring, which lives in our lane too. */
+    int rc = orb_table_populate(&s->base, (size_t)(stream_ring(s, index, 0) - (unsigned char *)s->seg.base),
+                                2 * (size_t)s->buffer_bytes, "a new stream's two rings");
+    if (rc == 0)   /* release: the pages exist before another thread of ours skips the populate */
+        atomic_fetch_or_explicit(&s->rings_ready[i / 64], bit, memory_order_release);
+    return rc;
 }
 
 static const struct orb_table_kind streams_kind;
@@ -134,7 +142,9 @@ int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *sp
     g.offer_bytes = l.offer_bytes;
     struct orb_seg_request req = {
         .kind = spec->kind, .table_type = ORB_TABLE_STREAMS, .geometry = &g,
-        .geometry_len = sizeof g, .table_bytes = l.total, .populate_bytes = l.rings_off,
+        .geometry_len = sizeof g, .table_bytes = l.total,
+        /* The offers and slots every member reads; rings are populated as streams take them. */
+        .populate_bytes = l.slots_off + l.total_slots * sizeof(struct stream_slot),
         .geometry_names = (const char *const[]){ "layout version", "lane_capacity", "buffer_bytes",
                                                  "generation_limit", NULL },
         .init = orb_table_init_epoch,   /* zero: every slot EMPTY at generation 0 */
@@ -159,14 +169,12 @@ static int geometry_check(const struct orb_segment *seg, const void *geometry, v
     return 0;
 }
 
-static int lane_ready_of(struct orb_table_base *b) { return stream_lane_ready((struct orbit_streams *)b); }
-
 _Static_assert(sizeof(struct stream_layout) <= ORB_TABLE_LAYOUT_MAX, "the base holds the layout");
 
 static const struct orb_table_kind streams_kind = {
     .type = ORB_TABLE_STREAMS, .handle_bytes = sizeof(struct orbit_streams),
     .geometry_len = sizeof(struct stream_geometry), .prepare = handle_prepare,
-    .check = geometry_check, .bind = handle_bind, .lane_ready = lane_ready_of,
+    .check = geometry_check, .bind = handle_bind,
 };
 
 int orbit_streams_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_streams **out)

@@ -101,6 +101,13 @@ if [ -f "$src/examples/Makefile" ]; then
                 bad "examples run${env:+ ($env)}:"; tail -20 "$work/ex-run.log"
             fi
         done
+        # A container's /dev/shm: a tmpfs of 64 MiB of its own (Docker's default --shm-size).
+        "$src/tests/fleet/core/small_shm.sh" 64m make -s -C "$work/examples" run > "$work/ex-shm.log" 2>&1
+        case $? in
+            0)  ok "examples run and exit 0 in a 64 MiB /dev/shm of their own" ;;
+            77) echo "skip examples in a 64 MiB /dev/shm: $(tail -1 "$work/ex-shm.log")" ;;
+            *)  bad "examples in a 64 MiB /dev/shm:"; tail -20 "$work/ex-shm.log" ;;
+        esac
     else
         bad "examples build:"; tail -20 "$work/ex-build.log"
     fi

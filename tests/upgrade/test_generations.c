@@ -318,8 +318,8 @@ START_TEST(an_operator_sees_each_generation_and_its_version)
     ck_joined(&other, gen2, 2);
 
     ck_assert_int_eq(ctl(out, sizeof out, (const char *[]){ "ls", NULL }), 0);
-    ck_has(out, "\n%s  generation 1, orbit %s  (1 live member)", base, v);
-    ck_has(out, "\n%s  generation 2, orbit %s, streams layout 103: another release's layouts  (1 live member)",
+    ck_has(out, "\n%s  generation 1, orbit %s  (1 live member, ", base, v);
+    ck_has(out, "\n%s  generation 2, orbit %s, streams layout 103: another release's layouts  (1 live member, ",
            gen2, v);
     ck_assert_int_eq(ctl(out, sizeof out, (const char *[]){ "show", base, NULL }), 0);
     ck_has(out, "fleet %s: capacity 16, backing %s", base, "");

@@ -25,7 +25,8 @@ static const char usage[] =
 "that one, and list the others; gc takes every generation of a fleet named.\n"
 "\n"
 "  ls                               fleets on this host, each generation: its version, live\n"
-"                                   members, segments, backing, mapped and resident bytes\n"
+"                                   members, resident bytes, segments (backing, mapped,\n"
+"                                   resident), and the room left on each mount\n"
 "      orbitctl ls\n"
 "  show FLEET                       nodes (state, pid, what each holds) and every table: who\n"
 "                                   holds each reservation, lease, stream side, claim and\n"
@@ -44,7 +45,9 @@ static const char usage[] =
 "  reset FLEET [--force]            start a new epoch on every table; refused while a member\n"
 "                                   is alive unless --force\n"
 "      orbitctl reset web\n"
-"  unlink FLEET                     remove every segment of the fleet\n"
+"  unlink FLEET [--force]           remove every segment of the fleet; refused while a member\n"
+"                                   is alive or joining unless --force (which names the\n"
+"                                   members it orphans)\n"
 "      orbitctl unlink web\n"
 "  gc [FLEET...] [--dry-run]        remove every fleet (or the named ones) with no live\n"
 "                                   member; --dry-run lists what would go. A fleet with a\n"
@@ -54,7 +57,7 @@ static const char usage[] =
 "                                   this host) in the Prometheus text format 0.0.4\n"
 "      orbitctl metrics web | promtool check metrics\n"
 "\n"
-"  --json         machine-readable output for ls, show, reap, node-dead and gc: 64-bit\n"
+"  --json         machine-readable output for ls, show, reap, node-dead, gc and unlink: 64-bit\n"
 "                 values are strings, others numbers (docs/orbitctl-show.schema.json)\n"
 "  -h, --help     this text\n"
 "  -V, --version  print the version\n"
@@ -120,12 +123,15 @@ static const char *kind_name(const struct kinds *k, uint8_t kind)
     return kind == FLEET_KIND ? "fleet" : "unknown";
 }
 
-static void print_segments(const char *fleet, bool json)
+/* The fleet's segments, one line (or object) each; their directories noted in room. */
+static void print_segments(const char *fleet, bool json, struct ctl_room *room)
 {
     struct orbit_segment_info segs[64];
     struct kinds k;
     kinds_load(fleet, &k);
     ssize_t n = orbit_fleet_segments(fleet, segs, 64);
+    for (ssize_t i = 0; room && i < n && i < 64; i++)
+        ctl_room_note(room, segs[i].path);
     if (json)
         printf("\"segments\":[");
     for (ssize_t i = 0; i < n && i < 64; i++) {
@@ -147,12 +153,25 @@ static void print_segments(const char *fleet, bool json)
         printf("]");
 }
 
+/* Bytes the fleet's segments hold now (resident): what it needs of its mounts. */
+static uint64_t resident_of(const char *fleet)
+{
+    struct orbit_segment_info segs[64];
+    ssize_t n = orbit_fleet_segments(fleet, segs, 64);
+    uint64_t sum = 0;
+    for (ssize_t i = 0; i < n && i < 64; i++)
+        sum += segs[i].resident;
+    return sum;
+}
+
 static int cmd_ls(bool json)
 {
     char names[256][ORBIT_FLEET_NAME_MAX + 1];
     ssize_t n = orbit_fleet_list(names, 256);
     if (n < 0)
         return fail("ls", (int)n);
+    struct ctl_room room = { 0 };
+    ctl_room_add(&room, "/dev/shm");   /* always: where a fleet without huge pages goes */
     if (json)
         printf("{\"fleets\":[");
     for (ssize_t i = 0; i < n && i < 256; i++) {
@@ -160,6 +179,7 @@ static int cmd_ls(bool json)
         struct orbit_generation_info gi[CTL_GENERATIONS_MAX];
         const struct orbit_generation_info *g = ctl_generation_of(gi, ctl_generations(names[i], gi,
                                                                   CTL_GENERATIONS_MAX), names[i]);
+        uint64_t resident = resident_of(names[i]);
         if (json) {
             printf("%s{\"name\":", i ? "," : "");
             tool_json_str(stdout, names[i]);
@@ -171,23 +191,30 @@ static int cmd_ls(bool json)
                 printf(",\"live_members\":%zd,", live);
             else
                 printf(",\"live_members\":null,\"error\":\"%s\",", orbit_strerror((int)live));
-            print_segments(names[i], true);
+            printf("\"resident\":\"%" PRIu64 "\",", resident);
+            print_segments(names[i], true, &room);
             printf("}");
         } else {
             printf("%s  ", names[i]);
             if (g)
                 ctl_generation_line(stdout, g);
             if (live >= 0)
-                printf("  (%zd live member%s)\n", live, live == 1 ? "" : "s");
+                printf("  (%zd live member%s, %.1f MiB resident)\n", live, live == 1 ? "" : "s",
+                       (double)resident / 1048576.0);
             else
                 printf("  (live members unknown: %s)\n", orbit_strerror((int)live));
-            print_segments(names[i], false);
+            print_segments(names[i], false, &room);
         }
     }
-    if (json)
-        printf("]}\n");
-    else if (n == 0)
-        printf("no fleets\n");
+    if (json) {
+        printf("]");
+        ctl_room_print(&room, true);
+        printf("}\n");
+    } else {
+        if (n == 0)
+            printf("no fleets\n");
+        ctl_room_print(&room, false);
+    }
     return 0;
 }
 
@@ -299,7 +326,7 @@ static int cmd_show(const char *asked, bool json)
         ctl_generations_json(stdout, name);
         printf(",\"capacity\":%u,\"backing\":\"%s\",\"now_ms\":\"%" PRIu64 "\",", orbit_fleet_capacity(f),
                orbit_backing_name(orbit_fleet_backing(f)), c.now_ms);
-        print_segments(name, true);
+        print_segments(name, true, NULL);
         printf(",");
         print_nodes(&c);
         print_tables(&c);
@@ -313,7 +340,7 @@ static int cmd_show(const char *asked, bool json)
         }
         printf("\n");
         ctl_generations_text(stdout, name);
-        print_segments(name, false);
+        print_segments(name, false, NULL);
         print_nodes(&c);
         print_tables(&c);
     }
@@ -480,7 +507,8 @@ int main(int argc, char **argv)
     char **a = argv + optind;
     if (take_flag(a, &left, "--json"))   /* --json may also follow the command */
         json = true;
-    bool force = left >= 1 && strcmp(a[0], "reset") == 0 && take_flag(a, &left, "--force");
+    bool force = left >= 1 && (strcmp(a[0], "reset") == 0 || strcmp(a[0], "unlink") == 0) &&
+                 take_flag(a, &left, "--force");
     if (left >= 1 && strcmp(a[0], "metrics") == 0) {
         if (json)
             cli_usage_error(TOOL, "metrics has no --json (its output is the Prometheus text format)");
@@ -505,6 +533,5 @@ int main(int argc, char **argv)
     }
     if (strcmp(a[0], "reap") == 0) return ctl_cmd_reap(a[1], json);
     if (strcmp(a[0], "reset") == 0) return cmd_reset(a[1], force);
-    int rc = orbit_fleet_unlink(a[1]);   /* unlink */
-    return rc < 0 ? fail(a[1], rc) : 0;
+    return ctl_cmd_unlink(a[1], force, json);
 }

@@ -163,7 +163,12 @@ int  orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, str
  */
 int  orbit_fleet_observe(const char *name, struct orbit_fleet **out);
 
-/* Releases the node (if any) and unmaps the fleet; tables must be closed first. */
+/*
+ * Releases the node (if any) and unmaps the fleet; tables must be closed first.
+ * A member's leave gives back what its life still holds exactly as its death
+ * report would (orbit_fleet_node_dead): unaccepted reservations on others'
+ * resources, resources it owns, stream sides, claims, arena chunks.
+ */
 void orbit_fleet_leave(struct orbit_fleet *);
 uint16_t orbit_fleet_node(const struct orbit_fleet *);
 uint64_t orbit_fleet_incarnation(const struct orbit_fleet *);

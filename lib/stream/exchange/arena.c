@@ -74,11 +74,20 @@ static void handle_bind(struct orb_table_base *b, const void *geometry, const vo
     a->epoch = &orb_seg_hdr(&a->seg)->epoch;
 }
 
-/* Pre-fault our own payload lane once, before anything of ours is published in it. */
-int arena_lane_ready(struct orbit_arena *a)
+int arena_payload_ready(struct orbit_arena *a, uint32_t end)
 {
-    return orb_table_lane_ready(&a->base, a->lay.payload_off + (size_t)a->node * a->lay.lane_bytes,
-                                a->lay.lane_bytes);
+    uint32_t ready = atomic_load_explicit(&a->payload_ready, memory_order_acquire);
+    if (end <= ready)
+        return 0;
+    size_t from = (size_t)(arena_data_at(a, a->node, ready) - (unsigned char *)a->seg.base);
+    int rc = orb_table_populate(&a->base, from, (size_t)(end - ready) * a->slot_bytes,
+                                "this member's arena lane, as far as the chunk reaches");
+    /* Release, raised only: the pages exist before another thread of ours skips the populate. */
+    while (rc == 0 && ready < end &&
+           !atomic_compare_exchange_weak_explicit(&a->payload_ready, &ready, end, memory_order_release,
+                                                  memory_order_acquire))
+        ;
+    return rc;
 }
 
 static const struct orb_table_kind arena_kind;
@@ -105,7 +114,9 @@ int orbit_arena_open(struct orbit_fleet *f, const struct orbit_arena_spec *spec,
     struct orb_seg_request req = {
         .kind = spec->kind, .table_type = ORB_TABLE_ARENA, .geometry = &g, .geometry_len = sizeof g,
         .geometry_names = (const char *const[]){ "layout version", "slot_bytes", "slots_per_lane", NULL },
-        .table_bytes = l.total, .populate_bytes = l.payload_off,
+        .table_bytes = l.total,
+        /* The lanes' and slots' words every member reads; payload is populated as chunks take it. */
+        .populate_bytes = l.slots_off + l.total_slots * sizeof(struct arena_slot),
         .init = orb_table_init_epoch,   /* zero: every slot FREE at generation 0 */
     };
     return orb_table_create(&arena_kind, f, &req, &l, (void **)out);
@@ -128,14 +139,12 @@ static int geometry_check(const struct orb_segment *seg, const void *geometry, v
     return 0;
 }
 
-static int lane_ready_of(struct orb_table_base *b) { return arena_lane_ready((struct orbit_arena *)b); }
-
 _Static_assert(sizeof(struct arena_layout) <= ORB_TABLE_LAYOUT_MAX, "the base holds the layout");
 
 static const struct orb_table_kind arena_kind = {
     .type = ORB_TABLE_ARENA, .handle_bytes = sizeof(struct orbit_arena),
     .geometry_len = sizeof(struct arena_geometry), .prepare = handle_prepare,
-    .check = geometry_check, .bind = handle_bind, .lane_ready = lane_ready_of,
+    .check = geometry_check, .bind = handle_bind,
 };
 
 int orbit_arena_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_arena **out)

@@ -13,11 +13,6 @@
 #include <string.h>
 #include "exch_layout.h"
 
-static bool member_ready(struct orbit_arena *a)
-{
-    return arena_is_member(a) && arena_lane_ready(a) == 0;
-}
-
 /* ---- freeing ----------------------------------------------------------------- */
 
 /* A change a producer of `node` may wait for: wake its credit waiters, ring its
@@ -138,32 +133,45 @@ static void fill_reservation(struct orbit_arena *a, uint32_t first, uint32_t cou
     };
 }
 
-/* One look at our lane: true and *out when a run was taken (out NULL: one is free). */
-static bool lane_take(struct orbit_arena *a, uint32_t count, struct orbit_reservation *out)
+/*
+ * One look at our lane: 1 and *out when a run was taken (out NULL: one is
+ * free), 0 when none is, or -ENOMEM when the mount had no room for the run's
+ * pages (the run is given back).
+ */
+static int lane_take(struct orbit_arena *a, uint32_t count, struct orbit_reservation *out)
 {
     struct arena_lane *l = &a->lanes[a->node];
     /* changes is read before the scan: a free after it moves the word and voids the memo. */
     uint32_t seen = atomic_load_explicit(&l->credit.changes, memory_order_acquire);
     uint64_t memo = atomic_load_explicit(&a->full_memo, memory_order_relaxed);
     if (memo && (uint32_t)memo == seen && count >= (uint32_t)(memo >> 32))
-        return false;   /* nothing was freed since a scan found no run this long */
+        return 0;   /* nothing was freed since a scan found no run this long */
     uint32_t first;
     if (take_in(a, 0, a->slots_per_lane, count, out ? &first : NULL)) {
         if (!out)
-            return true;
+            return 1;
+        /* Its pages before the reservation is handed out: nothing of it is published yet, so
+         * a run whose pages could not be had goes back as a cancel would. */
+        int rc = arena_payload_ready(a, first + count);
+        if (rc < 0) {
+            uint64_t t = atomic_load_explicit(&arena_slot_at(a, a->node, first)->tag, memory_order_relaxed);
+            arena_free_run(a, a->node, first, ATAG_GEN(t), count);
+            return rc;
+        }
         fill_reservation(a, first, count, out);
         arena_count(a, ARENA_TALLY_RESERVED, ARENA_CTR_RESERVED, 1);
-        return true;
+        return 1;
     }
     atomic_store_explicit(&a->full_memo, (uint64_t)count << 32 | seen, memory_order_relaxed);
-    return false;
+    return 0;
 }
 
 int arena_pred_credit(void *ctx)
 {
     struct arena_want *w = ctx;
-    if (lane_take(w->a, w->count, w->take ? w->out : NULL))
-        return 1;
+    int r = lane_take(w->a, w->count, w->take ? w->out : NULL);
+    if (r != 0)
+        return r;
     w->waited = true;
     return 0;
 }
@@ -176,9 +184,6 @@ static int reserve_check(struct orbit_arena *a, size_t len, struct orbit_reserva
         return orb_fail_text(-ORBIT_ENOTOWNER, "only the node that reserved (or consumed) the chunk may do that, and an observer reserves nothing");
     if (len > a->lay.lane_bytes)
         return orb_fail_text(-ORBIT_ETOOLARGE, "larger than an arena lane (slot_bytes x slots_per_lane)");
-    int rc = arena_lane_ready(a);
-    if (rc < 0)
-        return rc;
     *count = (uint32_t)((len + a->slot_bytes - 1) / a->slot_bytes);
     return 0;
 }
@@ -192,13 +197,13 @@ int orbit_arena_try_reserve(struct orbit_arena *a, size_t len, struct orbit_rese
     int rc = reserve_check(a, len, out, &count);
     if (rc < 0)
         return rc;
-    if (lane_take(a, count, out))
-        return 0;
+    if ((rc = lane_take(a, count, out)) != 0)
+        return rc < 0 ? rc : 0;
     /* Ask for the doorbell (seq_cst RMW), then look once more: a free after the RMW rings it,
      * one before it moved the credit word, so the memo does not skip this look. */
     atomic_exchange_explicit(&a->lanes[a->node].watch, 1, memory_order_seq_cst);
-    if (lane_take(a, count, out))
-        return 0;
+    if ((rc = lane_take(a, count, out)) != 0)
+        return rc < 0 ? rc : 0;
     arena_count(a, ARENA_TALLY_FULL, ARENA_CTR_FULL, 1);
     return -ORBIT_EPAYLOADFULL;
 }
@@ -433,7 +438,7 @@ int orbit_arena_withdraw(struct orbit_arena *a, const struct orbit_chunk_desc *d
 /* Producer side: every committed chunk of this exchange and flow still LIVE in our lane. */
 void arena_withdraw_exchange(struct orbit_arena *a, orbit_id exchange, uint8_t flow)
 {
-    if (!member_ready(a) || exchange == 0)
+    if (!arena_is_member(a) || exchange == 0)
         return;
     for (uint32_t i = 0; i < a->slots_per_lane; i++) {
         struct arena_slot *s = arena_slot_at(a, a->node, i);

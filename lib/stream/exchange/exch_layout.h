@@ -92,6 +92,7 @@ struct orbit_arena {
     unsigned char *payload;
     _Atomic uint64_t *epoch;
     _Atomic uint64_t full_memo;       /* slots << 32 | credit changes of the last failed scan; 0 none */
+    _Atomic uint32_t payload_ready;   /* our lane's slots [0, this) pre-faulted through this handle */
     struct orb_spin spin;
 };
 /* The handle's own counts (its tally): orbit_arena_stats'. */
@@ -140,7 +141,13 @@ static inline void arena_count(struct orbit_arena *a, unsigned tally, unsigned c
     if (ctr < ARENA_CTR_END)
         orb_count(&a->ctr, ctr, n);
 }
-int  arena_lane_ready(struct orbit_arena *a);
+/*
+ * Pre-fault our lane's payload up to slot end (exclusive) before a chunk there
+ * is handed out: first fit from the lane's start keeps that the lane's
+ * high-water mark, so a lane costs what it has held at once. Per handle.
+ * 0, or -ENOMEM naming the bytes and the mount.
+ */
+int  arena_payload_ready(struct orbit_arena *a, uint32_t end);
 /* sweep.c: after a death, LIVE chunks whose receiver is gone or whose control stream ended. */
 void arena_sweep_undeliverable(struct orbit_arena *a, uint16_t node, uint64_t inc);
 

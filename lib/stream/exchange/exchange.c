@@ -8,9 +8,11 @@
  * arena_settle; when the ring is full the head goes back to RESERVED and the caller
  * keeps the reservation for a retry.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "exch_layout.h"
+#include "stream/streams_internal.h"
 #include "core/readiness.h"
 
 static int spec_check(const struct orbit_exchange_spec *spec)
@@ -71,6 +73,8 @@ int orbit_exchanges_open(struct orbit_fleet *f, const struct orbit_exchange_spec
     pthread_mutex_init(&ex->lock, NULL);
     orb_tally_init(&ex->tally);
     rc = ORB_NESTED(orbit_streams_open(f, &spec->control, &ex->control));
+    if (rc == 0)   /* an exchange whose A closes before B opens ends, and its chunks return */
+        stream_table_linger_off(ex->control);
     if (rc == 0)
         rc = ORB_NESTED(orbit_arena_open(f, &spec->a_to_b, &ex->arena[0]));
     if (rc == 0)

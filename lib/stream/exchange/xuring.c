@@ -17,9 +17,6 @@ int orbit_arena_prep_wait_credit(struct orbit_arena *a, size_t len, struct io_ur
         return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_ENOTOWNER, "an observer cannot do that (join as a member)"));
     if (len > a->lay.lane_bytes)
         return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_ETOOLARGE, "more than an arena lane or the control ring holds"));
-    int rc = arena_lane_ready(a);
-    if (rc < 0)
-        return orb_uring_prep_result(sqe, rc);
     struct arena_want want = { a, (uint32_t)((len + a->slot_bytes - 1) / a->slot_bytes), NULL, false, false };
     return orb_uring_prep_wait(&a->lanes[a->node].credit, arena_pred_credit, &want, sqe, &a->stats);
 }
