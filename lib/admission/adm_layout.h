@@ -65,28 +65,33 @@ enum adm_poison {
 };
 
 /*
- * Everything a claim or a release touches is on the first line, the lock's:
- * a holder that owns the lock owns the line, and a process taking the lock
- * over moves one line, not three. Waiters read the atomics there without the
- * lock; only the wake word, which moves just when someone may sleep, has a
- * line of its own.
+ * Everything a claim or a release writes is on the first line, the lock's: a
+ * holder that owns the lock owns the line, and a process taking the lock
+ * over moves one line, not three. What a giver reads after its give (the
+ * lock's sleepers count, the epoch a waiter wants) is on the second line,
+ * with the wake word: it moves only when someone may sleep, so it stays in
+ * every member's cache, while the first line may already be on its way to
+ * the next holder (a read of it there would wait for the line to come back).
+ * Waiters read the atomics without the lock.
  */
 struct adm_ledger {
     struct orb_lock lock;               /* the ledger's lock (a flock: gives are stores) */
-    _Atomic uint32_t lock_sleepers;     /* the lock's sleepers count (orb_flock_take) */
     _Atomic uint32_t poisoned;          /* enum adm_poison; set once, never cleared */
     _Atomic uint32_t closed;            /* shutdown: no new claims */
     uint32_t n_domains;                 /* domains [0, n_domains) are set up */
     uint32_t live_claims;               /* records in state LIVE */
     uint32_t spare_head;                /* the spare list's first record, ADM_NO_SLOT when empty */
+    uint32_t pad;
     uint64_t next_serial;               /* next serial to hand out; starts at random in [1, 2^62] */
     uint64_t retained_bytes;            /* sum of live records' retained bytes */
     _Atomic uint64_t change_epoch;      /* the "release epoch" of results; only grows */
-    _Atomic uint64_t epoch_wanted;      /* highest epoch a sleeping waiter wants (see admission.c) */
     _Alignas(64) struct orb_waitword change;  /* moves when a waiter may sleep for a change, or on poison */
+    _Atomic uint32_t lock_sleepers;     /* the lock's sleepers count (orb_flock_take) */
+    _Atomic uint64_t epoch_wanted;      /* highest epoch a sleeping waiter wants (see admission.c) */
     uint64_t repairs;                   /* EOWNERDEAD repairs done */
 };
 _Static_assert(offsetof(struct adm_ledger, change) == 64, "the hot fields fill one line");
+_Static_assert(offsetof(struct adm_ledger, epoch_wanted) < 128, "what a giver reads after its give: one line");
 
 struct adm_domain {
     uint32_t id;

@@ -170,9 +170,9 @@ int orbit_admission_release(struct orbit_admission *a, struct orbit_claim *c)
     if (release_fast(a, c) != 0)
         return release_judged(a, c);
     uint64_t epoch = atomic_load_explicit(&a->ledger->change_epoch, memory_order_relaxed);
-    adm_unlock(a);
-    c->released = true;
+    c->released = true;   /* before the give, as try_claim answers: see there */
     orb_count(&a->ctr, ADM_CTR_RELEASES, 1);
+    adm_unlock(a);
     adm_wake_wanted(a, epoch);   /* after the give: see adm_wake */
     return 0;
 }
