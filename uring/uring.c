@@ -11,7 +11,7 @@
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static bool futex_ops_supported;
-static char probe_status[320] = "io_uring futex waits in use";
+static char probe_status[640] = "io_uring futex waits in use";
 
 /* A small integer from a /proc/sys file; fallback when it cannot be read. */
 static long read_sysctl(const char *path, long fallback)
@@ -52,28 +52,54 @@ static bool in_group(gid_t gid)
     return false;
 }
 
-/* Why io_uring_setup failed with err (a negated errno), in words an operator can act on. */
-static void say_refused(int err)
+/* The errno names an operator searches for; strerror for the rest. */
+static const char *errno_text(int err)
+{
+    switch (err) {
+    case -EPERM: return "EPERM";
+    case -EACCES: return "EACCES";
+    case -ENOSYS: return "ENOSYS";
+    default: return strerror(-err);
+    }
+}
+
+int orb_uring_refusal(int err, char *buf, size_t len)
 {
     long disabled = read_sysctl("/proc/sys/kernel/io_uring_disabled", -1);
     long group = read_sysctl("/proc/sys/kernel/io_uring_group", -1);
-    const char *pre = "no io_uring futex waits (futex(2) and driver threads instead)";
-    if (err == -EPERM && disabled == 2)
-        snprintf(probe_status, sizeof probe_status, "%s: io_uring is disabled on this host: "
-                 "kernel.io_uring_disabled = 2 (0 allows it)", pre);
-    else if (err == -EPERM && disabled == 1 && geteuid() != 0 && (group < 0 || !in_group((gid_t)group)))
-        snprintf(probe_status, sizeof probe_status, "%s: kernel.io_uring_disabled = 1 and this process "
-                 "is not in kernel.io_uring_group (%ld)", pre, group);
-    else if ((err == -EPERM || err == -ENOSYS) && seccomp_mode() == 2)
-        snprintf(probe_status, sizeof probe_status, "%s: io_uring_setup is refused (%s) by this process's "
-                 "seccomp filter, as Docker's default profile, containerd's RuntimeDefault and Android "
-                 "refuse it; a profile that allows io_uring_setup, io_uring_enter and io_uring_register "
-                 "lifts it", pre, err == -EPERM ? "EPERM" : "ENOSYS");
-    else if (err == -ENOSYS)
-        snprintf(probe_status, sizeof probe_status, "%s: this kernel has no io_uring (ENOSYS)", pre);
+    bool filtered = seccomp_mode() == 2, denied = err == -EPERM || err == -EACCES;
+    char sysctl[64];
+    if (disabled < 0)
+        snprintf(sysctl, sizeof sysctl, "kernel.io_uring_disabled is not on this kernel");
     else
-        snprintf(probe_status, sizeof probe_status, "%s: io_uring_setup: %s (kernel.io_uring_disabled "
-                 "= %ld)", pre, strerror(-err), disabled);
+        snprintf(sysctl, sizeof sysctl, "kernel.io_uring_disabled = %ld", disabled);
+    const char *also = filtered ? " (a seccomp filter is in force as well)" : "";
+    if (denied && disabled == 2)
+        return snprintf(buf, len, "the sysctl %s turns io_uring off for every process (%s); "
+                        "`sysctl kernel.io_uring_disabled=0` turns it on%s", sysctl, errno_text(err), also);
+    if (denied && disabled == 1 && geteuid() != 0 && (group < 0 || !in_group((gid_t)group)))
+        return snprintf(buf, len, "the sysctl %s allows io_uring only to CAP_SYS_ADMIN and the group "
+                        "kernel.io_uring_group (%ld), and this process is in neither (%s); "
+                        "`sysctl kernel.io_uring_disabled=0` lifts it, or run it in that group%s",
+                        sysctl, group, errno_text(err), also);
+    if (filtered && (denied || err == -ENOSYS))
+        return snprintf(buf, len, "this process's seccomp filter refuses io_uring_setup, io_uring_enter or "
+                        "io_uring_register (%s), as Docker's default profile, containerd's RuntimeDefault and "
+                        "Android do (%s, so not the sysctl); a profile that allows those three calls lifts it "
+                        "(docker run --security-opt seccomp=PROFILE.json; Kubernetes "
+                        "securityContext.seccompProfile)", errno_text(err), sysctl);
+    if (err == -ENOSYS)
+        return snprintf(buf, len, "this kernel has no io_uring (ENOSYS; CONFIG_IO_URING), and no seccomp "
+                        "filter is in force (%s)", sysctl);
+    return snprintf(buf, len, "%s, with no seccomp filter in force and %s", errno_text(err), sysctl);
+}
+
+/* Why io_uring_setup failed with err (a negated errno), in words an operator can act on. */
+static void say_refused(int err)
+{
+    int n = snprintf(probe_status, sizeof probe_status,
+                     "no io_uring futex waits (futex(2) and driver threads instead): ");
+    orb_uring_refusal(err, probe_status + n, sizeof probe_status - (size_t)n);
 }
 
 static void probe_futex_ops(void)

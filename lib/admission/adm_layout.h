@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <orbit/admission.h>
+#include "core/fastpath.h"
 #include "core/fleet_internal.h"
 #include "core/guard.h"
 #include "core/lock.h"
@@ -197,6 +198,8 @@ static inline struct adm_record *adm_record(const struct orbit_admission *a, uin
 int  adm_geometry_make(const struct orbit_admission_spec *spec, uint16_t fleet_capacity,
                       struct adm_geometry *out);
 int  adm_offsets(const struct adm_geometry *geo, struct adm_offsets *out);
+/* How the base opens a ledger (admission.c); the ops name it (ops.c). */
+extern const struct orb_table_kind adm_kind;
 /* Index of a set-up domain id, or -1 (under the mutex; n_domains already bounds-checked). */
 int64_t adm_domain_find(const struct orbit_admission *a, uint32_t id);
 
@@ -245,7 +248,7 @@ static inline bool adm_is_poisoned(const struct orbit_admission *a)
 static inline void adm_park_here(const struct orbit_admission *a, enum adm_park point)
 {
 #ifdef ORBIT_TEST_HOOKS
-    if (__builtin_expect(a->park != ADM_PARK_NONE, 0) && a->park == point)
+    if (orb_unlikely(a->park != ADM_PARK_NONE) && a->park == point)
         adm_park_stop();
 #else
     (void)a;

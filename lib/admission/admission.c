@@ -86,6 +86,9 @@ static int adm_init(struct orb_segment *seg, void *ctx)
         r->next_free = i + 1 < g->max_claims ? i + 1 : ADM_NO_SLOT;
     }
     orb_flock_init(&l->lock, &l->lock_sleepers);
+    /* A first table epoch, as every table's (the fleet's listing; reset_all moves it on).
+     * Relaxed: the segment's ready word, published after this initialiser, releases it. */
+    atomic_store_explicit(&orb_seg_hdr(seg)->epoch, orb_next_epoch(0), memory_order_relaxed);
     return 0;
 }
 
@@ -107,57 +110,68 @@ static enum adm_park park_from_env(void)
     return ADM_PARK_NONE;
 }
 
-/* Builds the handle over an opened segment; closes the segment on failure. */
-static int attach(struct orbit_fleet *f, struct orb_segment *seg, const struct adm_geometry *g,
-                  struct orbit_admission **out)
+static void handle_prepare(struct orb_table_base *b)
 {
-    struct adm_offsets off;
-    struct orbit_admission *a = orb_table_alloc(sizeof *a, f);
-    uint64_t *scratch = calloc(g->max_domains, sizeof(uint64_t));
-    struct adm_want *want = calloc(2 * (size_t)g->max_domains, sizeof *want);
-    int rc = a && scratch && want ? adm_offsets(g, &off) : -ENOMEM;
-    if (rc == 0 && (orb_seg_hdr(seg)->table_bytes != ORB_SEG_HEADER_BYTES + off.table_bytes ||
-                    seg->mapped < ORB_SEG_HEADER_BYTES + off.table_bytes))
-        rc = orb_fail_text(-ORBIT_ECORRUPT, "the ledger's shared values failed a bounds check");
-    if (rc < 0) {
-        free(scratch);
-        free(want);
-        if (a) {
-            a->seg = *seg;
-            orb_table_free(&a->base);   /* closes the segment */
-        } else {
-            orb_fleet_table_close(f, seg);
-        }
-        return rc;
-    }
-    char *t = orb_seg_table(seg);
-    a->seg = *seg;
-    orb_table_bound(&a->base);
-    a->geo = *g;
-    a->ledger = (struct adm_ledger *)(void *)t;
-    a->domains = (struct adm_domain *)(void *)(t + off.domains);
-    a->lanes = (struct adm_lane *)(void *)(t + off.lanes);
-    a->records = (unsigned char *)(t + off.records);
-    a->scratch = scratch;
-    a->want = want;
-    a->park = park_from_env();
-    *out = a;
+    ((struct orbit_admission *)b)->park = park_from_env();
+}
+
+/* The geometry of a mapped segment (another process's, or ours as made): one this build
+ * would have made from its own spec, and a layout that fits the segment. */
+static int geometry_check(const struct orb_segment *seg, const void *geometry, void *layout)
+{
+    const struct adm_geometry *stored = geometry;
+    struct adm_offsets *off = layout;
+    const struct orb_seg_header *h = orb_seg_hdr(seg);
+    struct orbit_admission_spec spec = { .kind = h->kind, .max_domains = stored->max_domains,
+                                         .max_claims = stored->max_claims,
+                                         .retained_max_bytes = stored->retained_max };
+    struct adm_geometry g;
+    if (adm_geometry_make(&spec, h->fleet_capacity, &g) < 0 || memcmp(&g, stored, sizeof g) != 0)
+        return orb_fail_text(-ORBIT_EGEOMETRY, "the ledger's geometry fails its checks (garbled, or another orbit version)");
+    adm_offsets(&g, off);
+    if (h->table_bytes != ORB_SEG_HEADER_BYTES + off->table_bytes ||
+        seg->mapped < ORB_SEG_HEADER_BYTES + off->table_bytes)
+        return orb_fail_text(-ORBIT_ECORRUPT, "the ledger's shared values failed a bounds check");
     return 0;
 }
 
-/* An observer creates nothing: it opens the existing ledger, which must have this spec. */
-static int open_as_observer(struct orbit_fleet *f, const struct adm_geometry *g, uint8_t kind,
-                            struct orbit_admission **out)
+_Static_assert(sizeof(struct adm_offsets) <= ORB_TABLE_LAYOUT_MAX, "the base holds the layout");
+
+static void handle_bind(struct orb_table_base *b, const void *geometry, const void *layout)
 {
-    int rc = ORB_NESTED(orbit_admission_open_existing(f, kind, out));
-    if (rc == 0 && memcmp(&(*out)->geo, g, sizeof *g) != 0) {
-        orbit_admission_close(*out);
-        *out = NULL;
-        rc = orb_fail_text(-ORBIT_EGEOMETRY, "the ledger's geometry fails its checks (garbled, or another orbit version)");
-    }
-    return rc;
+    struct orbit_admission *a = (struct orbit_admission *)b;
+    const struct adm_offsets *off = layout;
+    char *t = orb_seg_table(&a->seg);
+    a->geo = *(const struct adm_geometry *)geometry;
+    a->ledger = (struct adm_ledger *)(void *)t;
+    a->domains = (struct adm_domain *)(void *)(t + off->domains);
+    a->lanes = (struct adm_lane *)(void *)(t + off->lanes);
+    a->records = (unsigned char *)(t + off->records);
 }
 
+/* The handle's own scratch, sized by the ledger's domains (used only under its mutex). */
+static int handle_ready(struct orb_table_base *b)
+{
+    struct orbit_admission *a = (struct orbit_admission *)b;
+    a->scratch = calloc(a->geo.max_domains, sizeof(uint64_t));
+    a->want = calloc(2 * (size_t)a->geo.max_domains, sizeof *a->want);
+    if (!a->scratch || !a->want)
+        return orb_fail(-ENOMEM, "out of memory for a ledger handle's scratch (%u domains)", a->geo.max_domains);
+    return 0;
+}
+
+static void handle_release(struct orb_table_base *b)
+{
+    struct orbit_admission *a = (struct orbit_admission *)b;
+    free(a->scratch);
+    free(a->want);
+}
+
+const struct orb_table_kind adm_kind = {
+    .type = ORB_TABLE_ADMISSION, .handle_bytes = sizeof(struct orbit_admission),
+    .geometry_len = sizeof(struct adm_geometry), .prepare = handle_prepare, .check = geometry_check,
+    .bind = handle_bind, .ready = handle_ready, .release = handle_release,
+};
 int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spec *spec,
                          struct orbit_admission **out)
 {
@@ -173,8 +187,6 @@ int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spe
         return rc;
     if (adm_geometry_make(spec ? spec : &dflt, f->capacity, &g) < 0)
         return spec_explain(spec ? spec : &dflt, __func__);
-    if (f->observer)
-        return open_as_observer(f, &g, spec ? spec->kind : dflt.kind, out);
     struct adm_offsets off;
     adm_offsets(&g, &off);
     struct orb_seg_request req = {
@@ -190,47 +202,19 @@ int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spe
         .init = adm_init,
         .ctx = &g,
     };
-    struct orb_segment seg;
-    if ((rc = orb_fleet_table_open(f, &req, &seg)) < 0)
-        return rc;
-    return attach(f, &seg, &g, out);
+    return orb_table_create(&adm_kind, f, &req, (void **)out);
 }
 
 int orbit_admission_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_admission **out)
 {
-    int rc = orb_enter_fleet(f, __func__);
-    if (rc < 0)
-        return rc;
-    if (!out)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
-    struct orb_segment seg;
-    rc = orb_fleet_table_open_existing(f, kind, &seg);
-    if (rc < 0)
-        return rc;
-    const struct orb_seg_header *h = orb_seg_hdr(&seg);
-    struct adm_geometry stored, g;
-    memcpy(&stored, h->geometry, sizeof stored);
-    struct orbit_admission_spec spec = { .kind = kind, .max_domains = stored.max_domains,
-                                         .max_claims = stored.max_claims,
-                                         .retained_max_bytes = stored.retained_max };
-    /* The stored geometry must be one this build would have made from its own spec. */
-    if (h->table_type != ORB_TABLE_ADMISSION || h->geometry_len != sizeof stored ||
-        adm_geometry_make(&spec, h->fleet_capacity, &g) < 0 || memcmp(&g, &stored, sizeof g) != 0) {
-        orb_fleet_table_close(f, &seg);
-        return orb_fail_text(-ORBIT_EGEOMETRY, "the ledger's geometry fails its checks (garbled, or another orbit version)");
-    }
-    return attach(f, &seg, &g, out);
+    return orb_table_open_existing_as(&adm_kind, f, kind, (void **)out, __func__);
 }
 
 /* Unmaps and frees; never touches the ledger (a fork child may close the parent's handle). */
 void orbit_admission_close(struct orbit_admission *a)
 {
     orb_error_clear();
-    if (!a)
-        return;
-    free(a->scratch);
-    free(a->want);
-    orb_table_free(&a->base);
+    orb_table_close(&adm_kind, a ? &a->base : NULL);
 }
 
 /* ---- capacity and shutdown --------------------------------------------- */

@@ -141,7 +141,7 @@ static inline int release_fast(struct orbit_admission *a, const struct orbit_cla
 }
 
 /* Every release the fast path did not take: judged under the held lock, which it gives. */
-static __attribute__((noinline)) int release_judged(struct orbit_admission *a, struct orbit_claim *c)
+static ORB_NOINLINE int release_judged(struct orbit_admission *a, struct orbit_claim *c)
 {
     int rc = release_locked(a, c);
     uint64_t epoch = atomic_load_explicit(&a->ledger->change_epoch, memory_order_relaxed);

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <orbit/error.h>
+#include "fastpath.h"
 
 /* What a fleet name must be, for the sentences that refuse one. */
 #define ORB_NAME_RULE "fleet name: 1-64 bytes of letters, digits, '_', '.' and '-'"
@@ -25,9 +26,9 @@
 extern _Thread_local const void *orb_error_now __attribute__((visibility("hidden"), tls_model("initial-exec")));
 
 /* Records "call: what was wrong" for orbit_last_error and returns rc (a negated code). */
-int  orb_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3), cold, noinline));
+int  orb_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3))) ORB_COLD;
 /* The same with a constant sentence (a string literal: it is kept, not copied). */
-int  orb_fail_text(int rc, const char *text) __attribute__((cold, noinline));
+int  orb_fail_text(int rc, const char *text) ORB_COLD;
 /* Has this call recorded a failure already (a sentence more precise than a caller's)? */
 bool orb_error_in_call(void);
 /* A failure of this call that it got past: orbit_last_error says nothing of it. */

@@ -119,7 +119,4 @@ int  orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incar
  */
 int  orb_fleet_writable(const struct orbit_fleet *f, const char *call);
 
-/* Epoch for reset_all: max(now in ms, previous + 1). */
-uint64_t orb_next_epoch(uint64_t previous);
-
 #endif

@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include "fastpath.h"
 
 #define ORB_TALLY_MAX 10u     /* counts per tally */
 
@@ -68,7 +69,7 @@ static inline void orb_tally_cell_add(struct orb_tally_cell *c, unsigned i, uint
  * thread a compare, a load and a store; for others a thread-local lookup first. */
 static inline void orb_tally_add(struct orb_tally *t, unsigned i, uint64_t n)
 {
-    if (__builtin_expect(atomic_load_explicit(&t->fast_owner, memory_order_relaxed) == &orb_tally_me, 1)) {
+    if (orb_likely(atomic_load_explicit(&t->fast_owner, memory_order_relaxed) == &orb_tally_me)) {
         orb_tally_cell_add(t->fast_cell, i, n);
         return;
     }

@@ -41,6 +41,8 @@ struct orb_deadline {
 
 int64_t orb_now_ns(void);                 /* CLOCK_MONOTONIC */
 uint64_t orb_wall_ms(void);               /* CLOCK_REALTIME in ms */
+/* A table's next epoch (reset_all, a first epoch): max(now in ms, previous + 1). */
+uint64_t orb_next_epoch(uint64_t previous);
 /* CLOCK_REALTIME_COARSE in ms: one clock tick (1-10 ms) behind, ~10x cheaper to read;
  * inline, as the pool's reserve stamps with it. */
 static inline uint64_t orb_wall_ms_coarse(void)

@@ -15,6 +15,16 @@ const char *orbit_uring_futex_status(void)
     return orb_uring_status();
 }
 
+int orbit_uring_refusal(int err, char *buf, size_t len)
+{
+    orb_error_clear();
+    if (err >= 0)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: err %d is not a negated errno", __func__, err);
+    if (!buf && len > 0)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL, len %zu", __func__, len);
+    return orb_uring_refusal(err, buf, len);
+}
+
 /* A prep without the kernel's futex ops: -ORBIT_ENOTSUP, the probe's reason its sentence. */
 int orb_uring_unsupported(struct io_uring_sqe *sqe)
 {

@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "pool_layout.h"
+#include "keys.h"
 
 #define NO_SLOT UINT32_MAX
 #define HOLD_TRIES 1000   /* a key reclaimed and reinserted under us this often: give up */

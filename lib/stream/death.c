@@ -58,17 +58,24 @@ static void end_matching(struct orbit_streams *s, uint16_t node, uint64_t incarn
     }
 }
 
-void orbit_streams_node_dead(struct orbit_streams *s, uint16_t node, uint64_t incarnation)
+/* The streams' death op: the dead life's sides end, their peers and offers are woken. */
+static int streams_node_dead(void *table, uint16_t node, uint64_t incarnation)
 {
-    if (streams_enter(s, __func__) < 0)
-        return;
-    if (!s || node >= s->fleet_capacity)
-        return;
+    struct orbit_streams *s = table;
+    if (node >= s->fleet_capacity)
+        return -ORBIT_EMALFORMED;
     end_matching(s, node, incarnation, false);
     /* Any node may offer to any other: the dead may have died mid-wake on any offers word.
      * Its own sides' directions were signalled by end_matching. */
     for (uint32_t n = 0; n < s->fleet_capacity; n++)
         orb_wait_kick(&stream_offers_of(s, n)->wait);
+    return 0;
+}
+
+void orbit_streams_node_dead(struct orbit_streams *s, uint16_t node, uint64_t incarnation)
+{
+    if (streams_enter(s, __func__) == 0)
+        (void)streams_node_dead(s, node, incarnation);   /* void in the installed header: table_ops.h */
 }
 
 void orbit_streams_supersede(struct orbit_streams *s)
@@ -80,12 +87,9 @@ void orbit_streams_supersede(struct orbit_streams *s)
 }
 
 /* Quiescent owner boot: a new epoch first, so every older handle reads stale. */
-void orbit_streams_reset_all(struct orbit_streams *s)
+static int streams_reset_all(void *table)
 {
-    if (streams_enter(s, __func__) < 0)
-        return;
-    if (!s)
-        return;
+    struct orbit_streams *s = table;
     uint64_t prev = stream_epoch(s);
     atomic_store_explicit(s->epoch, orb_next_epoch(prev), memory_order_seq_cst);
     for (size_t i = 0; i < s->lay.total_slots; i++) {
@@ -108,20 +112,16 @@ void orbit_streams_reset_all(struct orbit_streams *s)
             atomic_store(&o->lanes[w], 0);
         orb_wait_signal(&o->wait, &s->stats);
     }
+    return 0;
+}
+
+void orbit_streams_reset_all(struct orbit_streams *s)
+{
+    if (streams_enter(s, __func__) == 0)
+        (void)streams_reset_all(s);
 }
 
 /* ---- the streams table ops --------------------------------------------------- */
-
-static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
-{
-    struct orbit_streams *t = NULL;
-    int rc = orbit_streams_open_existing(f, kind, &t);
-    *out = t;
-    return rc;
-}
-static void ops_close(void *t) { orbit_streams_close(t); }
-static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_streams_node_dead(t, node, inc); return 0; }
-static int ops_reset_all(void *t) { orbit_streams_reset_all(t); return 0; }
 
 static const struct orb_counter_def stream_counters[STREAM_CTR_END - ORB_CTR_TABLE_FIRST] = {
     { "bytes_written", "Bytes written into stream rings." },
@@ -134,9 +134,8 @@ static const struct orb_counter_def stream_counters[STREAM_CTR_END - ORB_CTR_TAB
 };
 
 static const struct orb_table_ops streams_ops = {
-    .type = ORB_TABLE_STREAMS, .name = "streams", .open_existing = ops_open, .close = ops_close,
-    .layout = STREAM_LAYOUT_VERSION,
-    .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = stream_account,
+    .kind = &streams_kind, .name = "streams", .layout = STREAM_LAYOUT_VERSION,
+    .node_dead = streams_node_dead, .reset_all = streams_reset_all, .account = stream_account,
     .counters = stream_counters, .counter_count = STREAM_CTR_END - ORB_CTR_TABLE_FIRST,
 };
 ORB_TABLE_REGISTER(streams_ops);

@@ -93,7 +93,7 @@ void stream_note_cpu(_Atomic uint32_t *hint)
 }
 
 /* One attempt: what fits now (exact: all of it or nothing). */
-static __attribute__((noinline)) ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf,
+static ORB_NOINLINE ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf,
                                                        size_t len, bool exact)
 {
     struct orbit_streams *s = ep->s;
@@ -139,7 +139,7 @@ static __attribute__((noinline)) ssize_t write_general(struct orbit_endpoint *ep
 }
 
 /* One attempt: what is there now (exact: the whole frame or nothing). 0 = FIN. */
-static __attribute__((noinline)) ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_t len,
+static ORB_NOINLINE ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_t len,
                                                       bool exact)
 {
     struct orbit_streams *s = ep->s;
@@ -230,7 +230,7 @@ static inline bool line_copy_get(const struct stream_dir *d, uint64_t head, uint
     return true;
 }
 
-static inline __attribute__((always_inline)) size_t write_fast(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
+static ORB_HOT size_t write_fast(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
 {
     struct stream_dir *d = ep->wr;
     size_t cap = ep->s->buffer_bytes;
@@ -255,7 +255,7 @@ static inline __attribute__((always_inline)) size_t write_fast(struct orbit_endp
 }
 
 /* Also -ORBIT_EAGAIN for an empty ring that no flag ends: a waiting reader's first look. */
-static inline __attribute__((always_inline)) ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
+static ORB_HOT ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
 {
     struct stream_dir *d = ep->rd;
     size_t cap = ep->s->buffer_bytes;
@@ -439,14 +439,14 @@ void stream_watch(struct stream_dir *d, uint32_t bit)
 
 /* ---- public calls --------------------------------------------------------- */
 
-static __attribute__((cold, noinline)) int buf_refused(const char *call, size_t len)
+static ORB_COLD int buf_refused(const char *call, size_t len)
 {
     return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", call, len);
 }
 
 /* The entry of a call that moves bytes: the handle's check, the timeout (-1 for the try
  * forms, which take none), then a NULL buffer with bytes to move. */
-static inline __attribute__((always_inline)) int io_enter(const struct orbit_endpoint *ep, const void *buf,
+static ORB_HOT int io_enter(const struct orbit_endpoint *ep, const void *buf,
                                                           size_t len, int timeout_ms, const char *call)
 {
     int refused = endpoint_enter(ep, call);
@@ -454,7 +454,7 @@ static inline __attribute__((always_inline)) int io_enter(const struct orbit_end
         return refused;
     if (orb_check_timeout(timeout_ms, call) < 0)
         return -ORBIT_EMALFORMED;
-    if (__builtin_expect(!buf && len, 0))
+    if (orb_unlikely(!buf && len))
         return buf_refused(call, len);
     return 0;
 }
@@ -525,7 +525,7 @@ int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t l
 }
 
 /* orbit_endpoint_read after a first try that did not read: the general path, the waits. */
-static __attribute__((noinline)) ssize_t read_rest(struct orbit_endpoint *ep, unsigned char *buf, size_t len,
+static ORB_NOINLINE ssize_t read_rest(struct orbit_endpoint *ep, unsigned char *buf, size_t len,
                                                    int timeout_ms, ssize_t r)
 {
     if (r == 0)
@@ -549,7 +549,7 @@ ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, in
     if (refused < 0)
         return refused;
     ssize_t r = read_fast(ep, buf, len, false);
-    return __builtin_expect(r > 0, 1) ? r : read_rest(ep, buf, len, timeout_ms, r);
+    return orb_likely(r > 0) ? r : read_rest(ep, buf, len, timeout_ms, r);
 }
 
 int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
@@ -597,7 +597,7 @@ int orbit_endpoint_try_write_exact(struct orbit_endpoint *ep, const void *buf, s
 }
 
 /* orbit_endpoint_write after a first try that did not write: the general path, the waits. */
-static __attribute__((noinline)) ssize_t write_rest(struct orbit_endpoint *ep, const unsigned char *buf,
+static ORB_NOINLINE ssize_t write_rest(struct orbit_endpoint *ep, const unsigned char *buf,
                                                     size_t len, int timeout_ms)
 {
     ssize_t r = write_general(ep, buf, len, false);
@@ -619,7 +619,7 @@ ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t 
     if (refused < 0)
         return refused;
     size_t quick = write_fast(ep, buf, len, false);
-    return __builtin_expect(quick != 0, 1) ? (ssize_t)quick : write_rest(ep, buf, len, timeout_ms);
+    return orb_likely(quick != 0) ? (ssize_t)quick : write_rest(ep, buf, len, timeout_ms);
 }
 
 int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)

@@ -71,9 +71,7 @@ int  stream_wait_room(struct orbit_endpoint *ep, uint32_t need, const struct orb
 /* After -ORBIT_EAGAIN from a try: ask for the doorbell (then look once more). */
 void stream_watch(struct stream_dir *d, uint32_t bit);
 /* Why a read (a write) or its wait failed with rc, for orbit_last_error; returns rc. */
-int  stream_read_said(int rc, const struct orbit_endpoint *ep, size_t len, int timeout_ms)
-    __attribute__((cold, noinline));
-int  stream_write_said(int rc, const struct orbit_endpoint *ep, size_t len, int timeout_ms)
-    __attribute__((cold, noinline));
+int  stream_read_said(int rc, const struct orbit_endpoint *ep, size_t len, int timeout_ms) ORB_COLD;
+int  stream_write_said(int rc, const struct orbit_endpoint *ep, size_t len, int timeout_ms) ORB_COLD;
 
 #endif

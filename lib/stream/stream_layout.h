@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <orbit/stream.h>
+#include "core/fastpath.h"
 #include "core/fleet_internal.h"
 #include "core/guard.h"
 #include "core/segment.h"
@@ -216,6 +217,8 @@ static inline bool stream_is_member(const struct orbit_streams *s)
  * the rings it uses, and no later touch of them, by either side, can SIGBUS.
  * 0, or -ENOMEM naming the bytes and the mount.
  */
+/* How the base opens a streams table (table.c); the ops name it (death.c). */
+extern const struct orb_table_kind streams_kind;
 int  stream_rings_ready(struct orbit_streams *s, size_t index);
 
 /* ---- slots.c ---- */
@@ -230,7 +233,7 @@ static inline int stream_ep_check(const struct orbit_endpoint *ep)
 }
 /* The sentence of a refusal any endpoint call may meet (ended stream, garbled ring), unless
  * the call said more already; returns rc (slots.c). */
-int  stream_said(int rc) __attribute__((cold, noinline));
+int  stream_said(int rc) ORB_COLD;
 void stream_dir_clear(struct stream_dir *d);
 /* A change an end may be waiting for: wake parked waiters, ring watchers in mask. */
 void stream_dir_wake(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t mask);

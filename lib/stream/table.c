@@ -95,7 +95,6 @@ static void handle_bind(struct orb_table_base *b, const void *geometry, const vo
     struct orbit_streams *s = (struct orbit_streams *)b;
     const struct stream_geometry *g = geometry;
     const struct stream_layout *l = layout;
-    orb_table_bound(b);
     s->lay = *l;
     s->lane_capacity = g->lane_capacity;
     s->buffer_bytes = g->buffer_bytes;
@@ -119,8 +118,6 @@ int stream_rings_ready(struct orbit_streams *s, size_t index)
         atomic_fetch_or_explicit(&s->rings_ready[i / 64], bit, memory_order_release);
     return rc;
 }
-
-static const struct orb_table_kind streams_kind;
 
 int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *spec,
                        struct orbit_streams **out)
@@ -149,7 +146,7 @@ int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *sp
                                                  "generation_limit", NULL },
         .init = orb_table_init_epoch,   /* zero: every slot EMPTY at generation 0 */
     };
-    return orb_table_create(&streams_kind, f, &req, &l, (void **)out);
+    return orb_table_create(&streams_kind, f, &req, (void **)out);
 }
 
 /* The geometry another process wrote (its type and size checked by the base): its values. */
@@ -171,7 +168,7 @@ static int geometry_check(const struct orb_segment *seg, const void *geometry, v
 
 _Static_assert(sizeof(struct stream_layout) <= ORB_TABLE_LAYOUT_MAX, "the base holds the layout");
 
-static const struct orb_table_kind streams_kind = {
+const struct orb_table_kind streams_kind = {
     .type = ORB_TABLE_STREAMS, .handle_bytes = sizeof(struct orbit_streams),
     .geometry_len = sizeof(struct stream_geometry), .prepare = handle_prepare,
     .check = geometry_check, .bind = handle_bind,
@@ -186,7 +183,7 @@ int orbit_streams_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbi
 void orbit_streams_close(struct orbit_streams *s)
 {
     orb_error_clear();
-    orb_table_free(s ? &s->base : NULL);
+    orb_table_close(&streams_kind, s ? &s->base : NULL);
 }
 
 uint64_t orbit_streams_epoch(struct orbit_streams *s)

@@ -10,39 +10,28 @@
  * worker that cannot start for another reason ends the start at once). The
  * sysctl itself is machine-wide and not changed here: the line reads it.
  *
- * The filter is a raw BPF program loaded in the child before it executes the
- * relay (no_new_privs, as an unprivileged container runtime sets it), so it
- * holds for the relay and everything the relay forks.
+ * The filter is the shared launcher's (tests/common/seccomp-no-uring, as
+ * `./orbit test` runs the seccomp suite under it): it loads the filter with
+ * no_new_privs, as an unprivileged container runtime sets it, and executes
+ * the relay, so it holds for the relay and everything the relay forks.
  */
 #include <errno.h>
-#include <stddef.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/syscall.h>
 #include <orbit/orbit.h>
 #include "relay_harness.h"
 
-/* io_uring_setup, io_uring_enter and io_uring_register (425..427 on every architecture) get err. */
-static int refuse_io_uring(int err)
+/* The launcher that runs a program with io_uring refused (SECCOMP_NO_URING, from meson). */
+static const char *launcher(void)
 {
-    struct sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, __NR_io_uring_setup, 0, 2),
-        BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, __NR_io_uring_register, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA)),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = { .len = sizeof code / sizeof code[0], .filter = code };
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
-        return -errno;
-    return syscall(__NR_io_uring_setup, 1, NULL) < 0 && errno == err ? 0 : -EPERM;
+    const char *p = getenv("SECCOMP_NO_URING");
+    ck_assert_msg(p && *p, "SECCOMP_NO_URING is not set (tests/relay/meson.build sets it)");
+    return p;
 }
 
 struct run { int status; int64_t ms; char err[4096], out[4096]; };
 
-/* Runs the relay with args under the filter (err; 0: none) with env set (or NULL); its exit
- * status, wall time, stderr and stdout. */
-static void run_relay(int err, const char *env, char *const args[], struct run *r)
+/* Runs the relay with args under the filter (err: an errno name; NULL: none) with env set
+ * (or NULL); its exit status, wall time, stderr and stdout. */
+static void run_relay(const char *err, const char *env, char *const args[], struct run *r)
 {
     int ep[2], op[2];
     ck_assert_int_eq(pipe(ep), 0);
@@ -55,13 +44,17 @@ static void run_relay(int err, const char *env, char *const args[], struct run *
         dup2(op[1], 1);
         if (env)
             putenv((char *)env);
-        if (err && refuse_io_uring(err) < 0) {
-            fprintf(stderr, "the filter did not load\n");
-            _exit(125);
+        char *argv[28];
+        int n = 0;
+        if (err) {
+            argv[n++] = (char *)launcher();
+            argv[n++] = (char *)"--errno";
+            argv[n++] = (char *)err;
         }
-        char *argv[24] = { (char *)relay_bin() };
-        for (int i = 0; args[i] && i < 22; i++)
-            argv[i + 1] = args[i];
+        argv[n++] = (char *)relay_bin();
+        for (int i = 0; args[i] && n < 27; i++)
+            argv[n++] = args[i];
+        argv[n] = NULL;
         execv(argv[0], argv);
         _exit(127);
     }
@@ -108,8 +101,8 @@ static void check_line(const struct run *r, const char *what, const char *errnam
 
 START_TEST(fleet_refuses_at_start)
 {
-    static const struct { int err; const char *text; } errs[] = { { EPERM, "Operation not permitted" },
-                                                                  { ENOSYS, "Function not implemented" } };
+    static const struct { const char *err, *text; } errs[] = { { "EPERM", "Operation not permitted" },
+                                                              { "ENOSYS", "Function not implemented" } };
     for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
         char fleet[64];
         snprintf(fleet, sizeof fleet, "%s", tu_fleet_name("relay-nouring"));
@@ -134,14 +127,14 @@ END_TEST
 START_TEST(other_modes_refuse_at_start)
 {
     struct run r;
-    run_relay(EPERM, NULL, (char *[]){ "--backend", "127.0.0.1:0", NULL }, &r);
+    run_relay("EPERM", NULL, (char *[]){ "--backend", "127.0.0.1:0", NULL }, &r);
     check_line(&r, "--backend", "Operation not permitted");
-    run_relay(EPERM, NULL, (char *[]){ "--load", "http://127.0.0.1:9/", "--requests", "1", NULL }, &r);
+    run_relay("EPERM", NULL, (char *[]){ "--load", "http://127.0.0.1:9/", "--requests", "1", NULL }, &r);
     check_line(&r, "--load", "Operation not permitted");
-    run_relay(EPERM, NULL, (char *[]){ "--demo", "--duration", "1", NULL }, &r);
+    run_relay("EPERM", NULL, (char *[]){ "--demo", "--duration", "1", NULL }, &r);
     check_line(&r, "--demo", "Operation not permitted");
     /* --stats reads shared memory only: it still runs (and says the fleet is not there). */
-    run_relay(EPERM, NULL, (char *[]){ "--stats", "t-relay-nouring-none", NULL }, &r);
+    run_relay("EPERM", NULL, (char *[]){ "--stats", "t-relay-nouring-none", NULL }, &r);
     ck_assert_msg(!strstr(r.err, "io_uring"), "--stats: '%s'", r.err);
 }
 END_TEST
@@ -153,7 +146,7 @@ START_TEST(a_worker_that_cannot_start_ends_the_start)
     char fleet[64];
     snprintf(fleet, sizeof fleet, "%s", tu_fleet_name("relay-nostart"));
     struct run r;
-    run_relay(0, "ORBIT_RELAY_BATCH_NR=0", (char *[]){ "--fleet", fleet, "--listen", "127.0.0.1:0", "--upstream",
+    run_relay(NULL, "ORBIT_RELAY_BATCH_NR=0", (char *[]){ "--fleet", fleet, "--listen", "127.0.0.1:0", "--upstream",
                                                        "127.0.0.1:9", "--workers", "2", NULL }, &r);
     ck_assert_msg(r.status == 1, "exit %d; stderr '%s'", r.status, r.err);
     ck_assert_msg(r.ms < 3000, "took %lld ms to give up", (long long)r.ms);

@@ -11,6 +11,7 @@
  * lines between chunks: chunked.c holds them to the RFC first, and a body
  * the two read differently is refused.
  */
+#include <stdio.h>
 #include <string.h>
 #include "httpmsg.h"
 
@@ -115,4 +116,22 @@ int hm_eof(struct hm_msg *m)
         return -1;
     m->complete = true;
     return 0;
+}
+
+size_t hm_chunk_line(char line[HM_CHUNK_LINE_LEN], size_t n)
+{
+    return (size_t)snprintf(line, HM_CHUNK_LINE_LEN, "%zx\r\n", n);
+}
+
+char *hm_chunk_tail(char *e, size_t n, bool last)
+{
+    if (n) {
+        memcpy(e, "\r\n", 2);
+        e += 2;
+    }
+    if (last) {
+        memcpy(e, "0\r\n\r\n", 5);   /* trailers are not passed on */
+        e += 5;
+    }
+    return e;
 }

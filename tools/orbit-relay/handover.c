@@ -31,7 +31,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include "relay.h"
+#include "handover.h"
 
 #define HO_MAGIC   0x4f48524fu   /* "ORHO" */
 #define HO_VERSION 1
@@ -187,17 +187,17 @@ static void serve_accept(struct handover_server *s)
 }
 
 /* A message from the successor: its HELLO is answered with the listeners; READY starts the drain. */
-static int serve_message(struct handover_server *s, const struct relay_fleet *rf)
+static int serve_message(struct handover_server *s, const struct handover_offer *of)
 {
     struct ho_msg m;
     int fds[1], n_fds;
     int rc = ho_recv(s->conn, &m, fds, 0, &n_fds, 0);
-    if (rc == 0 && m.kind == HO_HELLO && strncmp(m.fleet, rf->opts.fleet, sizeof m.fleet) == 0) {
+    if (rc == 0 && m.kind == HO_HELLO && strncmp(m.fleet, of->fleet, sizeof m.fleet) == 0) {
         int lfds[RELAY_STATS_SLOTS], n = 0;
-        for (int i = 0; i < rf->opts.workers; i++)
-            if (rf->lfds[i] >= 0)
-                lfds[n++] = rf->lfds[i];
-        if (ho_send(s->conn, HO_LISTENERS, 0, &rf->opts.listen, rf->opts.fleet, lfds, n) == 0)
+        for (int i = 0; i < of->n_lfds && n < RELAY_STATS_SLOTS; i++)
+            if (of->lfds[i] >= 0)
+                lfds[n++] = of->lfds[i];
+        if (ho_send(s->conn, HO_LISTENERS, 0, of->listen, of->fleet, lfds, n) == 0)
             return HANDOVER_NONE;
     } else if (rc == 0 && m.kind == HO_HELLO) {
         ho_send(s->conn, HO_REFUSED, -ENOENT, NULL, NULL, NULL, 0);   /* another fleet's */
@@ -222,7 +222,7 @@ int handover_fds(const struct handover_server *s, struct pollfd *p)
     return n;
 }
 
-int handover_on_poll(struct handover_server *s, const struct relay_fleet *rf, const struct pollfd *p, int n)
+int handover_on_poll(struct handover_server *s, const struct handover_offer *offer, const struct pollfd *p, int n)
 {
     int ev = HANDOVER_NONE;
     for (int i = 0; i < n; i++) {
@@ -231,7 +231,7 @@ int handover_on_poll(struct handover_server *s, const struct relay_fleet *rf, co
         if (p[i].fd == s->lfd)
             serve_accept(s);
         else if (p[i].fd == s->conn && s->conn >= 0)
-            ev = serve_message(s, rf);
+            ev = serve_message(s, offer);
     }
     return ev;
 }

@@ -125,6 +125,14 @@ void hm_body_passed(struct hm_msg *m, uint64_t n);
 /* The connection closed: 0 if that ends the message (close-delimited), -1 if it was cut short. */
 int hm_eof(struct hm_msg *m);
 
+/* Re-chunking a body that streams on: each piece of payload becomes one chunk. */
+#define HM_CHUNK_LINE_LEN 20
+/* A chunk's size line for n payload bytes (hex and CRLF) into line; its length. */
+size_t hm_chunk_line(char line[HM_CHUNK_LINE_LEN], size_t n);
+/* After a chunk's n payload bytes at e: their CRLF (none for n = 0), and the last
+ * chunk when last (trailers are not passed on). Returns the new end. */
+char *hm_chunk_tail(char *e, size_t n, bool last);
+
 /* Rewrite of a head for the next hop. */
 struct hm_rewrite {
     bool drop_expect;           /* the proxy answered 100-continue itself */

@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "load.h"
+#include "modes.h"
 #include "relay.h"
+#include "supervisor.h"
 
 static const char usage[] =
 "usage:\n"
@@ -210,7 +213,7 @@ static int run_relay(struct args *a)
         handover_default_path(ro->fleet, control, sizeof control);
         ro->control = control;
     }
-    return relay_run(ro);
+    return sup_run(ro);
 }
 
 int main(int argc, char **argv)
@@ -233,7 +236,7 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         return bad_arg("argument", argv[optind]);
-    if (a.mode != M_STATS && a.mode != M_NONE && relay_uring_check() < 0)
+    if (a.mode != M_STATS && a.mode != M_NONE && uring_check() < 0)
         return 1;   /* every other mode runs on io_uring: refused, it says why and starts nothing */
     switch (a.mode) {
     case M_BACKEND:

@@ -15,6 +15,9 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include "relay.h"
+#include "notify.h"
+#include "supervisor.h"
+#include "worker.h"
 #include "syscalls.h"
 
 static int free_slot(struct relay_stats *st)
@@ -32,7 +35,7 @@ static int free_slot(struct relay_stats *st)
 }
 
 /* A forked child starts with the default signal setup. */
-void relay_child_signals(void)
+void sup_child_signals(void)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -51,7 +54,7 @@ void relay_child_signals(void)
  * connections (3-4 ms, against 1 ms pinned). A replacement takes its
  * predecessor's CPU. ORBIT_RELAY_NO_PIN=1, or one CPU only: not pinned.
  */
-static void pin_plan(struct relay_fleet *rf)
+static void pin_plan(struct sup_fleet *rf)
 {
     rf->n_cpus = 0;
     cpu_set_t set;
@@ -63,7 +66,7 @@ static void pin_plan(struct relay_fleet *rf)
             rf->cpus[rf->n_cpus++] = c;
 }
 
-int fleet_spawn(struct relay_fleet *rf, int index)
+int sup_spawn(struct sup_fleet *rf, int index)
 {
     int slot = free_slot(rf->st);
     if (slot < 0)
@@ -78,7 +81,7 @@ int fleet_spawn(struct relay_fleet *rf, int index)
         return -errno;
     }
     if (pid == 0) {
-        relay_child_signals();
+        sup_child_signals();
         close(rf->ready_rd);
         if (rf->n_cpus > 0) {
             cpu_set_t one;
@@ -95,8 +98,8 @@ int fleet_spawn(struct relay_fleet *rf, int index)
     return 0;
 }
 
-/* A worker still starting that has exited (not reaped: its status stays for fleet_on_sigchld), or -1. */
-static int exited_while_starting(struct relay_fleet *rf)
+/* A worker still starting that has exited (not reaped: its status stays for sup_on_sigchld), or -1. */
+static int exited_while_starting(struct sup_fleet *rf)
 {
     for (int i = 0; i < rf->opts.workers; i++) {
         siginfo_t si = { 0 };
@@ -113,7 +116,7 @@ static int exited_while_starting(struct relay_fleet *rf)
  * once (-ECHILD; it said why on stderr): a first start that cannot succeed
  * fails in a moment, not after the timeout.
  */
-static int wait_ready(struct relay_fleet *rf, int n, int timeout_ms, bool watch_exits)
+static int wait_ready(struct sup_fleet *rf, int n, int timeout_ms, bool watch_exits)
 {
     int64_t end = relay_now_ns() + (int64_t)timeout_ms * 1000000;
     while (n > 0) {
@@ -137,7 +140,7 @@ static int wait_ready(struct relay_fleet *rf, int n, int timeout_ms, bool watch_
     return 0;
 }
 
-static void mark_running(struct relay_fleet *rf)
+static void mark_running(struct sup_fleet *rf)
 {
     for (int i = 0; i < rf->opts.workers; i++) {
         struct relay_worker_stats *w = &rf->st->w[rf->slot_of[i]];
@@ -153,7 +156,7 @@ static void mark_running(struct relay_fleet *rf)
  * says why): more workers than those get new ones on the same port; fewer
  * would leave a queue nobody accepts from, so there are as many as listeners.
  */
-static int fleet_listeners(struct relay_fleet *rf, struct handover_take *take)
+static int fleet_listeners(struct sup_fleet *rf, struct handover_take *take)
 {
     int n = 0;
     if (take) {
@@ -187,7 +190,7 @@ static int fleet_listeners(struct relay_fleet *rf, struct handover_take *take)
     return 0;
 }
 
-int fleet_start(struct relay_fleet *rf, const struct relay_opts *o, struct handover_take *take)
+int sup_start(struct sup_fleet *rf, const struct relay_opts *o, struct handover_take *take)
 {
     memset(rf, 0, sizeof *rf);
     rf->opts = *o;
@@ -223,7 +226,7 @@ int fleet_start(struct relay_fleet *rf, const struct relay_opts *o, struct hando
         orbit_fleet_leave(old);
     }
     for (int i = 0; i < rf->opts.workers; i++) {
-        rc = fleet_spawn(rf, i);
+        rc = sup_spawn(rf, i);
         if (rc < 0)
             return rc;
     }
@@ -240,7 +243,7 @@ int fleet_start(struct relay_fleet *rf, const struct relay_opts *o, struct hando
     return rc;
 }
 
-static int worker_index(struct relay_fleet *rf, pid_t pid)
+static int worker_index(struct sup_fleet *rf, pid_t pid)
 {
     for (int i = 0; i < rf->opts.workers; i++)
         if (rf->pids[i] == pid)
@@ -255,7 +258,7 @@ static int worker_index(struct relay_fleet *rf, pid_t pid)
  * the report only takes the node if it still carries that incarnation, so a
  * reaper daemon reporting the same death is harmless.
  */
-static void report_dead_worker(struct relay_fleet *rf, const struct relay_worker_stats *w)
+static void report_dead_worker(struct sup_fleet *rf, const struct relay_worker_stats *w)
 {
     uint64_t inc = STAT_GET(w, incarnation);
     uint32_t node = STAT_GET(w, node);
@@ -270,7 +273,7 @@ static void report_dead_worker(struct relay_fleet *rf, const struct relay_worker
     }
 }
 
-int fleet_on_sigchld(struct relay_fleet *rf, pid_t *other, int n_other, int *other_status)
+int sup_on_sigchld(struct sup_fleet *rf, pid_t *other, int n_other, int *other_status)
 {
     int deaths = 0, status;
     pid_t pid;
@@ -300,7 +303,7 @@ int fleet_on_sigchld(struct relay_fleet *rf, pid_t *other, int n_other, int *oth
             close(rf->lfds[i]);   /* nobody will take its queue: new connections go elsewhere */
             rf->lfds[i] = -1;
         }
-        if (rf->opts.restart && fleet_spawn(rf, i) == 0) {
+        if (rf->opts.restart && sup_spawn(rf, i) == 0) {
             atomic_fetch_add(&rf->st->restarts, 1);
             if (wait_ready(rf, 1, 15000, false) == 0)
                 mark_running(rf);
@@ -327,7 +330,7 @@ static int reap_child(pid_t pid, int64_t deadline_ns)
     return status;
 }
 
-void fleet_stop(struct relay_fleet *rf, int timeout_ms)
+void sup_stop(struct sup_fleet *rf, int timeout_ms)
 {
     rf->opts.restart = false;
     for (int i = 0; i < rf->opts.workers; i++)
@@ -357,7 +360,7 @@ void fleet_stop(struct relay_fleet *rf, int timeout_ms)
 }
 
 /* Ends another child (backend, reaper, load): SIGTERM, then SIGKILL after timeout_ms. */
-int relay_end_child(pid_t pid, int timeout_ms)
+int sup_end_child(pid_t pid, int timeout_ms)
 {
     if (pid <= 0)
         return 0;
@@ -366,7 +369,7 @@ int relay_end_child(pid_t pid, int timeout_ms)
 }
 
 /* Blocks SIGCHLD, SIGTERM and SIGINT and returns a signalfd for them. */
-int relay_signalfd(void)
+int sup_signalfd(void)
 {
     sigset_t set;
     sigemptyset(&set);
@@ -378,7 +381,7 @@ int relay_signalfd(void)
 }
 
 /* SIGTERM to every worker: a graceful stop (they finish what they hold), none replaced. */
-static void fleet_drain(struct relay_fleet *rf)
+static void fleet_drain(struct sup_fleet *rf)
 {
     rf->opts.restart = false;
     for (int i = 0; i < rf->opts.workers; i++)
@@ -386,7 +389,7 @@ static void fleet_drain(struct relay_fleet *rf)
             kill(rf->pids[i], SIGTERM);
 }
 
-static bool fleet_empty(const struct relay_fleet *rf)
+static bool fleet_empty(const struct sup_fleet *rf)
 {
     for (int i = 0; i < rf->opts.workers; i++)
         if (rf->pids[i] > 0)
@@ -395,7 +398,7 @@ static bool fleet_empty(const struct relay_fleet *rf)
 }
 
 /* The line the relay's users (and tests) read: where it listens. */
-static void say_started(const struct relay_fleet *rf, const struct handover_take *take)
+static void say_started(const struct sup_fleet *rf, const struct handover_take *take)
 {
     char up[64], lis[64], from[48] = "";
     relay_format_addr(&rf->opts.upstream, up, sizeof up);
@@ -432,7 +435,7 @@ static void predecessor_done(struct handover_take *take, bool quiet)
 
 /* Signals, a successor and a predecessor until SIGTERM, SIGINT, or our hand-over ends.
  * Returns whether a successor took over (then the fleet and the counters are its). */
-static bool supervise(struct relay_fleet *rf, struct handover_server *hs, struct handover_take *take, int sfd)
+static bool supervise(struct sup_fleet *rf, struct handover_server *hs, struct handover_take *take, int sfd)
 {
     for (;;) {
         struct pollfd p[4] = { { .fd = sfd, .events = POLLIN } };
@@ -447,13 +450,17 @@ static bool supervise(struct relay_fleet *rf, struct handover_server *hs, struct
             return hs->draining;
         if (at_take >= 0 && p[at_take].revents)
             predecessor_done(take, rf->opts.quiet);
-        if (handover_on_poll(hs, rf, p + at_hs, n - at_hs) == HANDOVER_DRAIN)
+        struct handover_offer offer = { .fleet = rf->opts.fleet, .listen = &rf->opts.listen, .lfds = rf->lfds,
+                                        .n_lfds = rf->opts.workers };
+        if (handover_on_poll(hs, &offer, p + at_hs, n - at_hs) == HANDOVER_DRAIN) {
+            notify_main_pid(hs->peer);   /* the successor is the service now (systemd) */
             fleet_drain(rf);
+        }
         struct signalfd_siginfo si;
         while (read(sfd, &si, sizeof si) == sizeof si) {
             if (si.ssi_signo != SIGCHLD)
                 return hs->draining;
-            if (fleet_on_sigchld(rf, NULL, 0, NULL) > 0 && !rf->opts.quiet && !hs->draining) {
+            if (sup_on_sigchld(rf, NULL, 0, NULL) > 0 && !rf->opts.quiet && !hs->draining) {
                 printf("orbit-relay: a worker died; %s\n", rf->opts.restart ? "replaced" : "not replaced");
                 fflush(stdout);
             }
@@ -470,18 +477,18 @@ static bool supervise(struct relay_fleet *rf, struct handover_server *hs, struct
  * a successor (orbit-relay --upgrade) took over; with --upgrade, take over
  * from the relay running the fleet first.
  */
-int relay_run(const struct relay_opts *o)
+int sup_run(const struct relay_opts *o)
 {
     signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not end the supervisor */
-    int sfd = relay_signalfd();
+    int sfd = sup_signalfd();
     struct handover_take take = { .conn = -1 };
     if (o->upgrade && handover_take(o->control, o->fleet, &take) < 0) {
         close(sfd);
         return 1;
     }
-    struct relay_fleet rf;
-    if (fleet_start(&rf, o, o->upgrade ? &take : NULL) < 0) {
-        fleet_stop(&rf, 2000);
+    struct sup_fleet rf;
+    if (sup_start(&rf, o, o->upgrade ? &take : NULL) < 0) {
+        sup_stop(&rf, 2000);
         for (int i = 0; i < take.n; i++)
             close(take.fds[i]);
         if (o->upgrade)   /* the running relay carries on as it was */
@@ -494,13 +501,14 @@ int relay_run(const struct relay_opts *o)
     if (o->upgrade)
         upgrade_go(&take, o->fleet);
     say_started(&rf, o->upgrade ? &take : NULL);
+    notify_ready(getpid());   /* under systemd (Type=notify): running, and the main process */
     struct handover_server hs = { .lfd = -1, .conn = -1 };
     int rc = o->control ? handover_serve(&hs, o->control) : 0;
     if (rc < 0)
         fprintf(stderr, "orbit-relay: control socket %s: %s (no upgrade can take over from this relay)\n",
                 o->control, strerror(-rc));
     bool handed_over = supervise(&rf, &hs, &take, sfd);
-    fleet_stop(&rf, o->drain_timeout_ms + 2000);
+    sup_stop(&rf, o->drain_timeout_ms + 2000);
     handover_unserve(&hs);
     if (take.conn >= 0)
         close(take.conn);

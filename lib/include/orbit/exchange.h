@@ -166,8 +166,9 @@ struct orbit_arena;
  * orbit_last_error names the bytes and the mount). A reserve populates the
  * payload its run reaches first, and is -ENOMEM (the run given back, the
  * sentence naming the bytes and the mount) where the mount has no room.
- * Through an observer fleet the handle may inspect, report deaths and reset,
- * but reserve, consume, readiness and buffer registration are
+ * On an observer fleet it creates nothing: the arena must exist (else -ENOENT)
+ * with this spec (else -ORBIT_EGEOMETRY). Through an observer fleet the handle
+ * may inspect, report deaths and reset, but reserve, consume, readiness and buffer registration are
  * -ORBIT_ENOTOWNER (a reader is accounted to its node, for death reports).
  * orbit_arena_open_existing - the arena of that kind with the geometry its
  * segment records (tools, death reports); -ENOENT if there is none.
@@ -354,7 +355,8 @@ struct orbit_exchange;
  * orbit_exchanges_open - open the control streams table and the arena(s)
  * (spec NULL: ORBIT_EXCHANGE_SPEC_DEFAULT) as this process's node. Errors of
  * orbit_streams_open and orbit_arena_open, and -ORBIT_EMALFORMED for kinds
- * that collide or a control ring under 64 bytes.
+ * that collide or a control ring under 64 bytes. On an observer fleet it
+ * creates nothing: its tables must exist (else -ENOENT) with this spec.
  * orbit_exchanges_close - closes the handle, its tables and its readiness
  * descriptor; close its endpoints first.
  * orbit_exchanges_streams / orbit_exchanges_arena - the tables inside (for

@@ -69,6 +69,10 @@ int orbit_id_parse(const char *text, orbit_id *out);
 
 /* ---- fleets ------------------------------------------------------------ */
 
+/* A member's life: its node and the incarnation it joined with (what holds a
+ * pool resource, a stream's side or an exchange's peer). */
+struct orbit_owner { uint16_t node; uint64_t incarnation; };
+
 enum orbit_backing {
     ORBIT_BACKING_AUTO,     /* hugetlbfs, else /dev/shm + MADV_HUGEPAGE, else plain pages */
     ORBIT_BACKING_HUGETLB,  /* huge pages or -ENOMEM */

@@ -70,7 +70,6 @@ struct orbit_lease     { orbit_id id; uint64_t fence; uint16_t holder; uint64_t 
 struct orbit_execution { struct orbit_pool *pool; struct orbit_lease lease; bool done; };
 /* One unit of a key's creation budget; orbit_permit_finish gives it back. */
 struct orbit_permit    { struct orbit_pool *pool; uint32_t key_index; bool done; };
-struct orbit_owner     { uint16_t node; uint64_t incarnation; };
 /* max_live: live + being-created resources per key, fleet-wide. attempts: lost races before WAIT. */
 struct orbit_limits    { uint32_t max_live; uint32_t attempts; };
 #define ORBIT_LIMITS_DEFAULT { .max_live = 1, .attempts = 4 }

@@ -32,7 +32,7 @@
 #define ORBIT_STREAM_H
 
 #include <orbit/fleet.h>
-#include <orbit/pool.h>   /* struct orbit_owner */
+#include <orbit/pool.h>   /* kept: programs that include only this header see the pool's names */
 
 #ifdef __cplusplus
 extern "C" {
@@ -82,9 +82,11 @@ struct orbit_streams; struct orbit_endpoint;
  * Errors: -ORBIT_EMALFORMED (bad spec), -ORBIT_EGEOMETRY (the kind exists
  * with another spec or is another table), -ORBIT_ECORRUPT, -ORBIT_ETOOLARGE
  * (absurd geometry), -ENOMEM (the creator found no room for the slots;
- * orbit_last_error names the bytes asked, the mount and its room). Through an observer fleet (orbit_fleet_observe) the handle
- * may inspect, report deaths and reset, but create, open_ticket, take_offer,
- * wait_offer and readiness are -ORBIT_ENOTOWNER.
+ * orbit_last_error names the bytes asked, the mount and its room). On an
+ * observer fleet (orbit_fleet_observe) it creates nothing: the table must
+ * exist (else -ENOENT) with this spec (else -ORBIT_EGEOMETRY). Through an
+ * observer fleet the handle may inspect, report deaths and reset, but create,
+ * open_ticket, take_offer, wait_offer and readiness are -ORBIT_ENOTOWNER.
  * orbit_streams_open_existing - open the table of that kind with the geometry
  * its segment records (tools, death reports); -ENOENT if there is none.
  *

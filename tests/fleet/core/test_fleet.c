@@ -493,7 +493,7 @@ START_TEST(tables_of_unknown_type_are_listed_and_left_alone)
         if (!ops)
             continue;
         known++;
-        ck_assert_uint_eq(ops->type, a);
+        ck_assert_uint_eq(ops->kind->type, a);
         ck_assert_uint_le(strlen(ops->name), ORBIT_TABLE_NAME_MAX);
         for (unsigned b = a + 1; b < 256; b++)
             if (orb_table_ops_of((uint8_t)b))

@@ -315,6 +315,7 @@ DRIVE(orbit_exchange_wait_session, orbit_exchange_wait_session(x->ex, x->pool, 0
 /* uring.h */
 DRIVE(orbit_uring_attach_wakes, orbit_uring_attach_wakes(NULL))
 DRIVE(orbit_readiness_drain, orbit_readiness_drain(-1))
+DRIVE(orbit_uring_refusal, orbit_uring_refusal(-EPERM, NULL, 16))
 #define W(call) { #call, d_##call }
 static const struct walk { const char *call; int (*drive)(struct fx *); } walks[] = {
     W(orbit_id_format), W(orbit_id_parse), W(orbit_fleet_join), W(orbit_fleet_observe), W(orbit_fleet_reap),
@@ -360,7 +361,7 @@ static const struct walk { const char *call; int (*drive)(struct fx *); } walks[
     W(orbit_exchange_prep_wait_event), W(orbit_exchange_prep_wait_credit), W(orbit_exchange_prep_wait_sendable),
     W(orbit_exchanges_prep_wait_offer), W(orbit_exchanges_readiness), W(orbit_exchange_open_session),
     W(orbit_exchange_accept_session), W(orbit_exchange_wait_session),
-    W(orbit_uring_attach_wakes), W(orbit_readiness_drain),
+    W(orbit_uring_attach_wakes), W(orbit_readiness_drain), W(orbit_uring_refusal),
 };
 #define N_WALKS (sizeof walks / sizeof walks[0])
 

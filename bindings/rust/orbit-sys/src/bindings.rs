@@ -100,6 +100,12 @@ extern "C" {
         out: *mut orbit_id,
     ) -> ::std::os::raw::c_int;
 }
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone, PartialEq, Eq)]
+pub struct orbit_owner {
+    pub node: u16,
+    pub incarnation: u64,
+}
 pub const ORBIT_BACKING_AUTO: orbit_backing = 0;
 pub const ORBIT_BACKING_HUGETLB: orbit_backing = 1;
 pub const ORBIT_BACKING_SHM: orbit_backing = 2;
@@ -398,12 +404,6 @@ impl Default for orbit_permit {
             s.assume_init()
         }
     }
-}
-#[repr(C)]
-#[derive(Debug, Default, Copy, Clone, PartialEq, Eq)]
-pub struct orbit_owner {
-    pub node: u16,
-    pub incarnation: u64,
 }
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, PartialEq, Eq)]
@@ -2116,6 +2116,13 @@ extern "C" {
 }
 extern "C" {
     pub fn orbit_uring_futex_status() -> *const ::std::os::raw::c_char;
+}
+extern "C" {
+    pub fn orbit_uring_refusal(
+        err: ::std::os::raw::c_int,
+        buf: *mut ::std::os::raw::c_char,
+        len: usize,
+    ) -> ::std::os::raw::c_int;
 }
 extern "C" {
     pub fn orbit_uring_attach_wakes(ring: *mut io_uring) -> ::std::os::raw::c_int;

@@ -29,15 +29,11 @@ void orbit_exchanges_close(struct orbit_exchanges *ex)
     orb_error_clear();
     if (!ex)
         return;
-    if (ex->readiness_fd >= 0)
-        orb_readiness_close(ex->readiness_fd);
     if (ex->arena[1] && ex->arena[1] != ex->arena[0])
         orbit_arena_close(ex->arena[1]);
     orbit_arena_close(ex->arena[0]);
     orbit_streams_close(ex->control);
-    pthread_mutex_destroy(&ex->lock);
-    orb_tally_destroy(&ex->tally);
-    free(ex);
+    orb_table_free(&ex->base);   /* the readiness descriptor, the tally; no segment */
 }
 
 int orbit_exchanges_open(struct orbit_fleet *f, const struct orbit_exchange_spec *spec,
@@ -63,15 +59,9 @@ int orbit_exchanges_open(struct orbit_fleet *f, const struct orbit_exchange_spec
         return orb_fail(rc, "%s: spec: the control, a_to_b and b_to_a kinds must differ (b_to_a 0: "
                         "shared) and control.buffer_bytes hold a frame (%u bytes)", __func__,
                         (unsigned)XFRAME_BYTES);
-    struct orbit_exchanges *ex = aligned_alloc(64, (sizeof *ex + 63) / 64 * 64);
+    struct orbit_exchanges *ex = orb_table_alloc(sizeof *ex, f);
     if (!ex)
-        return -ENOMEM;
-    memset(ex, 0, sizeof *ex);
-    ex->fleet = f;
-    ex->fork_generation = f->fork_generation;
-    ex->readiness_fd = -1;
-    pthread_mutex_init(&ex->lock, NULL);
-    orb_tally_init(&ex->tally);
+        return orb_fail(-ENOMEM, "out of memory for a table handle (%zu bytes)", sizeof *ex);
     rc = ORB_NESTED(orbit_streams_open(f, &spec->control, &ex->control));
     if (rc == 0)   /* an exchange whose A closes before B opens ends, and its chunks return */
         stream_table_linger_off(ex->control);
@@ -202,7 +192,7 @@ int orbit_exchanges_readiness(struct orbit_exchanges *ex)
     int refused = exchanges_enter(ex, __func__);
     if (refused < 0)
         return refused;
-    return orb_node_readiness(ex->fleet, ex->fleet->observer, &ex->lock, &ex->readiness_fd, __func__);
+    return orb_table_readiness(&ex->base, __func__);
 }
 
 void orbit_exchanges_stats(struct orbit_exchanges *ex, struct orbit_exchange_stats *out)

@@ -64,7 +64,6 @@ static void handle_bind(struct orb_table_base *b, const void *geometry, const vo
     struct orbit_arena *a = (struct orbit_arena *)b;
     const struct arena_geometry *g = geometry;
     const struct arena_layout *l = layout;
-    orb_table_bound(b);
     a->lay = *l;
     a->slot_bytes = g->slot_bytes;
     a->slots_per_lane = g->slots_per_lane;
@@ -89,8 +88,6 @@ int arena_payload_ready(struct orbit_arena *a, uint32_t end)
         ;
     return rc;
 }
-
-static const struct orb_table_kind arena_kind;
 
 int orbit_arena_open(struct orbit_fleet *f, const struct orbit_arena_spec *spec, struct orbit_arena **out)
 {
@@ -119,10 +116,9 @@ int orbit_arena_open(struct orbit_fleet *f, const struct orbit_arena_spec *spec,
         .populate_bytes = l.slots_off + l.total_slots * sizeof(struct arena_slot),
         .init = orb_table_init_epoch,   /* zero: every slot FREE at generation 0 */
     };
-    return orb_table_create(&arena_kind, f, &req, &l, (void **)out);
+    return orb_table_create(&arena_kind, f, &req, (void **)out);
 }
 
-/* Geometry read back from a header another process wrote: check before use. */
 /* The geometry another process wrote (its type and size checked by the base): its values. */
 static int geometry_check(const struct orb_segment *seg, const void *geometry, void *layout)
 {
@@ -141,7 +137,7 @@ static int geometry_check(const struct orb_segment *seg, const void *geometry, v
 
 _Static_assert(sizeof(struct arena_layout) <= ORB_TABLE_LAYOUT_MAX, "the base holds the layout");
 
-static const struct orb_table_kind arena_kind = {
+const struct orb_table_kind arena_kind = {
     .type = ORB_TABLE_ARENA, .handle_bytes = sizeof(struct orbit_arena),
     .geometry_len = sizeof(struct arena_geometry), .prepare = handle_prepare,
     .check = geometry_check, .bind = handle_bind,
@@ -156,7 +152,7 @@ int orbit_arena_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_
 void orbit_arena_close(struct orbit_arena *a)
 {
     orb_error_clear();
-    orb_table_free(a ? &a->base : NULL);
+    orb_table_close(&arena_kind, a ? &a->base : NULL);
 }
 
 int orbit_arena_spec(const struct orbit_arena *a, struct orbit_arena_spec *out)

@@ -83,12 +83,14 @@ static void finish_cut_short(struct orbit_arena *a, uint16_t node)
         }
 }
 
-void orbit_arena_node_dead(struct orbit_arena *a, uint16_t node, uint64_t incarnation)
+/* The arena's death op: the dead life's reservations, chunks and reads come back. */
+static int arena_node_dead(void *table, uint16_t node, uint64_t incarnation)
 {
-    if (arena_enter(a, __func__) < 0)
-        return;
-    if (!a || node >= a->fleet_capacity || incarnation == 0)
-        return;
+    struct orbit_arena *a = table;
+    if (node >= a->fleet_capacity)
+        return -ORBIT_EMALFORMED;
+    if (incarnation == 0)
+        return 0;   /* no life: nothing of it */
     finish_cut_short(a, node);
     reclaim_producer(a, node, incarnation);
     reclaim_reader(a, node, incarnation);
@@ -96,16 +98,20 @@ void orbit_arena_node_dead(struct orbit_arena *a, uint16_t node, uint64_t incarn
     /* Any reader frees into any lane: the dead may have died mid-wake on any credit word. */
     for (uint32_t n = 0; n < a->fleet_capacity; n++)
         orb_wait_kick(&a->lanes[n].credit);
+    return 0;
+}
+
+void orbit_arena_node_dead(struct orbit_arena *a, uint16_t node, uint64_t incarnation)
+{
+    if (arena_enter(a, __func__) == 0)
+        (void)arena_node_dead(a, node, incarnation);   /* void in the installed header: table_ops.h */
 }
 
 /* Quiescent owner boot: a new epoch, every slot free; generations keep counting up, so no
  * descriptor, reservation or chunk of before matches a slot again (nothing runs meanwhile). */
-void orbit_arena_reset_all(struct orbit_arena *a)
+static int arena_reset_all(void *table)
 {
-    if (arena_enter(a, __func__) < 0)
-        return;
-    if (!a)
-        return;
+    struct orbit_arena *a = table;
     uint64_t prev = atomic_load(a->epoch);
     atomic_store_explicit(a->epoch, orb_next_epoch(prev), memory_order_seq_cst);
     for (size_t i = 0; i < a->lay.total_slots; i++) {
@@ -120,20 +126,16 @@ void orbit_arena_reset_all(struct orbit_arena *a)
     }
     for (uint32_t n = 0; n < a->fleet_capacity; n++)
         orb_wait_signal(&a->lanes[n].credit, &a->stats);
+    return 0;
+}
+
+void orbit_arena_reset_all(struct orbit_arena *a)
+{
+    if (arena_enter(a, __func__) == 0)
+        (void)arena_reset_all(a);
 }
 
 /* ---- the arena table ops ----------------------------------------------------- */
-
-static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
-{
-    struct orbit_arena *t = NULL;
-    int rc = orbit_arena_open_existing(f, kind, &t);
-    *out = t;
-    return rc;
-}
-static void ops_close(void *t) { orbit_arena_close(t); }
-static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_arena_node_dead(t, node, inc); return 0; }
-static int ops_reset_all(void *t) { orbit_arena_reset_all(t); return 0; }
 
 static const struct orb_counter_def arena_counters[ARENA_CTR_END - ORB_CTR_TABLE_FIRST] = {
     { "chunks_reserved", "Payload chunks reserved in a lane." },
@@ -148,9 +150,8 @@ static const struct orb_counter_def arena_counters[ARENA_CTR_END - ORB_CTR_TABLE
 };
 
 static const struct orb_table_ops arena_ops = {
-    .type = ORB_TABLE_ARENA, .name = "arena", .open_existing = ops_open, .close = ops_close,
-    .layout = ARENA_LAYOUT_VERSION,
-    .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = arena_account,
+    .kind = &arena_kind, .name = "arena", .layout = ARENA_LAYOUT_VERSION,
+    .node_dead = arena_node_dead, .reset_all = arena_reset_all, .account = arena_account,
     .counters = arena_counters, .counter_count = ARENA_CTR_END - ORB_CTR_TABLE_FIRST,
 };
 ORB_TABLE_REGISTER(arena_ops);

@@ -147,6 +147,8 @@ static inline void arena_count(struct orbit_arena *a, unsigned tally, unsigned c
  * high-water mark, so a lane costs what it has held at once. Per handle.
  * 0, or -ENOMEM naming the bytes and the mount.
  */
+/* How the base opens an arena (arena.c); the ops name it (arena_death.c). */
+extern const struct orb_table_kind arena_kind;
 int  arena_payload_ready(struct orbit_arena *a, uint32_t end);
 /* sweep.c: after a death, LIVE chunks whose receiver is gone or whose control stream ended. */
 void arena_sweep_undeliverable(struct orbit_arena *a, uint16_t node, uint64_t inc);
@@ -192,14 +194,12 @@ void xframe_encode(const struct xframe *f, unsigned char out[XFRAME_BYTES]);
 int  xframe_decode(const unsigned char in[XFRAME_BYTES], struct xframe *f);
 
 /* ---- exchanges ---- */
+/* A table made of tables: no segment of its own; the base gives it its fleet, fork
+ * generation, readiness descriptor and tally (orbit_exchanges_stats' counts). */
 struct orbit_exchanges {
-    struct orbit_fleet *fleet;
-    uint32_t fork_generation;         /* the fleet handle's (core/guard.h) */
+    ORB_TABLE_BASE;
     struct orbit_streams *control;
     struct orbit_arena *arena[2];     /* [0] A->B, [1] B->A (the same handle when shared) */
-    pthread_mutex_t lock;
-    int readiness_fd;
-    struct orb_tally tally;           /* orbit_exchanges_stats' counts (core/tally.h) */
 };
 enum { EXCH_TALLY_EVENTS_SENT, EXCH_TALLY_EVENTS_RECEIVED, EXCH_TALLY_CHUNKS_SENT, EXCH_TALLY_CHUNKS_RECEIVED,
        EXCH_TALLY_BYTES_SENT, EXCH_TALLY_BYTES_RECEIVED, EXCH_TALLY_END };
