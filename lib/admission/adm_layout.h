@@ -3,10 +3,16 @@
  * The admission ledger's shared layout (private to lib/admission and its tests).
  *
  * Segment table (after the 4 KiB segment header), each part 64-byte aligned:
- *   struct adm_ledger                       lock, counters, wake word
+ *   struct adm_ledger                       lock, counters, the spare list, wake word
  *   struct adm_domain   [max_domains]       id, capacity, used, availability epoch
- *   uint32_t            [max_claims]        free-slot stack (slot indexes)
+ *   struct adm_lane     [fleet_capacity]    a node's free list of claim records, a line each
  *   struct adm_record   [max_claims]        claim records, record_bytes each
+ *
+ * Free records are on singly linked lists threaded through their serial
+ * word: the spare list (records no node has used yet, and what repair
+ * frees) and one list per node, where a released record goes back to the
+ * node that claimed it. A node claims from its own list first, so its
+ * records, and the line of its list head, stay in its own cache.
  *
  * Everything except the atomics below is read and written only under the
  * ledger's lock ("the mutex": bounded, validated, a dead holder's lock taken
@@ -30,7 +36,7 @@
 #include "core/wait.h"
 
 #define ORB_TABLE_ADMISSION 4u   /* the segment header's table_type */
-#define ADM_LAYOUT_VERSION 5u   /* another version of the layout above is -ORBIT_EGEOMETRY */
+#define ADM_LAYOUT_VERSION 6u   /* another version of the layout above is -ORBIT_EGEOMETRY */
 #define ADM_DOMAINS_MAX    1024u        /* spec.max_domains upper bound */
 #define ADM_CLAIMS_MAX     (1u << 20)   /* spec.max_claims upper bound */
 #define ADM_TABLE_MAX      (1ull << 30) /* table bytes upper bound */
@@ -41,6 +47,8 @@ struct adm_geometry {
     uint32_t max_domains;
     uint32_t max_claims;
     uint32_t record_bytes;
+    uint32_t fleet_capacity;    /* lanes */
+    uint32_t resv;              /* 0 */
     uint64_t retained_max;      /* 0: retention disabled */
 };
 
@@ -58,28 +66,33 @@ enum adm_poison {
 };
 
 /*
- * Everything a claim or a release touches is on the first line, the lock's:
- * a holder that owns the lock owns the line, and a process taking the lock
- * over moves one line, not three. Waiters read the atomics there without the
- * lock; only the wake word, which moves just when someone may sleep, has a
- * line of its own.
+ * Everything a claim or a release writes is on the first line, the lock's: a
+ * holder that owns the lock owns the line, and a process taking the lock
+ * over moves one line, not three. What a giver reads after its give (the
+ * lock's sleepers count, the epoch a waiter wants) is on the second line,
+ * with the wake word: it moves only when someone may sleep, so it stays in
+ * every member's cache, while the first line may already be on its way to
+ * the next holder (a read of it there would wait for the line to come back).
+ * Waiters read the atomics without the lock.
  */
 struct adm_ledger {
     struct orb_lock lock;               /* the ledger's lock (a flock: gives are stores) */
-    _Atomic uint32_t lock_sleepers;     /* the lock's sleepers count (orb_flock_take) */
     _Atomic uint32_t poisoned;          /* enum adm_poison; set once, never cleared */
     _Atomic uint32_t closed;            /* shutdown: no new claims */
     uint32_t n_domains;                 /* domains [0, n_domains) are set up */
     uint32_t live_claims;               /* records in state LIVE */
-    uint32_t free_top;                  /* free stack holds [0, free_top) */
+    uint32_t spare_head;                /* the spare list's first record, ADM_NO_SLOT when empty */
+    uint32_t pad;
     uint64_t next_serial;               /* next serial to hand out; starts at random in [1, 2^62] */
     uint64_t retained_bytes;            /* sum of live records' retained bytes */
     _Atomic uint64_t change_epoch;      /* the "release epoch" of results; only grows */
-    _Atomic uint64_t epoch_wanted;      /* highest epoch a sleeping waiter wants (see admission.c) */
     _Alignas(64) struct orb_waitword change;  /* moves when a waiter may sleep for a change, or on poison */
+    _Atomic uint32_t lock_sleepers;     /* the lock's sleepers count (orb_flock_take) */
+    _Atomic uint64_t epoch_wanted;      /* highest epoch a sleeping waiter wants (see admission.c) */
     uint64_t repairs;                   /* EOWNERDEAD repairs done */
 };
 _Static_assert(offsetof(struct adm_ledger, change) == 64, "the hot fields fill one line");
+_Static_assert(offsetof(struct adm_ledger, epoch_wanted) < 128, "what a giver reads after its give: one line");
 
 struct adm_domain {
     uint32_t id;
@@ -88,6 +101,15 @@ struct adm_domain {
     uint64_t used;
     uint64_t availability_epoch;        /* advances when this domain's free units grow */
 };
+
+/* A node's free records: released records of its claims go back here (a line per node). */
+struct adm_lane {
+    uint32_t free_head;                 /* first free record, ADM_NO_SLOT when empty */
+    uint32_t pad[15];
+};
+_Static_assert(sizeof(struct adm_lane) == 64, "a lane is a line");
+
+#define ADM_NO_SLOT UINT32_MAX          /* the end of a free list */
 
 /* Record states: only LIVE records hold capacity. */
 enum adm_record_state {
@@ -106,23 +128,24 @@ struct adm_unit {
 /* A demand entry resolved to its domain's index. */
 struct adm_want { uint32_t index; uint64_t units; };
 
+/* A claim record: its header and two units fill one line (the common claim writes one line). */
 struct adm_record {
     _Atomic uint32_t state;             /* enum adm_record_state */
-    uint32_t n_units;
     uint16_t node;
-    uint16_t pad16;
-    uint32_t pad32;
+    uint16_t n_units;                   /* up to max_domains (1024) */
     uint64_t incarnation;
-    uint64_t serial;
+    union {
+        uint64_t serial;                /* LIVE, WRITING, RELEASING */
+        uint64_t next_free;             /* FREE: the next record of its free list, or ADM_NO_SLOT */
+    };
     uint64_t retained_bytes;
-    uint64_t pad64;
     struct adm_unit units[];            /* n_units entries, up to max_domains */
 };
-_Static_assert(sizeof(struct adm_record) == 48, "record header is 48 bytes");
+_Static_assert(sizeof(struct adm_record) == 32, "record header is 32 bytes");
 
 /* Where each part starts, from the geometry (process-local, trusted). */
 struct adm_offsets {
-    size_t domains, free_stack, records, table_bytes;   /* table_bytes: without segment header */
+    size_t domains, lanes, records, table_bytes;   /* table_bytes: without segment header */
 };
 
 /* Test hook points (ORBIT_TEST_ADMISSION_PARK_IN_MUTEX). */
@@ -150,7 +173,7 @@ struct orbit_admission {
     ORB_TABLE_BASE;                     /* fleet, seg, kind, node (NONE: observer), lock, stats, ctr, ... */
     struct adm_ledger *ledger;
     struct adm_domain *domains;
-    uint32_t *free_stack;
+    struct adm_lane *lanes;             /* geo.fleet_capacity of them */
     unsigned char *records;
     struct adm_geometry geo;            /* trusted bounds: never re-read from shared memory */
     uint64_t *scratch;                  /* max_domains sums; used only under the mutex */
@@ -172,7 +195,8 @@ static inline struct adm_record *adm_record(const struct orbit_admission *a, uin
 }
 
 /* Layout arithmetic (admission.c). -ORBIT_EMALFORMED when out of bounds. */
-int  adm_geometry_make(const struct orbit_admission_spec *spec, struct adm_geometry *out);
+int  adm_geometry_make(const struct orbit_admission_spec *spec, uint16_t fleet_capacity,
+                      struct adm_geometry *out);
 int  adm_offsets(const struct adm_geometry *geo, struct adm_offsets *out);
 /* How the base opens a ledger (admission.c); the ops name it (ops.c). */
 extern const struct orb_table_kind adm_kind;
@@ -231,6 +255,66 @@ static inline void adm_park_here(const struct orbit_admission *a, enum adm_park 
     (void)point;
 #endif
 }
+
+/* ---- free lists (under the ledger's lock) -------------------------------- */
+
+#define ADM_BAD_SLOT (UINT32_MAX - 1)   /* a list that names a record out of range or not FREE */
+
+/* The first record of the list at *head, taken off it; ADM_NO_SLOT when the list is empty;
+ * ADM_BAD_SLOT (nothing changed) when the list is broken: the caller poisons. */
+static inline uint32_t adm_list_pop(const struct orbit_admission *a, uint32_t *head)
+{
+    uint32_t s = *head;
+    if (s >= a->geo.max_claims)
+        return s == ADM_NO_SLOT ? ADM_NO_SLOT : ADM_BAD_SLOT;
+    const struct adm_record *r = adm_record(a, s);
+    uint64_t next = r->next_free;
+    /* A link is a shared value: in range or the end, and only a FREE record is on a list. */
+    if ((next >= a->geo.max_claims && next != ADM_NO_SLOT) ||
+        atomic_load_explicit(&r->state, memory_order_relaxed) != ADM_REC_FREE)
+        return ADM_BAD_SLOT;
+    *head = (uint32_t)next;
+    return s;
+}
+
+/* Puts the FREE record at slot first on the list at *head. */
+static inline void adm_list_push(const struct orbit_admission *a, uint32_t *head, uint32_t slot)
+{
+    adm_record(a, slot)->next_free = *head;
+    *head = slot;
+}
+
+/* A free record for a claim of this handle's node: its own list, the spare list, then any
+ * node's (records.c). ADM_NO_SLOT: none (the caller checked live_claims < max_claims, so
+ * that is a broken count), ADM_BAD_SLOT: a broken list. */
+uint32_t adm_take_free(struct orbit_admission *a);
+/* Rebuilds every list from the records' states (repair): each non-LIVE record becomes FREE
+ * on the spare list; every node's list is emptied. */
+void adm_lists_rebuild(struct orbit_admission *a);
+
+/* ---- claims ---------------------------------------------------------------- */
+
+/* check_vector's verdict on a claim of one or two entries, without the call: true only where
+ * it would return 0 (anything else goes to check_vector, which names what is wrong). */
+static inline bool adm_claim_small_ok(const struct orbit_units *v, size_t n, uint32_t max_domains)
+{
+    if (!v || n - 1 > 1 || n > max_domains || v[0].units == 0)   /* n - 1 > 1: n is not 1 or 2 */
+        return false;
+    return n == 1 || (v[1].units != 0 && v[1].domain != v[0].domain);
+}
+
+/* A claim entry the ledger may refuse, or a domain that is broken (over capacity, epoch spent). */
+static inline bool adm_claim_troubled(uint64_t cap, uint64_t used, uint64_t epoch, uint64_t units)
+{
+    return used > cap || units > cap - used || epoch == UINT64_MAX;
+}
+
+/* Argument checks of a demand that need no ledger (claim.c): 0 or -ORBIT_EMALFORMED, named. */
+int  adm_check_demand(const struct orbit_admission *a, const struct orbit_demand *d);
+/* A claim judged in the documented order, then counted (claim.c). locked: the caller holds
+ * the lock already (the one-pass path looked and declined); the lock is given either way. */
+int  adm_claim_decided(struct orbit_admission *a, const struct orbit_demand *d, struct orbit_admit_result *out,
+                       bool locked);
 
 /* Death accounting (account.c), for the table ops. */
 struct orbit_reclaim;

@@ -25,10 +25,11 @@ static int spec_explain(const struct orbit_admission_spec *spec, const char *cal
                     (size_t)ADM_TABLE_MAX);
 }
 
-int adm_geometry_make(const struct orbit_admission_spec *spec, struct adm_geometry *out)
+int adm_geometry_make(const struct orbit_admission_spec *spec, uint16_t fleet_capacity,
+                      struct adm_geometry *out)
 {
     if (spec->kind == ORB_FLEET_KIND || spec->max_domains == 0 || spec->max_domains > ADM_DOMAINS_MAX ||
-        spec->max_claims == 0 || spec->max_claims > ADM_CLAIMS_MAX)
+        spec->max_claims == 0 || spec->max_claims > ADM_CLAIMS_MAX || fleet_capacity == 0)
         return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     *out = (struct adm_geometry){
         .layout = ADM_LAYOUT_VERSION,
@@ -36,6 +37,7 @@ int adm_geometry_make(const struct orbit_admission_spec *spec, struct adm_geomet
         .max_claims = spec->max_claims,
         .record_bytes = (uint32_t)round64(sizeof(struct adm_record) +
                                           sizeof(struct adm_unit) * spec->max_domains),
+        .fleet_capacity = fleet_capacity,
         .retained_max = spec->retained_max_bytes,
     };
     struct adm_offsets off;
@@ -45,8 +47,8 @@ int adm_geometry_make(const struct orbit_admission_spec *spec, struct adm_geomet
 int adm_offsets(const struct adm_geometry *g, struct adm_offsets *out)
 {
     out->domains = round64(sizeof(struct adm_ledger));
-    out->free_stack = out->domains + round64(sizeof(struct adm_domain) * g->max_domains);
-    out->records = out->free_stack + round64(sizeof(uint32_t) * g->max_claims);
+    out->lanes = out->domains + round64(sizeof(struct adm_domain) * g->max_domains);
+    out->records = out->lanes + sizeof(struct adm_lane) * g->fleet_capacity;
     out->table_bytes = out->records + (size_t)g->record_bytes * g->max_claims;
     return ORB_SEG_HEADER_BYTES + out->table_bytes <= ADM_TABLE_MAX ? 0 : orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
 }
@@ -74,11 +76,15 @@ static int adm_init(struct orb_segment *seg, void *ctx)
     memset(t, 0, off.table_bytes);
     struct adm_ledger *l = (struct adm_ledger *)(void *)t;
     l->next_serial = serial_base();
-    l->free_top = g->max_claims;
-    uint32_t *stack = (uint32_t *)(void *)(t + off.free_stack);
-    /* Slot 0 on top: the first claims take the lowest slots. */
-    for (uint32_t i = 0; i < g->max_claims; i++)
-        stack[i] = g->max_claims - 1 - i;
+    struct adm_lane *lanes = (struct adm_lane *)(void *)(t + off.lanes);
+    for (uint32_t n = 0; n < g->fleet_capacity; n++)
+        lanes[n].free_head = ADM_NO_SLOT;
+    /* Every record on the spare list, slot 0 first: the first claims take the lowest slots. */
+    l->spare_head = 0;
+    for (uint32_t i = 0; i < g->max_claims; i++) {
+        struct adm_record *r = (struct adm_record *)(void *)(t + off.records + (size_t)i * g->record_bytes);
+        r->next_free = i + 1 < g->max_claims ? i + 1 : ADM_NO_SLOT;
+    }
     orb_flock_init(&l->lock, &l->lock_sleepers);
     /* A first table epoch, as every table's (the fleet's listing; reset_all moves it on).
      * Relaxed: the segment's ready word, published after this initialiser, releases it. */
@@ -120,7 +126,7 @@ static int geometry_check(const struct orb_segment *seg, const void *geometry, v
                                          .max_claims = stored->max_claims,
                                          .retained_max_bytes = stored->retained_max };
     struct adm_geometry g;
-    if (adm_geometry_make(&spec, &g) < 0 || memcmp(&g, stored, sizeof g) != 0)
+    if (adm_geometry_make(&spec, h->fleet_capacity, &g) < 0 || memcmp(&g, stored, sizeof g) != 0)
         return orb_fail_text(-ORBIT_EGEOMETRY, "the ledger's geometry fails its checks (garbled, or another orbit version)");
     adm_offsets(&g, off);
     if (h->table_bytes != ORB_SEG_HEADER_BYTES + off->table_bytes ||
@@ -139,7 +145,7 @@ static void handle_bind(struct orb_table_base *b, const void *geometry, const vo
     a->geo = *(const struct adm_geometry *)geometry;
     a->ledger = (struct adm_ledger *)(void *)t;
     a->domains = (struct adm_domain *)(void *)(t + off->domains);
-    a->free_stack = (uint32_t *)(void *)(t + off->free_stack);
+    a->lanes = (struct adm_lane *)(void *)(t + off->lanes);
     a->records = (unsigned char *)(t + off->records);
 }
 
@@ -179,7 +185,7 @@ int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spe
     if (spec && (rc = orb_check_resv(spec->resv, sizeof spec->resv / sizeof spec->resv[0], __func__,
                                      "ORBIT_ADMISSION_SPEC_DEFAULT")) < 0)
         return rc;
-    if (adm_geometry_make(spec ? spec : &dflt, &g) < 0)
+    if (adm_geometry_make(spec ? spec : &dflt, f->capacity, &g) < 0)
         return spec_explain(spec ? spec : &dflt, __func__);
     struct adm_offsets off;
     adm_offsets(&g, &off);
@@ -189,7 +195,8 @@ int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spe
         .geometry = &g,
         .geometry_len = sizeof g,
         .geometry_names = (const char *const[]){ "layout version", "max_domains", "max_claims", "record bytes",
-                                                 "retained_max_bytes", "retained_max_bytes (high half)", NULL },
+                                                 "fleet capacity", "reserved word", "retained_max_bytes",
+                                                 "retained_max_bytes (high half)", NULL },
         .table_bytes = ORB_SEG_HEADER_BYTES + off.table_bytes,
         .populate_bytes = ORB_SEG_HEADER_BYTES + off.table_bytes,
         .init = adm_init,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* try_claim: the documented checks in order, then an all-or-nothing commit. */
+/* try_claim's general path: the documented checks in order, then an all-or-nothing commit. */
 #include "adm_layout.h"
 
 #define BAD_DEMAND(...) orb_fail(-ORBIT_EMALFORMED, "orbit_admission_try_claim: " __VA_ARGS__)
@@ -23,20 +23,11 @@ static int check_vector(const struct orbit_units *v, size_t n, uint32_t max_doma
     return 0;
 }
 
-/* check_vector's verdict on a claim of one or two entries, without the call: true only where
- * it would return 0 (anything else goes to check_vector, which names what is wrong). */
-static inline bool claim_small_ok(const struct orbit_units *v, size_t n, uint32_t max_domains)
-{
-    if (!v || n > 2 || n > max_domains || v[0].units == 0)
-        return false;
-    return n == 1 || (v[1].units != 0 && v[1].domain != v[0].domain);
-}
-
-static int check_demand(const struct orbit_admission *a, const struct orbit_demand *d)
+int adm_check_demand(const struct orbit_admission *a, const struct orbit_demand *d)
 {
     if (d->n_claim == 0)
         return BAD_DEMAND("demand.n_claim is 0: a claim takes units of at least one domain");
-    int rc = claim_small_ok(d->claim, d->n_claim, a->geo.max_domains)
+    int rc = adm_claim_small_ok(d->claim, d->n_claim, a->geo.max_domains)
                  ? 0 : check_vector(d->claim, d->n_claim, a->geo.max_domains, "claim");
     if (rc == 0 && d->n_fit)   /* most demands have no fit entries: no call */
         rc = check_vector(d->fit, d->n_fit, a->geo.max_domains, "fit");
@@ -77,12 +68,6 @@ static void set_blocker(const struct orbit_admission *a, const struct adm_want *
     out->blocker_free = dom->used <= dom->capacity ? dom->capacity - dom->used : 0;
 }
 
-/* A claim entry the ledger may refuse, or a domain that is broken (over capacity, epoch spent). */
-static inline bool claim_troubled(uint64_t cap, uint64_t used, uint64_t epoch, uint64_t units)
-{
-    return (used > cap) | (units > cap - used) | (epoch == UINT64_MAX);
-}
-
 /*
  * Resolves the claim, then fit, entries into want. -ORBIT_EMALFORMED for an
  * unknown domain; 1 when an entry may be refused or a claimed domain is
@@ -106,7 +91,7 @@ static int resolve_scan(struct orbit_admission *a, const struct orbit_demand *d,
         if (i >= nc)
             trouble |= u->units > dom->capacity;
         else
-            trouble |= claim_troubled(dom->capacity, dom->used, dom->availability_epoch, u->units);
+            trouble |= adm_claim_troubled(dom->capacity, dom->used, dom->availability_epoch, u->units);
     }
     return trouble;
 }
@@ -129,7 +114,7 @@ static int resolve(struct orbit_admission *a, const struct orbit_demand *d, stru
             break;
         }
         want[i] = (struct adm_want){ h, units };
-        trouble |= claim_troubled(doms[h].capacity, doms[h].used, doms[h].availability_epoch, units);
+        trouble |= adm_claim_troubled(doms[h].capacity, doms[h].used, doms[h].availability_epoch, units);
     }
     return miss ? resolve_scan(a, d, want) : trouble;
 }
@@ -165,8 +150,9 @@ static int find_deferred(const struct orbit_admission *a, const struct adm_want 
     return 0;
 }
 
-/* Pre-commit checks: every one that fails is a broken invariant or an exhausted counter. *slot: the free slot. */
-static enum adm_poison precheck(const struct orbit_admission *a, const struct adm_want *claim, size_t nc,
+/* Pre-commit checks: every one that fails is a broken invariant or an exhausted counter.
+ * *slot: the free record, taken off its list last (nothing else changes before a poison). */
+static enum adm_poison precheck(struct orbit_admission *a, const struct adm_want *claim, size_t nc,
                                 bool trouble, uint64_t fee, uint32_t *slot)
 {
     const struct adm_ledger *l = a->ledger;
@@ -184,21 +170,18 @@ static enum adm_poison precheck(const struct orbit_admission *a, const struct ad
     for (size_t i = 0; trouble && i < nc; i++)
         if (a->domains[claim[i].index].availability_epoch == UINT64_MAX)
             return ADM_POISON_EPOCH;
-    *slot = a->free_stack[l->free_top - 1];   /* table_room proved 0 < free_top <= max_claims */
-    if (*slot >= a->geo.max_claims ||
-        atomic_load_explicit(&adm_record(a, *slot)->state, memory_order_relaxed) != ADM_REC_FREE)
-        return ADM_POISON_LAYOUT;
-    return ADM_OK;
+    /* table_room proved live_claims < max_claims: some list holds a free record. */
+    *slot = adm_take_free(a);
+    return *slot < a->geo.max_claims ? ADM_OK : ADM_POISON_LAYOUT;
 }
 
-/* Claim-table room: 0, -ORBIT_EFULL, or -1 when the counts disagree (poison). */
+/* Claim-table room: 0, -ORBIT_EFULL, or -1 when the count is out of range (poison). */
 static int table_room(const struct orbit_admission *a)
 {
-    const struct adm_ledger *l = a->ledger;
-    uint32_t top = l->free_top, max = a->geo.max_claims;
-    if (top > max || l->live_claims != max - top)
+    uint32_t live = a->ledger->live_claims, max = a->geo.max_claims;
+    if (live > max)
         return -1;
-    return top == 0 ? -ORBIT_EFULL : 0;
+    return live == max ? -ORBIT_EFULL : 0;
 }
 
 /* Write the record into slot (precheck's), then charge the domains. Order matters for repair (see lock.c). */
@@ -208,11 +191,10 @@ static void commit(struct orbit_admission *a, const struct adm_want *claim, size
     struct adm_ledger *l = a->ledger;
     struct adm_domain *doms = a->domains;
     struct adm_record *r = adm_record(a, slot);
-    uint64_t serial = l->next_serial, inc = a->fleet->incarnation;
-    uint16_t node = a->fleet->node;
+    uint64_t serial = l->next_serial, inc = a->incarnation;
+    uint16_t node = a->node;
     /* The serial is spent before any record carries it: a crash never lets it be reused. */
     l->next_serial = serial + 1;
-    l->free_top--;
     /* WRITING first: a holder that dies before LIVE leaves a record repair refuses to trust. */
     atomic_store_explicit(&r->state, ADM_REC_WRITING, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
@@ -220,7 +202,7 @@ static void commit(struct orbit_admission *a, const struct adm_want *claim, size
     r->incarnation = inc;
     r->serial = serial;
     r->retained_bytes = fee;
-    r->n_units = (uint32_t)nc;
+    r->n_units = (uint16_t)nc;   /* nc <= max_domains <= 1024 */
     adm_park_here(a, ADM_PARK_CLAIM_WRITING);
     struct adm_unit *ru = r->units;
     for (size_t i = 0; i < nc; i++) {
@@ -330,22 +312,13 @@ static void clear_result(struct orbit_admit_result *out)
     out->retained_now = out->retained_max = 0;
 }
 
-int orbit_admission_try_claim(struct orbit_admission *a, const struct orbit_demand *d,
-                              struct orbit_admit_result *out)
+int adm_claim_decided(struct orbit_admission *a, const struct orbit_demand *d, struct orbit_admit_result *out,
+                      bool locked)
 {
-    int refused = adm_enter(a, __func__);
-    if (refused < 0)
-        return refused;
-    if (!d || !out)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__, d ? "out" : "demand");
-    int rc = check_demand(a, d);
-    if (rc < 0)
+    int rc;
+    if (!locked && (rc = adm_lock(a, false)) < 0)
         return rc;
-    if (a->fleet->observer)
-        return orb_fail(-ORBIT_ENOTOWNER, "%s: an observer claims nothing (join as a member)", __func__);
     clear_result(out);
-    if ((rc = adm_lock(a, false)) < 0)
-        return rc;
     /* a->want holds 2 * max_domains entries: claim and fit are at most max_domains each. */
     rc = decide(a, d, a->want, out);
     adm_unlock(a);
@@ -358,3 +331,4 @@ int orbit_admission_try_claim(struct orbit_admission *a, const struct orbit_dema
     }
     return rc;
 }
+

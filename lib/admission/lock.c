@@ -115,30 +115,24 @@ static enum adm_poison repair_sum(struct orbit_admission *a, uint64_t *retained,
     return *retained > a->geo.retained_max ? ADM_POISON_RETAINED : ADM_OK;
 }
 
-/* Recomputes used, retained bytes, live count and the free stack from the records. */
+/* Recomputes used, retained bytes, live count and the free lists from the records. */
 static enum adm_poison repair_recount(struct orbit_admission *a)
 {
     struct adm_ledger *l = a->ledger;
     if (l->n_domains > a->geo.max_domains)
         return ADM_POISON_LAYOUT;
     uint64_t retained = 0;
-    uint32_t live = 0, free_top = 0;
+    uint32_t live = 0;
     enum adm_poison why = repair_sum(a, &retained, &live);
     if (why != ADM_OK)
         return why;
-    /* Pass 2: a release cut short is finished here (its units are not in the sums). */
-    for (uint32_t s = 0; s < a->geo.max_claims; s++) {
-        struct adm_record *r = adm_record(a, s);
-        if (atomic_load_explicit(&r->state, memory_order_relaxed) == ADM_REC_LIVE)
-            continue;
-        atomic_store_explicit(&r->state, ADM_REC_FREE, memory_order_relaxed);
-        a->free_stack[free_top++] = s;
-    }
+    /* Pass 2: a release cut short is finished here (its units are not in the sums), and a
+     * record taken off a list by a holder that died before writing it goes back on one. */
+    adm_lists_rebuild(a);
     for (uint32_t d = 0; d < l->n_domains; d++)
         a->domains[d].used = a->scratch[d];
     l->retained_bytes = retained;
     l->live_claims = live;
-    l->free_top = free_top;
     return ADM_OK;
 }
 

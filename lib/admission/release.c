@@ -25,7 +25,8 @@ static bool record_releasable(const struct orbit_admission *a, const struct adm_
         return false;
     if ((fee != 0 && fee != sum) || retained < fee || retained > a->geo.retained_max)
         return false;
-    return l->live_claims > 0 && l->free_top < a->geo.max_claims &&
+    /* The record goes back on its node's list: the node is one of the fleet's. */
+    return l->live_claims > 0 && r->node < a->geo.fleet_capacity &&
            atomic_load_explicit(&l->change_epoch, memory_order_relaxed) != UINT64_MAX;
 }
 
@@ -53,9 +54,9 @@ int adm_release_record(struct orbit_admission *a, uint32_t slot)
     }
     l->retained_bytes -= r->retained_bytes;
     l->live_claims--;
-    r->serial = 0;
     atomic_store_explicit(&r->state, ADM_REC_FREE, memory_order_relaxed);
-    a->free_stack[l->free_top++] = slot;
+    /* Back to its claimer's node, whose next claim takes it (its lines are in that cache). */
+    adm_list_push(a, &a->lanes[r->node].free_head, slot);
     uint64_t e = atomic_load_explicit(&l->change_epoch, memory_order_relaxed);
     /* Release: a waiter that sees the new epoch also sees the units given back. */
     atomic_store_explicit(&l->change_epoch, e + 1, memory_order_release);
@@ -88,6 +89,71 @@ static int release_locked(struct orbit_admission *a, const struct orbit_claim *c
     return adm_release_record(a, c->slot);
 }
 
+/*
+ * The release most callers make, in one pass: the claim names a live record
+ * of one or two units and no retained fee, and every check
+ * record_releasable makes passes. 1: some check did not pass, nothing
+ * changed: release_locked() judges it (and poisons what is broken).
+ */
+static inline int release_fast(struct orbit_admission *a, const struct orbit_claim *c)
+{
+    struct adm_ledger *l = a->ledger;
+    uint32_t slot = c->slot;
+    if (slot >= a->geo.max_claims || atomic_load_explicit(&l->poisoned, memory_order_relaxed))
+        return 1;
+    struct adm_record *r = adm_record(a, slot);
+    uint32_t nu = r->n_units, n = l->n_domains, live = l->live_claims;
+    uint16_t node = r->node;
+    uint64_t e = atomic_load_explicit(&l->change_epoch, memory_order_relaxed);
+    if (atomic_load_explicit(&r->state, memory_order_relaxed) != ADM_REC_LIVE || r->serial != c->serial ||
+        c->serial == 0 || node != c->node || r->incarnation != c->incarnation ||
+        (r->retained_bytes | c->retained_bytes) != 0 || nu - 1 > 1 || node >= a->geo.fleet_capacity ||
+        live == 0 || e == UINT64_MAX || n > a->geo.max_domains)
+        return 1;
+    bool two = nu == 2;
+    struct adm_unit u0 = r->units[0], u1 = r->units[1];
+    if (!two)
+        u1 = (struct adm_unit){ .domain_index = u0.domain_index, .units = 0 };
+    if (u0.domain_index >= n || u1.domain_index >= n || u0.units == 0 ||
+        (two && (u1.units == 0 || u0.domain_index == u1.domain_index)))
+        return 1;
+    struct adm_domain *d0 = &a->domains[u0.domain_index], *d1 = &a->domains[u1.domain_index];
+    if (d0->used < u0.units || d1->used < u1.units || d0->availability_epoch == UINT64_MAX ||
+        d1->availability_epoch == UINT64_MAX)
+        return 1;
+    /* RELEASING before any unit goes back: repair then counts the record as gone. */
+    atomic_store_explicit(&r->state, ADM_REC_RELEASING, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    d0->used -= u0.units;
+    d0->availability_epoch++;
+    adm_park_here(a, ADM_PARK_RELEASE);
+    if (two) {
+        d1->used -= u1.units;
+        d1->availability_epoch++;
+    }
+    l->live_claims = live - 1;
+    atomic_store_explicit(&r->state, ADM_REC_FREE, memory_order_relaxed);
+    /* Back to its claimer's node, whose next claim takes it (its lines are in that cache). */
+    adm_list_push(a, &a->lanes[node].free_head, slot);
+    /* Release: a waiter that sees the new epoch also sees the units given back. */
+    atomic_store_explicit(&l->change_epoch, e + 1, memory_order_release);
+    return 0;
+}
+
+/* Every release the fast path did not take: judged under the held lock, which it gives. */
+static ORB_NOINLINE int release_judged(struct orbit_admission *a, struct orbit_claim *c)
+{
+    int rc = release_locked(a, c);
+    uint64_t epoch = atomic_load_explicit(&a->ledger->change_epoch, memory_order_relaxed);
+    adm_unlock(a);
+    if (rc == 0) {
+        c->released = true;
+        orb_count(&a->ctr, ADM_CTR_RELEASES, 1);
+        adm_wake_wanted(a, epoch);   /* after the give: see adm_wake */
+    }
+    return rc;
+}
+
 int orbit_admission_release(struct orbit_admission *a, struct orbit_claim *c)
 {
     int refused = adm_enter(a, __func__);
@@ -101,15 +167,14 @@ int orbit_admission_release(struct orbit_admission *a, struct orbit_claim *c)
     int rc = adm_lock(a, false);
     if (rc < 0)
         return rc;
-    rc = release_locked(a, c);
+    if (release_fast(a, c) != 0)
+        return release_judged(a, c);
     uint64_t epoch = atomic_load_explicit(&a->ledger->change_epoch, memory_order_relaxed);
+    c->released = true;   /* before the give, as try_claim answers: see there */
+    orb_count(&a->ctr, ADM_CTR_RELEASES, 1);
     adm_unlock(a);
-    if (rc == 0) {
-        c->released = true;
-        orb_count(&a->ctr, ADM_CTR_RELEASES, 1);
-        adm_wake_wanted(a, epoch);   /* after the give: see adm_wake */
-    }
-    return rc;
+    adm_wake_wanted(a, epoch);   /* after the give: see adm_wake */
+    return 0;
 }
 
 /* 0, or the lock's error when a live holder kept it past the bound (the fleet retries

@@ -10,7 +10,7 @@
  */
 #include <sched.h>
 #include <string.h>
-#include "stream_layout.h"
+#include "ring.h"
 
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
@@ -68,43 +68,6 @@ static void ring_get(const unsigned char *ring, size_t cap, uint64_t pos, unsign
         memcpy(dst + first, ring, n - first);
 }
 
-static uint64_t clamp_need(uint64_t need, uint64_t cap) { return need == 0 ? 1 : need > cap ? cap : need; }
-static uint64_t free_space(uint64_t cap, uint64_t used) { return used >= cap ? 0 : cap - used; }
-
-/* Publish [from, to). True when a reader waits and this lifts what is queued across
- * its need (need 1: the ring was empty). */
-static inline bool publish_head(struct orbit_endpoint *ep, uint64_t from, uint64_t to)
-{
-    struct stream_dir *d = ep->wr;
-    /* seq_cst store, then seq_cst loads: a reader arms parked (or a watch) and states
-     * its need before its last check, so either that check sees `to` or we see it
-     * waiting. Nobody waiting: the reader's line is not even read. */
-    atomic_store_explicit(&d->head, to, memory_order_seq_cst);
-    if (!stream_dir_waiting(d, WATCH_READER))
-        return false;
-    uint64_t tail = atomic_load_explicit(&d->tail, memory_order_seq_cst);
-    uint64_t need = clamp_need(atomic_load_explicit(&d->reader_need, memory_order_seq_cst),
-                               ep->s->buffer_bytes);
-    uint64_t before = from >= tail ? from - tail : 0, after = to >= tail ? to - tail : 0;
-    return before < need && after >= need;
-}
-
-/* Publish consumption up to `to`. True when a writer waits and free space crossed
- * its need. */
-static inline bool publish_tail(struct orbit_endpoint *ep, uint64_t from, uint64_t to)
-{
-    struct stream_dir *d = ep->rd;
-    uint64_t cap = ep->s->buffer_bytes;
-    /* The mirror of publish_head: either the writer's room check sees `to`, or we
-     * see it waiting with the need it stated before that check. */
-    atomic_store_explicit(&d->tail, to, memory_order_seq_cst);
-    if (!stream_dir_waiting(d, WATCH_WRITER))
-        return false;
-    uint64_t head = atomic_load_explicit(&d->head, memory_order_seq_cst);
-    uint64_t need = clamp_need(atomic_load_explicit(&d->writer_need, memory_order_seq_cst), cap);
-    return free_space(cap, head - from) < need && free_space(cap, head - to) >= need;
-}
-
 /*
  * A wake found mid-copy. When the waiter last parked on the CPU we run on, it
  * cannot copy beside us: waking it now only has it preempt us for a quarter
@@ -129,30 +92,13 @@ void stream_note_cpu(_Atomic uint32_t *hint)
         atomic_store_explicit(hint, (uint32_t)cpu, memory_order_relaxed);
 }
 
-static int write_refusal(const struct orbit_endpoint *ep)
-{
-    int rc = stream_ep_check(ep);
-    if (rc < 0)
-        return rc;
-    if (ep->write_shut)
-        return -ORBIT_ECLOSED;
-    uint32_t flags = atomic_load_explicit(&ep->wr->flags, memory_order_acquire);
-    if (flags & DIR_RESET)
-        return -ORBIT_ERESET;
-    if (flags & DIR_FIN)
-        return -ORBIT_ECLOSED;
-    if (flags & DIR_READER_GONE)
-        return -ORBIT_EPEERGONE;
-    return 0;
-}
-
 /* One attempt: what fits now (exact: all of it or nothing). */
 static ORB_NOINLINE ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf,
                                                        size_t len, bool exact)
 {
     struct orbit_streams *s = ep->s;
     size_t cap = s->buffer_bytes;
-    int rc = write_refusal(ep);
+    int rc = stream_write_refusal(ep);
     if (rc < 0)
         return rc;
     if (exact && len > cap)
@@ -463,7 +409,7 @@ int stream_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx, const str
     return orb_wait_park_until(w, pred, ctx, deadline, spin, stats);
 }
 
-static int wait_data(struct orbit_endpoint *ep, uint32_t need, const struct orb_deadline *deadline)
+int stream_wait_data(struct orbit_endpoint *ep, uint32_t need, const struct orb_deadline *deadline)
 {
     struct stream_room want = { ep, need ? need : 1 };
     stream_reader_need(ep, want.need);
@@ -472,7 +418,7 @@ static int wait_data(struct orbit_endpoint *ep, uint32_t need, const struct orb_
     return r < 0 ? r : 0;
 }
 
-static int wait_room(struct orbit_endpoint *ep, uint32_t need, const struct orb_deadline *deadline)
+int stream_wait_room(struct orbit_endpoint *ep, uint32_t need, const struct orb_deadline *deadline)
 {
     struct stream_room room = { ep, need ? need : 1 };
     stream_writer_need(ep, room.need);
@@ -482,7 +428,7 @@ static int wait_room(struct orbit_endpoint *ep, uint32_t need, const struct orb_
 }
 
 /* After -ORBIT_EAGAIN from a try: ask for the doorbell, then look once more. */
-static void watch(struct stream_dir *d, uint32_t bit)
+void stream_watch(struct stream_dir *d, uint32_t bit)
 {
     /* seq_cst RMW: a change published after it sees the bit; one before it the retry sees. */
     if (!(atomic_load_explicit(&d->watch, memory_order_relaxed) & bit))
@@ -514,8 +460,7 @@ static ORB_HOT int io_enter(const struct orbit_endpoint *ep, const void *buf,
 }
 
 /* Why a read (or a wait for bytes) failed with rc, for orbit_last_error; returns rc. */
-static ORB_COLD int read_said(int rc, const struct orbit_endpoint *ep, size_t len,
-                                                     int timeout_ms)
+int stream_read_said(int rc, const struct orbit_endpoint *ep, size_t len, int timeout_ms)
 {
     if (orb_error_in_call())
         return rc;
@@ -533,8 +478,7 @@ static ORB_COLD int read_said(int rc, const struct orbit_endpoint *ep, size_t le
 }
 
 /* Why a write (or a wait for room) failed with rc, for orbit_last_error; returns rc. */
-static ORB_COLD int write_said(int rc, const struct orbit_endpoint *ep, size_t len,
-                                                      int timeout_ms)
+int stream_write_said(int rc, const struct orbit_endpoint *ep, size_t len, int timeout_ms)
 {
     if (orb_error_in_call())
         return rc;
@@ -560,10 +504,10 @@ ssize_t orbit_endpoint_try_read(struct orbit_endpoint *ep, void *buf, size_t len
     ssize_t r = read_some(ep, buf, len, false);
     if (r == -ORBIT_EAGAIN) {
         stream_reader_need(ep, 1);
-        watch(ep->rd, WATCH_READER);
+        stream_watch(ep->rd, WATCH_READER);
         r = read_some(ep, buf, len, false);
     }
-    return r < 0 ? read_said((int)r, ep, len, 0) : r;
+    return r < 0 ? stream_read_said((int)r, ep, len, 0) : r;
 }
 
 int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t len)
@@ -574,10 +518,10 @@ int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t l
     ssize_t r = read_some(ep, buf, len, true);
     if (r == -ORBIT_EAGAIN) {
         stream_reader_need(ep, (uint32_t)len);   /* len <= buffer_bytes here */
-        watch(ep->rd, WATCH_READER);
+        stream_watch(ep->rd, WATCH_READER);
         r = read_some(ep, buf, len, true);
     }
-    return r < 0 ? read_said((int)r, ep, len, 0) : 0;
+    return r < 0 ? stream_read_said((int)r, ep, len, 0) : 0;
 }
 
 /* orbit_endpoint_read after a first try that did not read: the general path, the waits. */
@@ -589,12 +533,12 @@ static ORB_NOINLINE ssize_t read_rest(struct orbit_endpoint *ep, unsigned char *
     /* The deadline only once the first try found nothing: a read that need not wait reads no clock. */
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
-        int w = wait_data(ep, 1, &deadline);
+        int w = stream_wait_data(ep, 1, &deadline);
         if (w < 0)
-            return read_said(w, ep, len, timeout_ms);
+            return stream_read_said(w, ep, len, timeout_ms);
         r = read_some(ep, buf, len, false);
     }
-    return r < 0 ? read_said((int)r, ep, len, timeout_ms) : r;
+    return r < 0 ? stream_read_said((int)r, ep, len, timeout_ms) : r;
 }
 
 /* The entry checks and the fast path here; anything else out of line, so a small read's
@@ -616,12 +560,12 @@ int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, 
     ssize_t r = read_some(ep, buf, len, true);
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
-        int w = wait_data(ep, (uint32_t)len, &deadline);
+        int w = stream_wait_data(ep, (uint32_t)len, &deadline);
         if (w < 0)
-            return read_said(w, ep, len, timeout_ms);
+            return stream_read_said(w, ep, len, timeout_ms);
         r = read_some(ep, buf, len, true);
     }
-    return r < 0 ? read_said((int)r, ep, len, timeout_ms) : 0;
+    return r < 0 ? stream_read_said((int)r, ep, len, timeout_ms) : 0;
 }
 
 ssize_t orbit_endpoint_try_write(struct orbit_endpoint *ep, const void *buf, size_t len)
@@ -632,10 +576,10 @@ ssize_t orbit_endpoint_try_write(struct orbit_endpoint *ep, const void *buf, siz
     ssize_t r = write_some(ep, buf, len, false);
     if (r == -ORBIT_EAGAIN) {
         stream_writer_need(ep, 1);
-        watch(ep->wr, WATCH_WRITER);
+        stream_watch(ep->wr, WATCH_WRITER);
         r = write_some(ep, buf, len, false);
     }
-    return r < 0 ? write_said((int)r, ep, len, 0) : r;
+    return r < 0 ? stream_write_said((int)r, ep, len, 0) : r;
 }
 
 int orbit_endpoint_try_write_exact(struct orbit_endpoint *ep, const void *buf, size_t len)
@@ -646,10 +590,10 @@ int orbit_endpoint_try_write_exact(struct orbit_endpoint *ep, const void *buf, s
     ssize_t r = write_some(ep, buf, len, true);
     if (r == -ORBIT_EAGAIN) {
         stream_writer_need(ep, (uint32_t)len);   /* len <= buffer_bytes here */
-        watch(ep->wr, WATCH_WRITER);
+        stream_watch(ep->wr, WATCH_WRITER);
         r = write_some(ep, buf, len, true);
     }
-    return r < 0 ? write_said((int)r, ep, len, 0) : 0;
+    return r < 0 ? stream_write_said((int)r, ep, len, 0) : 0;
 }
 
 /* orbit_endpoint_write after a first try that did not write: the general path, the waits. */
@@ -660,12 +604,12 @@ static ORB_NOINLINE ssize_t write_rest(struct orbit_endpoint *ep, const unsigned
     /* As in a read: the clock only for a write that has to wait. */
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
-        int w = wait_room(ep, 1, &deadline);
+        int w = stream_wait_room(ep, 1, &deadline);
         if (w < 0)
-            return write_said(w, ep, len, timeout_ms);
+            return stream_write_said(w, ep, len, timeout_ms);
         r = write_some(ep, buf, len, false);
     }
-    return r < 0 ? write_said((int)r, ep, len, timeout_ms) : r;
+    return r < 0 ? stream_write_said((int)r, ep, len, timeout_ms) : r;
 }
 
 /* The entry checks and the fast path here, as in orbit_endpoint_read. */
@@ -694,16 +638,16 @@ int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t 
             continue;
         }
         if (r != -ORBIT_EAGAIN)
-            return write_said((int)r, ep, len, timeout_ms);
+            return stream_write_said((int)r, ep, len, timeout_ms);
         /* The deadline runs from the first wait: a call that never waits reads no clock. */
         if (!waited)
             deadline = orb_deadline_in(timeout_ms);
         waited = true;
         /* Wait for a quarter ring (or the rest): fewer, larger refills. The reader
          * frees it whenever it wants bytes past what the ring already holds. */
-        int w = wait_room(ep, (uint32_t)min_size(len - done, quarter(ep->s)), &deadline);
+        int w = stream_wait_room(ep, (uint32_t)min_size(len - done, quarter(ep->s)), &deadline);
         if (w < 0)
-            return write_said(w, ep, len, timeout_ms);
+            return stream_write_said(w, ep, len, timeout_ms);
     } while (done < len);
     return 0;
 }
@@ -716,12 +660,12 @@ int orbit_endpoint_write_exact(struct orbit_endpoint *ep, const void *buf, size_
     ssize_t r = write_some(ep, buf, len, true);
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
-        int w = wait_room(ep, (uint32_t)len, &deadline);
+        int w = stream_wait_room(ep, (uint32_t)len, &deadline);
         if (w < 0)
-            return write_said(w, ep, len, timeout_ms);
+            return stream_write_said(w, ep, len, timeout_ms);
         r = write_some(ep, buf, len, true);
     }
-    return r < 0 ? write_said((int)r, ep, len, timeout_ms) : 0;
+    return r < 0 ? stream_write_said((int)r, ep, len, timeout_ms) : 0;
 }
 
 int orbit_endpoint_wait_readable(struct orbit_endpoint *ep, int timeout_ms)
@@ -732,7 +676,7 @@ int orbit_endpoint_wait_readable(struct orbit_endpoint *ep, int timeout_ms)
     if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    return read_said(wait_data(ep, 1, &deadline), ep, 1, timeout_ms);
+    return stream_read_said(stream_wait_data(ep, 1, &deadline), ep, 1, timeout_ms);
 }
 
 int orbit_endpoint_wait_writable(struct orbit_endpoint *ep, int timeout_ms)
@@ -743,7 +687,7 @@ int orbit_endpoint_wait_writable(struct orbit_endpoint *ep, int timeout_ms)
     if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    return write_said(wait_room(ep, 1, &deadline), ep, 1, timeout_ms);
+    return stream_write_said(stream_wait_room(ep, 1, &deadline), ep, 1, timeout_ms);
 }
 
 int orbit_endpoint_wait_writable_exact(struct orbit_endpoint *ep, size_t needed, int timeout_ms)
@@ -754,9 +698,9 @@ int orbit_endpoint_wait_writable_exact(struct orbit_endpoint *ep, size_t needed,
     if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
     if (needed > ep->s->buffer_bytes)
-        return write_said(-ORBIT_ETOOLARGE, ep, needed, timeout_ms);
+        return stream_write_said(-ORBIT_ETOOLARGE, ep, needed, timeout_ms);
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    return write_said(wait_room(ep, (uint32_t)needed, &deadline), ep, needed, timeout_ms);
+    return stream_write_said(stream_wait_room(ep, (uint32_t)needed, &deadline), ep, needed, timeout_ms);
 }
 
 int orbit_endpoint_finish(struct orbit_endpoint *ep)

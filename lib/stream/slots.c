@@ -314,6 +314,7 @@ int orbit_endpoint_rearm(struct orbit_endpoint *ep)
     stream_dir_clear(&slot->dir[0]);
     stream_dir_clear(&slot->dir[1]);
     ep->tail_seen = 0;
+    ep->span_wr_end = ep->span_rd_end = 0;   /* spans handed out before are of the old counts */
     atomic_store(&slot->node[1], STREAM_NODE_NONE);
     atomic_store(&slot->incarnation[1], 0);
     /* Released is terminal for its holder and death only ends a claimed side: this CAS

@@ -171,6 +171,7 @@ struct orbit_endpoint {
     enum orbit_side side;
     bool write_shut;                  /* this end finished or reset its direction */
     uint64_t tail_seen;               /* writer's last look at wr->tail: room it surely has */
+    uint64_t span_wr_end, span_rd_end; /* head (tail) may be committed (consumed) up to these (span.c) */
     struct orb_spin read_spin, write_spin;
     _Atomic uint32_t waits;           /* waits since the peer's CPU was last looked at */
     _Atomic bool peer_here;           /* that look: the peer waits from our CPU (do not spin) */

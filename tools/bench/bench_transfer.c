@@ -13,8 +13,11 @@
  * of their own, both sides busy-polling. The exchange is zero-copy too (the
  * sender fills a reserved chunk of the arena, the receiver reads the chunk it
  * consumed); the stream copies (the sender fills a buffer and writes it, the
- * receiver reads into a buffer and sums it). Each transport buffers four
- * messages: four slots, a ring and an arena lane of four messages' bytes.
+ * receiver reads into a buffer and sums it), and the stream in place is
+ * zero-copy (the sender fills the ring's spans, orbit_endpoint_write_span,
+ * and commits; the receiver sums the spans it is given and consumes them).
+ * Each transport buffers four messages: four slots, a ring and an arena lane
+ * of four messages' bytes.
  *
  * Cases: 1 MiB messages, with orbit's blocking calls (their default spin,
  * then a park) and spinning (ORBIT_SPIN_NS at its ceiling, 1 ms: a waiter
@@ -45,9 +48,9 @@
 #define XF_SPIN_NS   1000000u      /* "spinning": the spin ceiling (orbit_set_spin_ns) */
 #define XF_RECEIVER  0             /* fleet nodes */
 #define XF_SENDER    1
-#define XF_CELLS_MAX 5
+#define XF_CELLS_MAX 7
 
-enum xport { XP_RING, XP_STREAM, XP_EXCHANGE };
+enum xport { XP_RING, XP_STREAM, XP_EXCHANGE, XP_SPAN };
 enum xwait { XW_BLOCK, XW_SPIN };
 struct cell { enum xport xp; enum xwait wait; };
 struct xcase {
@@ -59,14 +62,14 @@ struct xcase {
 };
 
 static const struct xcase cases[] = {
-    { "1m", "1 MiB messages", 1u << 20, ORBIT_STREAM_KIND, ORBIT_EXCHANGE_CONTROL_KIND, ORBIT_ARENA_KIND, 5,
+    { "1m", "1 MiB messages", 1u << 20, ORBIT_STREAM_KIND, ORBIT_EXCHANGE_CONTROL_KIND, ORBIT_ARENA_KIND, 7,
       { { XP_RING, XW_SPIN }, { XP_STREAM, XW_BLOCK }, { XP_STREAM, XW_SPIN }, { XP_EXCHANGE, XW_BLOCK },
-        { XP_EXCHANGE, XW_SPIN } } },
-    { "64k_spin", "64 KiB messages, both sides spinning", 64u << 10, 238, 237, 236, 3,
-      { { XP_RING, XW_SPIN }, { XP_STREAM, XW_SPIN }, { XP_EXCHANGE, XW_SPIN } } },
+        { XP_EXCHANGE, XW_SPIN }, { XP_SPAN, XW_BLOCK }, { XP_SPAN, XW_SPIN } } },
+    { "64k_spin", "64 KiB messages, both sides spinning", 64u << 10, 238, 237, 236, 4,
+      { { XP_RING, XW_SPIN }, { XP_STREAM, XW_SPIN }, { XP_EXCHANGE, XW_SPIN }, { XP_SPAN, XW_SPIN } } },
 };
 #define NCASES (sizeof cases / sizeof cases[0])
-static const char *const xport_key[] = { "zero_copy_ring", "stream", "exchange" };
+static const char *const xport_key[] = { "zero_copy_ring", "stream", "exchange", "stream_in_place" };
 static const char *const wait_key[] = { "blocking", "spinning" };
 
 /* Shared with the sender: the ring's counts (a line each) and the run's gates. */
@@ -97,10 +100,11 @@ static const char usage[] =
 "  One-way transfers of whole messages between two processes, the sender writing\n"
 "  and the receiver reading every byte of each, beside a zero-copy slot ring (the\n"
 "  sender fills slots in shared memory in place, the receiver reads them in place,\n"
-"  both busy-polling): orbit's exchange (zero-copy through its payload arena) and\n"
-"  stream (a copy in, a copy out). 1 MiB messages with orbit's blocking calls and\n"
-"  spinning (ORBIT_SPIN_NS at its 1 ms ceiling), and 64 KiB messages with both\n"
-"  sides spinning. Each transport buffers four messages.\n"
+"  both busy-polling): orbit's exchange (zero-copy through its payload arena),\n"
+"  stream (a copy in, a copy out) and stream in place (zero-copy: the sender\n"
+"  fills the ring's spans, the receiver reads them). 1 MiB messages with orbit's\n"
+"  blocking calls and spinning (ORBIT_SPIN_NS at its 1 ms ceiling), and 64 KiB\n"
+"  messages with both sides spinning. Each transport buffers four messages.\n"
 "\n"
 "  --bytes N      bytes moved per run (default 256M; K/M/G suffixes; at least 1M)\n"
 "  --pairs N      run every case's transports back to back N times, the order\n"
@@ -191,7 +195,21 @@ static void spin_for(enum xwait w)
 
 /* ---- orbit: the sender (a child of its own: handles never cross fork) ---------------- */
 
-static int stream_send(struct orbit_fleet *f, struct xshared *sh, const struct xcase *c, uint64_t n)
+/* One message into the ring in place: its spans filled, then committed whole. */
+static int span_send_one(struct orbit_endpoint *ep, size_t len, uint64_t i)
+{
+    struct orbit_span sp[2];
+    int n = orbit_endpoint_write_span(ep, len, -1, sp);
+    if (n < 0)
+        return n;
+    size_t first = len < sp[0].len ? len : sp[0].len;
+    memset(sp[0].data, tag_of(i), first);
+    if (first < len)
+        memset(sp[1].data, tag_of(i), len - first);
+    return orbit_endpoint_commit(ep, len);
+}
+
+static int stream_send(struct orbit_fleet *f, struct xshared *sh, const struct xcase *c, bool in_place, uint64_t n)
 {
     struct orbit_stream_spec spec = stream_spec(c);
     struct orbit_streams *s;
@@ -207,6 +225,10 @@ static int stream_send(struct orbit_fleet *f, struct xshared *sh, const struct x
         while (!atomic_load(&sh->go))
             relax();
         for (uint64_t i = 0; rc == 0 && i < n; i++) {
+            if (in_place) {
+                rc = span_send_one(ep, len, i);
+                continue;
+            }
             memset(buf, tag_of(i), len);
             rc = orbit_endpoint_write_all(ep, buf, len, -1);
         }
@@ -265,7 +287,8 @@ static _Noreturn void sender(struct xbench *b, const struct xcase *c, struct cel
     } else {
         spin_for(cell.wait);
         struct orbit_fleet *f = join_as(b->fleet, XF_SENDER);
-        rc = !f ? -1 : cell.xp == XP_STREAM ? stream_send(f, b->sh, c, n) : exchange_send(f, b->sh, c, n);
+        rc = !f ? -1 : cell.xp == XP_EXCHANGE ? exchange_send(f, b->sh, c, n)
+                                              : stream_send(f, b->sh, c, cell.xp == XP_SPAN, n);
         if (rc < 0)
             fprintf(stderr, "orbit-bench transfer: sender: %s\n", f ? orbit_last_error() : "join failed");
         if (f)
@@ -278,7 +301,25 @@ static _Noreturn void sender(struct xbench *b, const struct xcase *c, struct cel
 
 /* ---- orbit: the receiver (this process, node 0 for the whole run) ------------------- */
 
-static int stream_receive(struct xbench *b, size_t k, uint64_t n, uint64_t *sum, int64_t *t0)
+/* One message read in place: the spans summed and checked where they are, then consumed. */
+static int span_receive_one(struct orbit_endpoint *ep, size_t len, uint64_t i, uint64_t *sum)
+{
+    struct orbit_span sp[2];
+    int n = orbit_endpoint_read_span(ep, len, 10000, sp);
+    if (n <= 0)
+        return n == 0 ? -ORBIT_EPEERGONE : n;
+    size_t first = len < sp[0].len ? len : sp[0].len;
+    const unsigned char *p0 = sp[0].data, *last = first < len ? (const unsigned char *)sp[1].data + (len - first - 1)
+                                                              : p0 + len - 1;
+    *sum += bx_touch_sum(p0, first);
+    if (first < len)
+        *sum += bx_touch_sum(sp[1].data, len - first);
+    if (p0[0] != tag_of(i) || *last != tag_of(i))
+        return -1;
+    return orbit_endpoint_consume(ep, len);
+}
+
+static int stream_receive(struct xbench *b, size_t k, bool in_place, uint64_t n, uint64_t *sum, int64_t *t0)
 {
     struct orbit_ticket t;
     struct orbit_endpoint *ep;
@@ -291,6 +332,10 @@ static int stream_receive(struct xbench *b, size_t k, uint64_t n, uint64_t *sum,
         atomic_store(&b->sh->go, 1);
         *t0 = bench_now_ns();
         for (uint64_t i = 0; rc == 0 && i < n; i++) {
+            if (in_place) {
+                rc = span_receive_one(ep, len, i, sum);
+                continue;
+            }
             /* The bytes as they come, as a byte stream's reader takes them. */
             for (size_t got = 0; rc == 0 && got < len;) {
                 ssize_t r = orbit_endpoint_read(ep, buf + got, len - got, 10000);
@@ -358,7 +403,8 @@ static double run_cell(struct xbench *b, size_t k, struct cell cell)
         t0 = bench_now_ns();
         rc = ring_receive(b, c->msg, n, &sum);
     } else {
-        rc = cell.xp == XP_STREAM ? stream_receive(b, k, n, &sum, &t0) : exchange_receive(b, k, n, &sum, &t0);
+        rc = cell.xp == XP_EXCHANGE ? exchange_receive(b, k, n, &sum, &t0)
+                                    : stream_receive(b, k, cell.xp == XP_SPAN, n, &sum, &t0);
     }
     int64_t t1 = bench_now_ns();
     atomic_store(&sh->done, 1);
@@ -490,7 +536,7 @@ static void report(const struct xbench *b)
         for (int i = 0; i < c->ncells; i++) {
             char name[48], r[48] = "";
             struct cell cell = c->cells[i];
-            snprintf(name, sizeof name, "%s%s", cell.xp == XP_RING ? "zero-copy ring" : xport_key[cell.xp],
+            snprintf(name, sizeof name, "%s%s", cell.xp == XP_RING ? "zero-copy ring" : cell.xp == XP_SPAN ? "stream in place" : xport_key[cell.xp],
                      cell.xp == XP_RING ? "" : cell.wait == XW_SPIN ? ", spinning" : ", blocking");
             if (cell.xp != XP_RING) {
                 struct ratio_stats rs = ratio_stats(&b->gbps[k][i], &b->gbps[k][0], true);

@@ -211,6 +211,40 @@ int     orbit_endpoint_write_all(struct orbit_endpoint *, const void *buf, size_
 int     orbit_endpoint_write_exact(struct orbit_endpoint *, const void *buf, size_t len, int timeout_ms);
 
 /*
+ * In place: the ring itself as up to two spans (the second where the ring
+ * wraps), for a writer that builds its bytes where the reader will read them
+ * and a reader that reads them where the writer put them: no copy on either
+ * side. liburing's shape: take, use, then hand over.
+ *
+ * orbit_endpoint_write_span waits up to timeout_ms (0: looks once) until at
+ * least min bytes (0: one) of the ring this end writes are free, fills
+ * span[0..n) with all of the free space and returns n (1 or 2). Nothing is
+ * published until orbit_endpoint_commit(ep, len) hands the first len bytes of
+ * those spans to the reader, in order; len is at most what write_span gave
+ * less what was committed since (the rest stays this end's to fill and
+ * commit later). A copying write in between takes the spans' start.
+ *
+ * orbit_endpoint_read_span waits the same way until at least min bytes are
+ * queued or the writer finished, fills span[0..n) with everything queued and
+ * returns n (1 or 2): 0 at a clean end (FIN and drained); at FIN, fewer than
+ * min bytes come as they are. The bytes stay in the ring until
+ * orbit_endpoint_consume(ep, len) gives the first len of them back.
+ *
+ * Errors: those of the copying calls (-ORBIT_ECLOSED, -ORBIT_ERESET,
+ * -ORBIT_EPEERGONE, -ORBIT_ESTALE, -ORBIT_ECORRUPT), -ORBIT_EAGAIN
+ * (timeout 0) or -ORBIT_ETIMEDOUT, -ORBIT_ETOOLARGE (min above the ring),
+ * -ORBIT_EMALFORMED (span NULL, or len past what the spans gave). One reading
+ * and one writing thread, as for the copying calls. The peer can write into
+ * shared memory at any time: read a span's bytes once, or check them where
+ * it matters. struct orbit_span has the layout of struct iovec.
+ */
+struct orbit_span { void *data; size_t len; };
+int orbit_endpoint_write_span(struct orbit_endpoint *, size_t min, int timeout_ms, struct orbit_span span[2]);
+int orbit_endpoint_commit(struct orbit_endpoint *, size_t len);
+int orbit_endpoint_read_span(struct orbit_endpoint *, size_t min, int timeout_ms, struct orbit_span span[2]);
+int orbit_endpoint_consume(struct orbit_endpoint *, size_t len);
+
+/*
  * Waits: 0 once a read (write; an exact write of `needed` bytes) would make
  * progress or the direction has ended (so the next call reports why);
  * -ORBIT_ETIMEDOUT, -ORBIT_ESTALE, -ORBIT_ETOOLARGE (needed > ring).

@@ -489,25 +489,32 @@ static const char *park_point[3] = { "claim-commit", "release", "claim-writing" 
 /*
  * Holds {1:5 fee 5} through a plain handle, then through a handle opened with
  * the park hook does the operation that stops inside the mutex: a claim of
- * {1:10,2:20 fee 30}, or the release of such a claim made beforehand.
+ * {1:10,2:20}, or the release of such a claim made beforehand. Variants 0-2
+ * give the big claim a retained fee of 30 (the general path); 3-5 give it
+ * none, with the hooked handle's domain hints set (the one-pass path).
  */
 static int parked_child(const char *name, int variant)
 {
     struct orbit_fleet *f;
     struct orbit_admission *plain, *hooked;
+    bool fast = variant >= 3;
     unsetenv(PARK_ENV);
     if (child_open(name, 5, 5005, &f, &plain) != 0)
         return 2;
-    setenv(PARK_ENV, park_point[variant], 1);
+    setenv(PARK_ENV, park_point[variant % 3], 1);
     if (orbit_admission_open_existing(f, ORBIT_ADMISSION_KIND, &hooked) != 0)
         return 3;
+    if (fast) {   /* domains 1 and 2 are indexes 0 and 1: hint = index + 1 */
+        hooked->hint[1 & (ADM_HINTS - 1)] = 1;
+        hooked->hint[2 & (ADM_HINTS - 1)] = 2;
+    }
     struct orbit_units held = { 1, 5 }, big[] = { { 1, 10 }, { 2, 20 } };
     struct orbit_demand dh = { .claim = &held, .n_claim = 1, .retained_bytes = 5 };
-    struct orbit_demand db = { .claim = big, .n_claim = 2, .retained_bytes = 30 };
+    struct orbit_demand db = { .claim = big, .n_claim = 2, .retained_bytes = fast ? 0 : 30 };
     struct orbit_admit_result r;
     if (orbit_admission_try_claim(plain, &dh, &r) || r.outcome != ORBIT_ADMIT_CLAIMED)
         return 4;
-    if (variant == 1) {
+    if (variant % 3 == 1) {
         if (orbit_admission_try_claim(plain, &db, &r) || r.outcome != ORBIT_ADMIT_CLAIMED)
             return 5;
         orbit_admission_release(hooked, &r.claim);   /* stops inside */
@@ -521,6 +528,7 @@ static void assert_mid_update(struct orbit_admission *a, int variant, pid_t hold
 {
     struct adm_domain *d = a->domains;   /* index 0: domain 1, index 1: domain 2 */
     ck_assert_int_eq(orb_lock_holder(&a->ledger->lock), holder);
+    variant %= 3;
     if (variant == 0) {          /* record live, domain 1 charged, domain 2 not yet */
         ck_assert_uint_eq(d[0].used, 15);
         ck_assert_uint_eq(d[1].used, 0);
@@ -535,6 +543,28 @@ static void assert_mid_update(struct orbit_admission *a, int variant, pid_t hold
     }
 }
 
+/* Every one of the ledger's max_claims records takes a claim, then none is left (-ORBIT_EFULL). */
+static void all_records_claimable(struct orbit_admission *a)
+{
+    struct orbit_admission_info in = info_of(a);
+    uint32_t n = in.spec.max_claims;
+    struct orbit_claim *c = calloc(n, sizeof *c);
+    struct orbit_units u = { 1, 1 };
+    struct orbit_demand d = { .claim = &u, .n_claim = 1 };
+    struct orbit_admit_result r;
+    ck_assert_int_eq(orbit_admission_set_capacity(a, 1, 100 + n), 0);
+    for (uint32_t i = 0; i < n; i++) {
+        ck_assert_int_eq(orbit_admission_try_claim(a, &d, &r), 0);
+        ck_assert_int_eq(r.outcome, ORBIT_ADMIT_CLAIMED);
+        c[i] = r.claim;
+    }
+    ck_assert_int_eq(orbit_admission_try_claim(a, &d, &r), -ORBIT_EFULL);
+    for (uint32_t i = 0; i < n; i++)
+        ck_assert_int_eq(orbit_admission_release(a, &c[i]), 0);
+    ck_assert(!orbit_admission_poisoned(a));
+    free(c);
+}
+
 START_TEST(test_kill_in_mutex)
 {
     const char *name = tu_fleet_name("adm-mutex");
@@ -547,9 +577,9 @@ START_TEST(test_kill_in_mutex)
         _exit(parked_child(name, _i));
     int st;
     ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
-    ck_assert_msg(WIFSTOPPED(st), "child did not stop at %s (status %d)", park_point[_i], st);
+    ck_assert_msg(WIFSTOPPED(st), "child did not stop at %s (status %d)", park_point[_i % 3], st);
     assert_mid_update(a, _i, pid);
-    if (_i == 0)   /* inspection gives up on a stopped holder instead of hanging */
+    if (_i % 3 == 0)   /* inspection gives up on a stopped holder instead of hanging */
         ck_assert_int_eq(orbit_admission_domains(a, NULL, 0), -ORBIT_ETIMEDOUT);
     uint64_t e = orbit_admission_epoch(a);
     kill(pid, SIGKILL);
@@ -558,7 +588,9 @@ START_TEST(test_kill_in_mutex)
     /* The next locker gets EOWNERDEAD and repairs (or poisons) before anything else. */
     struct orbit_admission_info in = info_of(a);
     ck_assert_uint_eq(in.repairs, 1);
-    if (_i == 2) {
+    int point = _i % 3;
+    uint64_t big_fee = _i >= 3 ? 0 : 30;
+    if (point == 2) {
         ck_assert(in.poisoned);
         ck_assert_str_eq(in.poison_reason, "a holder died while writing a claim record");
         struct orbit_units u = { 1, 1 };
@@ -572,10 +604,10 @@ START_TEST(test_kill_in_mutex)
     } else {
         ck_assert(!in.poisoned);
         /* Recomputed from the live records: the committed claim counts, the released one not. */
-        ck_assert_uint_eq(used_of(a, 1), _i == 0 ? 15 : 5);
-        ck_assert_uint_eq(used_of(a, 2), _i == 0 ? 20 : 0);
-        ck_assert_uint_eq(in.retained_bytes, _i == 0 ? 35 : 5);
-        ck_assert_uint_eq(in.live_claims, _i == 0 ? 2 : 1);
+        ck_assert_uint_eq(used_of(a, 1), point == 0 ? 15 : 5);
+        ck_assert_uint_eq(used_of(a, 2), point == 0 ? 20 : 0);
+        ck_assert_uint_eq(in.retained_bytes, point == 0 ? 5 + big_fee : 5);
+        ck_assert_uint_eq(in.live_claims, point == 0 ? 2 : 1);
         ck_assert_uint_eq(in.change_epoch, e + 1);   /* the repair woke waiters */
         orbit_admission_node_dead(a, 5, 5005);
         ck_assert_uint_eq(used_of(a, 1), 0);
@@ -584,13 +616,15 @@ START_TEST(test_kill_in_mutex)
         ck_assert_uint_eq(in.live_claims, 0);
         ck_assert_uint_eq(in.retained_bytes, 0);
         ck_assert(!in.poisoned);
-        /* And the ledger works on: the full capacity can be claimed again. */
+        /* And the ledger works on: the full capacity can be claimed again, and every
+         * record (the repair rebuilt the free lists) holds a claim at once. */
         struct orbit_units u[] = { { 1, 100 }, { 2, 100 } };
         struct orbit_demand d = { .claim = u, .n_claim = 2 };
         struct orbit_admit_result r;
         ck_assert_int_eq(orbit_admission_try_claim(a, &d, &r), 0);
         ck_assert_int_eq(r.outcome, ORBIT_ADMIT_CLAIMED);
         ck_assert_int_eq(orbit_admission_release(a, &r.claim), 0);
+        all_records_claimable(a);
     }
     orbit_admission_close(a);
     orbit_fleet_leave(f);
@@ -1011,7 +1045,7 @@ static Suite *fleet_suite(void)
     tcase_add_test(t, test_stress_4proc);
     tcase_add_test(t, test_racing_claims_never_exceed_capacity);
     tcase_add_loop_test(t, test_kill_holding, 0, 2);
-    tcase_add_loop_test(t, test_kill_in_mutex, 0, 3);
+    tcase_add_loop_test(t, test_kill_in_mutex, 0, 6);
     tcase_add_loop_test(t, test_deferred_woken_across_processes, 0, 2);
     tcase_add_loop_test(t, test_reporter_killed_mid_report, 0, 5);
     tcase_add_test(t, test_node_dead_on_a_stuck_ledger_is_finished_later);

@@ -555,6 +555,83 @@ START_TEST(test_table_full)
 }
 END_TEST
 
+/* ---- free lists ---------------------------------------------------------- */
+
+/* A released record goes back to the node that claimed it, whose next claim takes it; a node
+ * whose list and the spare list are empty takes another node's; -ORBIT_EFULL only when every
+ * record holds a claim. Two nodes of one named fleet, in this process. */
+START_TEST(test_records_return_to_their_node)
+{
+    const char *name = tu_fleet_name("adm-lists");
+    struct orbit_fleet *fa = tu_join(name, 2, 0, 11, tu_backing()), *fb = tu_join(name, 2, 1, 22, tu_backing());
+    struct orbit_admission_spec spec = ORBIT_ADMISSION_SPEC_DEFAULT;
+    spec.max_claims = 3;
+    struct orbit_admission *a, *b;
+    ck_assert_int_eq(orbit_admission_open(fa, &spec, &a), 0);
+    ck_assert_int_eq(orbit_admission_open(fb, &spec, &b), 0);
+    ck_assert_int_eq(orbit_admission_set_capacity(a, 1, 100), 0);
+    /* The spare list hands out the lowest slots first. */
+    struct orbit_claim a0 = must_claim(a, 1, 1, 0), a1 = must_claim(a, 1, 1, 0), b2 = must_claim(b, 1, 1, 0);
+    ck_assert_uint_eq(a0.slot, 0);
+    ck_assert_uint_eq(a1.slot, 1);
+    ck_assert_uint_eq(b2.slot, 2);
+    ck_assert_uint_eq(a->ledger->spare_head, ADM_NO_SLOT);
+    /* Each release goes to its claimer's list (b releases a's claim: back to a's node). */
+    ck_assert_int_eq(orbit_admission_release(b, &a0), 0);
+    ck_assert_int_eq(orbit_admission_release(b, &b2), 0);
+    ck_assert_uint_eq(a->lanes[0].free_head, 0);
+    ck_assert_uint_eq(a->lanes[1].free_head, 2);
+    b2 = must_claim(b, 1, 1, 0);
+    ck_assert_uint_eq(b2.slot, 2);                       /* b's own, not a's lower slot */
+    a0 = must_claim(a, 1, 1, 0);
+    ck_assert_uint_eq(a0.slot, 0);
+    struct orbit_units u = { 1, 1 };
+    struct orbit_admit_result r;
+    ck_assert_int_eq(claim(b, &u, 1, NULL, 0, 0, &r), -ORBIT_EFULL);
+    /* a gives back both of its records; b, with nothing on its list, takes one of a's. */
+    ck_assert_int_eq(orbit_admission_release(a, &a1), 0);
+    ck_assert_int_eq(orbit_admission_release(a, &a0), 0);
+    struct orbit_claim taken = must_claim(b, 1, 1, 0);
+    ck_assert_uint_eq(taken.slot, 0);                    /* the head of a's list */
+    ck_assert_uint_eq(a->lanes[0].free_head, 1);
+    ck_assert_uint_eq(used(a, 1), 2);
+    ck_assert_int_eq(orbit_admission_release(a, &taken), 0);
+    ck_assert_int_eq(orbit_admission_release(a, &b2), 0);
+    ck_assert_uint_eq(used(a, 1), 0);
+    ck_assert(!orbit_admission_poisoned(a));
+    orbit_admission_close(a);
+    orbit_admission_close(b);
+    orbit_fleet_leave(fa);
+    orbit_fleet_leave(fb);
+    ck_assert_int_eq(orbit_fleet_unlink(name), 0);
+}
+END_TEST
+
+/* A free list is shared memory: one that names a record out of range, or a record that is not
+ * free, poisons the ledger (a bounds check), and the claim gets -ORBIT_EPOISONED. */
+START_TEST(test_broken_list_poisons)
+{
+    for (int how = 0; how < 3; how++) {
+        struct fx x = fx_std(0);
+        struct orbit_claim c = must_claim(x.a, 10, 1, 0);   /* hints warm: the one-pass path */
+        ck_assert_int_eq(orbit_admission_release(x.a, &c), 0);
+        uint32_t *head = &x.a->lanes[orbit_fleet_node(x.f)].free_head;
+        ck_assert_uint_eq(*head, c.slot);
+        if (how == 0)
+            *head = 1u << 30;                                 /* out of range */
+        else if (how == 1)
+            adm_record(x.a, c.slot)->next_free = 1u << 30;   /* a link out of range */
+        else
+            *head = must_claim(x.a, 20, 1, 0).slot;          /* took c's record: now LIVE */
+        struct orbit_units u = { 10, 1 };
+        struct orbit_admit_result r;
+        ck_assert_int_eq(claim(x.a, &u, 1, NULL, 0, 0, &r), -ORBIT_EPOISONED);
+        ck_assert_str_eq(info(x.a).poison_reason, "a shared index or count failed a bounds check");
+        fx_close(&x);
+    }
+}
+END_TEST
+
 /* ---- release ------------------------------------------------------------- */
 
 START_TEST(test_release_exactly_once)
@@ -1053,6 +1130,8 @@ static Suite *admission_suite(void)
     tcase_add_test(t, test_malformed);
     tcase_add_test(t, test_check_order);
     tcase_add_test(t, test_table_full);
+    tcase_add_test(t, test_records_return_to_their_node);
+    tcase_add_test(t, test_broken_list_poisons);
     tcase_add_test(t, test_release_exactly_once);
     tcase_add_test(t, test_foreign_claim);
     tcase_add_loop_test(t, test_release_disagreeing_poisons, 0, 3);

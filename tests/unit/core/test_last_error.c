@@ -224,6 +224,10 @@ DRIVE(orbit_endpoint_peer_closed, orbit_endpoint_peer_closed(NULL))
 DRIVE(orbit_endpoint_wait_peer_closed, orbit_endpoint_wait_peer_closed(x->a, 0))
 DRIVE(orbit_endpoint_prep_wait_readable_exact, orbit_endpoint_prep_wait_readable_exact(x->b, 8192, &x->sqe))
 DRIVE(orbit_endpoint_prep_wait_writable_exact, orbit_endpoint_prep_wait_writable_exact(x->a, 8192, &x->sqe))
+DRIVE(orbit_endpoint_write_span, orbit_endpoint_write_span(x->a, 8192, 0, (struct orbit_span[2]){ { 0 } }))
+DRIVE(orbit_endpoint_commit, orbit_endpoint_commit(x->a, 9))
+DRIVE(orbit_endpoint_read_span, orbit_endpoint_read_span(x->b, 1, 0, (struct orbit_span[2]){ { 0 } }))
+DRIVE(orbit_endpoint_consume, orbit_endpoint_consume(x->b, 3))
 DRIVE(orbit_streams_list, orbit_streams_list(x->streams, NULL, 4))
 DRIVE(orbit_streams_spec, orbit_streams_spec(x->streams, NULL))
 DRIVE(orbit_streams_rings, orbit_streams_rings(x->streams, BAD_TICKET.id, (struct orbit_stream_ring[2]){ 0 }))
@@ -338,7 +342,8 @@ static const struct walk { const char *call; int (*drive)(struct fx *); } walks[
     W(orbit_endpoint_wait_writable), W(orbit_endpoint_wait_writable_exact), W(orbit_endpoint_prep_wait_readable),
     W(orbit_endpoint_prep_wait_writable), W(orbit_endpoint_finish), W(orbit_endpoint_rearm),
     W(orbit_endpoint_peer_closed), W(orbit_endpoint_wait_peer_closed), W(orbit_endpoint_prep_wait_readable_exact),
-    W(orbit_endpoint_prep_wait_writable_exact), W(orbit_streams_list), W(orbit_streams_spec), W(orbit_streams_rings),
+    W(orbit_endpoint_prep_wait_writable_exact), W(orbit_endpoint_write_span), W(orbit_endpoint_commit),
+    W(orbit_endpoint_read_span), W(orbit_endpoint_consume), W(orbit_streams_list), W(orbit_streams_spec), W(orbit_streams_rings),
     W(orbit_admission_open), W(orbit_admission_open_existing), W(orbit_admission_set_capacity),
     W(orbit_admission_try_claim), W(orbit_admission_release), W(orbit_admission_wait), W(orbit_admission_prep_wait),
     W(orbit_admission_shutdown), W(orbit_admission_reset_all), W(orbit_admission_domains),

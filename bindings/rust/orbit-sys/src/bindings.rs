@@ -976,6 +976,43 @@ extern "C" {
         timeout_ms: ::std::os::raw::c_int,
     ) -> ::std::os::raw::c_int;
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct orbit_span {
+    pub data: *mut ::std::os::raw::c_void,
+    pub len: usize,
+}
+impl Default for orbit_span {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+extern "C" {
+    pub fn orbit_endpoint_write_span(
+        arg1: *mut orbit_endpoint,
+        min: usize,
+        timeout_ms: ::std::os::raw::c_int,
+        span: *mut orbit_span,
+    ) -> ::std::os::raw::c_int;
+}
+extern "C" {
+    pub fn orbit_endpoint_commit(arg1: *mut orbit_endpoint, len: usize) -> ::std::os::raw::c_int;
+}
+extern "C" {
+    pub fn orbit_endpoint_read_span(
+        arg1: *mut orbit_endpoint,
+        min: usize,
+        timeout_ms: ::std::os::raw::c_int,
+        span: *mut orbit_span,
+    ) -> ::std::os::raw::c_int;
+}
+extern "C" {
+    pub fn orbit_endpoint_consume(arg1: *mut orbit_endpoint, len: usize) -> ::std::os::raw::c_int;
+}
 extern "C" {
     pub fn orbit_endpoint_wait_readable(
         arg1: *mut orbit_endpoint,
