@@ -5,7 +5,7 @@
 #include <unistd.h>
 #include <sys/random.h>
 #include <orbit/uring.h>
-#include "adm_layout.h"
+#include "admission/lock.h"   /* and adm_layout.h */
 #include "uring_internal.h"
 
 static size_t round64(size_t v) { return (v + 63) & ~(size_t)63; }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* try_claim's general path: the documented checks in order, then an all-or-nothing commit. */
-#include "adm_layout.h"
+#include "admission/lock.h"   /* and adm_layout.h */
 
 #define BAD_DEMAND(...) orb_fail(-ORBIT_EMALFORMED, "orbit_admission_try_claim: " __VA_ARGS__)
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* try_claim: the claim most callers make in one pass under the lock; anything else to claim.c. */
-#include "adm_layout.h"
+#include "admission/lock.h"   /* and adm_layout.h */
 
 /* The fast path's record: the header and both units (one line), WRITING until complete. */
 static inline void fast_record(struct orbit_admission *a, struct adm_record *r, uint64_t serial, uint16_t nc,

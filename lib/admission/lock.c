@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
-#include "adm_layout.h"
+#include "admission/lock.h"   /* and adm_layout.h */
 
 void adm_poison(struct orbit_admission *a, enum adm_poison why)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Release exactly once, and node_dead: give a record's units back and wake waiters. */
-#include "adm_layout.h"
+#include "admission/lock.h"   /* and adm_layout.h */
 
 /* When a live record may be released for this claim (every field agrees). false: poison. */
 static bool record_releasable(const struct orbit_admission *a, const struct adm_record *r, uint32_t n_units)

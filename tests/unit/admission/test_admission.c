@@ -4,7 +4,7 @@
 #include <orbit/admission.h>
 #include <orbit/uring.h>
 #include "testutil.h"
-#include "admission/adm_layout.h"
+#include "admission/lock.h"   /* and adm_layout.h */
 
 /* ---- fixture ------------------------------------------------------------- */
 
