@@ -308,6 +308,7 @@ static struct orbit_fleet *fleet_alloc(const char *name, uint32_t capacity)
         snprintf(f->name, sizeof f->name, "%s", name);
     f->node = ORBIT_NODE_NONE;
     f->gid = -1;
+    f->ready_wait_ms = -1;
     f->seg.fd = -1;
     f->life_fd = -1;
     f->fork_generation = atomic_load(&orb_fork_generation);
@@ -413,16 +414,44 @@ static int check_observed(struct orbit_fleet *f, const char *name)
     return bind_counters(f);
 }
 
-int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
+static int check_observe_opts(const struct orbit_observe_opts *o)
 {
+    const char *call = "orbit_fleet_observe_opts";
+    if (o->ready_wait_ms < -1 || o->ready_wait_ms > ORBIT_OBSERVE_WAIT_MAX_MS)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: ready_wait_ms %d: -1 (the default bound) or 0..%d", call,
+                        (int)o->ready_wait_ms, ORBIT_OBSERVE_WAIT_MAX_MS);
+    if (o->flags)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: flags %#x: no flag is defined", call, (unsigned)o->flags);
+    return orb_check_resv(o->resv, sizeof o->resv / sizeof o->resv[0], call, "ORBIT_OBSERVE_OPTS_DEFAULT");
+}
+
+/* A failed open keeps the segment layer's sentence (it names the file), with the call in front. */
+static int observe_failed(int rc, const char *call)
+{
+    char why[200];
+    snprintf(why, sizeof why, "%s", orbit_last_error());
+    return *why ? orb_fail(rc, "%s: %s", call, why) : rc;
+}
+
+int orbit_fleet_observe_opts(const char *name, const struct orbit_observe_opts *opts, struct orbit_fleet **out)
+{
+    static const struct orbit_observe_opts dflt = ORBIT_OBSERVE_OPTS_DEFAULT;
+    const char *call = opts ? "orbit_fleet_observe_opts" : "orbit_fleet_observe";
     orb_error_clear();
     if (!out || !orb_fleet_name_valid(name))
-        return orb_fail(-ORBIT_EMALFORMED, "orbit_fleet_observe: %s", out ? "name: 1-64 bytes of letters, "
+        return orb_fail(-ORBIT_EMALFORMED, "%s: %s", call, out ? "name: 1-64 bytes of letters, "
                         "digits, '_', '.' and '-'" : "out is NULL");
+    int rc = opts ? check_observe_opts(opts) : 0;
+    if (rc < 0)
+        return rc;
+    const struct orbit_observe_opts *o = opts ? opts : &dflt;
     struct orbit_fleet *f = fleet_alloc(name, ORBIT_FLEET_CAPACITY_MAX);
     if (!f)
         return -ENOMEM;
-    int rc = orb_segment_open_existing(name, ORB_FLEET_KIND, &f->seg);
+    f->ready_wait_ms = o->ready_wait_ms;   /* every table opened through this handle waits as long */
+    rc = orb_segment_open_existing_within(name, ORB_FLEET_KIND, f->ready_wait_ms, &f->seg);
+    if (rc == -ORBIT_EAGAIN)
+        rc = observe_failed(rc, call);
     if (rc == 0)
         rc = check_observed(f, name);
     f->observer = true;
@@ -438,6 +467,11 @@ int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
     orb_life_register(f);
     *out = f;
     return 0;
+}
+
+int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
+{
+    return orbit_fleet_observe_opts(name, NULL, out);
 }
 
 void orbit_fleet_leave(struct orbit_fleet *f)
@@ -682,7 +716,7 @@ int orb_fleet_table_open_existing(struct orbit_fleet *f, uint8_t kind, struct or
         pthread_mutex_unlock(&f->lock);
         return i >= 0 ? 0 : -ENOENT;
     }
-    int rc = orb_segment_open_existing(f->name, kind, out);
+    int rc = orb_segment_open_existing_within(f->name, kind, f->ready_wait_ms, out);
     if (rc == 0 && orb_seg_hdr(out)->fleet_capacity != f->capacity) {
         orb_segment_close(out);
         rc = -ORBIT_EGEOMETRY;

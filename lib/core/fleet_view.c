@@ -15,6 +15,7 @@ int orbit_fleet_node_snapshot(struct orbit_fleet *f, uint16_t node, struct orbit
         uint32_t state = atomic_load(&rec->state);   /* seq_cst: pairs with publish's release */
         int32_t pid = atomic_load(&rec->pid);
         uint64_t start_time = atomic_load(&rec->start_time), inc = atomic_load(&rec->incarnation);
+        uint64_t pidns = atomic_load(&rec->pidns);
         /* joins moves on every claim and state on every change: equal before and after the
          * field reads means the fields belong to that one publication. */
         if (atomic_load(&rec->state) != state || atomic_load(&rec->joins) != joins)
@@ -27,6 +28,7 @@ int orbit_fleet_node_snapshot(struct orbit_fleet *f, uint16_t node, struct orbit
         out->start_time = start_time;
         out->incarnation = inc;
         out->joins = joins;
+        out->pid_namespace = pidns;
         return 0;
     }
     return -ORBIT_EAGAIN;

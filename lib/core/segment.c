@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
+#include "error_internal.h"
 #include "segment.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -261,22 +262,34 @@ static int validate_header(const struct orb_seg_header *h, size_t file_size)
     return 0;
 }
 
-/* Park on the ready word until the creator publishes, or it is known dead. */
-static int wait_ready(struct orb_seg_header *h, int fd)
+/*
+ * Park on the ready word until the creator publishes, or it is known dead.
+ * wait_ms < 0: up to READY_WAIT_MS, then -ORBIT_ECORRUPT. wait_ms >= 0 (an
+ * observer that must not stall: the reaper, tools): a creator still alive
+ * after that long (0: at once) is -ORBIT_EAGAIN, naming the file.
+ */
+static int wait_ready(struct orb_seg_header *h, int fd, int wait_ms, const char *path)
 {
-    int64_t give_up = orb_now_ns() + (int64_t)READY_WAIT_MS * 1000000;
+    int64_t give_up = orb_now_ns() + (int64_t)(wait_ms < 0 ? READY_WAIT_MS : wait_ms) * 1000000;
     for (;;) {
         uint32_t ready = atomic_load_explicit(&h->ready.changes, memory_order_acquire);
         if (ready == 1)
             return 0;
         if (ready != 0)
             return -ORBIT_ECORRUPT;
-        if (creator_gone(fd) || orb_now_ns() > give_up) {
+        bool gone = creator_gone(fd);
+        if (gone || orb_now_ns() >= give_up) {
             /* Look once more: a creator may publish and exit between our load and its check. */
             ready = atomic_load_explicit(&h->ready.changes, memory_order_acquire);
-            return ready == 1 ? 0 : -ORBIT_ECORRUPT;   /* it died before publishing */
+            if (ready == 1)
+                return 0;
+            if (gone || wait_ms < 0)
+                return -ORBIT_ECORRUPT;   /* it died before publishing (or stayed stuck past the bound) */
+            return orb_fail(-ORBIT_EAGAIN, "%s is still being created: its creator holds the creation lock "
+                            "and has not published it (waited %d ms)", path, wait_ms);
         }
-        struct orb_deadline slice = orb_deadline_in(50);
+        int64_t left_ms = (give_up - orb_now_ns()) / 1000000 + 1;
+        struct orb_deadline slice = orb_deadline_in(left_ms < 50 ? (int)left_ms : 50);
         orb_futex_wait(&h->ready.changes, 0, &slice);
     }
 }
@@ -314,7 +327,7 @@ static int open_segment_fd(const char *path, int flags, const struct orb_seg_req
 }
 
 static int open_path(const char *path, enum orbit_backing backing, const struct orb_seg_request *req,
-                     struct orb_segment *out)
+                     int wait_ms, struct orb_segment *out)
 {
     struct stat st;
     int fd = open_segment_fd(path, O_RDWR, req, &st);
@@ -334,7 +347,7 @@ static int open_path(const char *path, enum orbit_backing backing, const struct 
     struct orb_seg_header *h = base;
     int rc = validate_header(h, size);
     if (rc == 0)
-        rc = wait_ready(h, fd);
+        rc = wait_ready(h, fd, wait_ms, path);
     if (rc == 0 && req &&
         (h->kind != req->kind || h->table_type != req->table_type ||
          h->fleet_capacity != req->fleet_capacity || h->geometry_len != req->geometry_len ||
@@ -354,7 +367,7 @@ static int open_path(const char *path, enum orbit_backing backing, const struct 
 }
 
 /* An existing segment of that name in either directory. -ENOENT when none. */
-static int open_found(const char *fleet, uint8_t kind, const struct orb_seg_request *req,
+static int open_found(const char *fleet, uint8_t kind, const struct orb_seg_request *req, int wait_ms,
                       struct orb_segment *out)
 {
     static const enum orbit_backing order[] = { ORBIT_BACKING_HUGETLB, ORBIT_BACKING_SHM };
@@ -362,7 +375,7 @@ static int open_found(const char *fleet, uint8_t kind, const struct orb_seg_requ
         char path[256];
         if (orb_segment_path(order[i], fleet, kind, path, sizeof path) != 0)
             continue;
-        int rc = open_path(path, order[i], req, out);
+        int rc = open_path(path, order[i], req, wait_ms, out);
         if (rc != -ENOENT)
             return rc;
     }
@@ -399,11 +412,16 @@ int orb_segment_peek(const char *fleet, uint8_t kind, struct orb_seg_header *out
     return -ENOENT;
 }
 
-int orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segment *out)
+int orb_segment_open_existing_within(const char *fleet, uint8_t kind, int ready_wait_ms, struct orb_segment *out)
 {
     if (!orb_fleet_name_valid(fleet) || !out)
         return -ORBIT_EMALFORMED;
-    return open_found(fleet, kind, NULL, out);
+    return open_found(fleet, kind, NULL, ready_wait_ms, out);
+}
+
+int orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segment *out)
+{
+    return orb_segment_open_existing_within(fleet, kind, -1, out);
 }
 
 static int create_with_backing(const struct orb_seg_request *req, enum orbit_backing backing,
@@ -530,7 +548,7 @@ int orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out)
     if (!orb_fleet_name_valid(req->fleet))
         return -ORBIT_EMALFORMED;
     for (int attempt = 0; attempt < 8; attempt++) {
-        int rc = open_found(req->fleet, req->kind, req, out);
+        int rc = open_found(req->fleet, req->kind, req, -1, out);
         if (rc != -ENOENT)
             return rc;
         int lock;
@@ -538,7 +556,7 @@ int orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out)
         if ((rc = creation_lock(req, lock_path, sizeof lock_path, &lock)) < 0)
             return rc;
         /* Under the lock, look again: the creator that held it before us may have made it. */
-        rc = open_found(req->fleet, req->kind, req, out);
+        rc = open_found(req->fleet, req->kind, req, -1, out);
         if (rc == -ENOENT)
             rc = create_segment(req, out);
         creation_unlock(lock_path, lock);

@@ -106,6 +106,12 @@ int  orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out
  * it does not exist.
  */
 int  orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segment *out);
+/*
+ * The same, waiting ready_wait_ms for a creator that has not published it yet
+ * (-1: the default bound, then -ORBIT_ECORRUPT; 0 or more: that long, then
+ * -ORBIT_EAGAIN naming the file while the creator lives).
+ */
+int  orb_segment_open_existing_within(const char *fleet, uint8_t kind, int ready_wait_ms, struct orb_segment *out);
 
 /* FNV-1a over the header fields before check (what validation compares). */
 uint64_t orb_seg_header_check(const struct orb_seg_header *h);

@@ -84,7 +84,8 @@ struct orbit_node_snapshot {
     uint64_t start_time;         /* orbit_process_start_time of the member */
     uint64_t incarnation;
     uint64_t joins;              /* times the node was claimed: tells two claims apart */
-    uint64_t resv[4];            /* zero */
+    uint64_t pid_namespace;      /* inode of the member's pid namespace (pid is in it); 0 unknown */
+    uint64_t resv[3];            /* zero */
 };
 
 /*
