@@ -82,7 +82,7 @@ static void post_result(struct rp_worker *w, const struct rp_job *job, int error
 /* Workers that ended after their fleet was detached: join them and leave their fleets. */
 static void reap_retired(struct orbit_reaper *r)
 {
-    pthread_mutex_lock(&r->work_lock);
+    pthread_mutex_lock(&r->work_lock);   /* fleets' threads retire workers: never read unlocked */
     for (size_t i = 0; i < r->n_retired;) {
         struct rp_worker *w = r->retired[i];
         if (w->running) {
@@ -109,8 +109,39 @@ struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n)
     r->results = NULL;
     r->n_results = r->cap_results = 0;
     pthread_mutex_unlock(&r->work_lock);
-    if (r->n_retired)   /* moves only under r->lock, which the caller holds */
-        reap_retired(r);
+    reap_retired(r);
+    return v;
+}
+
+void rp_notice_post(struct orbit_reaper *r, const struct rp_notice *n)
+{
+    pthread_mutex_lock(&r->work_lock);
+    if (r->n_notices == r->cap_notices) {
+        size_t cap = r->cap_notices ? r->cap_notices * 2 : 8;
+        struct rp_notice *v = realloc(r->notices, cap * sizeof *v);
+        if (v) {
+            r->notices = v;
+            r->cap_notices = cap;
+        }
+    }
+    if (r->n_notices < r->cap_notices) {   /* out of memory drops a notice, never a death */
+        r->notices[r->n_notices++] = *n;
+        uint64_t one = 1;
+        if (write(r->donefd, &one, sizeof one) < 0) {
+            /* EAGAIN: the counter is saturated, and so already readable. */
+        }
+    }
+    pthread_mutex_unlock(&r->work_lock);
+}
+
+struct rp_notice *rp_notices_take(struct orbit_reaper *r, size_t *n)
+{
+    pthread_mutex_lock(&r->work_lock);
+    struct rp_notice *v = r->notices;
+    *n = r->n_notices;
+    r->notices = NULL;
+    r->n_notices = r->cap_notices = 0;
+    pthread_mutex_unlock(&r->work_lock);
     return v;
 }
 
@@ -371,6 +402,7 @@ void rp_reports_close(struct orbit_reaper *r)
     pthread_mutex_unlock(&r->work_lock);
     free(r->retired);
     free(r->results);
+    free(r->notices);
     if (r->donefd >= 0)
         close(r->donefd);
     pthread_mutex_destroy(&r->work_lock);
