@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hostile_fleet - what another local user can do to a reaper or a scrape with
+ * a fleet of its own, for the tests that show nothing of it reaches anyone else.
+ * It only ever writes files it made itself, as the user it runs as.
+ *
+ *   hostile_fleet forge NAME [NODES [one|each]]
+ *       Join NAME (capacity 4096, shared 0660 with our own group so root's
+ *       reaper may open it) and forge NODES LIVE node records (default 4000)
+ *       that name another pid namespace, kept "alive" by OFD locks over their
+ *       life bytes: one lock over them all (one, the default) or one per node
+ *       (each: the kernel's lock list grows with them).
+ *   hostile_fleet plant NAME [KIND]
+ *       Make NAME's segment of that kind (default 255: the fleet itself; or
+ *       247, the pool table) look half-created: its header says not ready and
+ *       the creator-lock byte is held, as if the creator were still at work.
+ *
+ * Either prints "ready <what>" on stdout once done, then stays (holding its
+ * locks) until stdin closes or it is killed; it dies with its parent. The
+ * forgery is checked through the library before "ready": a layout that moved
+ * on makes it fail loudly (exit 1), never pass for an attack that did not
+ * happen.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <signal.h>
+#include <unistd.h>
+#include <orbit/orbit.h>
+#include <orbit/inspect.h>
+#include "core/fleet_internal.h"
+#include "core/segment.h"
+
+#define CAPACITY   4096
+#define LIFE_BASE  (1ll << 40)        /* a member's life byte: 2^40 + node * 64 + joins % 64 (design.md §1) */
+#define FORGED_NS  12345u             /* no pid namespace has this inode */
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "hostile_fleet: %s: %s\n", what, rc < 0 ? orbit_strerror(rc) : strerror(errno));
+    exit(1);
+}
+
+static int ofd_wrlock(int fd, long long off, long long len)
+{
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = off, .l_len = len };
+    return fcntl(fd, F_OFD_SETLK, &fl) == 0 ? 0 : -errno;
+}
+
+/* Our own fleet, and its segment of that kind mapped read-write: the file is ours. */
+static struct orbit_fleet *own_fleet(const char *name)
+{
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    o.capacity = CAPACITY;
+    o.node = 0;
+    o.backing = ORBIT_BACKING_SHM;
+    o.gid = getgid();
+    struct orbit_fleet *f;
+    int rc = orbit_fleet_join(name, &o, &f);
+    if (rc < 0)
+        die("join", rc);
+    return f;
+}
+
+static void *map_segment(const char *name, unsigned kind, int *fd_out)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/dev/shm/orbit.%s.%u", name, kind);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        die(path, 0);
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        die("mmap", 0);
+    *fd_out = fd;
+    return p;
+}
+
+static void forge(const char *name, int nodes, bool each)
+{
+    if (nodes < 1 || nodes >= CAPACITY)
+        die("NODES: 1..4095", -EINVAL);
+    struct orbit_fleet *f = own_fleet(name);
+    int fd;
+    struct orb_node_record *rec = (void *)((char *)map_segment(name, 255, &fd) + ORB_SEG_HEADER_BYTES);
+    for (int i = 1; i <= nodes; i++) {
+        rec[i].pid = 400000 + i;
+        rec[i].start_time = 1000 + (uint64_t)i;
+        rec[i].incarnation = 0x8000000000000000ull | ((uint64_t)getpid() << 16) | (uint64_t)i;
+        rec[i].joins = 0;
+        rec[i].pidns = FORGED_NS;
+        atomic_store(&rec[i].state, ORBIT_NODE_LIVE);
+    }
+    for (int i = each ? 1 : nodes; i <= nodes; i++) {
+        long long from = LIFE_BASE + (each ? i : 1) * 64ll, len = each ? 1 : nodes * 64ll;
+        int rc = ofd_wrlock(fd, from, len);
+        if (rc < 0)
+            die("lock", rc);
+    }
+    /* The forgery as any prober sees it: every forged node alive, in another pid namespace. */
+    struct orbit_node_info *info = calloc(CAPACITY, sizeof *info);
+    ssize_t n = info ? orbit_fleet_nodes(f, info, CAPACITY) : -ENOMEM;
+    int alive = 0;
+    for (ssize_t i = 0; i < n && i < CAPACITY; i++)
+        alive += info[i].alive && info[i].node > 0 && info[i].pid_namespace == FORGED_NS;
+    if (alive != nodes) {
+        fprintf(stderr, "hostile_fleet: the forgery did not take (%d of %d nodes alive): the record layout moved on\n",
+                alive, nodes);
+        exit(1);
+    }
+    free(info);
+    printf("ready forged %d\n", nodes);
+}
+
+static void plant(const char *name, unsigned kind)
+{
+    struct orbit_fleet *f = own_fleet(name);
+    if (kind == 247) {
+        struct orbit_pool *pool;
+        int rc = orbit_pool_open(f, NULL, &pool);
+        if (rc < 0)
+            die("pool", rc);
+    } else if (kind != 255) {
+        die("KIND: 255 or 247", -EINVAL);
+    }
+    int fd;
+    struct orb_seg_header *h = map_segment(name, kind, &fd);
+    int rc = ofd_wrlock(fd, ORB_SEG_CREATOR_LOCK_OFF, 1);
+    if (rc < 0)
+        die("creator lock", rc);
+    atomic_store(&h->ready.changes, 0);   /* as a creator leaves it until its table is initialised */
+    /* Checked as an observer sees it: the segment is half-created, not waited for. */
+    struct orbit_observe_opts o = ORBIT_OBSERVE_OPTS_DEFAULT;
+    o.ready_wait_ms = 0;
+    struct orbit_fleet *obs = NULL;
+    struct orbit_pool *pool = NULL;
+    rc = orbit_fleet_observe_opts(name, &o, &obs);
+    if (rc == 0 && kind == 247)
+        rc = orbit_pool_open_existing(obs, (uint8_t)kind, &pool);
+    if (rc != -ORBIT_EAGAIN) {
+        fprintf(stderr, "hostile_fleet: the planted segment does not read as half-created (%s)\n", orbit_strerror(rc));
+        exit(1);
+    }
+    printf("ready planted %s %u\n", name, kind);
+}
+
+int main(int argc, char **argv)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);   /* set here: a uid change (setpriv) clears the parent's */
+    if (getppid() == 1)
+        return 1;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc >= 3 && strcmp(argv[1], "forge") == 0)
+        forge(argv[2], argc > 3 ? atoi(argv[3]) : 4000, argc > 4 && strcmp(argv[4], "each") == 0);
+    else if (argc >= 3 && strcmp(argv[1], "plant") == 0)
+        plant(argv[2], argc > 3 ? (unsigned)atoi(argv[3]) : 255);
+    else {
+        fprintf(stderr, "usage: hostile_fleet forge NAME [NODES [one|each]] | plant NAME [KIND]\n");
+        return 2;
+    }
+    for (char c; read(0, &c, 1) > 0;) {}   /* until stdin closes (or a kill) */
+    return 0;
+}
