@@ -158,14 +158,24 @@ static void fleet_tables(struct prom *p, struct orbit_fleet *f, const struct pro
     }
 }
 
+static const char up_help[] = "1 when the fleet's segments could be opened and read, else 0.";
+
+void prom_fleet_down(struct prom *p, const char *fleet)
+{
+    struct prom_labels fl = prom_with(NULL, "fleet", fleet);
+    prom_u64(p, "orbit_fleet_up", PROM_GAUGE, up_help, "", &fl, 0);
+}
+
 int prom_fleet(struct prom *p, const char *fleet)
 {
     struct prom_labels fl = prom_with(NULL, "fleet", fleet);
-    static const char up_help[] = "1 when the fleet's segments could be opened and read, else 0.";
     struct orbit_fleet *f;
-    int rc = orbit_fleet_observe(fleet, &f);
+    /* A segment still being created is not waited for: down in this scrape, read in the next. */
+    struct orbit_observe_opts o = ORBIT_OBSERVE_OPTS_DEFAULT;
+    o.ready_wait_ms = 0;
+    int rc = orbit_fleet_observe_opts(fleet, &o, &f);
     if (rc < 0) {
-        prom_u64(p, "orbit_fleet_up", PROM_GAUGE, up_help, "", &fl, 0);
+        prom_fleet_down(p, fleet);
         return rc;
     }
     prom_u64(p, "orbit_fleet_up", PROM_GAUGE, up_help, "", &fl, 1);

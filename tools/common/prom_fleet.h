@@ -25,10 +25,14 @@
 
 /*
  * prom_fleet - the metrics of the fleet named, gathered into p (observed: no
- * node is claimed). orbit_fleet_up{fleet} says whether it could be opened.
+ * node is claimed, and a segment still being created is not waited for:
+ * -ORBIT_EAGAIN). orbit_fleet_up{fleet} says whether it could be opened.
  * 0, or the negated code that kept it from being opened.
  */
 int prom_fleet(struct prom *p, const char *fleet);
+
+/* orbit_fleet_up{fleet} 0: a fleet served as down without opening it. */
+void prom_fleet_down(struct prom *p, const char *fleet);
 
 /*
  * prom_fleets - every fleet in names (NULL: every fleet on this host,

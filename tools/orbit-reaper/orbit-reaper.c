@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -184,7 +185,9 @@ static void log_start(struct orbit_reaper *r, const struct opts *o)
             putchar(',');
         json_str(o->fleets[i]);
     }
-    printf("],\"gc_seconds\":%d,\"metrics\":", o->gc_seconds);
+    struct orbit_reaper_stats st;
+    orbit_reaper_stats(r, &st);
+    printf("],\"gc_seconds\":%d,\"descriptor_budget\":%u,\"metrics\":", o->gc_seconds, st.descriptor_budget);
     if (metrics)
         json_str(metrics_bound);
     else
@@ -200,10 +203,38 @@ static void log_stop(struct orbit_reaper *r, const char *why)
     putchar('{');
     json_time();
     printf(",\"event\":\"stop\",\"reason\":\"%s\",\"deaths\":" CLI_JSON_U64 ",\"events\":" CLI_JSON_U64
-           ",\"ignored\":" CLI_JSON_U64 ",\"drops\":" CLI_JSON_U64 ",\"fleets\":%u,\"watched\":%u}\n",
-           why, s.deaths, s.events, s.ignored, s.drops,
-           s.fleets, s.watched);
+           ",\"ignored\":" CLI_JSON_U64 ",\"drops\":" CLI_JSON_U64 ",\"fleets\":%u,\"watched\":%u"
+           ",\"quarantines\":" CLI_JSON_U64 ",\"quarantined\":%u,\"descriptors\":%u,\"descriptor_budget\":%u}\n",
+           why, s.deaths, s.events, s.ignored, s.drops, s.fleets, s.watched, s.quarantines, s.quarantined,
+           s.descriptors, s.descriptor_budget);
     fflush(stdout);
+}
+
+/* A fleet put in quarantine (it broke a bound, or cannot be read) or released from it. */
+static void log_quarantine(void *ctx, const struct orbit_reaper_quarantine *q)
+{
+    (void)ctx;
+    putchar('{');
+    json_time();
+    printf(",\"event\":\"%s\",\"fleet\":", q->released ? "quarantine-released" : "quarantine");
+    json_str(q->fleet);
+    printf(",\"reason\":\"%s\",\"owner\":", orbit_reaper_quarantine_reason_name(q->reason));
+    if (q->owner >= 0)
+        printf("%lld", (long long)q->owner);
+    else
+        printf("null");
+    printf(",\"wanted\":" CLI_JSON_U64 ",\"bound\":" CLI_JSON_U64 ",\"error\":", q->wanted, q->bound);
+    if (q->error)
+        json_str(orbit_strerror(q->error));
+    else
+        printf("null");
+    printf(",\"detail\":");
+    json_str(q->detail);
+    printf("}\n");
+    fflush(stdout);
+    if (metrics)
+        metrics_http_quarantine(metrics, q->fleet, q->released ? NULL :
+                                orbit_reaper_quarantine_reason_name(q->reason));
 }
 
 /* --gc: a fleet removed (rc 0), or one whose removal was refused (someone joined meanwhile). */
@@ -295,9 +326,24 @@ static void verbose_libbpf(void)
 #endif
 }
 
+/*
+ * The soft RLIMIT_NOFILE raised to the hard one (systemd's default is 1024 soft,
+ * 524288 hard): liborbit-reaper sizes its descriptor budget from the soft
+ * limit when the reaper is opened, so this comes first.
+ */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 static int setup(struct orbit_reaper **out, const struct opts *o)
 {
     struct orbit_reaper *r;
+    raise_nofile();
     int rc = orbit_reaper_open(o->backend, &r);
     if (rc < 0) {
         fprintf(stderr, "orbit-reaper: cannot open the %s backend: %s\n",
@@ -308,6 +354,8 @@ static int setup(struct orbit_reaper **out, const struct opts *o)
         rc = orbit_reaper_on_death(r, log_death, NULL, o->account ? ORBIT_REAPER_ACCOUNT : 0);
     if (rc == 0)
         rc = orbit_reaper_on_deferral(r, log_deferral, NULL);
+    if (rc == 0)
+        rc = orbit_reaper_on_quarantine(r, log_quarantine, NULL);
     for (int i = 0; rc == 0 && i < o->n_fleets; i++)
         if ((rc = orbit_reaper_watch(r, o->fleets[i])) < 0)
             fprintf(stderr, "orbit-reaper: cannot watch %s: %s\n", o->fleets[i], orbit_strerror(rc));
