@@ -225,7 +225,7 @@ static void stop_fleet(struct rp_fleet *rf)
 {
     if (!rf->running)
         return;
-    rp_fleet_poke(rf, false, false, true);
+    rp_fleet_poke(rf, RP_POKE_STOP);
     rp_fleet_join(rf);
     rf->running = false;
 }
@@ -236,7 +236,8 @@ static void start_fleet(struct orbit_reaper *r, struct rp_fleet *rf, int64_t now
     if (rf->running || now < rf->start_after_ns || !rp_budget_room(r, atomic_load(&rf->owner)))
         return;
     pthread_mutex_lock(&rf->mu);
-    rf->ended = rf->gone = rf->parked = rf->stop = false;
+    rf->ended = rf->gone = rf->parked = false;
+    rf->pokes = 0;
     rf->tried = false;
     pthread_mutex_unlock(&rf->mu);
     if (rp_fleet_start(r, rf) == 0)
@@ -284,23 +285,23 @@ static void discover_fleets(struct orbit_reaper *r)
     free(names);
 }
 
-/* Kick every fleet's thread to re-read now; returns the scans each had done before. */
-static uint64_t *kick_all(struct orbit_reaper *r)
+/* Ask every fleet's thread to re-read (RP_POKE_KICK or NUDGE); returns the scans each had done before. */
+static uint64_t *kick_all(struct orbit_reaper *r, unsigned how)
 {
     uint64_t *before = calloc(r->n_fleets ? r->n_fleets : 1, sizeof *before);
     for (size_t i = 0; i < r->n_fleets; i++) {
         struct rp_fleet *rf = r->fleets[i];
         pthread_mutex_lock(&rf->mu);
         if (before)
-            before[i] = rf->scans;
+            before[i] = rf->scans_begun;   /* a re-read under way may have read before the kick */
         pthread_mutex_unlock(&rf->mu);
-        if (rf->running)
-            rp_fleet_poke(rf, true, false, false);
+        if (rf->running && !(how == RP_POKE_NUDGE && atomic_load(&rf->quarantine) != RP_Q_NONE))
+            rp_fleet_poke(rf, how == RP_POKE_NUDGE ? RP_POKE_KICK : how);   /* quarantine: at its own pace */
     }
     return before;
 }
 
-/* Wait (bounded) until every running fleet's thread re-read once since before, or ended. */
+/* Wait (bounded) until every running fleet's thread finished a re-read begun after before, or ended. */
 static void wait_scans(struct orbit_reaper *r, const uint64_t *before)
 {
     struct timespec until;
@@ -311,7 +312,7 @@ static void wait_scans(struct orbit_reaper *r, const uint64_t *before)
         if (!rf->running)
             continue;
         pthread_mutex_lock(&rf->mu);
-        while (rf->scans == before[i] && !rf->ended && !(rf->tried && rf->attach_rc < 0) &&
+        while (rf->scans <= before[i] && !rf->ended && !(rf->tried && rf->attach_rc < 0) &&
                pthread_cond_timedwait(&rf->cond, &rf->mu, &until) == 0) {}
         pthread_mutex_unlock(&rf->mu);
     }
@@ -367,7 +368,7 @@ static void sweep_all(struct orbit_reaper *r)
 {
     for (size_t i = 0; i < r->n_fleets; i++)
         if (r->fleets[i]->running)
-            rp_fleet_poke(r->fleets[i], false, true, false);
+            rp_fleet_poke(r->fleets[i], RP_POKE_SWEEP);
 }
 
 /* ---- the workers' results and the fleets' notices ------------------------------ */
@@ -484,7 +485,7 @@ int orbit_reaper_process(struct orbit_reaper *r, int timeout_ms)
         return -ORBIT_EMALFORMED;
     uint64_t deadline = rp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
     pthread_mutex_lock(&r->lock);
-    free(kick_all(r));   /* re-read on entry, as ever: the fleets' threads do it now */
+    free(kick_all(r, RP_POKE_NUDGE));   /* re-read on entry, as ever: the fleets' threads, paced */
     route_queue(r);
     int handled = deliver_results(r);
     pthread_mutex_unlock(&r->lock);
@@ -575,7 +576,7 @@ void orbit_reaper_close(struct orbit_reaper *r)
         return;
     for (size_t i = 0; i < r->n_fleets; i++)   /* all asked first: they end side by side */
         if (r->fleets[i]->running)
-            rp_fleet_poke(r->fleets[i], false, false, true);
+            rp_fleet_poke(r->fleets[i], RP_POKE_STOP);
     while (r->n_fleets) {
         stop_fleet(r->fleets[r->n_fleets - 1]);
         remove_fleet(r, r->n_fleets - 1);
@@ -648,7 +649,7 @@ int orbit_reaper_watch_all(struct orbit_reaper *r)
     r->all = true;
     discover_fleets(r);
     follow_fleets(r);
-    uint64_t *before = kick_all(r);
+    uint64_t *before = kick_all(r, RP_POKE_KICK);
     wait_scans(r, before);
     free(before);
     pthread_mutex_unlock(&r->lock);
@@ -679,7 +680,7 @@ int orbit_reaper_set_interval(struct orbit_reaper *r, int interval_ms)
     int rc = arm_timer(r);
     for (size_t i = 0; i < r->n_fleets; i++)   /* their next re-read follows the new period */
         if (r->fleets[i]->running)
-            rp_fleet_poke(r->fleets[i], true, false, false);
+            rp_fleet_poke(r->fleets[i], RP_POKE_KICK);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }
@@ -689,7 +690,7 @@ int orbit_reaper_rescan(struct orbit_reaper *r)
     if (!r)
         return -ORBIT_EMALFORMED;
     pthread_mutex_lock(&r->lock);
-    uint64_t *before = kick_all(r);
+    uint64_t *before = kick_all(r, RP_POKE_KICK);
     wait_scans(r, before);
     free(before);
     int watched = (int)watched_total(r);

@@ -9,9 +9,12 @@
  *
  * Its watches and handles come out of the reaper's budget (reaper_budget.c).
  * A fleet that would break a bound, or that cannot be read, is quarantined:
- * it gives its descriptors and table mappings back, its thread drops to a
- * lower priority and tests every member's lock on each re-read, and it is
- * reviewed every RP_REVIEW_MS until it fits again.
+ * it gives its descriptors and table mappings back, its thread tests every
+ * member's lock on each re-read (every RP_QUARANTINE_SCAN_MS at most, a
+ * tenth of a CPU at most) and its worker reports at most a tenth of a CPU's
+ * worth; it is reviewed every RP_REVIEW_MS until it fits again. Never a lower
+ * priority: a thread starved of the CPU while it holds the process's mapping
+ * lock (a page fault) would stall every other fleet's report behind it.
  */
 #include <errno.h>
 #include <signal.h>
@@ -19,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,7 +39,8 @@
 #define RP_SEG_NODE_BYTES   4096    /* a fleet segment may map this much per node... */
 #define RP_SEG_FIXED_BYTES  (4ll << 20)   /* ...and this much besides */
 #define RP_SEGMENTS_MAX     512     /* 256 kinds in two backing directories */
-#define RP_QUARANTINE_NICE  10
+#define RP_QUARANTINE_DEATHS 64     /* deaths a quarantined fleet's re-read hands on... */
+#define RP_QUARANTINE_SCAN_MS 100   /* ...and re-reads no more often than this */
 #define RP_THREAD_STACK     (256u * 1024u)
 #define RP_TO_LOCK          (-1)    /* confirm: not over yet, its lock is tested from now on */
 
@@ -138,17 +141,15 @@ void rp_fleet_post(struct rp_fleet *rf, const struct rp_msg *m)
     if (rf->n_inbox < rf->cap_inbox)
         rf->inbox[rf->n_inbox++] = *m;
     else
-        rf->kick = true;   /* out of memory: a re-read finds what the message said */
+        rf->pokes |= RP_POKE_KICK;   /* out of memory: a re-read finds what the message said */
     pthread_cond_broadcast(&rf->cond);
     pthread_mutex_unlock(&rf->mu);
 }
 
-void rp_fleet_poke(struct rp_fleet *rf, bool kick, bool sweep, bool stop)
+void rp_fleet_poke(struct rp_fleet *rf, unsigned what)
 {
     pthread_mutex_lock(&rf->mu);
-    rf->kick |= kick;
-    rf->sweep |= sweep;
-    rf->stop |= stop;
+    rf->pokes |= what;
     pthread_cond_broadcast(&rf->cond);
     pthread_mutex_unlock(&rf->mu);
 }
@@ -175,11 +176,6 @@ static void notice(struct rp_fleet *rf, enum rp_quarantine why, bool released, i
     rp_notice_post(rf->r, &n);
 }
 
-static void set_nice(int nice)
-{
-    (void)setpriority(PRIO_PROCESS, (id_t)gettid(), nice);   /* raising it back needs privilege: best effort */
-}
-
 static void detach(struct rp_fleet *rf);
 
 /*
@@ -197,7 +193,6 @@ static void quarantine(struct rp_fleet *rf, enum rp_quarantine why, int64_t boun
     atomic_fetch_add(&r->counts.quarantines, 1);
     atomic_fetch_add(&r->counts.quarantined, 1);
     rf->fault = error;
-    set_nice(RP_QUARANTINE_NICE);
     notice(rf, why, false, bound, wanted, error, detail);
     detach(rf);
     rf->next_attach_ns = why == RP_Q_FAULT ? rf->next_attach_ns : 0;
@@ -210,7 +205,6 @@ static void release(struct rp_fleet *rf, const char *detail)
     if (was == RP_Q_NONE)
         return;
     atomic_fetch_sub(&rf->r->counts.quarantined, 1);
-    set_nice(0);
     notice(rf, (enum rp_quarantine)was, true, 0, 0, 0, detail);
 }
 
@@ -460,18 +454,25 @@ static bool lock_members_fit(struct rp_fleet *rf)
     return false;
 }
 
-/* Quarantine: every LIVE life whose lock is gone is a death to confirm; nothing is watched. */
+/*
+ * Quarantine: every LIVE life whose lock is gone is a death to confirm;
+ * nothing is watched. At most RP_QUARANTINE_DEATHS a re-read: a fleet that
+ * makes lives die by the thousand gets its reports, at that pace.
+ */
 static void scan_quarantined(struct rp_fleet *rf)
 {
-    for (uint32_t n = 0; rf->f && n < rf->capacity; n++) {
+    uint32_t found = 0;
+    for (uint32_t n = 0; rf->f && n < rf->capacity && found < RP_QUARANTINE_DEATHS; n++) {
         struct rp_snap s;
         if (!read_record(rf, (uint16_t)n, &s))
             continue;
-        if (s.state != ORBIT_NODE_FREE && s.state != ORBIT_NODE_LIVE)
+        if (s.state != ORBIT_NODE_FREE && s.state != ORBIT_NODE_LIVE) {
             resume_report(rf, (uint16_t)n, &s);
-        else if (s.state == ORBIT_NODE_LIVE && !reporting(&rf->nodes[n], &s) &&
-                 rp_life_over(rf->f, (uint16_t)n, s.incarnation))
+        } else if (s.state == ORBIT_NODE_LIVE && !reporting(&rf->nodes[n], &s) &&
+                   rp_life_over(rf->f, (uint16_t)n, s.incarnation)) {
             queue_found_dead(rf, (uint16_t)n, &s);
+            found++;
+        }
     }
 }
 
@@ -541,7 +542,7 @@ static int64_t next_poll(struct rp_fleet *rf)
     if (!any)
         return INT64_MAX;
     int64_t period = ms_ns(fresh ? RP_HINT_MS : interval_ms(rf) < RP_LOCK_MS ? interval_ms(rf) : RP_LOCK_MS);
-    int64_t cost = 3 * (int64_t)rf->poll_cost_ns;   /* a slow lock list: this thread paces itself */
+    int64_t cost = RP_PACE * (int64_t)rf->poll_cost_ns;   /* a slow lock list: this thread paces itself */
     return rf->last_poll_ns + (period > cost ? period : cost);
 }
 
@@ -736,14 +737,14 @@ static void review(struct rp_fleet *rf)
 
 /* ---- the thread ----------------------------------------------------------------- */
 
-struct rp_work { bool stop, kick, sweep; struct rp_msg *msgs; size_t n; };
+struct rp_work { unsigned pokes; struct rp_msg *msgs; size_t n; };
 
 /* Take the inbox; wait until it has something or until due (ns; INT64_MAX: until a message). */
 static struct rp_work take_work(struct rp_fleet *rf, int64_t due)
 {
     struct rp_work w = { 0 };
     pthread_mutex_lock(&rf->mu);
-    while (!rf->stop && !rf->kick && !rf->sweep && rf->n_inbox == 0 && now_ns() < due) {
+    while (!rf->pokes && rf->n_inbox == 0 && now_ns() < due) {
         if (due == INT64_MAX) {
             pthread_cond_wait(&rf->cond, &rf->mu);
         } else {
@@ -751,8 +752,8 @@ static struct rp_work take_work(struct rp_fleet *rf, int64_t due)
             pthread_cond_timedwait(&rf->cond, &rf->mu, &until);
         }
     }
-    w = (struct rp_work){ rf->stop, rf->kick, rf->sweep, rf->inbox, rf->n_inbox };
-    rf->kick = rf->sweep = false;
+    w = (struct rp_work){ rf->pokes, rf->inbox, rf->n_inbox };
+    rf->pokes &= RP_POKE_STOP;   /* a stop stays asked for */
     rf->inbox = NULL;
     rf->n_inbox = rf->cap_inbox = 0;
     pthread_mutex_unlock(&rf->mu);
@@ -798,7 +799,12 @@ static void sweep(struct rp_fleet *rf)
 }
 
 /* A re-read: the watches in step with the node table (or, in quarantine, every lock tested). */
-static void scan(struct rp_fleet *rf, int64_t now)
+/*
+ * The re-read proper. A fleet found replaced, unreadable, or readable again
+ * after a fault is detached (and attached again at its time): nothing more
+ * to pace then.
+ */
+static void rescan(struct rp_fleet *rf, int64_t now)
 {
     if (rf->f && orbit_fleet_replaced(rf->f) == 1) {
         detach(rf);   /* removed, or made anew: attached again (a new fleet, a fresh look) */
@@ -830,9 +836,20 @@ static void scan(struct rp_fleet *rf, int64_t now)
     if (with_backstop)
         rf->next_backstop_ns = now + ms_ns(RP_BACKSTOP_MS);
     int64_t cost = now_ns() - now;
-    int64_t period = ms_ns(interval_ms(rf));
-    rf->scan_floor_ns = now + 3 * cost;   /* a slow node table or lock list: this thread paces itself */
-    rf->next_scan_ns = now + (period > 3 * cost ? period : 3 * cost);
+    int64_t period = ms_ns(quarantined(rf) && interval_ms(rf) < RP_QUARANTINE_SCAN_MS ? RP_QUARANTINE_SCAN_MS
+                                                                                         : interval_ms(rf));
+    cost *= quarantined(rf) ? RP_PACE_QUARANTINE : RP_PACE;
+    rf->scan_floor_ns = now + cost;   /* a slow node table or lock list: this thread paces itself */
+    rf->next_scan_ns = now + (period > cost ? period : cost);
+}
+
+/* A re-read, counted begun and finished: orbit_reaper_rescan waits for one begun after its kick. */
+static void scan(struct rp_fleet *rf, int64_t now)
+{
+    pthread_mutex_lock(&rf->mu);
+    rf->scans_begun++;
+    pthread_mutex_unlock(&rf->mu);
+    rescan(rf, now);
     pthread_mutex_lock(&rf->mu);
     rf->scans++;
     pthread_cond_broadcast(&rf->cond);
@@ -845,7 +862,7 @@ static int64_t earliest(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t turn(struct rp_fleet *rf, const struct rp_work *w)
 {
     int64_t now = now_ns();
-    if (w->kick)   /* a re-read asked for: as soon as its pace allows */
+    if (w->pokes & RP_POKE_KICK)   /* a re-read asked for: as soon as its pace allows */
         rf->next_scan_ns = earliest(rf->next_scan_ns, rf->scan_floor_ns);
     /* The re-read first, as orbit_reaper_process does on entry: a member that left is not watched
      * by the time its exit is looked at. */
@@ -853,7 +870,7 @@ static int64_t turn(struct rp_fleet *rf, const struct rp_work *w)
         scan(rf, now);
     for (size_t i = 0; i < w->n && rf->f; i++)
         handle_msg(rf, &w->msgs[i]);
-    if (w->sweep && rf->f)
+    if ((w->pokes & RP_POKE_SWEEP) && rf->f)
         sweep(rf);
     if (rf->f && !quarantined(rf) && now >= next_poll(rf)) {
         poll_locks(rf);
@@ -877,11 +894,11 @@ static void *fleet_main(void *arg)
     bool stopped = false;
     while (end != RP_GONE && end != RP_PARKED) {
         struct rp_work w = take_work(rf, due);
-        if ((stopped = w.stop)) {
+        if ((stopped = w.pokes & RP_POKE_STOP)) {
             free(w.msgs);
             break;
         }
-        if (!rf->f && (w.kick || now_ns() >= rf->next_attach_ns))
+        if (!rf->f && ((w.pokes & RP_POKE_KICK) || now_ns() >= rf->next_attach_ns))
             end = attach(rf);
         due = rf->f ? turn(rf, &w) : rf->next_attach_ns;
         free(w.msgs);

@@ -85,6 +85,14 @@ struct rp_msg {
     struct rp_snap life;
 };
 
+/*
+ * A fleet's thread idles RP_PACE times as long as each re-read took, at
+ * least (a quarter of a CPU at most); a quarantined fleet's thread and
+ * worker RP_PACE_QUARANTINE times (a tenth).
+ */
+#define RP_PACE            3
+#define RP_PACE_QUARANTINE 9
+
 /* An attached fleet's descriptors: its handle (2), the table a report opens (1), one spare. */
 #define RP_BASE_FDS 4
 
@@ -127,11 +135,12 @@ struct rp_fleet {
     pthread_cond_t cond;
     struct rp_msg *inbox;
     size_t n_inbox, cap_inbox;
-    bool stop, kick, sweep;
+    unsigned pokes;             /* RP_POKE_*: asked of the thread, not yet taken */
     bool ended;                 /* the thread is out of its loop: join it */
     bool gone;                  /* ...because the fleet is gone and came from watch_all */
     bool parked;                /* ...because the budget had no room for it: start again later */
-    uint64_t scans;             /* re-reads finished (orbit_reaper_rescan waits for one) */
+    uint64_t scans_begun;       /* re-reads begun, and finished: orbit_reaper_rescan waits for */
+    uint64_t scans;             /* one begun after its kick to finish */
     bool tried;                 /* an attach was tried */
     int attach_rc;              /* its result (orbit_reaper_watch answers with it) */
     /* The thread's own. */
@@ -146,7 +155,7 @@ struct rp_fleet {
     int64_t seg_bytes;          /* the fleet segment's size */
     bool account;               /* its reports count what a death gave back (not in quarantine) */
     int64_t next_scan_ns, next_backstop_ns, next_review_ns, next_attach_ns;
-    int64_t scan_floor_ns;      /* no re-read before: three times the last one's duration after it */
+    int64_t scan_floor_ns;      /* no re-read before: RP_PACE times the last one's duration after it */
     int64_t last_poll_ns;       /* members tested by lock were last looked at */
     uint32_t poll_cost_ns;      /* and that took: the next look waits at least three times it */
     int64_t busy_since_ns;      /* first attach that found the fleet still being created (0: none) */
@@ -257,8 +266,17 @@ uint64_t rp_pidns_self(void);
 int  rp_fleet_start(struct orbit_reaper *r, struct rp_fleet *rf);
 /* Leave a message in the fleet's inbox and wake its thread. */
 void rp_fleet_post(struct rp_fleet *rf, const struct rp_msg *m);
-/* Wake its thread: re-read now (kick), test BPF-watched members (sweep), or end (stop). */
-void rp_fleet_poke(struct rp_fleet *rf, bool kick, bool sweep, bool stop);
+/*
+ * Wake its thread: re-read as soon as its pace allows (KICK), test its
+ * BPF-watched members (SWEEP), end (STOP). NUDGE is kick_all's KICK for a
+ * fleet not in quarantine (orbit_reaper_process on entry): a quarantined one
+ * re-reads at its own pace only.
+ */
+#define RP_POKE_KICK  1u
+#define RP_POKE_NUDGE 2u
+#define RP_POKE_SWEEP 4u
+#define RP_POKE_STOP  8u
+void rp_fleet_poke(struct rp_fleet *rf, unsigned what);
 /* A stopped thread's fleet: join it and free what is left (the thread is out of its loop). */
 void rp_fleet_join(struct rp_fleet *rf);
 /* Is that life of the node over as the kernel says (its lock released, or the record moved on)? */

@@ -39,6 +39,8 @@ struct rp_worker {
     size_t n_jobs, cap_jobs;
     uint64_t next_id;           /* of the next job listed */
     unsigned delay_ms;          /* ORBIT_TEST_REAPER_DELAY_MS: each try waits first */
+    bool paced;                 /* a quarantined fleet's: after each try, idle RP_PACE_QUARANTINE times as long */
+    uint64_t idle_until_ns;     /* paced: no try before */
 };
 
 /* A worker whose thread has ended (or is joined here): its fleet handle is left with it. */
@@ -245,9 +247,9 @@ static void *worker_main(void *arg)
     pthread_mutex_lock(&r->work_lock);
     struct rp_job *job;
     while (!w->stop && (job = next_job(w))) {
-        uint64_t now = rp_now_ns();
-        if (job->due_ns > now) {
-            struct timespec until = abs_time(job->due_ns);
+        uint64_t now = rp_now_ns(), due = job->due_ns > w->idle_until_ns ? job->due_ns : w->idle_until_ns;
+        if (due > now) {
+            struct timespec until = abs_time(due);
             pthread_cond_timedwait(&w->wake, &r->work_lock, &until);
             continue;
         }
@@ -260,6 +262,8 @@ static void *worker_main(void *arg)
         int rc = try_report(w, &tried);
         pthread_mutex_lock(&r->work_lock);
         settle(w, &tried, rc);
+        if (w->paced)   /* a quarantined fleet's reports take at most a tenth of a CPU */
+            w->idle_until_ns = rp_now_ns() + RP_PACE_QUARANTINE * (rp_now_ns() - now);
     }
     w->running = false;
     pthread_mutex_unlock(&r->work_lock);
@@ -284,6 +288,7 @@ int rp_worker_attach(struct orbit_reaper *r, struct rp_fleet *rf)
     }
     w->r = r;
     w->f = rf->f;
+    w->paced = atomic_load(&rf->quarantine) != RP_Q_NONE;
     const char *delay = getenv("ORBIT_TEST_REAPER_DELAY_MS");
     w->delay_ms = delay ? (unsigned)strtoul(delay, NULL, 10) % 60000u : 0;
     w->fleet_id = rf->id;
