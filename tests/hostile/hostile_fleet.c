@@ -6,13 +6,13 @@
  *
  *   hostile_fleet forge NAME [NODES [one|each]]
  *       Join NAME (capacity 4096, shared 0660 with our own group so root's
- *       reaper may open it) and forge NODES LIVE node records (default 4000)
+ *       reaper may open it; every fleet here is) and forge NODES LIVE node records (default 4000)
  *       that name another pid namespace, kept "alive" by OFD locks over their
  *       life bytes: one lock over them all (one, the default) or one per node
  *       (each: the kernel's lock list grows with them).
  *   hostile_fleet plant NAME [KIND]
- *       Make NAME's segment of that kind (default 255: the fleet itself; or
- *       247, the pool table) look half-created: its header says not ready and
+ *       Make NAME's segment (a fleet of 64 nodes) of that kind (default 255:
+ *       the fleet itself; or 247, the pool table) look half-created: its header says not ready and
  *       the creator-lock byte is held, as if the creator were still at work.
  *
  * Either prints "ready <what>" on stdout once done, then stays (holding its
@@ -52,11 +52,11 @@ static int ofd_wrlock(int fd, long long off, long long len)
     return fcntl(fd, F_OFD_SETLK, &fl) == 0 ? 0 : -errno;
 }
 
-/* Our own fleet, and its segment of that kind mapped read-write: the file is ours. */
-static struct orbit_fleet *own_fleet(const char *name)
+/* Our own fleet (of capacity nodes), and its segment of that kind mapped read-write: the file is ours. */
+static struct orbit_fleet *own_fleet(const char *name, uint16_t capacity)
 {
     struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
-    o.capacity = CAPACITY;
+    o.capacity = capacity;
     o.node = 0;
     o.backing = ORBIT_BACKING_SHM;
     o.gid = getgid();
@@ -86,7 +86,7 @@ static void forge(const char *name, int nodes, bool each)
 {
     if (nodes < 1 || nodes >= CAPACITY)
         die("NODES: 1..4095", -EINVAL);
-    struct orbit_fleet *f = own_fleet(name);
+    struct orbit_fleet *f = own_fleet(name, CAPACITY);
     int fd;
     struct orb_node_record *rec = (void *)((char *)map_segment(name, 255, &fd) + ORB_SEG_HEADER_BYTES);
     for (int i = 1; i <= nodes; i++) {
@@ -120,7 +120,7 @@ static void forge(const char *name, int nodes, bool each)
 
 static void plant(const char *name, unsigned kind)
 {
-    struct orbit_fleet *f = own_fleet(name);
+    struct orbit_fleet *f = own_fleet(name, 64);   /* a small fleet: planting costs the planter little */
     if (kind == 247) {
         struct orbit_pool *pool;
         int rc = orbit_pool_open(f, NULL, &pool);
