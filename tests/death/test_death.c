@@ -208,9 +208,9 @@ START_TEST(test_leave_not_reported)
     struct orbit_reaper_stats s;
     orbit_reaper_stats(r, &s);
     ck_assert_uint_eq(s.deaths, 1);
-    /* BPF saw the leaver's exit (its tgid was still filtered in) and ignored it;
-     * the pidfd backend dropped its pidfd when it re-read the table. */
-    ck_assert_uint_eq(s.ignored, death_backends[_i] == ORBIT_REAPER_BPF ? 1 : 0);
+    /* The leaver's exit, if a backend saw it before its fleet's thread re-read the table (BPF: its
+     * tgid was still filtered in), is one report ignored; after the re-read, none. Never a death. */
+    ck_assert_uint_le(s.ignored, 1);
     ck_assert_int_eq(member_reap(&control), 128 + SIGKILL);
     orbit_reaper_close(r);
     ck_assert_int_eq(orbit_fleet_unlink(name), 0);
@@ -611,7 +611,10 @@ START_TEST(test_next_life_before_delivery)
     struct orbit_reaper_stats s;
     orbit_reaper_stats(r, &s);
     ck_assert_uint_eq(s.deaths, 2);
-    ck_assert_uint_eq(s.ignored, 0);
+    /* B may die while its fleet's thread is still setting its watch up (the re-read process asks
+     * for runs beside this thread): its exit then reaches no watch (one report ignored) and B is
+     * found dead instead, as the check of c->d[1] above says. */
+    ck_assert_uint_le(s.ignored, 1);
     orbit_reaper_close(r);
     orbit_fleet_leave(obs);
     ck_assert_int_eq(orbit_fleet_unlink(name), 0);
