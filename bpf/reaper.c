@@ -48,6 +48,7 @@ const char *orbit_reaper_quarantine_reason_name(enum orbit_reaper_quarantine_rea
     case ORBIT_REAPER_QUARANTINE_MAPPED:      return "mapped";
     case ORBIT_REAPER_QUARANTINE_MEMBERS:     return "members";
     case ORBIT_REAPER_QUARANTINE_FAULT:       return "fault";
+    case ORBIT_REAPER_QUARANTINE_THREADS:     return "threads";
     }
     return "unknown";
 }

@@ -4,10 +4,12 @@
  * limit at orbit_reaper_open, less RP_RESERVED_FDS for the reaper itself (its
  * epoll set, timers, eventfds, the BPF program's maps and links, a metrics
  * server and its clients, stdio), so that whatever the fleets hold, the
- * reaper's own opens never meet EMFILE. Bytes mapped: RP_MAPPED_TOTAL, a
- * sixteenth of a 47-bit address space. Of each, one fleet may hold an
- * eighth and the fleets of one owner (the uid owning the fleet segment) a
- * quarter: no one user's fleets can take what another user's need.
+ * reaper's own opens never meet EMFILE. Threads: RP_THREADS_TOTAL (each
+ * attached fleet runs two: its own and its worker), within the unit's
+ * TasksMax. Bytes mapped: RP_MAPPED_TOTAL, a sixteenth of a 47-bit address
+ * space. Of each, one fleet may hold an eighth and the fleets of one owner
+ * (the uid owning the fleet segment) a quarter: no one user's fleets can
+ * take what another user's need.
  */
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -17,6 +19,7 @@
 #define RP_MIN_FDS       32
 #define RP_MAX_FDS       (1ll << 20)
 #define RP_MAPPED_TOTAL  (8ll << 40)
+#define RP_THREADS_TOTAL 2048
 #define RP_FLEET_SHARE   8      /* a fleet: an eighth of each total */
 #define RP_OWNER_SHARE   4      /* an owner's fleets: a quarter */
 
@@ -28,7 +31,8 @@ void rp_budget_init(struct orbit_reaper *r)
     if (soft > RP_MAX_FDS)
         soft = RP_MAX_FDS;
     int64_t fds = soft - RP_RESERVED_FDS;
-    r->budget.total = (struct rp_cost){ .fds = fds < RP_MIN_FDS ? RP_MIN_FDS : fds, .bytes = RP_MAPPED_TOTAL };
+    r->budget.total = (struct rp_cost){ .fds = fds < RP_MIN_FDS ? RP_MIN_FDS : fds, .threads = RP_THREADS_TOTAL,
+                                        .bytes = RP_MAPPED_TOTAL };
 }
 
 void rp_budget_free(struct orbit_reaper *r)
@@ -76,6 +80,15 @@ static bool fits(const int64_t held[3], int64_t want, int64_t total, int64_t *bo
            within(held[2], want, total, bound, wanted);
 }
 
+/* held + sign * c, never below zero. */
+static void add(struct rp_cost *held, const struct rp_cost *c, int sign)
+{
+    int64_t *v[3] = { &held->fds, &held->threads, &held->bytes };
+    const int64_t by[3] = { c->fds, c->threads, c->bytes };
+    for (int i = 0; i < 3; i++)
+        *v[i] = *v[i] + sign * by[i] > 0 ? *v[i] + sign * by[i] : 0;
+}
+
 int rp_budget_take(struct orbit_reaper *r, struct rp_fleet *rf, uid_t uid, const struct rp_cost *c,
                    int64_t *bound, int64_t *wanted)
 {
@@ -88,39 +101,31 @@ int rp_budget_take(struct orbit_reaper *r, struct rp_fleet *rf, uid_t uid, const
         *bound = *wanted = 0;
     } else if (!fits((int64_t[3]){ rf->held.fds, o->held.fds, b->used.fds }, c->fds, b->total.fds, bound, wanted)) {
         why = RP_Q_DESCRIPTORS;
+    } else if (!fits((int64_t[3]){ rf->held.threads, o->held.threads, b->used.threads }, c->threads,
+                     b->total.threads, bound, wanted)) {
+        why = RP_Q_THREADS;
     } else if (!fits((int64_t[3]){ rf->held.bytes, o->held.bytes, b->used.bytes }, c->bytes, b->total.bytes,
                      bound, wanted)) {
         why = RP_Q_MAPPED;
     } else {
-        rf->held.fds += c->fds;
-        rf->held.bytes += c->bytes;
-        o->held.fds += c->fds;
-        o->held.bytes += c->bytes;
-        b->used.fds += c->fds;
-        b->used.bytes += c->bytes;
+        add(&rf->held, c, 1);
+        add(&o->held, c, 1);
+        add(&b->used, c, 1);
     }
     pthread_mutex_unlock(&r->budget_mu);
     return why;
 }
 
-static void shrink(int64_t *v, int64_t by)
-{
-    *v = *v > by ? *v - by : 0;
-}
 
 void rp_budget_give(struct orbit_reaper *r, struct rp_fleet *rf, uid_t uid, const struct rp_cost *c)
 {
     struct rp_budget *b = &r->budget;
     pthread_mutex_lock(&r->budget_mu);
     struct rp_owner_use *o = owner_use(b, uid, false);
-    shrink(&rf->held.fds, c->fds);
-    shrink(&rf->held.bytes, c->bytes);
-    if (o) {
-        shrink(&o->held.fds, c->fds);
-        shrink(&o->held.bytes, c->bytes);
-    }
-    shrink(&b->used.fds, c->fds);
-    shrink(&b->used.bytes, c->bytes);
+    add(&rf->held, c, -1);
+    if (o)
+        add(&o->held, c, -1);
+    add(&b->used, c, -1);
     pthread_mutex_unlock(&r->budget_mu);
 }
 
@@ -129,8 +134,9 @@ bool rp_budget_room(struct orbit_reaper *r, int64_t owner)
     struct rp_budget *b = &r->budget;
     pthread_mutex_lock(&r->budget_mu);
     struct rp_owner_use *o = owner < 0 ? NULL : owner_use(b, (uid_t)owner, false);
-    bool room = b->used.fds + RP_BASE_FDS <= b->total.fds &&
-                (!o || o->held.fds + RP_BASE_FDS <= b->total.fds / RP_OWNER_SHARE);
+    bool room = b->used.fds + RP_BASE_FDS <= b->total.fds && b->used.threads + RP_BASE_THREADS <= b->total.threads &&
+                (!o || (o->held.fds + RP_BASE_FDS <= b->total.fds / RP_OWNER_SHARE &&
+                        o->held.threads + RP_BASE_THREADS <= b->total.threads / RP_OWNER_SHARE));
     pthread_mutex_unlock(&r->budget_mu);
     return room;
 }

@@ -41,7 +41,6 @@
 #define RP_SEGMENTS_MAX     512     /* 256 kinds in two backing directories */
 #define RP_QUARANTINE_DEATHS 64     /* deaths a quarantined fleet's re-read hands on... */
 #define RP_QUARANTINE_SCAN_MS 100   /* ...and re-reads no more often than this */
-#define RP_THREAD_STACK     (256u * 1024u)
 #define RP_TO_LOCK          (-1)    /* confirm: not over yet, its lock is tested from now on */
 
 static int64_t now_ns(void) { return (int64_t)rp_now_ns(); }
@@ -212,7 +211,8 @@ static void budget_refused(struct rp_fleet *rf, int why, int64_t bound, int64_t 
 {
     char detail[160];
     snprintf(detail, sizeof detail, "%s would hold %lld %s; the bound is %lld", what, (long long)wanted,
-             why == RP_Q_MAPPED ? "bytes mapped" : "descriptors", (long long)bound);
+             why == RP_Q_MAPPED ? "bytes mapped" : why == RP_Q_THREADS ? "threads" : "descriptors",
+             (long long)bound);
     quarantine(rf, (enum rp_quarantine)why, bound, wanted, 0, detail);
 }
 
@@ -630,12 +630,12 @@ static int take_base(struct rp_fleet *rf, uint16_t capacity, const struct rp_lay
         quarantine(rf, RP_Q_MAPPED, seg_bound, l->seg_bytes, 0, detail);
     }
     bool account = !quarantined(rf) && (atomic_load(&rf->r->flags) & ORBIT_REAPER_ACCOUNT);
-    struct rp_cost c = { .fds = RP_BASE_FDS + (account ? l->tables : 0),
+    struct rp_cost c = { .fds = RP_BASE_FDS + (account ? l->tables : 0), .threads = RP_BASE_THREADS,
                          .bytes = l->seg_bytes + (account ? l->table_bytes : 0) };
     int why = rp_budget_take(rf->r, rf, l->owner, &c, &bound, &wanted);
     if (why && account) {
         budget_refused(rf, why, bound, wanted, "its handle and its table handles");
-        c = (struct rp_cost){ .fds = RP_BASE_FDS, .bytes = l->seg_bytes };
+        c = (struct rp_cost){ .fds = RP_BASE_FDS, .threads = RP_BASE_THREADS, .bytes = l->seg_bytes };
         account = false;
         why = rp_budget_take(rf->r, rf, l->owner, &c, &bound, &wanted);
     }

@@ -96,9 +96,14 @@ struct rp_msg {
 /* An attached fleet's descriptors: its handle (2), the table a report opens (1), one spare. */
 #define RP_BASE_FDS 4
 
-/* What a fleet costs the budget: descriptors and bytes mapped. */
+/* An attached fleet's threads: its own, and its worker's while it has reports; their stacks. */
+#define RP_BASE_THREADS 2
+#define RP_THREAD_STACK (256u * 1024u)
+
+/* What a fleet costs the budget: descriptors, threads, bytes mapped. */
 struct rp_cost {
     int64_t fds;
+    int64_t threads;
     int64_t bytes;
 };
 
@@ -109,6 +114,7 @@ enum rp_quarantine {
     RP_Q_MAPPED,                /* its segments are larger than a fleet, its owner or the reaper may map */
     RP_Q_MEMBERS,               /* more members to test by lock than its bound */
     RP_Q_FAULT,                 /* it cannot be read (half-made past the bound, corrupt, refused) */
+    RP_Q_THREADS,               /* its owner's fleets, or all, would run more threads than the bound */
 };
 
 struct rp_worker;
@@ -318,12 +324,12 @@ void rp_notice_post(struct orbit_reaper *r, const struct rp_notice *n);
 struct rp_notice *rp_notices_take(struct orbit_reaper *r, size_t *n);
 
 /* reaper_budget.c */
-/* The totals, from RLIMIT_NOFILE (descriptors) and the address space (bytes). */
+/* The totals: from RLIMIT_NOFILE (descriptors), fixed (threads, bytes mapped). */
 void rp_budget_init(struct orbit_reaper *r);
 void rp_budget_free(struct orbit_reaper *r);
 /*
  * Take c for fleet rf (of owner uid): 0, or the quarantine its bound says
- * (RP_Q_DESCRIPTORS or RP_Q_MAPPED) with *bound and *wanted the numbers
+ * (RP_Q_DESCRIPTORS, RP_Q_THREADS or RP_Q_MAPPED) with *bound and *wanted the numbers
  * that broke it; nothing is taken then. rf->held grows by c.
  */
 int  rp_budget_take(struct orbit_reaper *r, struct rp_fleet *rf, uid_t uid, const struct rp_cost *c,

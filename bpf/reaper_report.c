@@ -305,7 +305,11 @@ static int worker_start(struct rp_worker *w)
     if (w->joinable)
         pthread_join(w->thread, NULL);   /* it cleared running as its last step: returns at once */
     w->joinable = false;
-    int rc = pthread_create(&w->thread, NULL, worker_main, w);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, RP_THREAD_STACK);   /* one per attached fleet: small */
+    int rc = pthread_create(&w->thread, &attr, worker_main, w);
+    pthread_attr_destroy(&attr);
     if (rc != 0)
         return -rc;
     w->running = w->joinable = true;

@@ -60,16 +60,18 @@
  * never waits on any fleet. Segments still being created are not waited for
  * (orbit_fleet_observe_opts, ready_wait_ms 0). Descriptors come out of a
  * budget sized from RLIMIT_NOFILE at orbit_reaper_open (the soft limit, less
- * 96 kept for the reaper itself), bytes mapped out of one of 8 TiB: one fleet
+ * 96 kept for the reaper itself), threads out of 2,048 (an attached fleet
+ * runs two: its own and its worker's), bytes mapped out of 8 TiB: one fleet
  * may hold an eighth of each, the fleets of one owner (the uid owning the
  * fleet segment) a quarter. A fleet's segment may be no larger than its
  * capacity needs (4 KiB a node and 4 MiB), and at most 256 of its members
  * are tested by lock on the short period. A fleet that would break a bound,
  * or that cannot be read, is quarantined (orbit_reaper_on_quarantine): it
- * gives back its descriptors and table mappings, and its thread, at a lower
- * priority, tests every member's lock on each re-read (at the interval) and
- * reports the deaths it finds. Reviewed every 10 s: it is released once it
- * fits again. Every other fleet keeps its watches and its reclaim time.
+ * gives back its descriptors and table mappings, and its thread tests every
+ * member's lock on each re-read (at the interval, at most every 100 ms) and
+ * reports the deaths it finds (64 a re-read at most), thread and worker
+ * taking a tenth of a CPU at most. Reviewed every 10 s: it is released once
+ * it fits again. Every other fleet keeps its watches and its reclaim time.
  */
 #ifndef ORBIT_REAPER_H
 #define ORBIT_REAPER_H
@@ -264,9 +266,10 @@ enum orbit_reaper_quarantine_reason {
     ORBIT_REAPER_QUARANTINE_MAPPED,           /* its segments are larger than its capacity or a bound allows */
     ORBIT_REAPER_QUARANTINE_MEMBERS,          /* more members to test by lock than a fleet's bound (256) */
     ORBIT_REAPER_QUARANTINE_FAULT,            /* it cannot be read: still being created past 1 s, corrupt, refused */
+    ORBIT_REAPER_QUARANTINE_THREADS,          /* its owner's fleets (or all) would run more threads than allowed */
 };
 
-/* "descriptors", "mapped", "members", "fault". */
+/* "descriptors", "mapped", "members", "fault", "threads". */
 const char *orbit_reaper_quarantine_reason_name(enum orbit_reaper_quarantine_reason);
 
 struct orbit_reaper_quarantine {
