@@ -270,6 +270,57 @@ static void under_attack(const char *backend)
         orbit_fleet_unlink(fleets[i]);
 }
 
+/*
+ * Each bound refuses what would break it, not the reaper: 1,100 forged nodes
+ * naming a live process the reaper sees (a pidfd each under the pidfd
+ * backend: more than RLIMIT_NOFILE 1024 allows) are quarantined for their
+ * descriptors, and a 64-node fleet whose segment is 1 GiB (well formed, and
+ * mapped whole by whoever opens it) for the bytes it maps; victims go on
+ * being reported. On main the reaper runs out of descriptors and exits.
+ */
+START_TEST(each_bound_quarantines_the_fleet_that_breaks_it)
+{
+    const char *hostile = getenv("ORBIT_HOSTILE_BIN"), *bin = getenv("ORBIT_REAPER_BIN");
+    ck_assert_ptr_nonnull(hostile);
+    ck_assert_ptr_nonnull(bin);
+    char seen[64], big[64], victim_fleet[64];
+    snprintf(seen, sizeof seen, "%s", tu_fleet_name("atkseen"));
+    snprintf(big, sizeof big, "%s", tu_fleet_name("atkbig"));
+    snprintf(victim_fleet, sizeof victim_fleet, "%s", tu_fleet_name("victim"));
+    const char *forge[] = { "setpriv", "--reuid", NOBODY, "--regid", NOBODY, "--clear-groups", hostile, "forge", seen,
+                            "1100", "one", "visible", NULL };
+    struct proc forger = spawn(forge);
+    char line[LINE_MAX_LEN], want[160];
+    ck_assert_msg(line_with(&forger, "ready", 20000, line, sizeof line), "hostile_fleet forge visible: not ready");
+    struct proc grower = attacker(hostile, "grow", big, "1073741824");
+
+    const char *argv[] = { "prlimit", "--nofile=1024", bin, "--all", "--backend", "pidfd", NULL };
+    struct proc reaper = spawn(argv);
+    ck_assert_msg(line_with(&reaper, "\"event\":\"start\"", 20000, line, sizeof line), "orbit-reaper did not start");
+    snprintf(want, sizeof want, "\"fleet\":\"%s\",\"reason\":\"descriptors\",\"owner\":65534", seen);
+    ck_assert_msg(quarantined(&reaper, want, 10000), "no quarantine of the fleet of 1,100 seen nodes: %s", reaper.seen);
+    snprintf(want, sizeof want, "\"fleet\":\"%s\",\"reason\":\"mapped\",\"owner\":65534", big);
+    ck_assert_msg(quarantined(&reaper, want, 10000), "no quarantine of the 1 GiB fleet: %s", reaper.seen);
+    int64_t lat[VICTIMS];
+    victim_round(&reaper, victim_fleet, lat);
+    check_latency("bounds (pidfd)", lat, VICTIMS);
+    int status;
+    ck_assert_msg(waitpid(reaper.pid, &status, WNOHANG) == 0, "orbit-reaper exited");
+    kill(reaper.pid, SIGTERM);
+    ck_assert_msg(line_with(&reaper, "\"event\":\"stop\"", 20000, line, sizeof line), "no stop line");
+    ck_assert_msg(strstr(line, "\"reason\":\"SIGTERM\"") && strstr(line, "\"quarantined\":2"), "%s", line);
+    printf("hostile bounds: %s\n", line);
+    ck_assert_int_eq(tu_wait_child(reaper.pid, 20000), 0);
+    close(reaper.in);
+    close(reaper.out);
+    end_proc(&forger, SIGKILL);
+    end_proc(&grower, SIGKILL);
+    const char *fleets[] = { seen, big, victim_fleet };
+    for (size_t i = 0; i < sizeof fleets / sizeof fleets[0]; i++)
+        orbit_fleet_unlink(fleets[i]);
+}
+END_TEST
+
 START_TEST(the_root_reaper_keeps_reclaiming_beside_a_hostile_neighbour)
 {
     under_attack(_i == 0 ? "auto" : "pidfd");
@@ -304,6 +355,7 @@ int main(void)
     TCase *tc = tcase_create("reaper_hostile");
     tcase_set_timeout(tc, 240);
     tcase_add_loop_test(tc, the_root_reaper_keeps_reclaiming_beside_a_hostile_neighbour, 0, 2);
+    tcase_add_test(tc, each_bound_quarantines_the_fleet_that_breaks_it);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -4,12 +4,19 @@
  * a fleet of its own, for the tests that show nothing of it reaches anyone else.
  * It only ever writes files it made itself, as the user it runs as.
  *
- *   hostile_fleet forge NAME [NODES [one|each]]
+ *   hostile_fleet forge NAME [NODES [one|each [visible]]]
  *       Join NAME (capacity 4096, shared 0660 with our own group so root's
  *       reaper may open it; every fleet here is) and forge NODES LIVE node records (default 4000)
  *       that name another pid namespace, kept "alive" by OFD locks over their
  *       life bytes: one lock over them all (one, the default) or one per node
  *       (each: the kernel's lock list grows with them).
+ *       With "visible", the forged nodes name this very process instead (its
+ *       pid, start time and pid namespace): a reaper of this pid namespace
+ *       sees them alive and watches each by its backend (a pidfd each).
+ *   hostile_fleet grow NAME BYTES
+ *       Join NAME (64 nodes) and make its fleet segment BYTES long (sparse),
+ *       its header saying so: a well-formed segment far larger than its
+ *       capacity needs, mapped whole by whoever opens it.
  *   hostile_fleet plant NAME [KIND]
  *       Make NAME's segment (a fleet of 64 nodes) of that kind (default 255:
  *       the fleet itself; or 247, the pool table) look half-created: its header says not ready and
@@ -22,6 +29,7 @@
  * happen.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,19 +90,28 @@ static void *map_segment(const char *name, unsigned kind, int *fd_out)
     return p;
 }
 
-static void forge(const char *name, int nodes, bool each)
+static uint64_t own_pidns(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+static void forge(const char *name, int nodes, bool each, bool seen)
 {
     if (nodes < 1 || nodes >= CAPACITY)
         die("NODES: 1..4095", -EINVAL);
     struct orbit_fleet *f = own_fleet(name, CAPACITY);
     int fd;
     struct orb_node_record *rec = (void *)((char *)map_segment(name, 255, &fd) + ORB_SEG_HEADER_BYTES);
+    uint64_t start = 0, ns = seen ? own_pidns() : FORGED_NS;
+    if (seen && orbit_process_start_time(getpid(), &start) != 0)
+        die("start time", -ESRCH);
     for (int i = 1; i <= nodes; i++) {
-        rec[i].pid = 400000 + i;
-        rec[i].start_time = 1000 + (uint64_t)i;
+        rec[i].pid = seen ? getpid() : 400000 + i;
+        rec[i].start_time = seen ? start : 1000 + (uint64_t)i;
         rec[i].incarnation = 0x8000000000000000ull | ((uint64_t)getpid() << 16) | (uint64_t)i;
         rec[i].joins = 0;
-        rec[i].pidns = FORGED_NS;
+        rec[i].pidns = ns;
         atomic_store(&rec[i].state, ORBIT_NODE_LIVE);
     }
     for (int i = each ? 1 : nodes; i <= nodes; i++) {
@@ -108,7 +125,7 @@ static void forge(const char *name, int nodes, bool each)
     ssize_t n = info ? orbit_fleet_nodes(f, info, CAPACITY) : -ENOMEM;
     int alive = 0;
     for (ssize_t i = 0; i < n && i < CAPACITY; i++)
-        alive += info[i].alive && info[i].node > 0 && info[i].pid_namespace == FORGED_NS;
+        alive += info[i].alive && info[i].node > 0 && info[i].pid_namespace == ns;
     if (alive != nodes) {
         fprintf(stderr, "hostile_fleet: the forgery did not take (%d of %d nodes alive): the record layout moved on\n",
                 alive, nodes);
@@ -116,6 +133,39 @@ static void forge(const char *name, int nodes, bool each)
     }
     free(info);
     printf("ready forged %d\n", nodes);
+}
+
+/* The header's check, as the library computes it: FNV-1a over the fields before it. */
+static uint64_t header_check(const struct orb_seg_header *h)
+{
+    const unsigned char *p = (const unsigned char *)h;
+    uint64_t x = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < offsetof(struct orb_seg_header, check); i++)
+        x = (x ^ p[i]) * 0x100000001b3ull;
+    return x;
+}
+
+static void grow(const char *name, long long bytes)
+{
+    struct orbit_fleet *f = own_fleet(name, 64);
+    int fd;
+    struct orb_seg_header *h = map_segment(name, 255, &fd);
+    if (bytes < (long long)h->mapped_bytes || ftruncate(fd, (off_t)bytes) != 0)
+        die("BYTES: at least the segment's size", -EINVAL);
+    h->mapped_bytes = (uint64_t)bytes;
+    h->check = header_check(h);
+    /* Checked as any opener sees it: well formed, that large. */
+    struct orbit_fleet *obs = NULL;
+    struct orbit_segment_info si;
+    int rc = orbit_fleet_observe(name, &obs);
+    if (rc != 0 || orbit_fleet_segments(name, &si, 1) != 1 || (long long)si.size != bytes) {
+        fprintf(stderr, "hostile_fleet: the grown segment does not open as %lld bytes (%s)\n", bytes,
+                orbit_strerror(rc));
+        exit(1);
+    }
+    orbit_fleet_leave(obs);
+    (void)f;
+    printf("ready grown %s %lld\n", name, bytes);
 }
 
 static void plant(const char *name, unsigned kind)
@@ -157,11 +207,15 @@ int main(int argc, char **argv)
         return 1;
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 3 && strcmp(argv[1], "forge") == 0)
-        forge(argv[2], argc > 3 ? atoi(argv[3]) : 4000, argc > 4 && strcmp(argv[4], "each") == 0);
+        forge(argv[2], argc > 3 ? atoi(argv[3]) : 4000, argc > 4 && strcmp(argv[4], "each") == 0,
+              argc > 5 && strcmp(argv[5], "visible") == 0);
+    else if (argc == 4 && strcmp(argv[1], "grow") == 0)
+        grow(argv[2], atoll(argv[3]));
     else if (argc >= 3 && strcmp(argv[1], "plant") == 0)
         plant(argv[2], argc > 3 ? (unsigned)atoi(argv[3]) : 255);
     else {
-        fprintf(stderr, "usage: hostile_fleet forge NAME [NODES [one|each]] | plant NAME [KIND]\n");
+        fprintf(stderr, "usage: hostile_fleet forge NAME [NODES [one|each [visible]]] | grow NAME BYTES | "
+                "plant NAME [KIND]\n");
         return 2;
     }
     for (char c; read(0, &c, 1) > 0;) {}   /* until stdin closes (or a kill) */
