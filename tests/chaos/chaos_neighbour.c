@@ -15,33 +15,22 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "chaos.h"
+#include "ns.h"
 
 #define NOBODY 65534
 
 const char *chaos_private_shm(void)
 {
-    if (geteuid() != 0)
-        return "not root";
-    if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-        return "no private mount namespace";
-    if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
-        return "cannot mount a tmpfs on /dev/shm";
-    struct stat st;
-    if (stat("/dev/hugepages", &st) != 0 || mount("none", "/dev/hugepages", "hugetlbfs", 0, NULL) != 0)
-        setenv("ORBIT_HUGETLB_DIR", "", 1);   /* no hugetlbfs of our own: none at all */
-    return NULL;
+    return geteuid() != 0 ? "not root" : tn_private_shm();
 }
 
 /* hostile_fleet VERB FLEET ARG as uid 65534 (setpriv --reuid --regid --clear-groups); its pid once ready. */

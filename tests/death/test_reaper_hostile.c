@@ -22,6 +22,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include "death_util.h"
+#include "ns.h"
 
 #define NOBODY       "65534"
 #define FORGED       4000
@@ -327,26 +328,13 @@ START_TEST(the_root_reaper_keeps_reclaiming_beside_a_hostile_neighbour)
 }
 END_TEST
 
-/* Its own /dev/shm and hugetlbfs: --all sees this test's fleets and no one else's. */
-static const char *private_shm(void)
-{
-    if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-        return "no private mount namespace";
-    if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
-        return "cannot mount a tmpfs on /dev/shm";
-    struct stat st;
-    if (stat("/dev/hugepages", &st) != 0 || mount("none", "/dev/hugepages", "hugetlbfs", 0, NULL) != 0)
-        setenv("ORBIT_HUGETLB_DIR", "", 1);   /* no hugetlbfs of our own: none at all */
-    return NULL;
-}
-
 int main(void)
 {
     const char *why = geteuid() != 0 ? "not root" : NULL;
     if (!why && (system("setpriv --help >/dev/null 2>&1") != 0 || system("prlimit --help >/dev/null 2>&1") != 0))
         why = "setpriv or prlimit missing (util-linux)";
     if (!why)
-        why = private_shm();
+        why = tn_private_shm();   /* its own /dev/shm and hugetlbfs: --all sees this test's fleets only */
     if (why) {
         printf("skipped: %s\n", why);
         return 77;
