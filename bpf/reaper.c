@@ -209,6 +209,7 @@ static void free_fleet(struct rp_fleet *rf)
     pthread_cond_destroy(&rf->cond);
     pthread_mutex_destroy(&rf->mu);
     free(rf->inbox);
+    free(rf->taken);
     free(rf);
 }
 
@@ -425,8 +426,8 @@ static void deliver_notices(struct orbit_reaper *r)
 
 static int deliver_results(struct orbit_reaper *r)
 {
-    size_t n;
-    struct rp_result *v = rp_results_take(r, &n);
+    size_t n, cap;
+    struct rp_result *v = rp_results_take(r, &n, &cap);
     int handled = 0;
     for (size_t i = 0; i < n; i++) {
         if (v[i].error)
@@ -434,7 +435,7 @@ static int deliver_results(struct orbit_reaper *r)
         else
             handled += deliver_finished(r, &v[i]);
     }
-    free(v);
+    rp_results_done(r, v, cap);
     deliver_notices(r);
     return handled;
 }

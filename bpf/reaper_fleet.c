@@ -559,7 +559,9 @@ struct rp_layout {
 static struct rp_layout layout(struct rp_fleet *rf, struct orbit_fleet *f)
 {
     struct rp_layout l = { 0 };
-    struct orbit_segment_info *v = calloc(RP_SEGMENTS_MAX, sizeof *v);
+    if (!rf->segs)   /* once per fleet, kept: a quarantined fleet's reviews allocate nothing */
+        rf->segs = calloc(RP_SEGMENTS_MAX, sizeof *rf->segs);
+    struct orbit_segment_info *v = rf->segs;
     ssize_t n = v ? orbit_fleet_segments(rf->name, v, RP_SEGMENTS_MAX) : 0;
     enum orbit_backing b = orbit_fleet_backing(f);
     for (ssize_t i = 0; i < n && i < RP_SEGMENTS_MAX; i++) {
@@ -573,7 +575,6 @@ static struct rp_layout layout(struct rp_fleet *rf, struct orbit_fleet *f)
             l.found = true;
         }
     }
-    free(v);
     return l;
 }
 
@@ -739,7 +740,7 @@ static void review(struct rp_fleet *rf)
 
 struct rp_work { unsigned pokes; struct rp_msg *msgs; size_t n; };
 
-/* Take the inbox; wait until it has something or until due (ns; INT64_MAX: until a message). */
+/* Take the inbox (its messages stay valid until the next take); wait until it has something or until due. */
 static struct rp_work take_work(struct rp_fleet *rf, int64_t due)
 {
     struct rp_work w = { 0 };
@@ -754,8 +755,15 @@ static struct rp_work take_work(struct rp_fleet *rf, int64_t due)
     }
     w = (struct rp_work){ rf->pokes, rf->inbox, rf->n_inbox };
     rf->pokes &= RP_POKE_STOP;   /* a stop stays asked for */
-    rf->inbox = NULL;
-    rf->n_inbox = rf->cap_inbox = 0;
+    /* Swapped, not freed: in steady state this thread allocates nothing (a process that forks
+     * while one of its threads is in the allocator can leave the child a lock nobody holds). */
+    struct rp_msg *spare = rf->taken;
+    size_t cap = rf->cap_taken;
+    rf->taken = rf->inbox;
+    rf->cap_taken = rf->cap_inbox;
+    rf->inbox = spare;
+    rf->cap_inbox = cap;
+    rf->n_inbox = 0;
     pthread_mutex_unlock(&rf->mu);
     return w;
 }
@@ -894,20 +902,19 @@ static void *fleet_main(void *arg)
     bool stopped = false;
     while (end != RP_GONE && end != RP_PARKED) {
         struct rp_work w = take_work(rf, due);
-        if ((stopped = w.pokes & RP_POKE_STOP)) {
-            free(w.msgs);
+        if ((stopped = w.pokes & RP_POKE_STOP))
             break;
-        }
         if (!rf->f && ((w.pokes & RP_POKE_KICK) || now_ns() >= rf->next_attach_ns))
             end = attach(rf);
         due = rf->f ? turn(rf, &w) : rf->next_attach_ns;
-        free(w.msgs);
     }
     detach(rf);
     if (end == RP_GONE && !stopped)
         release(rf, "it is gone");   /* nothing is left to hold in quarantine */
     free(rf->queue);
     rf->queue = NULL;
+    free(rf->segs);
+    rf->segs = NULL;
     rf->n_queue = rf->cap_queue = 0;
     pthread_mutex_lock(&rf->mu);
     rf->ended = true;

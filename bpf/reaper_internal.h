@@ -139,8 +139,10 @@ struct rp_fleet {
     /* The inbox, under mu. */
     pthread_mutex_t mu;
     pthread_cond_t cond;
-    struct rp_msg *inbox;
+    struct rp_msg *inbox;       /* the event loop appends here... */
     size_t n_inbox, cap_inbox;
+    struct rp_msg *taken;       /* ...the thread reads what it took here: the two swap, never freed */
+    size_t cap_taken;
     unsigned pokes;             /* RP_POKE_*: asked of the thread, not yet taken */
     bool ended;                 /* the thread is out of its loop: join it */
     bool gone;                  /* ...because the fleet is gone and came from watch_all */
@@ -154,6 +156,7 @@ struct rp_fleet {
     uint16_t capacity;
     struct rp_watch *nodes;     /* capacity entries */
     struct rp_worker *worker;   /* runs this fleet's reports; NULL while detached */
+    struct orbit_segment_info *segs;    /* room for its segments' listing (RP_SEGMENTS_MAX) */
     struct rp_exit *queue;      /* exits to confirm */
     size_t n_queue, cap_queue;
     struct rp_cost held;        /* what it holds of the budget */
@@ -256,6 +259,8 @@ struct orbit_reaper {
     int donefd;                 /* eventfd: results or notices are waiting */
     struct rp_result *results;
     size_t n_results, cap_results;
+    struct rp_result *spare_results;    /* the list the event loop gave back: workers fill it next */
+    size_t cap_spare_results;
     struct rp_notice *notices;
     size_t n_notices, cap_notices;
     struct rp_worker **retired; /* detached fleets whose worker has not ended yet */
@@ -317,8 +322,13 @@ void rp_worker_detach(struct orbit_reaper *r, struct rp_fleet *rf);
  * its own, as the earlier life's report may still be listed.
  */
 int  rp_report(struct orbit_reaper *r, struct rp_fleet *rf, const struct rp_job *job);
-/* The results so far (caller frees), and retired workers that ended are joined. */
-struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n);
+/*
+ * The results so far (*n of them, in a list of *cap), and retired workers
+ * that ended are joined; the list goes back with rp_results_done, so that
+ * workers allocate nothing in steady state.
+ */
+struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n, size_t *cap);
+void rp_results_done(struct orbit_reaper *r, struct rp_result *v, size_t cap);
 /* A fleet's thread: a quarantine notice for the event loop; / the event loop: take them (caller frees). */
 void rp_notice_post(struct orbit_reaper *r, const struct rp_notice *n);
 struct rp_notice *rp_notices_take(struct orbit_reaper *r, size_t *n);

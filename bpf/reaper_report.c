@@ -4,9 +4,9 @@
  * that waits on a table lock (orbit_fleet_node_dead blocks up to the lock's
  * bound, then fails and leaves the node reserved) holds up that fleet only.
  * A failed try is deferred and tried again after a backoff. The worker
- * starts when its fleet has a report and ends when it has none; results go
- * back to the event loop through a list and an eventfd in its epoll set, so
- * callbacks still run in the thread calling orbit_reaper_process.
+ * starts at its fleet's first report and lasts until the fleet is detached;
+ * results go back to the event loop through a list and an eventfd in its
+ * epoll set, so callbacks still run in the thread calling orbit_reaper_process.
  *
  * Test hook: ORBIT_TEST_REAPER_DELAY_MS=N (read when a fleet is attached)
  * makes each try wait N ms after it was taken and before its report runs,
@@ -99,7 +99,7 @@ static void reap_retired(struct orbit_reaper *r)
     pthread_mutex_unlock(&r->work_lock);
 }
 
-struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n)
+struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n, size_t *cap)
 {
     uint64_t count;
     pthread_mutex_lock(&r->work_lock);
@@ -108,11 +108,27 @@ struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n)
     }
     struct rp_result *v = r->results;
     *n = r->n_results;
-    r->results = NULL;
-    r->n_results = r->cap_results = 0;
+    *cap = r->cap_results;
+    r->results = r->spare_results;
+    r->cap_results = r->cap_spare_results;
+    r->n_results = 0;
+    r->spare_results = NULL;
+    r->cap_spare_results = 0;
     pthread_mutex_unlock(&r->work_lock);
     reap_retired(r);
     return v;
+}
+
+void rp_results_done(struct orbit_reaper *r, struct rp_result *v, size_t cap)
+{
+    pthread_mutex_lock(&r->work_lock);
+    if (!r->spare_results) {
+        r->spare_results = v;
+        r->cap_spare_results = cap;
+        v = NULL;
+    }
+    pthread_mutex_unlock(&r->work_lock);
+    free(v);
 }
 
 void rp_notice_post(struct orbit_reaper *r, const struct rp_notice *n)
@@ -239,14 +255,23 @@ static struct timespec abs_time(uint64_t ns)
     return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull) };
 }
 
-/* The worker: due reports one at a time, sleeping until the next is due; ends when none is left. */
+/*
+ * The worker: due reports one at a time, sleeping until the next is due, and
+ * for the next report when none is left; it ends when its fleet is detached.
+ * (Kept, not made anew per death: a thread starting allocates, and a process
+ * that forks meanwhile may leave the child an allocator lock nobody holds.)
+ */
 static void *worker_main(void *arg)
 {
     struct rp_worker *w = arg;
     struct orbit_reaper *r = w->r;
     pthread_mutex_lock(&r->work_lock);
     struct rp_job *job;
-    while (!w->stop && (job = next_job(w))) {
+    while (!w->stop) {
+        if (!(job = next_job(w))) {
+            pthread_cond_wait(&w->wake, &r->work_lock);
+            continue;
+        }
         uint64_t now = rp_now_ns(), due = job->due_ns > w->idle_until_ns ? job->due_ns : w->idle_until_ns;
         if (due > now) {
             struct timespec until = abs_time(due);
@@ -411,6 +436,7 @@ void rp_reports_close(struct orbit_reaper *r)
     pthread_mutex_unlock(&r->work_lock);
     free(r->retired);
     free(r->results);
+    free(r->spare_results);
     free(r->notices);
     if (r->donefd >= 0)
         close(r->donefd);

@@ -39,10 +39,10 @@
  *
  * Independence: each watched fleet has a thread of its own that alone opens
  * its segments, re-reads its node table and tests its members' locks, and
- * its death reports run on a worker thread of that fleet (started when it
- * has one, ended when it has none), so a fleet whose report must wait for a
- * table lock, or whose table is slow to read, delays no other fleet (see
- * orbit_reaper_on_deferral). The event loop only routes events to them.
+ * its death reports run on a worker thread of that fleet (started at its
+ * first report, ended when the fleet is), so a fleet whose report must wait
+ * for a table lock, or whose table is slow to read, delays no other fleet
+ * (see orbit_reaper_on_deferral). The event loop only routes events to them.
  *
  * Pid namespaces: node records hold pids as the members see them, and the
  * member's pid namespace. Both backends watch only members of the reaper's
