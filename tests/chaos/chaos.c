@@ -1010,6 +1010,8 @@ static int open_neighbour_reaper(struct sup *s)
     return orbit_reaper_on_death(s->reaper, on_death, s, 0);
 }
 
+#define NEIGHBOUR_ROUND_KILLS 12   /* kills a round: short rounds, so the two conditions interleave finely */
+
 /* The reaper's callbacks for a while (its quarantines of the attacker's fleets come in). */
 static void settle(struct sup *s, int ms)
 {
@@ -1033,8 +1035,10 @@ static bool neighbour_round(struct sup *s, unsigned round, uint64_t *done)
     if (s->neighbour == 2 && chaos_attacker_start(&a, s->o->hostile_bin, "nb", round) < 0)
         s->fig->attacker_failures++;
     settle(s, 300);   /* both kinds of round alike: made, found and quarantined before the kills */
-    uint32_t storm = chaos_below(&s->rng, ROUND_KILLS / 2);
-    for (uint32_t k = 0; k < ROUND_KILLS / 2 && *done < s->o->neighbour && time_left(s); k++, (*done)++) {
+    uint32_t storm = chaos_below(&s->rng, NEIGHBOUR_ROUND_KILLS);
+    /* The first two rounds (one of each kind) run whatever the clock says: both conditions are measured. */
+    for (uint32_t k = 0; k < NEIGHBOUR_ROUND_KILLS && *done < s->o->neighbour && (round < 2 || time_left(s));
+         k++, (*done)++) {
         alarm(120);
         idle(s, 2 + (int)chaos_below(&s->rng, 30));
         watch_members(s);
@@ -1047,7 +1051,7 @@ static bool neighbour_round(struct sup *s, unsigned round, uint64_t *done)
         spawn(s, i);
     }
     s->fig->neighbour_rounds[s->neighbour - 1]++;
-    bool more = *done < s->o->neighbour && time_left(s);
+    bool more = *done < s->o->neighbour && (round < 1 || time_left(s));
     end_round(s, more);   /* every member and child killed and reclaimed, the tables checked */
     chaos_attacker_stop(&a);
     return more;
