@@ -39,7 +39,7 @@
 #define RP_SEG_NODE_BYTES   4096    /* a fleet segment may map this much per node... */
 #define RP_SEG_FIXED_BYTES  (4ll << 20)   /* ...and this much besides */
 #define RP_SEGMENTS_MAX     512     /* 256 kinds in two backing directories */
-#define RP_QUARANTINE_DEATHS 64     /* deaths a quarantined fleet's re-read hands on... */
+#define RP_QUARANTINE_DEATHS 64     /* deaths a quarantined fleet has with its worker at most... */
 #define RP_QUARANTINE_SCAN_MS 100   /* ...and re-reads no more often than this */
 #define RP_TO_LOCK          (-1)    /* confirm: not over yet, its lock is tested from now on */
 
@@ -456,12 +456,15 @@ static bool lock_members_fit(struct rp_fleet *rf)
 
 /*
  * Quarantine: every LIVE life whose lock is gone is a death to confirm;
- * nothing is watched. At most RP_QUARANTINE_DEATHS a re-read: a fleet that
- * makes lives die by the thousand gets its reports, at that pace.
+ * nothing is watched. No more than RP_QUARANTINE_DEATHS with the worker at a
+ * time: a fleet that makes lives die by the thousand gets its reports at the
+ * worker's pace, and its backlog stays bounded.
  */
 static void scan_quarantined(struct rp_fleet *rf)
 {
     uint32_t found = 0;
+    for (uint32_t n = 0; n < rf->capacity; n++)
+        found += rf->nodes[n].reporting;
     for (uint32_t n = 0; rf->f && n < rf->capacity && found < RP_QUARANTINE_DEATHS; n++) {
         struct rp_snap s;
         if (!read_record(rf, (uint16_t)n, &s))

@@ -69,7 +69,7 @@
  * or that cannot be read, is quarantined (orbit_reaper_on_quarantine): it
  * gives back its descriptors and table mappings, and its thread tests every
  * member's lock on each re-read (at the interval, at most every 100 ms) and
- * reports the deaths it finds (64 a re-read at most), thread and worker
+ * reports the deaths it finds (64 at a time at most), thread and worker
  * taking a tenth of a CPU at most. Reviewed every 10 s: it is released once
  * it fits again. Every other fleet keeps its watches and its reclaim time.
  */
