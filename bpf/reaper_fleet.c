@@ -41,6 +41,7 @@
 #define RP_SEGMENTS_MAX     512     /* 256 kinds in two backing directories */
 #define RP_QUARANTINE_DEATHS 64     /* deaths a quarantined fleet has with its worker at most... */
 #define RP_QUARANTINE_SCAN_MS 100   /* ...and re-reads no more often than this */
+#define RP_RESUME_AFTER_MS  100     /* a node mid-way this long goes to the worker to finish */
 #define RP_TO_LOCK          (-1)    /* confirm: not over yet, its lock is tested from now on */
 
 static int64_t now_ns(void) { return (int64_t)rp_now_ns(); }
@@ -338,6 +339,24 @@ static void resume_report(struct rp_fleet *rf, uint16_t node, const struct rp_sn
     rp_report(rf->r, rf, &job);   /* merged into the node's pending report, if any */
 }
 
+/*
+ * A node mid-way (a joiner claiming it, a reporter ending its life): its mover
+ * finishes in milliseconds, unless it died at it. Only a node found so, in the
+ * same claim, for RP_RESUME_AFTER_MS goes to the worker to finish: a try for a
+ * live mover would only wait for it, up to seconds, ahead of real deaths.
+ */
+static void midway(struct rp_fleet *rf, uint16_t node, const struct rp_snap *s, int64_t now)
+{
+    struct rp_watch *w = &rf->nodes[node];
+    bool midway = s->state != ORBIT_NODE_FREE && s->state != ORBIT_NODE_LIVE;
+    if (!midway || !w->midway_ns || w->midway_joins != s->joins) {
+        w->midway_ns = midway ? now : 0;
+        w->midway_joins = s->joins;
+    } else if (now - w->midway_ns >= ms_ns(RP_RESUME_AFTER_MS)) {
+        resume_report(rf, node, s);
+    }
+}
+
 /* A confirmed death goes to the fleet's worker; the watch ends, and the life is not watched again. */
 static int hand_off(struct rp_fleet *rf, uint16_t node, const struct rp_snap *s, const struct rp_exit *e)
 {
@@ -469,9 +488,8 @@ static void scan_quarantined(struct rp_fleet *rf)
         struct rp_snap s;
         if (!read_record(rf, (uint16_t)n, &s))
             continue;
-        if (s.state != ORBIT_NODE_FREE && s.state != ORBIT_NODE_LIVE) {
-            resume_report(rf, (uint16_t)n, &s);
-        } else if (s.state == ORBIT_NODE_LIVE && !reporting(&rf->nodes[n], &s) &&
+        midway(rf, (uint16_t)n, &s, now_ns());
+        if (s.state == ORBIT_NODE_LIVE && !reporting(&rf->nodes[n], &s) &&
                    rp_life_over(rf->f, (uint16_t)n, s.incarnation)) {
             queue_found_dead(rf, (uint16_t)n, &s);
             found++;
@@ -503,9 +521,7 @@ static void scan_watched(struct rp_fleet *rf, bool with_backstop)
         struct rp_snap s;
         if (!read_record(rf, (uint16_t)n, &s))
             continue;   /* changing under us: next time */
-        /* Mid-way (joining or being reported): the worker finishes it if whoever was at it is gone. */
-        if (s.state != ORBIT_NODE_FREE && s.state != ORBIT_NODE_LIVE)
-            resume_report(rf, (uint16_t)n, &s);
+        midway(rf, (uint16_t)n, &s, now);   /* the worker finishes a step whoever was at it left */
         bool live = s.state == ORBIT_NODE_LIVE;
         if (w->watched && (!live || !same_life(&w->seen, &s)))
             unwatch(rf, (uint16_t)n);

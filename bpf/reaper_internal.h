@@ -55,6 +55,8 @@ struct rp_watch {
     int hint_status;            /* what it said: kept for the report the lock confirms */
     uint64_t hint_exit_ns;
     int64_t lockless_ns;        /* when a re-read first found the life's lock gone (0: held) */
+    int64_t midway_ns;          /* when a re-read first found the node mid-way (joining, reported; 0: not) */
+    uint64_t midway_joins;      /* ...in that claim */
 };
 
 /* RP_EXIT_NODE: a backend fired for one node; RP_EXIT_TGID: a BPF event; RP_FOUND_DEAD: a re-read. */

@@ -668,8 +668,8 @@ START_TEST(test_later_life_dies_while_a_report_is_listed)
 END_TEST
 
 /*
- * A re-read finds a joiner mid-way (JOINING) and hands the worker a report to
- * finish, which names no life. While that try runs, the joiner (B) publishes
+ * A re-read finds a joiner mid-way (JOINING) for over 100 ms and hands the
+ * worker a report to finish, which names no life. While that try runs, the joiner (B) publishes
  * and dies, and B's death merges into the job: the try begun before is not
  * B's report. B is delivered once, after its node is free. The joiner is held
  * in JOINING by a read lock on its life byte (tu_hold_life_byte).
@@ -697,8 +697,8 @@ START_TEST(test_death_merged_into_a_try_under_way)
     int byte = tu_hold_life_byte(name, (uint16_t)node, ns.joins);
     struct member b = member_fork(name, member_join_node, &node);
     wait_node_state(c->obs, (uint16_t)node, ORBIT_NODE_JOINING, 900);
-    ck_assert_int_eq(orbit_reaper_process(r, 0), 0);   /* the re-read: a report to finish, taken */
-    tu_sleep_ms(50);
+    ck_assert_int_eq(orbit_reaper_process(r, 0), 0);
+    tu_sleep_ms(300);   /* mid-way past 100 ms: a re-read hands the worker a report to finish */
     tu_release_life_byte(byte);
     uint64_t inc_b = member_wait_ready(&b);
     ck_assert_int_eq(orbit_reaper_process(r, 0), 0);   /* B is watched */
