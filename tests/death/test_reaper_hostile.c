@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A hostile neighbour cannot stop, stall or exhaust the root reaper (issue
- * 34). A real `orbit-reaper --all`, run as the shipped unit runs it (root,
- * --backend auto; and pidfd) under `prlimit --nofile=1024`, while another
+ * 34). A real `orbit-reaper --all` (and --gc), run as the shipped unit runs
+ * it (root, --backend auto; and pidfd) under `prlimit --nofile=1024`, while another
  * user (`setpriv --reuid 65534 --regid 65534 --clear-groups`) forges 4,000
  * live nodes in a fleet of its own, kept "alive" by one OFD lock over their
  * life bytes, and plants segments that stay half-created (not ready, the
@@ -216,7 +216,8 @@ static void under_attack(const char *backend)
     struct proc planter = attacker(hostile, "plant", half, "255");
     struct proc tabler = attacker(hostile, "plant", table, "247");
 
-    const char *argv[] = { "prlimit", "--nofile=1024", bin, "--all", "--backend", backend, NULL };
+    /* --gc too: its passes look at every fleet, the half-created one included, off the event loop. */
+    const char *argv[] = { "prlimit", "--nofile=1024", bin, "--all", "--backend", backend, "--gc", "3600", NULL };
     struct proc reaper = spawn(argv);
     char line[LINE_MAX_LEN], want[160];
     ck_assert_msg(line_with(&reaper, "\"event\":\"start\"", 20000, line, sizeof line), "orbit-reaper did not start");

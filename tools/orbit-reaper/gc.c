@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * orbit-reaper --gc SECONDS. Each pass asks the kernel-held liveness test how
+ * orbit-reaper --gc SECONDS, on a thread of its own. Each pass asks the kernel-held liveness test how
  * many members of each watched fleet live (orbit_fleet_live_members); a fleet
  * found with none on every pass for SECONDS is removed with
  * orbit_fleet_collect, which takes the fleet's gate alone and refuses if a
@@ -8,6 +8,7 @@
  * touched, however the passes fall.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,13 +47,35 @@ static struct gc_fleet *gc_find(struct gc *g, const char *name)
     return f;
 }
 
+/*
+ * orbit_fleet_live_members, but never waiting for a segment still being
+ * created (-ORBIT_EAGAIN: not empty, looked at again next pass), so a stop
+ * never waits behind a half-made fleet either.
+ */
+static ssize_t live_members(const char *name)
+{
+    struct orbit_observe_opts o = ORBIT_OBSERVE_OPTS_DEFAULT;
+    o.ready_wait_ms = 0;
+    struct orbit_fleet *f;
+    int rc = orbit_fleet_observe_opts(name, &o, &f);
+    if (rc < 0)
+        return rc;
+    struct orbit_node_info *nodes = calloc(ORBIT_FLEET_CAPACITY_MAX, sizeof *nodes);
+    ssize_t n = nodes ? orbit_fleet_nodes(f, nodes, ORBIT_FLEET_CAPACITY_MAX) : -ENOMEM, live = n < 0 ? n : 0;
+    for (ssize_t i = 0; i < n && i < ORBIT_FLEET_CAPACITY_MAX; i++)
+        live += nodes[i].alive;
+    free(nodes);
+    orbit_fleet_leave(f);
+    return live;
+}
+
 static void gc_one(struct gc *g, const char *name, uint64_t now, gc_log_fn log)
 {
     struct gc_fleet *f = gc_find(g, name);
     if (!f)
         return;
     f->seen = true;
-    ssize_t live = orbit_fleet_live_members(name);
+    ssize_t live = live_members(name);
     if (live != 0) {
         f->empty_since_ns = 0;   /* one lives, or it is gone or not ours to judge */
         return;
@@ -77,18 +100,29 @@ static char (*list_all(size_t *n))[ORBIT_FLEET_NAME_MAX + 1]
     return names;
 }
 
+/* gc_stop asked for: the pass ends at the next fleet. */
+static bool stopping(struct gc *g)
+{
+    if (!g->running)
+        return false;
+    pthread_mutex_lock(&g->mu);
+    bool stop = g->stop;
+    pthread_mutex_unlock(&g->mu);
+    return stop;
+}
+
 void gc_pass(struct gc *g, const char *const *names, size_t n_names, gc_log_fn log)
 {
     uint64_t now = now_ns();
     for (size_t i = 0; i < g->n; i++)
         g->v[i].seen = false;
     if (names) {
-        for (size_t i = 0; i < n_names; i++)
+        for (size_t i = 0; i < n_names && !stopping(g); i++)
             gc_one(g, names[i], now, log);
     } else {
         size_t n = 0;
         char (*all)[ORBIT_FLEET_NAME_MAX + 1] = list_all(&n);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n && !stopping(g); i++)
             gc_one(g, all[i], now, log);
         free(all);
     }
@@ -97,6 +131,59 @@ void gc_pass(struct gc *g, const char *const *names, size_t n_names, gc_log_fn l
             g->v[i] = g->v[--g->n];
         else
             i++;
+}
+
+static void *gc_main(void *arg)
+{
+    struct gc *g = arg;
+    pthread_mutex_lock(&g->mu);
+    while (!g->stop) {
+        uint64_t at = now_ns() + (uint64_t)gc_period_ms(g) * 1000000ull;
+        struct timespec until = { .tv_sec = (time_t)(at / 1000000000ull), .tv_nsec = (long)(at % 1000000000ull) };
+        while (!g->stop && pthread_cond_timedwait(&g->cond, &g->mu, &until) == 0) {}
+        if (g->stop)
+            break;
+        pthread_mutex_unlock(&g->mu);
+        gc_pass(g, g->names, g->n_names, g->log);
+        pthread_mutex_lock(&g->mu);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+int gc_start(struct gc *g, const char *const *names, size_t n_names, gc_log_fn log)
+{
+    g->names = names;
+    g->n_names = n_names;
+    g->log = log;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);   /* SIGTERM and SIGINT stay the daemon's signalfd's */
+    int rc = -pthread_create(&g->thread, NULL, gc_main, g);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    g->running = rc == 0;
+    return rc;
+}
+
+void gc_stop(struct gc *g)
+{
+    if (g->running) {
+        pthread_mutex_lock(&g->mu);
+        g->stop = true;
+        pthread_cond_signal(&g->cond);
+        pthread_mutex_unlock(&g->mu);
+        pthread_join(g->thread, NULL);
+        pthread_cond_destroy(&g->cond);
+        pthread_mutex_destroy(&g->mu);
+        g->running = false;
+    }
+    gc_free(g);
 }
 
 void gc_free(struct gc *g)

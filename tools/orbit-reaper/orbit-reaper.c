@@ -12,7 +12,6 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -139,6 +138,7 @@ static void json_reclaimed(const struct orbit_reaper_reclaim *c)
 static void log_death(void *ctx, const struct orbit_reaper_death *d)
 {
     (void)ctx;
+    flockfile(stdout);   /* one whole line: --gc logs from a thread of its own */
     putchar('{');
     json_time();
     printf(",\"event\":\"death\",\"fleet\":");
@@ -158,12 +158,14 @@ static void log_death(void *ctx, const struct orbit_reaper_death *d)
         json_reclaimed(&d->reclaimed);
     printf("}\n");
     fflush(stdout);
+    funlockfile(stdout);
 }
 
 /* A report that could not finish yet (a table lock held past its bound): it is tried again. */
 static void log_deferral(void *ctx, const struct orbit_reaper_deferral *d)
 {
     (void)ctx;
+    flockfile(stdout);   /* one whole line: --gc logs from a thread of its own */
     putchar('{');
     json_time();
     printf(",\"event\":\"deferred\",\"fleet\":");
@@ -175,6 +177,7 @@ static void log_deferral(void *ctx, const struct orbit_reaper_deferral *d)
     printf(",\"attempts\":%u,\"will_retry\":true,\"retry_in_ms\":%u,\"detect_to_now_us\":" CLI_JSON_U64 "}\n",
            d->attempts, d->retry_ms, (d->deferred_ns - d->detected_ns) / 1000);
     fflush(stdout);
+    funlockfile(stdout);
 }
 
 static void log_start(struct orbit_reaper *r, const struct opts *o)
@@ -219,6 +222,7 @@ static void log_stop(struct orbit_reaper *r, const char *why)
 static void log_quarantine(void *ctx, const struct orbit_reaper_quarantine *q)
 {
     (void)ctx;
+    flockfile(stdout);   /* one whole line: --gc logs from a thread of its own */
     putchar('{');
     json_time();
     printf(",\"event\":\"%s\",\"fleet\":", q->released ? "quarantine-released" : "quarantine");
@@ -237,6 +241,7 @@ static void log_quarantine(void *ctx, const struct orbit_reaper_quarantine *q)
     json_str(q->detail);
     printf("}\n");
     fflush(stdout);
+    funlockfile(stdout);
     if (metrics)
         metrics_http_quarantine(metrics, q->fleet, q->released ? NULL :
                                 orbit_reaper_quarantine_reason_name(q->reason));
@@ -245,6 +250,7 @@ static void log_quarantine(void *ctx, const struct orbit_reaper_quarantine *q)
 /* --gc: a fleet removed (rc 0), or one whose removal was refused (someone joined meanwhile). */
 static void log_collected(const char *fleet, uint64_t empty_ms, int rc)
 {
+    flockfile(stdout);   /* one whole line: --gc logs from a thread of its own */
     putchar('{');
     json_time();
     printf(",\"event\":\"%s\",\"fleet\":", rc == 0 ? "collected" : "collect-refused");
@@ -257,6 +263,7 @@ static void log_collected(const char *fleet, uint64_t empty_ms, int rc)
         printf("}\n");
     }
     fflush(stdout);
+    funlockfile(stdout);
 }
 
 static enum orbit_reaper_backend parse_backend(const char *s)
@@ -376,39 +383,14 @@ static int setup(struct orbit_reaper **out, const struct opts *o)
     return 0;
 }
 
-/* --gc's timer (-1 without --gc). */
-static int gc_timer(const struct gc *g)
-{
-    if (!g->after_ns)
-        return -1;
-    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    int ms = gc_period_ms(g);
-    struct itimerspec its = { .it_interval = { ms / 1000, (long)(ms % 1000) * 1000000L } };
-    its.it_value = its.it_interval;
-    if (fd >= 0 && timerfd_settime(fd, 0, &its, NULL) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-static void gc_tick(struct gc *g, int tfd, const struct opts *o)
-{
-    uint64_t ticks;
-    if (read(tfd, &ticks, sizeof ticks) < 0 && errno == EAGAIN)
-        return;
-    gc_pass(g, o->all ? NULL : o->fleets, o->all ? 0 : (size_t)o->n_fleets, log_collected);
-}
-
-/* Waits on the reaper's fd, a signalfd and --gc's timer; returns the stop reason. */
+/* Waits on the reaper's fd and a signalfd (--gc passes run on a thread of their own); returns the stop reason. */
 static const char *run(struct orbit_reaper *r, int sigfd, const struct opts *o)
 {
     int ep = epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0)
         return "error";
     struct gc g = { .after_ns = (uint64_t)o->gc_seconds * 1000000000ull };
-    int tfd = gc_timer(&g);
-    if (g.after_ns && tfd < 0) {
+    if (g.after_ns && gc_start(&g, o->all ? NULL : o->fleets, o->all ? 0 : (size_t)o->n_fleets, log_collected) < 0) {
         close(ep);
         return "error";
     }
@@ -416,19 +398,14 @@ static const char *run(struct orbit_reaper *r, int sigfd, const struct opts *o)
     epoll_ctl(ep, EPOLL_CTL_ADD, orbit_reaper_fd(r), &ev);
     ev.data.u32 = 1;
     epoll_ctl(ep, EPOLL_CTL_ADD, sigfd, &ev);
-    ev.data.u32 = 2;
-    if (tfd >= 0)
-        epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
     const char *why = NULL;
     while (!why) {
-        struct epoll_event got[3];
-        int n = epoll_wait(ep, got, 3, -1);
+        struct epoll_event got[2];
+        int n = epoll_wait(ep, got, 2, -1);
         if (n < 0 && errno != EINTR)
             why = "error";
         for (int i = 0; i < n && !why; i++) {
-            if (got[i].data.u32 == 2) {
-                gc_tick(&g, tfd, o);
-            } else if (got[i].data.u32 == 1) {
+            if (got[i].data.u32 == 1) {
                 struct signalfd_siginfo si;
                 why = read(sigfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo == SIGINT
                           ? "SIGINT" : "SIGTERM";
@@ -447,9 +424,7 @@ static const char *run(struct orbit_reaper *r, int sigfd, const struct opts *o)
         }
     }
     close(ep);
-    if (tfd >= 0)
-        close(tfd);
-    gc_free(&g);
+    gc_stop(&g);
     return why;
 }
 
