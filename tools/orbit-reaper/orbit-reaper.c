@@ -114,6 +114,22 @@ static void json_time(void)
     printf("\"time\":\"%s.%03ldZ\"", buf, ts.tv_nsec / 1000000);
 }
 
+/* One JSON line, written whole: --gc logs from a thread of its own. {"time":...,"event":"EVENT" */
+static void line_begin(const char *event)
+{
+    flockfile(stdout);
+    putchar('{');
+    json_time();
+    printf(",\"event\":\"%s\"", event);
+}
+
+static void line_end(void)
+{
+    printf("}\n");
+    fflush(stdout);
+    funlockfile(stdout);
+}
+
 static void json_status(int status)
 {
     if (status < 0)
@@ -138,10 +154,8 @@ static void json_reclaimed(const struct orbit_reaper_reclaim *c)
 static void log_death(void *ctx, const struct orbit_reaper_death *d)
 {
     (void)ctx;
-    flockfile(stdout);   /* one whole line: --gc logs from a thread of its own */
-    putchar('{');
-    json_time();
-    printf(",\"event\":\"death\",\"fleet\":");
+    line_begin("death");
+    printf(",\"fleet\":");
     json_str(d->fleet);
     printf(",\"node\":%u,\"pid\":%d,\"start_time\":" CLI_JSON_U64 ",\"incarnation\":" CLI_JSON_U64,
            d->node, d->pid, d->start_time, d->incarnation);
@@ -156,35 +170,29 @@ static void log_death(void *ctx, const struct orbit_reaper_death *d)
            (d->reclaimed_ns - d->detected_ns) / 1000, d->attempts);
     if (d->accounted)
         json_reclaimed(&d->reclaimed);
-    printf("}\n");
-    fflush(stdout);
-    funlockfile(stdout);
+    line_end();
 }
 
 /* A report that could not finish yet (a table lock held past its bound): it is tried again. */
 static void log_deferral(void *ctx, const struct orbit_reaper_deferral *d)
 {
     (void)ctx;
-    flockfile(stdout);   /* one whole line: --gc logs from a thread of its own */
-    putchar('{');
-    json_time();
-    printf(",\"event\":\"deferred\",\"fleet\":");
+    line_begin("deferred");
+    printf(",\"fleet\":");
     json_str(d->fleet);
     printf(",\"node\":%u,\"pid\":%d,\"start_time\":" CLI_JSON_U64 ",\"incarnation\":" CLI_JSON_U64
            ",\"death\":%s,\"error\":", d->node, d->pid, d->start_time, d->incarnation,
            d->death ? "true" : "false");
     json_str(orbit_strerror(d->error));
-    printf(",\"attempts\":%u,\"will_retry\":true,\"retry_in_ms\":%u,\"detect_to_now_us\":" CLI_JSON_U64 "}\n",
+    printf(",\"attempts\":%u,\"will_retry\":true,\"retry_in_ms\":%u,\"detect_to_now_us\":" CLI_JSON_U64,
            d->attempts, d->retry_ms, (d->deferred_ns - d->detected_ns) / 1000);
-    fflush(stdout);
-    funlockfile(stdout);
+    line_end();
 }
 
 static void log_start(struct orbit_reaper *r, const struct opts *o)
 {
-    putchar('{');
-    json_time();
-    printf(",\"event\":\"start\",\"pid\":%d,\"backend\":\"%s\",\"note\":", (int)getpid(),
+    line_begin("start");
+    printf(",\"pid\":%d,\"backend\":\"%s\",\"note\":", (int)getpid(),
            orbit_reaper_backend_name(orbit_reaper_backend(r)));
     json_str(orbit_reaper_note(r));
     printf(",\"all\":%s,\"fleets\":[", o->all ? "true" : "false");
@@ -200,32 +208,28 @@ static void log_start(struct orbit_reaper *r, const struct opts *o)
         json_str(metrics_bound);
     else
         printf("null");
-    printf("}\n");
-    fflush(stdout);
+    line_end();
 }
 
 static void log_stop(struct orbit_reaper *r, const char *why)
 {
     struct orbit_reaper_stats s;
     orbit_reaper_stats(r, &s);
-    putchar('{');
-    json_time();
-    printf(",\"event\":\"stop\",\"reason\":\"%s\",\"deaths\":" CLI_JSON_U64 ",\"events\":" CLI_JSON_U64
+    line_begin("stop");
+    printf(",\"reason\":\"%s\",\"deaths\":" CLI_JSON_U64 ",\"events\":" CLI_JSON_U64
            ",\"ignored\":" CLI_JSON_U64 ",\"drops\":" CLI_JSON_U64 ",\"fleets\":%u,\"watched\":%u"
-           ",\"quarantines\":" CLI_JSON_U64 ",\"quarantined\":%u,\"descriptors\":%u,\"descriptor_budget\":%u}\n",
+           ",\"quarantines\":" CLI_JSON_U64 ",\"quarantined\":%u,\"descriptors\":%u,\"descriptor_budget\":%u",
            why, s.deaths, s.events, s.ignored, s.drops, s.fleets, s.watched, s.quarantines, s.quarantined,
            s.descriptors, s.descriptor_budget);
-    fflush(stdout);
+    line_end();
 }
 
 /* A fleet put in quarantine (it broke a bound, or cannot be read) or released from it. */
 static void log_quarantine(void *ctx, const struct orbit_reaper_quarantine *q)
 {
     (void)ctx;
-    flockfile(stdout);   /* one whole line: --gc logs from a thread of its own */
-    putchar('{');
-    json_time();
-    printf(",\"event\":\"%s\",\"fleet\":", q->released ? "quarantine-released" : "quarantine");
+    line_begin(q->released ? "quarantine-released" : "quarantine");
+    printf(",\"fleet\":");
     json_str(q->fleet);
     printf(",\"reason\":\"%s\",\"owner\":", orbit_reaper_quarantine_reason_name(q->reason));
     if (q->owner >= 0)
@@ -239,9 +243,7 @@ static void log_quarantine(void *ctx, const struct orbit_reaper_quarantine *q)
         printf("null");
     printf(",\"detail\":");
     json_str(q->detail);
-    printf("}\n");
-    fflush(stdout);
-    funlockfile(stdout);
+    line_end();
     if (metrics)
         metrics_http_quarantine(metrics, q->fleet, q->released ? NULL :
                                 orbit_reaper_quarantine_reason_name(q->reason));
@@ -250,20 +252,15 @@ static void log_quarantine(void *ctx, const struct orbit_reaper_quarantine *q)
 /* --gc: a fleet removed (rc 0), or one whose removal was refused (someone joined meanwhile). */
 static void log_collected(const char *fleet, uint64_t empty_ms, int rc)
 {
-    flockfile(stdout);   /* one whole line: --gc logs from a thread of its own */
-    putchar('{');
-    json_time();
-    printf(",\"event\":\"%s\",\"fleet\":", rc == 0 ? "collected" : "collect-refused");
+    line_begin(rc == 0 ? "collected" : "collect-refused");
+    printf(",\"fleet\":");
     json_str(fleet);
     printf(",\"empty_ms\":" CLI_JSON_U64 ",\"error\":", empty_ms);
     if (rc == 0)
-        printf("null}\n");
-    else {
+        printf("null");
+    else
         json_str(orbit_strerror(rc));
-        printf("}\n");
-    }
-    fflush(stdout);
-    funlockfile(stdout);
+    line_end();
 }
 
 static enum orbit_reaper_backend parse_backend(const char *s)
