@@ -271,7 +271,18 @@ static void follow_fleets(struct orbit_reaper *r)
     }
 }
 
-/* Fleets created since (watch_all): every name not known yet. */
+/* Is listed "web@N", a later generation of a fleet watched by name ("web")? */
+static bool generation_of_named(struct orbit_reaper *r, const char *listed)
+{
+    const char *at = strchr(listed, '@');
+    for (size_t i = 0; at && i < r->n_fleets; i++)
+        if (!atomic_load(&r->fleets[i]->from_all) && strlen(r->fleets[i]->name) == (size_t)(at - listed) &&
+            strncmp(r->fleets[i]->name, listed, (size_t)(at - listed)) == 0)
+            return true;
+    return false;
+}
+
+/* Fleets created since (watch_all), or the later generations of the fleets named. */
 static void discover_fleets(struct orbit_reaper *r)
 {
     char (*names)[ORBIT_FLEET_NAME_MAX + 1] = NULL;
@@ -281,8 +292,8 @@ static void discover_fleets(struct orbit_reaper *r)
     ssize_t got = orbit_fleet_list(names, (size_t)n);
     for (ssize_t i = 0; i < got && i < n; i++) {
         struct rp_fleet *rf;
-        if (!find_fleet_name(r, names[i]))
-            add_fleet(r, names[i], true, &rf);
+        if (!find_fleet_name(r, names[i]) && (r->all || generation_of_named(r, names[i])))
+            add_fleet(r, names[i], true, &rf);   /* from_all: dropped when it is gone */
     }
     free(names);
 }
@@ -360,7 +371,8 @@ static void route_queue(struct orbit_reaper *r)
 static void route_pidfd(struct orbit_reaper *r, uint64_t tag)
 {
     struct rp_fleet *rf = find_fleet_id(r, (uint32_t)(tag >> 16));
-    struct rp_msg m = { .kind = RP_MSG_PIDFD, .node = (uint16_t)(tag & 0xffff) };
+    /* A pidfd turns readable as the thread group exits: now is the exit, to the loop's latency. */
+    struct rp_msg m = { .kind = RP_MSG_PIDFD, .node = (uint16_t)(tag & 0xffff), .exit.exit_ns = rp_now_ns() };
     if (rf)
         rp_fleet_post(rf, &m);
 }
@@ -447,8 +459,7 @@ static void timer_event(struct orbit_reaper *r)
     if (read(r->timerfd, &ticks, sizeof ticks) < 0 && errno != EAGAIN)
         return;
     atomic_fetch_add(&r->counts.rescans, 1);
-    if (r->all)
-        discover_fleets(r);
+    discover_fleets(r);
     follow_fleets(r);
 }
 
@@ -534,7 +545,7 @@ static int pick_backend(struct orbit_reaper *r, enum orbit_reaper_backend want)
         r->backend = ORBIT_REAPER_PIDFD;
         return 0;
     }
-    char why[96] = "";
+    char why[384] = "";
     r->backend = ORBIT_REAPER_BPF;
     int rc = rp_bpf_open(r, why, sizeof why);
     if (rc == 0 || want == ORBIT_REAPER_BPF)
@@ -600,21 +611,10 @@ void orbit_reaper_close(struct orbit_reaper *r)
     free(r);
 }
 
-static bool name_valid(const char *name)
-{
-    if (!name || !*name || strlen(name) > ORBIT_FLEET_NAME_MAX)
-        return false;
-    for (const char *c = name; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-              *c == '_' || *c == '.' || *c == '-'))
-            return false;
-    return true;
-}
-
 int orbit_reaper_watch(struct orbit_reaper *r, const char *fleet_name)
 {
-    if (!r || !name_valid(fleet_name))
-        return -ORBIT_EMALFORMED;
+    if (!r || !fleet_name || orbit_fleet_generations(fleet_name, NULL, 0) < 0)
+        return -ORBIT_EMALFORMED;   /* a fleet's name, or one generation's ("web@2") */
     pthread_mutex_lock(&r->lock);
     struct rp_fleet *rf = find_fleet_name(r, fleet_name);
     int rc = 0;
@@ -636,8 +636,10 @@ int orbit_reaper_watch(struct orbit_reaper *r, const char *fleet_name)
                pthread_cond_timedwait(&rf->cond, &rf->mu, &until) == 0) {}
         int first = rf->tried ? rf->attach_rc : 0;
         pthread_mutex_unlock(&rf->mu);
-        if (first == -ORBIT_ECORRUPT || first == -ORBIT_EGEOMETRY)
-            rc = first;   /* it exists and cannot be read (it is tried again on each tick) */
+        /* It exists and cannot be read (tried again later); a generation of other layouts
+         * named without its number is left to a reaper of its release. */
+        if (first == -ORBIT_ECORRUPT || (first == -ORBIT_EGEOMETRY && strchr(fleet_name, '@')))
+            rc = first;
     }
     pthread_mutex_unlock(&r->lock);
     return rc;

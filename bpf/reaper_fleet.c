@@ -616,13 +616,19 @@ static void back_off(struct rp_fleet *rf)
     rf->next_attach_ns = now_ns() + ms_ns(rf->attach_backoff_ms);
 }
 
-/* Could not open it: absent (from watch_all: gone; named: attached when it appears), being created, a fault. */
+/* Could not open it: absent (from watch_all: gone; named: attached when it appears), being created,
+ * of other layouts, a fault. */
 static enum rp_attach attach_failed(struct rp_fleet *rf, int rc)
 {
     int64_t now = now_ns();
     if (rc == -ENOENT) {
         rf->next_attach_ns = now + ms_ns(interval_ms(rf));
         return atomic_load(&rf->from_all) ? RP_GONE : RP_NOT_YET;
+    }
+    if (rc == -ORBIT_EGEOMETRY) {
+        /* A generation of other layouts: a reaper of its release watches it, not a fault of it. */
+        rf->next_attach_ns = now + ms_ns(RP_ATTACH_BACKOFF_MAX_MS);
+        return RP_NOT_YET;
     }
     if (rc == -ORBIT_EAGAIN && !rf->busy_since_ns)
         rf->busy_since_ns = now;
@@ -788,14 +794,14 @@ static struct rp_work take_work(struct rp_fleet *rf, int64_t due)
 }
 
 /* Its pidfd turned readable: queue the exit, end the watch (a readable pidfd stays readable). */
-static void pidfd_fired(struct rp_fleet *rf, uint16_t node)
+static void pidfd_fired(struct rp_fleet *rf, uint16_t node, uint64_t exit_ns)
 {
     struct rp_watch *w = &rf->nodes[node];
     /* The event may predate a re-watch: act on the pidfd held now, if it says so. */
     if (!w->watched || w->pidfd < 0 || !rp_pidfd_exited(w->pidfd))
         return;
     struct rp_exit e = { .kind = RP_EXIT_NODE, .fleet_id = rf->id, .node = node, .seen = w->seen,
-                         .status = rp_pidfd_status(w->pidfd), .detected_ns = rp_now_ns() };
+                         .status = rp_pidfd_status(w->pidfd), .exit_ns = exit_ns, .detected_ns = rp_now_ns() };
     atomic_fetch_add(&rf->r->counts.events, 1);
     push_exit(rf, &e);
     unwatch(rf, node);
@@ -806,7 +812,7 @@ static void handle_msg(struct rp_fleet *rf, const struct rp_msg *m)
     if (!rf->f || (m->kind != RP_MSG_TGID && m->node >= rf->capacity))
         return;
     if (m->kind == RP_MSG_PIDFD) {
-        pidfd_fired(rf, m->node);
+        pidfd_fired(rf, m->node, m->exit.exit_ns);
     } else if (m->kind == RP_MSG_TGID) {
         handle_tgid(rf, &m->exit);
     } else if (reporting(&rf->nodes[m->node], &m->life)) {

@@ -232,7 +232,7 @@ struct rp_tgid;
 struct orbit_reaper {
     pthread_mutex_t lock;       /* the fleets' list, the event queue, the callbacks */
     enum orbit_reaper_backend backend;
-    char note[192];
+    char note[640];
     int epfd, timerfd;
     _Atomic int interval_ms;
     bool all;

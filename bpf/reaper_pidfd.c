@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "reaper_internal.h"
 #include "syscalls.h"
@@ -63,9 +64,15 @@ struct rp_pidfd_info {
 };
 #define RP_PIDFD_GET_INFO  _IOWR(0xFF, 11, struct rp_pidfd_info)
 #define RP_PIDFD_INFO_EXIT (1ull << 3)
+#define RP_P_PIDFD 3   /* waitid's idtype for a pidfd (Linux 5.4) */
 
 int rp_pidfd_status(int pidfd)
 {
+    /* Our own child: waitid(P_PIDFD) reads its status and leaves it for the waiter (WNOWAIT). */
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(RP_P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid != 0)
+        return si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : si.si_status & 0x7f;
     struct rp_pidfd_info info;
     memset(&info, 0, sizeof info);
     info.mask = RP_PIDFD_INFO_EXIT;

@@ -314,7 +314,11 @@ int rp_worker_attach(struct orbit_reaper *r, struct rp_fleet *rf)
     w->r = r;
     w->f = rf->f;
     w->paced = atomic_load(&rf->quarantine) != RP_Q_NONE;
+#ifdef ORBIT_TEST_HOOKS
     const char *delay = getenv("ORBIT_TEST_REAPER_DELAY_MS");
+#else
+    const char *delay = NULL;   /* a build without -Dtest_hooks reads no ORBIT_TEST_* */
+#endif
     w->delay_ms = delay ? (unsigned)strtoul(delay, NULL, 10) % 60000u : 0;
     w->fleet_id = rf->id;
     memcpy(w->name, rf->name, sizeof w->name);

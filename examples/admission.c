@@ -57,8 +57,10 @@ static uint64_t used(struct orbit_admission *adm, uint32_t domain)
     die("used", "no such domain");
 }
 
-/* The child: claim 2 MiB + a slot, waiting for a release while it does not fit. */
-static void child(int to_parent)
+/* The child: claim 2 MiB + a slot, waiting for a release while it does not fit. Its claim
+ * stays its own: it hands it to the parent and stays until the parent released it, since a
+ * leave (as a death) releases what the leaving life still holds. */
+static void child(int to_parent, int from_parent)
 {
     struct orbit_fleet *fleet;
     struct orbit_admission *adm;
@@ -88,6 +90,8 @@ static void child(int to_parent)
     expect(r.outcome == ORBIT_ADMIT_CLAIMED, "CLAIMED after the release");
     printf("child: claimed, serial %llu\n", (unsigned long long)r.claim.serial);
     expect(write(to_parent, &r.claim, sizeof r.claim) == (ssize_t)sizeof r.claim, "claim sent");
+    char done;
+    expect(read(from_parent, &done, 1) == 1, "the parent to be done with the claim");
     orbit_admission_close(adm);
     orbit_fleet_leave(fleet);
     exit(0);
@@ -115,13 +119,15 @@ int main(void)
     must(orbit_admission_try_claim(adm, &demand, &r), "try claim");
     expect(r.outcome == ORBIT_ADMIT_CLAIMED, "3 MiB + 1 slot CLAIMED");
 
-    int pipefd[2];
-    expect(pipe(pipefd) == 0 && (child_pid = fork()) >= 0, "pipe, fork");
+    int pipefd[2], backfd[2];
+    expect(pipe(pipefd) == 0 && pipe(backfd) == 0 && (child_pid = fork()) >= 0, "pipes, fork");
     if (child_pid == 0) {               /* joins as its own node; never touches our handles */
         close(pipefd[0]);
-        child(pipefd[1]);
+        close(backfd[1]);
+        child(pipefd[1], backfd[0]);
     }
     close(pipefd[1]);
+    close(backfd[0]);
 
     char note;
     expect(read(pipefd[0], &note, 1) == 1, "the child to be deferred");
@@ -132,6 +138,7 @@ int main(void)
     must(orbit_admission_release(adm, &theirs), "release the child's claim");
     expect(orbit_admission_release(adm, &theirs) == -ORBIT_ENOTRESERVED, "a claim released once only");
     expect(used(adm, CACHE_BYTES) == 0 && used(adm, SLOTS) == 0, "nothing in use");
+    expect(write(backfd[1], "k", 1) == 1, "to let the child leave");
 
     int status;
     expect(waitpid(child_pid, &status, 0) == child_pid && WIFEXITED(status) &&

@@ -133,6 +133,10 @@ int main(void)
     child_pid = 0;
     expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the user to succeed");
 
+    /* A real owner also reconciles on a timer (every few seconds): a reservation whose
+     * holder lives on and never brings it is aged out after grace_ms. One that dies or
+     * leaves gives its reservations back by itself. active: executions still running. */
+    must(orbit_pool_reconcile(pool, id, 0, 5000), "reconcile");
     must(orbit_pool_unregister(pool, id), "unregister");
     orbit_pool_close(pool);
     orbit_fleet_leave(fleet);

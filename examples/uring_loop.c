@@ -10,6 +10,8 @@
  *   Submit it either way; a completion means "retry the non-blocking call".
  * readiness path (no io_uring futex ops, or ORBIT_DISABLE_URING_FUTEX=1): poll
  *   the readiness eventfd in the ring; drain it, then retry. stderr says which.
+ * Where io_uring itself is refused (a seccomp profile such as Docker's default,
+ *   kernel.io_uring_disabled) it says so and why (orbit_uring_futex_status), and exits 1.
  *   cc -std=c11 $(pkg-config --cflags orbit) uring_loop.c $(pkg-config --libs orbit)
  */
 #define _POSIX_C_SOURCE 200809L
@@ -166,6 +168,12 @@ int main(void)
     orbit_fleet_unlink(fleet_name);     /* a leftover of a killed run that had our pid */
     atexit(cleanup);
     struct orbit_fleet *fleet; struct loop l = { .readiness = -1 };
+    int rc = io_uring_queue_init(16, &l.ring, 0);
+    if (rc < 0) {   /* orbit alone would fall back to futex(2); this example is about a ring */
+        fprintf(stderr, "uring_loop: io_uring is refused here (%s), and this example needs it: %s\n",
+                strerror(-rc), orbit_uring_futex_status());
+        return 1;
+    }
     must(orbit_fleet_join(fleet_name, NULL, &fleet), "join");
     must(orbit_streams_open(fleet, NULL, &l.streams), "open");
     bool futex_path = orbit_uring_futex_supported();
@@ -178,7 +186,6 @@ int main(void)
         child(sv[1], my_node);
     close(sv[1]);
     l.sock = sv[0];
-    must(io_uring_queue_init(16, &l.ring, 0), "io_uring_queue_init");
     if (futex_path)
         must(orbit_uring_attach_wakes(&l.ring), "attach wakes");   /* this thread's wakes */
     fprintf(stderr, "uring_loop: %s\n", futex_path ? "futex path (FUTEX_WAIT SQEs, wakes in the ring)"

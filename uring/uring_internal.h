@@ -27,6 +27,12 @@
  * ORBIT_DISABLE_URING_FUTEX (non-empty, not "0") forces false, for testing
  * the futex(2) paths. */
 bool orb_uring_futex_ops(void);
+/* What the probe found, as one sentence ("no io_uring futex waits ...: why"; static). */
+const char *orb_uring_status(void);
+/* Why io_uring refused this process with err (a negated errno): the cause (the sysctl
+ * kernel.io_uring_disabled, a seccomp filter, a kernel without it) and what lifts it,
+ * as snprintf writes it into buf; the whole sentence's length. */
+int orb_uring_refusal(int err, char *buf, size_t len);
 
 /* Fill sqe with FUTEX_WAIT on a shared u32 word expecting `expected`. */
 void orb_uring_prep_futex_wait(struct io_uring_sqe *sqe, _Atomic uint32_t *word, uint32_t expected);

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <orbit/admission.h>
+#include "core/fastpath.h"
 #include "core/fleet_internal.h"
 #include "core/guard.h"
 #include "core/lock.h"
@@ -173,6 +174,8 @@ static inline struct adm_record *adm_record(const struct orbit_admission *a, uin
 /* Layout arithmetic (admission.c). -ORBIT_EMALFORMED when out of bounds. */
 int  adm_geometry_make(const struct orbit_admission_spec *spec, struct adm_geometry *out);
 int  adm_offsets(const struct adm_geometry *geo, struct adm_offsets *out);
+/* How the base opens a ledger (admission.c); the ops name it (ops.c). */
+extern const struct orb_table_kind adm_kind;
 /* Index of a set-up domain id, or -1 (under the mutex; n_domains already bounds-checked). */
 int64_t adm_domain_find(const struct orbit_admission *a, uint32_t id);
 
@@ -217,10 +220,16 @@ static inline bool adm_is_poisoned(const struct orbit_admission *a)
     return atomic_load_explicit(&a->ledger->poisoned, memory_order_acquire) != ADM_OK;
 }
 
+/* A test hook point; nothing in a build without the test hooks (park is never set there). */
 static inline void adm_park_here(const struct orbit_admission *a, enum adm_park point)
 {
-    if (__builtin_expect(a->park != ADM_PARK_NONE, 0) && a->park == point)
+#ifdef ORBIT_TEST_HOOKS
+    if (orb_unlikely(a->park != ADM_PARK_NONE) && a->park == point)
         adm_park_stop();
+#else
+    (void)a;
+    (void)point;
+#endif
 }
 
 /* Death accounting (account.c), for the table ops. */

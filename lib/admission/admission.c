@@ -29,7 +29,7 @@ int adm_geometry_make(const struct orbit_admission_spec *spec, struct adm_geomet
 {
     if (spec->kind == ORB_FLEET_KIND || spec->max_domains == 0 || spec->max_domains > ADM_DOMAINS_MAX ||
         spec->max_claims == 0 || spec->max_claims > ADM_CLAIMS_MAX)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     *out = (struct adm_geometry){
         .layout = ADM_LAYOUT_VERSION,
         .max_domains = spec->max_domains,
@@ -48,7 +48,7 @@ int adm_offsets(const struct adm_geometry *g, struct adm_offsets *out)
     out->free_stack = out->domains + round64(sizeof(struct adm_domain) * g->max_domains);
     out->records = out->free_stack + round64(sizeof(uint32_t) * g->max_claims);
     out->table_bytes = out->records + (size_t)g->record_bytes * g->max_claims;
-    return ORB_SEG_HEADER_BYTES + out->table_bytes <= ADM_TABLE_MAX ? 0 : -ORBIT_EMALFORMED;
+    return ORB_SEG_HEADER_BYTES + out->table_bytes <= ADM_TABLE_MAX ? 0 : orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
 }
 
 /*
@@ -80,12 +80,19 @@ static int adm_init(struct orb_segment *seg, void *ctx)
     for (uint32_t i = 0; i < g->max_claims; i++)
         stack[i] = g->max_claims - 1 - i;
     orb_flock_init(&l->lock, &l->lock_sleepers);
+    /* A first table epoch, as every table's (the fleet's listing; reset_all moves it on).
+     * Relaxed: the segment's ready word, published after this initialiser, releases it. */
+    atomic_store_explicit(&orb_seg_hdr(seg)->epoch, orb_next_epoch(0), memory_order_relaxed);
     return 0;
 }
 
 static enum adm_park park_from_env(void)
 {
+#ifdef ORBIT_TEST_HOOKS
     const char *v = getenv("ORBIT_TEST_ADMISSION_PARK_IN_MUTEX");
+#else
+    const char *v = NULL;   /* a build without -Dtest_hooks reads no ORBIT_TEST_* */
+#endif
     if (!v)
         return ADM_PARK_NONE;
     if (strcmp(v, "claim-writing") == 0)
@@ -97,57 +104,68 @@ static enum adm_park park_from_env(void)
     return ADM_PARK_NONE;
 }
 
-/* Builds the handle over an opened segment; closes the segment on failure. */
-static int attach(struct orbit_fleet *f, struct orb_segment *seg, const struct adm_geometry *g,
-                  struct orbit_admission **out)
+static void handle_prepare(struct orb_table_base *b)
 {
-    struct adm_offsets off;
-    struct orbit_admission *a = orb_table_alloc(sizeof *a, f);
-    uint64_t *scratch = calloc(g->max_domains, sizeof(uint64_t));
-    struct adm_want *want = calloc(2 * (size_t)g->max_domains, sizeof *want);
-    int rc = a && scratch && want ? adm_offsets(g, &off) : -ENOMEM;
-    if (rc == 0 && (orb_seg_hdr(seg)->table_bytes != ORB_SEG_HEADER_BYTES + off.table_bytes ||
-                    seg->mapped < ORB_SEG_HEADER_BYTES + off.table_bytes))
-        rc = -ORBIT_ECORRUPT;
-    if (rc < 0) {
-        free(scratch);
-        free(want);
-        if (a) {
-            a->seg = *seg;
-            orb_table_free(&a->base);   /* closes the segment */
-        } else {
-            orb_fleet_table_close(f, seg);
-        }
-        return rc;
-    }
-    char *t = orb_seg_table(seg);
-    a->seg = *seg;
-    orb_table_bound(&a->base);
-    a->geo = *g;
-    a->ledger = (struct adm_ledger *)(void *)t;
-    a->domains = (struct adm_domain *)(void *)(t + off.domains);
-    a->free_stack = (uint32_t *)(void *)(t + off.free_stack);
-    a->records = (unsigned char *)(t + off.records);
-    a->scratch = scratch;
-    a->want = want;
-    a->park = park_from_env();
-    *out = a;
+    ((struct orbit_admission *)b)->park = park_from_env();
+}
+
+/* The geometry of a mapped segment (another process's, or ours as made): one this build
+ * would have made from its own spec, and a layout that fits the segment. */
+static int geometry_check(const struct orb_segment *seg, const void *geometry, void *layout)
+{
+    const struct adm_geometry *stored = geometry;
+    struct adm_offsets *off = layout;
+    const struct orb_seg_header *h = orb_seg_hdr(seg);
+    struct orbit_admission_spec spec = { .kind = h->kind, .max_domains = stored->max_domains,
+                                         .max_claims = stored->max_claims,
+                                         .retained_max_bytes = stored->retained_max };
+    struct adm_geometry g;
+    if (adm_geometry_make(&spec, &g) < 0 || memcmp(&g, stored, sizeof g) != 0)
+        return orb_fail_text(-ORBIT_EGEOMETRY, "the ledger's geometry fails its checks (garbled, or another orbit version)");
+    adm_offsets(&g, off);
+    if (h->table_bytes != ORB_SEG_HEADER_BYTES + off->table_bytes ||
+        seg->mapped < ORB_SEG_HEADER_BYTES + off->table_bytes)
+        return orb_fail_text(-ORBIT_ECORRUPT, "the ledger's shared values failed a bounds check");
     return 0;
 }
 
-/* An observer creates nothing: it opens the existing ledger, which must have this spec. */
-static int open_as_observer(struct orbit_fleet *f, const struct adm_geometry *g, uint8_t kind,
-                            struct orbit_admission **out)
+_Static_assert(sizeof(struct adm_offsets) <= ORB_TABLE_LAYOUT_MAX, "the base holds the layout");
+
+static void handle_bind(struct orb_table_base *b, const void *geometry, const void *layout)
 {
-    int rc = orbit_admission_open_existing(f, kind, out);
-    if (rc == 0 && memcmp(&(*out)->geo, g, sizeof *g) != 0) {
-        orbit_admission_close(*out);
-        *out = NULL;
-        rc = -ORBIT_EGEOMETRY;
-    }
-    return rc;
+    struct orbit_admission *a = (struct orbit_admission *)b;
+    const struct adm_offsets *off = layout;
+    char *t = orb_seg_table(&a->seg);
+    a->geo = *(const struct adm_geometry *)geometry;
+    a->ledger = (struct adm_ledger *)(void *)t;
+    a->domains = (struct adm_domain *)(void *)(t + off->domains);
+    a->free_stack = (uint32_t *)(void *)(t + off->free_stack);
+    a->records = (unsigned char *)(t + off->records);
 }
 
+/* The handle's own scratch, sized by the ledger's domains (used only under its mutex). */
+static int handle_ready(struct orb_table_base *b)
+{
+    struct orbit_admission *a = (struct orbit_admission *)b;
+    a->scratch = calloc(a->geo.max_domains, sizeof(uint64_t));
+    a->want = calloc(2 * (size_t)a->geo.max_domains, sizeof *a->want);
+    if (!a->scratch || !a->want)
+        return orb_fail(-ENOMEM, "out of memory for a ledger handle's scratch (%u domains)", a->geo.max_domains);
+    return 0;
+}
+
+static void handle_release(struct orb_table_base *b)
+{
+    struct orbit_admission *a = (struct orbit_admission *)b;
+    free(a->scratch);
+    free(a->want);
+}
+
+const struct orb_table_kind adm_kind = {
+    .type = ORB_TABLE_ADMISSION, .handle_bytes = sizeof(struct orbit_admission),
+    .geometry_len = sizeof(struct adm_geometry), .prepare = handle_prepare, .check = geometry_check,
+    .bind = handle_bind, .ready = handle_ready, .release = handle_release,
+};
 int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spec *spec,
                          struct orbit_admission **out)
 {
@@ -163,8 +181,6 @@ int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spe
         return rc;
     if (adm_geometry_make(spec ? spec : &dflt, &g) < 0)
         return spec_explain(spec ? spec : &dflt, __func__);
-    if (f->observer)
-        return open_as_observer(f, &g, spec ? spec->kind : dflt.kind, out);
     struct adm_offsets off;
     adm_offsets(&g, &off);
     struct orb_seg_request req = {
@@ -172,52 +188,26 @@ int orbit_admission_open(struct orbit_fleet *f, const struct orbit_admission_spe
         .table_type = ORB_TABLE_ADMISSION,
         .geometry = &g,
         .geometry_len = sizeof g,
+        .geometry_names = (const char *const[]){ "layout version", "max_domains", "max_claims", "record bytes",
+                                                 "retained_max_bytes", "retained_max_bytes (high half)", NULL },
         .table_bytes = ORB_SEG_HEADER_BYTES + off.table_bytes,
         .populate_bytes = ORB_SEG_HEADER_BYTES + off.table_bytes,
         .init = adm_init,
         .ctx = &g,
     };
-    struct orb_segment seg;
-    if ((rc = orb_fleet_table_open(f, &req, &seg)) < 0)
-        return rc;
-    return attach(f, &seg, &g, out);
+    return orb_table_create(&adm_kind, f, &req, (void **)out);
 }
 
 int orbit_admission_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_admission **out)
 {
-    int rc = orb_enter_fleet(f, __func__);
-    if (rc < 0)
-        return rc;
-    if (!out)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
-    struct orb_segment seg;
-    rc = orb_fleet_table_open_existing(f, kind, &seg);
-    if (rc < 0)
-        return rc;
-    const struct orb_seg_header *h = orb_seg_hdr(&seg);
-    struct adm_geometry stored, g;
-    memcpy(&stored, h->geometry, sizeof stored);
-    struct orbit_admission_spec spec = { .kind = kind, .max_domains = stored.max_domains,
-                                         .max_claims = stored.max_claims,
-                                         .retained_max_bytes = stored.retained_max };
-    /* The stored geometry must be one this build would have made from its own spec. */
-    if (h->table_type != ORB_TABLE_ADMISSION || h->geometry_len != sizeof stored ||
-        adm_geometry_make(&spec, &g) < 0 || memcmp(&g, &stored, sizeof g) != 0) {
-        orb_fleet_table_close(f, &seg);
-        return -ORBIT_EGEOMETRY;
-    }
-    return attach(f, &seg, &g, out);
+    return orb_table_open_existing_as(&adm_kind, f, kind, (void **)out, __func__);
 }
 
 /* Unmaps and frees; never touches the ledger (a fork child may close the parent's handle). */
 void orbit_admission_close(struct orbit_admission *a)
 {
     orb_error_clear();
-    if (!a)
-        return;
-    free(a->scratch);
-    free(a->want);
-    orb_table_free(&a->base);
+    orb_table_close(&adm_kind, a ? &a->base : NULL);
 }
 
 /* ---- capacity and shutdown --------------------------------------------- */
@@ -234,7 +224,7 @@ static int add_domain(struct orbit_admission *a, uint32_t id, uint64_t capacity)
 {
     struct adm_ledger *l = a->ledger;
     if (l->n_domains >= a->geo.max_domains)
-        return -ORBIT_EKEYFULL;
+        return orb_fail_text(-ORBIT_EKEYFULL, "every domain slot is taken (max_domains)");
     a->domains[l->n_domains] = (struct adm_domain){ .id = id, .capacity = capacity };
     /* The entry is whole before n_domains covers it: a crash here leaves it unseen. */
     atomic_signal_fence(memory_order_seq_cst);
@@ -245,10 +235,10 @@ static int add_domain(struct orbit_admission *a, uint32_t id, uint64_t capacity)
 static int set_capacity_locked(struct orbit_admission *a, uint32_t id, uint64_t capacity)
 {
     if (adm_is_poisoned(a))
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     if (a->ledger->n_domains > a->geo.max_domains) {
         adm_poison(a, ADM_POISON_LAYOUT);
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     }
     int64_t i = adm_domain_find(a, id);
     if (i < 0)
@@ -263,10 +253,10 @@ static int set_capacity_locked(struct orbit_admission *a, uint32_t id, uint64_t 
     /* Growth: deferred claimers on this domain may fit now. */
     if (dom->availability_epoch == UINT64_MAX) {
         adm_poison(a, ADM_POISON_EPOCH);
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     }
     if (!adm_advance_epoch(a))
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     dom->capacity = capacity;
     dom->availability_epoch++;
     orb_wait_signal(&a->ledger->change, &a->stats);
@@ -298,20 +288,20 @@ int orbit_admission_shutdown(struct orbit_admission *a)
     if (refused < 0)
         return refused;
     if (!a)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     int rc = adm_lock(a, false);
     if (rc < 0)
         return rc;
     struct adm_ledger *l = a->ledger;
     if (adm_is_poisoned(a))
-        rc = -ORBIT_EPOISONED;
+        rc = orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     else if (!atomic_load_explicit(&l->closed, memory_order_relaxed)) {
         atomic_store_explicit(&l->closed, 1, memory_order_relaxed);
         /* Deferred claimers wake and learn from try_claim that admission closed. */
         if (adm_advance_epoch(a))
             orb_wait_signal(&l->change, &a->stats);
         else
-            rc = -ORBIT_EPOISONED;
+            rc = orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     }
     adm_unlock(a);
     return rc;
@@ -326,7 +316,7 @@ static int epoch_passed(void *p)
 {
     const struct adm_wait_ctx *c = p;
     if (adm_is_poisoned(c->a))
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     /* Acquire pairs with the epoch's release store: the change behind it is visible. */
     return atomic_load_explicit(&c->a->ledger->change_epoch, memory_order_acquire) > c->since;
 }
@@ -370,11 +360,11 @@ int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int ti
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     if (!a) {
         if (now)
             *now = 0;
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     }
     struct adm_wait_ctx ctx = { a, since_epoch };
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
@@ -386,6 +376,9 @@ int orbit_admission_wait(struct orbit_admission *a, uint64_t since_epoch, int ti
         rc = orb_wait_park_until(&a->ledger->change, epoch_passed_armed, &ctx, &deadline, &a->spin, &a->stats);
     if (now)
         *now = atomic_load_explicit(&a->ledger->change_epoch, memory_order_acquire);
+    if (rc == -ETIMEDOUT || rc == -ORBIT_ETIMEDOUT)
+        return orb_fail(-ORBIT_ETIMEDOUT, "no release or capacity change moved the ledger past epoch %llu "
+                        "within %d ms", (unsigned long long)since_epoch, timeout_ms);
     return rc > 0 ? 0 : rc;
 }
 
@@ -395,7 +388,7 @@ int orbit_admission_prep_wait(struct orbit_admission *a, uint64_t since_epoch, s
     if (refused < 0)
         return orb_uring_prep_result(sqe, refused);
     if (!a || !sqe)
-        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
+        return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum"));
     struct adm_wait_ctx ctx = { a, since_epoch };
     return orb_uring_prep_wait(&a->ledger->change, epoch_passed_armed, &ctx, sqe, &a->stats);
 }
@@ -420,7 +413,7 @@ uint64_t orbit_admission_retained_bytes(struct orbit_admission *a)
 {
     if (adm_enter(a, __func__) < 0)
         return 0;
-    int rc = a ? adm_lock(a, true) : -ORBIT_EMALFORMED;
+    int rc = a ? adm_lock(a, true) : orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     if (rc < 0)
         return 0;
     uint64_t v = a->ledger->retained_bytes;
@@ -434,7 +427,7 @@ ssize_t orbit_admission_domains(struct orbit_admission *a, struct orbit_domain_i
     if (refused < 0)
         return refused;
     if (!a || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     int rc = adm_lock(a, true);
     if (rc < 0)
         return rc;
@@ -463,7 +456,7 @@ ssize_t orbit_admission_claims(struct orbit_admission *a, struct orbit_claim_inf
     if (refused < 0)
         return refused;
     if (!a || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     int rc = adm_lock(a, true);
     if (rc < 0)
         return rc;
@@ -487,7 +480,7 @@ ssize_t orbit_admission_claim_units(struct orbit_admission *a, const struct orbi
     if (refused < 0)
         return refused;
     if (!a || !c || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     int rc = adm_lock(a, true);
     if (rc < 0)
         return rc;
@@ -495,7 +488,7 @@ ssize_t orbit_admission_claim_units(struct orbit_admission *a, const struct orbi
     ssize_t n = -ORBIT_ENOTRESERVED;
     if (r && c->serial != 0 && r->serial == c->serial &&
         atomic_load_explicit(&r->state, memory_order_relaxed) == ADM_REC_LIVE) {
-        n = r->n_units <= a->geo.max_domains ? (ssize_t)r->n_units : -ORBIT_ECORRUPT;
+        n = r->n_units <= a->geo.max_domains ? (ssize_t)r->n_units : orb_fail_text(-ORBIT_ECORRUPT, "the ledger's shared values failed a bounds check");
         for (ssize_t i = 0; i < n && (size_t)i < max; i++) {
             uint32_t d = r->units[i].domain_index;
             out[i] = (struct orbit_units){ d < a->geo.max_domains ? a->domains[d].id : UINT32_MAX,
@@ -503,6 +496,9 @@ ssize_t orbit_admission_claim_units(struct orbit_admission *a, const struct orbi
         }
     }
     adm_inspect_done(a, rc);
+    if (n == -ORBIT_ENOTRESERVED)
+        return orb_fail(-ORBIT_ENOTRESERVED, "claim serial %llu (slot %u) is not live: released, or given back "
+                        "by a death report", (unsigned long long)c->serial, c->slot);
     return n;
 }
 

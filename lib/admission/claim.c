@@ -100,7 +100,7 @@ static int resolve_scan(struct orbit_admission *a, const struct orbit_demand *d,
         const struct orbit_units *u = i < nc ? &d->claim[i] : &d->fit[i - nc];
         int64_t idx = find_domain(a, doms, n_domains, u->domain);
         if (idx < 0)
-            return -ORBIT_EMALFORMED;
+            return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
         want[i] = (struct adm_want){ (uint32_t)idx, u->units };
         const struct adm_domain *dom = &doms[idx];
         if (i >= nc)
@@ -260,7 +260,7 @@ static int retained_skip(const struct orbit_admission *a, uint64_t fee, struct o
 static int poison_usage(struct orbit_admission *a)
 {
     adm_poison(a, a->ledger->retained_bytes > a->geo.retained_max ? ADM_POISON_RETAINED : ADM_POISON_USAGE);
-    return -ORBIT_EPOISONED;
+    return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
 }
 
 /* REJECTED, DEFERRED or SKIPPED for the cap: 1 decided, 0 go on, or -ORBIT_EPOISONED. */
@@ -284,9 +284,9 @@ static int decide(struct orbit_admission *a, const struct orbit_demand *d, struc
 {
     struct adm_ledger *l = a->ledger;
     if (adm_is_poisoned(a))
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     if (atomic_load_explicit(&l->closed, memory_order_relaxed))
-        return -ORBIT_ECLOSEDADM;
+        return orb_fail_text(-ORBIT_ECLOSEDADM, "the ledger was shut down: no new claims");
     out->release_epoch = atomic_load_explicit(&l->change_epoch, memory_order_relaxed);
     out->retained_now = l->retained_bytes;
     out->retained_max = a->geo.retained_max;
@@ -297,7 +297,7 @@ static int decide(struct orbit_admission *a, const struct orbit_demand *d, struc
     }
     if (l->n_domains > a->geo.max_domains) {
         adm_poison(a, ADM_POISON_LAYOUT);
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     }
     int trouble = resolve(a, d, want);
     if (trouble < 0)
@@ -311,7 +311,7 @@ static int decide(struct orbit_admission *a, const struct orbit_demand *d, struc
     enum adm_poison why = rc < 0 ? ADM_POISON_LAYOUT : precheck(a, want, d->n_claim, trouble, d->retained_bytes, &slot);
     if (why != ADM_OK) {
         adm_poison(a, why);
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     }
     commit(a, want, d->n_claim, d->retained_bytes, slot, &out->claim);
     out->outcome = ORBIT_ADMIT_CLAIMED;

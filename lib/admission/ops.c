@@ -5,14 +5,7 @@
 
 /* ---- the admission table ops ------------------------------------------------- */
 
-static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
-{
-    struct orbit_admission *t = NULL;
-    int rc = orbit_admission_open_existing(f, kind, &t);
-    *out = t;
-    return rc;
-}
-static void ops_close(void *t) { orbit_admission_close(t); }
+/* admission.h's node_dead is void (the ABI); the ledger's own is the op (release.c). */
 static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { return adm_node_dead(t, node, inc); }
 static int ops_reset_all(void *t) { return orbit_admission_reset_all(t); }
 
@@ -26,7 +19,7 @@ static const struct orb_counter_def admission_counters[ADM_CTR_END - ORB_CTR_TAB
 };
 
 static const struct orb_table_ops admission_ops = {
-    .type = ORB_TABLE_ADMISSION, .name = "admission", .open_existing = ops_open, .close = ops_close,
+    .kind = &adm_kind, .name = "admission", .layout = ADM_LAYOUT_VERSION,
     .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = adm_account,
     .counters = admission_counters, .counter_count = ADM_CTR_END - ORB_CTR_TABLE_FIRST,
 };

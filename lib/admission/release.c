@@ -37,7 +37,7 @@ int adm_release_record(struct orbit_admission *a, uint32_t slot)
     uint32_t n_units = r->n_units;
     if (!record_releasable(a, r, n_units)) {
         adm_poison(a, ADM_POISON_RECORD);
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     }
     /* RELEASING before any unit goes back: repair then counts the record as gone. */
     atomic_store_explicit(&r->state, ADM_REC_RELEASING, memory_order_relaxed);
@@ -76,14 +76,14 @@ static struct adm_record *claim_record(struct orbit_admission *a, const struct o
 static int release_locked(struct orbit_admission *a, const struct orbit_claim *c)
 {
     if (adm_is_poisoned(a))
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     struct adm_record *r = claim_record(a, c);
     if (!r)
-        return -ORBIT_ENOTRESERVED;
+        return orb_fail_text(-ORBIT_ENOTRESERVED, "that claim is not live: released before, or given back by a death report");
     /* Same serial, other owner or fee: the claim or the ledger is wrong, and we cannot tell which. */
     if (r->node != c->node || r->incarnation != c->incarnation || r->retained_bytes != c->retained_bytes) {
         adm_poison(a, ADM_POISON_RECORD);
-        return -ORBIT_EPOISONED;
+        return orb_fail_text(-ORBIT_EPOISONED, "the ledger is poisoned (fail-closed): orbitctl show names why; stop the members and orbitctl reset");
     }
     return adm_release_record(a, c->slot);
 }
@@ -117,7 +117,7 @@ int orbit_admission_release(struct orbit_admission *a, struct orbit_claim *c)
 int adm_node_dead(struct orbit_admission *a, uint16_t node, uint64_t incarnation)
 {
     if (!a)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     int rc = adm_lock(a, false);
     if (rc < 0)
         return rc == -ORBIT_EPOISONED ? 0 : rc;
@@ -148,7 +148,7 @@ int orbit_admission_reset_all(struct orbit_admission *a)
     if (refused < 0)
         return refused;
     if (!a)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "a NULL argument, an empty claim, an unknown domain or one named twice, or a retained fee that is not the claim's sum");
     int rc = adm_lock(a, true);   /* bounded: a tool must not hang on a stopped holder */
     if (rc < 0)
         return rc;

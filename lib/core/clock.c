@@ -17,6 +17,12 @@ uint64_t orb_wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+uint64_t orb_next_epoch(uint64_t previous)
+{
+    uint64_t now = orb_wall_ms();
+    return now > previous ? now : previous + 1;
+}
+
 void orb_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "fastpath.h"
 #include "lock.h"
 
 #define ORB_CTR_VALUES      14u     /* counters per slot: 5 every table has, the rest the table's own */
@@ -143,7 +144,7 @@ static inline struct orb_ctr_tls *orb_ctr_entry(struct orb_ctr_ref *r)
 {
     unsigned way = (unsigned)(((uintptr_t)r >> 6) % ORB_CTR_TLS_WAYS);
     struct orb_ctr_tls *e = &orb_ctr_tls[way];
-    if (__builtin_expect(e->ref == r && e->gen == r->gen, 1))
+    if (orb_likely(e->ref == r && e->gen == r->gen))
         return e;
     struct orb_ctr_tls *e2 = &orb_ctr_tls[way ^ 1u];
     if (e2->ref == r && e2->gen == r->gen)
@@ -155,7 +156,7 @@ static inline struct orb_ctr_tls *orb_ctr_entry(struct orb_ctr_ref *r)
  * for the ref's first thread a compare, a load and a store. */
 static inline void orb_count(struct orb_ctr_ref *r, unsigned i, uint64_t n)
 {
-    if (__builtin_expect(atomic_load_explicit(&r->fast_thread, memory_order_relaxed) == &orb_ctr_me, 1)) {
+    if (orb_likely(atomic_load_explicit(&r->fast_thread, memory_order_relaxed) == &orb_ctr_me)) {
         atomic_store_explicit(&r->fast_v[i], atomic_load_explicit(&r->fast_v[i], memory_order_relaxed) + n,
                               memory_order_relaxed);
         return;
@@ -165,7 +166,7 @@ static inline void orb_count(struct orb_ctr_ref *r, unsigned i, uint64_t n)
     struct orb_ctr_tls *e = orb_ctr_entry(r);
     if (!e->v)
         return;
-    if (__builtin_expect(!e->shared, 1))
+    if (orb_likely(!e->shared))
         atomic_store_explicit(&e->v[i], atomic_load_explicit(&e->v[i], memory_order_relaxed) + n,
                               memory_order_relaxed);
     else

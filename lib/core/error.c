@@ -5,6 +5,7 @@
 #include <string.h>
 #include "error_internal.h"
 #include "guard.h"
+#include "guard_sigbus.h"
 
 const char *orbit_strerror(int err)
 {
@@ -42,21 +43,101 @@ const char *orbit_strerror(int err)
 }
 
 #define LAST_ERROR_MAX 256
-static _Thread_local char last_error[LAST_ERROR_MAX];
-_Thread_local bool orb_error_held;
+struct last_error {
+    const char *call;             /* the call that failed (NULL: it did not say) */
+    const char *outer;            /* the public call that called it, when it was called from one */
+    const char *text;             /* buf, or a constant sentence */
+    char buf[LAST_ERROR_MAX];
+    char said[LAST_ERROR_MAX + 128];
+};
+static _Thread_local struct last_error last;
+_Thread_local const void *orb_error_now;
+
+/* Does the sentence begin with a call's name ("orbit_x: ...")? */
+static bool names_a_call(const char *text)
+{
+    if (strncmp(text, "orbit_", 6) != 0)
+        return false;
+    size_t n = strspn(text, "abcdefghijklmnopqrstuvwxyz0123456789_");
+    return text[n] == ':';
+}
 
 const char *orbit_last_error(void)
 {
-    return orb_error_held ? last_error : "";
+    if (orb_error_now != &last)
+        return "";
+    const char *call = last.call && !names_a_call(last.text) ? last.call : NULL;
+    if (!call && !last.outer)
+        return last.text;
+    snprintf(last.said, sizeof last.said, "%s%s%s%s%s", last.outer ? last.outer : "", last.outer ? ": " : "",
+             call ? call : "", call ? ": " : "", last.text);
+    return last.said;
+}
+
+static void record(const char *text)
+{
+    if (orb_error_now != &last) {   /* the first failure of this call: remember which call */
+        last.call = orb_error_now;
+        last.outer = NULL;
+    }
+    last.text = text;
+    orb_error_now = &last;
 }
 
 int orb_fail(int rc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(last.buf, sizeof last.buf, fmt, ap);
     va_end(ap);
-    orb_error_held = true;
+    record(last.buf);
+    return rc;
+}
+
+int orb_fail_text(int rc, const char *text)
+{
+    record(text);
+    return rc;
+}
+
+void orb_error_forget(void)
+{
+    if (orb_error_now == &last)
+        orb_error_now = last.call;
+}
+
+void orb_error_resume(bool failed, const void *saved)
+{
+    if (!failed) {
+        orb_error_now = saved;   /* the outer call's name, or its failure recorded before */
+        return;
+    }
+    if (saved == &last || !saved)
+        return;   /* the outer call had failed already, or did not say its name */
+    if (orb_error_now != &last) {
+        orb_error_now = saved;
+        return;
+    }
+    if (last.call != saved)
+        last.outer = saved;   /* the outermost call names the failure */
+}
+
+bool orb_error_in_call(void)
+{
+    return orb_error_now == &last;
+}
+
+int orb_error_outer(int rc, const char *call)
+{
+    if (rc >= 0) {
+        orb_error_now = call;   /* the inner call named itself: this call runs on */
+        return rc;
+    }
+    if (orb_error_now != &last)
+        return orb_fail(rc, "%s: %s", call, orbit_strerror(rc));
+    if (!last.outer && (!last.call || strcmp(last.call, call) != 0) &&
+        !(names_a_call(last.text) && strncmp(last.text, call, strlen(call)) == 0 && last.text[strlen(call)] == ':'))
+        last.outer = call;
     return rc;
 }
 
@@ -73,6 +154,13 @@ int orb_enter_refused(const uint32_t *gen, const char *call, const char *what)
 {
     if (!gen)
         return orb_fail(-ORBIT_EMALFORMED, "%s: the %s is NULL", call, what);
+    uint32_t g = __atomic_load_n(gen, __ATOMIC_RELAXED);
+    if ((g & ORB_GEN_BROKEN) && orb_handle_ours(g & ~ORB_GEN_BROKEN)) {
+        char path[256] = "its segment";
+        orb_guard_path_of(gen, path, sizeof path);
+        return orb_fail(-ORBIT_ECORRUPT, "%s: %s changed under this process (truncated or replaced): its "
+                        "mapping was withdrawn; close this %s and open the fleet again", call, path, what);
+    }
     return orb_fail(-ORBIT_EFORKED, "%s: this %s belongs to the parent process (made before fork): "
                     "join again in the child (orbit_fleet_join after fork)", call, what);
 }

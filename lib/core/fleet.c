@@ -10,13 +10,16 @@
 #include <time.h>
 #include <unistd.h>
 #include "fleet_internal.h"
+#include "generation.h"
 #include "life.h"
 #include "lock.h"
 #include "table_ops.h"
 #include "error_internal.h"
 #include "guard.h"
+#include "guard_sigbus.h"
 
 #define NODE_REAPING 3u   /* internal state: one reporter is ending this node */
+#define REPORT_WAIT_MS (ORB_LOCK_BOUND_MS + 1000)   /* a mover's step: a report's table locks, bounded */
 
 const char *orbit_backing_name(enum orbit_backing b)
 {
@@ -27,12 +30,6 @@ const char *orbit_backing_name(enum orbit_backing b)
     case ORBIT_BACKING_PRIVATE: return "private";
     }
     return "unknown";
-}
-
-uint64_t orb_next_epoch(uint64_t previous)
-{
-    uint64_t now = orb_wall_ms();
-    return now > previous ? now : previous + 1;
 }
 
 static int fleet_init(struct orb_segment *seg, void *ctx)
@@ -64,16 +61,20 @@ static int bind_counters(struct orbit_fleet *f)
 static int map_fleet(struct orbit_fleet *f, enum orbit_backing backing)
 {
     struct orb_fleet_geometry geom = { f->capacity, sizeof(struct orb_node_record), ORB_FLEET_LAYOUT_VERSION,
-                                       orb_ctr_slot_count(f->capacity), ORB_CTR_VALUES };
+                                       orb_ctr_slot_count(f->capacity), ORB_CTR_VALUES, 0, { 0 } };
+    orb_gen_geometry(&geom, f->generation);
     size_t bytes = ORB_SEG_HEADER_BYTES + orb_fleet_table_bytes(f->capacity);
     struct orb_seg_request req = {
         .fleet = f->is_private ? NULL : f->name, .kind = ORB_FLEET_KIND,
         .table_type = ORB_TABLE_FLEET, .fleet_capacity = f->capacity,
         .geometry = &geom, .geometry_len = sizeof geom, .table_bytes = bytes,
+        .geometry_names = (const char *const[]){ "capacity", "node record bytes", "layout version", NULL },
         .populate_bytes = bytes, .backing = backing, .mode = f->mode, .gid = f->gid,
         .init = fleet_init, .ctx = &geom,
     };
     int rc = orb_segment_open(&req, &f->seg);
+    if (rc == -ENOMEM)
+        rc = orb_room_fail_create(rc, &req);
     if (rc == 0) {
         f->nodes = orb_seg_table(&f->seg);
         rc = bind_counters(f);
@@ -162,17 +163,21 @@ static void kick_doorbells(struct orbit_fleet *f)
  * Report the node's life dead on every table, resumably: the owner byte says
  * who is reporting, and a report whose reporter is gone is finished by the next
  * one to take the byte. then: the state the node is left in (FREE, or JOINING
- * for a joiner taking it). Returns 1 when this call ran a report, 0 when there
- * was none to run, or the dispatch's error: the node stays REAPING then, for a
- * later report to finish. The owner byte is still held.
+ * for a joiner taking it). leaving: the life is the caller's own, ending by
+ * orbit_fleet_leave (counted as a leave; its locks are this process's, never
+ * taken over). Returns 1 when this call ran a report, 0 when there was none
+ * to run, or the dispatch's error: the node stays REAPING then, for a later
+ * report to finish. The owner byte is still held.
  */
-static int run_report(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool any, uint32_t then)
+static int run_report(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool any, uint32_t then,
+                      bool leaving)
 {
     struct orb_node_record *rec = &f->nodes[node];
     uint64_t ending;
     if (!start_report(rec, inc, any, &ending))
         return 0;
-    orb_lock_set_dead(lock_identity(rec));
+    if (!leaving)
+        orb_lock_set_dead(lock_identity(rec));
     int64_t began = orb_now_ns();
     int rc = orb_dispatch_node_dead(f, node, ending);
     /* The dead may have rung a doorbell and died before its wake went out. */
@@ -181,7 +186,10 @@ static int run_report(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool a
     if (rc < 0)
         return rc;
     orb_ctr_fold_life(f, node, ending);   /* before the node can be claimed: its counts join the totals */
-    orb_ctr_note_death(f, (uint64_t)(orb_now_ns() - began));
+    if (leaving)
+        orb_ctr_note_leave(f);
+    else
+        orb_ctr_note_death(f, (uint64_t)(orb_now_ns() - began));
     if (then == ORBIT_NODE_JOINING)
         forget_life(rec);
     /* Tables are clean of that incarnation before the node can be claimed again. */
@@ -200,7 +208,7 @@ static bool take_node(struct orbit_fleet *f, uint16_t node)
         forget_life(rec);   /* not LIVE, owner byte held: nobody else writes the record */
         return atomic_compare_exchange_strong(&rec->state, &state, ORBIT_NODE_JOINING);
     }
-    return state == NODE_REAPING && run_report(f, node, 0, true, ORBIT_NODE_JOINING) == 1;
+    return state == NODE_REAPING && run_report(f, node, 0, true, ORBIT_NODE_JOINING, false) == 1;
 }
 
 /* The first node that is free, or whose joiner or reporter died mid-way (finished first). */
@@ -246,7 +254,7 @@ static int take_exact(struct orbit_fleet *f, uint16_t node)
         if (state == ORBIT_NODE_LIVE && orb_node_alive(f, node))
             return orb_fail(-ORBIT_ECLAIMED, "orbit_fleet_join: node %u is held by a live process (pid %d "
                             "in its namespace)", node, (int)atomic_load(&rec->pid));
-        int rc = run_report(f, node, 0, true, ORBIT_NODE_JOINING);
+        int rc = run_report(f, node, 0, true, ORBIT_NODE_JOINING, false);
         if (rc != 0)
             return rc < 0 ? rc : 0;   /* 0: the holder left meanwhile; look again */
     }
@@ -279,6 +287,9 @@ static int check_opts(const char *name, const struct orbit_fleet_opts *o)
     if ((o->mode & 0007) || o->mode > 0777)
         return orb_fail(-ORBIT_EMALFORMED, "%s: mode %#o: segments are never world-accessible and "
                         "mode has only permission bits", call, (unsigned)o->mode);
+    if (o->mode && (o->mode & 0600) != 0600)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: mode %#o: the owner's members map segments read-write "
+                        "(0600 at least)", call, (unsigned)o->mode);
     if (o->backing > ORBIT_BACKING_PRIVATE)
         return orb_fail(-ORBIT_EMALFORMED, "%s: backing %d is not an enum orbit_backing", call, (int)o->backing);
     if (o->gid < -1 || o->gid > 4294967294LL)   /* (gid_t)-1 means "no change" to chown */
@@ -310,6 +321,7 @@ static struct orbit_fleet *fleet_alloc(const char *name, uint32_t capacity)
     f->gid = -1;
     f->ready_wait_ms = -1;
     f->seg.fd = -1;
+    f->seg.guard = -1;
     f->life_fd = -1;
     f->fork_generation = atomic_load(&orb_fork_generation);
     return f;
@@ -373,7 +385,7 @@ int orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, stru
     f->want_backing = name ? o.backing : ORBIT_BACKING_PRIVATE;
     f->mode = o.mode;
     f->gid = o.gid;
-    if ((rc = open_gated(f)) < 0) {
+    if ((rc = orb_gen_join_open(f, name, &o, open_gated)) < 0) {
         fleet_free(f);
         return rc;
     }
@@ -390,26 +402,33 @@ int orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, stru
         return rc;
     }
     orb_life_register(f);
+    orb_guard_bind(f->seg.guard, &f->fork_generation);   /* after the register set the generation */
     *out = f;
     return 0;
 }
 
-static int check_observed(struct orbit_fleet *f, const char *name)
+int orb_fleet_writable(const struct orbit_fleet *f, const char *call)
+{
+    if (!f->seg.read_only)
+        return 0;
+    return orb_fail(-EACCES, "%s: fleet '%s' is observed read-only (this user may read its segments, not "
+                    "write them)", call, f->name);
+}
+
+static int check_observed(struct orbit_fleet *f, const char *name, const char *call)
 {
     struct orb_seg_header *h = orb_seg_hdr(&f->seg);
-    struct orb_fleet_geometry g;
     if (h->table_type != ORB_TABLE_FLEET)
-        return orb_fail(-ORBIT_ECORRUPT, "orbit_fleet_observe: '%s': the fleet segment holds another table", name);
+        return orb_fail(-ORBIT_ECORRUPT, "%s: '%s': the fleet segment holds another table", call, name);
     uint16_t capacity = h->fleet_capacity;
     /* The capacity is read from shared memory: bound it. */
     if (capacity < 1 || capacity > ORBIT_FLEET_CAPACITY_MAX ||
         ORB_SEG_HEADER_BYTES + orb_fleet_table_bytes(capacity) > f->seg.mapped)
-        return orb_fail(-ORBIT_ECORRUPT, "orbit_fleet_observe: '%s': capacity %u does not fit the segment",
+        return orb_fail(-ORBIT_ECORRUPT, "%s: '%s': capacity %u does not fit the segment", call,
                         name, (unsigned)capacity);
-    memcpy(&g, h->geometry, sizeof g);
-    if (h->geometry_len != sizeof g || g.layout_version != ORB_FLEET_LAYOUT_VERSION)
-        return orb_fail(-ORBIT_EGEOMETRY, "orbit_fleet_observe: '%s' was made by another orbit version",
-                        name);
+    int rc = orb_gen_check_observed(h, name, &f->generation, call);
+    if (rc < 0)
+        return rc;
     f->capacity = capacity;
     return bind_counters(f);
 }
@@ -425,19 +444,11 @@ static int check_observe_opts(const struct orbit_observe_opts *o)
     return orb_check_resv(o->resv, sizeof o->resv / sizeof o->resv[0], call, "ORBIT_OBSERVE_OPTS_DEFAULT");
 }
 
-/* A failed open keeps the segment layer's sentence (it names the file), with the call in front. */
-static int observe_failed(int rc, const char *call)
-{
-    char why[200];
-    snprintf(why, sizeof why, "%s", orbit_last_error());
-    return *why ? orb_fail(rc, "%s: %s", call, why) : rc;
-}
-
 int orbit_fleet_observe_opts(const char *name, const struct orbit_observe_opts *opts, struct orbit_fleet **out)
 {
     static const struct orbit_observe_opts dflt = ORBIT_OBSERVE_OPTS_DEFAULT;
     const char *call = opts ? "orbit_fleet_observe_opts" : "orbit_fleet_observe";
-    orb_error_clear();
+    orb_error_enter(call);   /* a failed open's sentence (it names the file) goes under this name */
     if (!out || !orb_fleet_name_valid(name))
         return orb_fail(-ORBIT_EMALFORMED, "%s: %s", call, out ? "name: 1-64 bytes of letters, "
                         "digits, '_', '.' and '-'" : "out is NULL");
@@ -449,11 +460,13 @@ int orbit_fleet_observe_opts(const char *name, const struct orbit_observe_opts *
     if (!f)
         return -ENOMEM;
     f->ready_wait_ms = o->ready_wait_ms;   /* every table opened through this handle waits as long */
-    rc = orb_segment_open_existing_within(name, ORB_FLEET_KIND, f->ready_wait_ms, &f->seg);
-    if (rc == -ORBIT_EAGAIN)
-        rc = observe_failed(rc, call);
+    rc = orb_segment_open_existing_within(name, ORB_FLEET_KIND, f->ready_wait_ms, false, &f->seg);
+    if (rc == -EACCES) {   /* read access only (a 0640 fleet's group): a read-only view */
+        orb_error_enter(call);
+        rc = orb_segment_open_existing_within(name, ORB_FLEET_KIND, f->ready_wait_ms, true, &f->seg);
+    }
     if (rc == 0)
-        rc = check_observed(f, name);
+        rc = check_observed(f, name, call);
     f->observer = true;
     if (rc == 0) {
         f->nodes = orb_seg_table(&f->seg);   /* before open_life lists the handle: its records are read */
@@ -465,6 +478,7 @@ int orbit_fleet_observe_opts(const char *name, const struct orbit_observe_opts *
     }
     f->want_backing = f->seg.backing;
     orb_life_register(f);
+    orb_guard_bind(f->seg.guard, &f->fork_generation);   /* after the register set the generation */
     *out = f;
     return 0;
 }
@@ -472,6 +486,34 @@ int orbit_fleet_observe_opts(const char *name, const struct orbit_observe_opts *
 int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
 {
     return orbit_fleet_observe_opts(name, NULL, out);
+}
+
+/*
+ * A leave is our own life's report: every table gives back what this life
+ * holds (unaccepted reservations on others' resources, stream sides, claims,
+ * arena chunks) exactly as a death report would, its counts are folded, and
+ * the node is freed, all before our life lock goes (a prober never sees a
+ * LIVE record of ours without it). A report that cannot finish (the owner
+ * byte held past the bound, or a table lock) leaves the node to the next
+ * report: once the lock goes, the record is a dead life's.
+ */
+static void leave_report(struct orbit_fleet *f, struct orb_node_record *rec)
+{
+    struct orb_deadline d = orb_deadline_in(REPORT_WAIT_MS);
+    bool owner = orb_owner_take(f, f->node);
+    while (!owner && !orb_deadline_passed(&d)) {   /* a sweep judging us lets go in a moment */
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+        owner = orb_owner_take(f, f->node);
+    }
+    int rc = 0;
+    if (owner) {
+        rc = run_report(f, f->node, f->incarnation, false, ORBIT_NODE_FREE, true);
+        orb_owner_drop(f, f->node);
+    }
+    orb_life_drop(f, f->node, f->joins);
+    if (rc != 1)   /* no report woke them: the lock went, death waiters find the life over */
+        orb_wait_kick(&rec->life_end);
 }
 
 void orbit_fleet_leave(struct orbit_fleet *f)
@@ -483,16 +525,8 @@ void orbit_fleet_leave(struct orbit_fleet *f)
     struct orb_node_record *rec = orb_fleet_record(f, f->node);
     if (ours)
         orb_ctr_fleet_gone(f);   /* handles still open on f count nothing more */
-    if (ours && rec && !f->observer && atomic_load(&rec->incarnation) == f->incarnation) {
-        /* Folded while the node is still ours: nobody else can have a slot of this life. */
-        orb_ctr_fold_life(f, f->node, f->incarnation);
-        orb_ctr_note_leave(f);
-        uint32_t live = ORBIT_NODE_LIVE;
-        /* Only our own live claim is released; a reporter that already took it keeps it. */
-        atomic_compare_exchange_strong(&rec->state, &live, ORBIT_NODE_FREE);
-        orb_life_drop(f, f->node, f->joins);
-        orb_wait_kick(&rec->life_end);   /* the life is over: its death waiters wake */
-    }
+    if (ours && rec && !f->observer && atomic_load(&rec->incarnation) == f->incarnation)
+        leave_report(f, rec);
     orb_life_unregister(f);
     orb_table_cache_free(f);   /* table closes in a fork child free memory only */
     for (int i = 0; i < ORB_PRIVATE_TABLES_MAX; i++)
@@ -553,7 +587,6 @@ ssize_t orbit_fleet_nodes(struct orbit_fleet *f, struct orbit_node_info *out, si
 }
 
 /* run_report under the owner byte: 1 ran, 0 nothing to run, or the dispatch's error. */
-#define REPORT_WAIT_MS (ORB_LOCK_BOUND_MS + 1000)   /* a mover's step: a report's table locks, bounded */
 
 /* Does the node still owe that life's report (LIVE with it, or REAPING)? */
 static bool report_owed(struct orb_node_record *rec, uint64_t inc)
@@ -581,7 +614,7 @@ static int report_node(struct orbit_fleet *f, uint16_t node, uint64_t inc, bool 
         struct timespec ms = { 0, 1000000 };
         nanosleep(&ms, NULL);
     }
-    int rc = run_report(f, node, inc, any, ORBIT_NODE_FREE);
+    int rc = run_report(f, node, inc, any, ORBIT_NODE_FREE, false);
     orb_owner_drop(f, node);
     return rc;
 }
@@ -598,7 +631,7 @@ static int reap_node(struct orbit_fleet *f, uint16_t node, uint64_t inc, uint64_
     struct orb_node_record *rec = &f->nodes[node];
     uint32_t state = atomic_load_explicit(&rec->state, memory_order_acquire);
     bool ended = state != ORBIT_NODE_LIVE || (atomic_load(&rec->joins) == joins && !orb_node_alive(f, node));
-    int rc = ended ? run_report(f, node, inc, false, ORBIT_NODE_FREE) : 0;
+    int rc = ended ? run_report(f, node, inc, false, ORBIT_NODE_FREE, false) : 0;
     orb_owner_drop(f, node);
     return rc;
 }
@@ -606,6 +639,8 @@ static int reap_node(struct orbit_fleet *f, uint16_t node, uint64_t inc, uint64_
 int orbit_fleet_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
 {
     int rc = orb_enter_fleet(f, "orbit_fleet_node_dead");
+    if (rc == 0)
+        rc = orb_fleet_writable(f, "orbit_fleet_node_dead");
     if (rc < 0)
         return rc;
     if (!orb_fleet_record(f, node))
@@ -620,6 +655,8 @@ int orbit_fleet_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarna
 int orbit_fleet_reap(struct orbit_fleet *f)
 {
     int rc = orb_enter_fleet(f, "orbit_fleet_reap");
+    if (rc == 0)
+        rc = orb_fleet_writable(f, "orbit_fleet_reap");
     if (rc < 0)
         return rc;
     int reported = 0;
@@ -649,96 +686,3 @@ int orbit_fleet_wait_node_death(struct orbit_fleet *f, uint16_t node, uint64_t i
     rc = orb_life_wait_over(f, node, incarnation, timeout_ms);
     return rc == -ETIMEDOUT ? -ORBIT_ETIMEDOUT : rc;
 }
-
-/* ---- table segments ---------------------------------------------------- */
-
-static int private_find(struct orbit_fleet *f, uint8_t kind)
-{
-    for (int i = 0; i < ORB_PRIVATE_TABLES_MAX; i++)
-        if (f->private_tables[i].refs > 0 && f->private_tables[i].seg.kind == kind)
-            return i;
-    return -1;
-}
-
-static int private_open(struct orbit_fleet *f, struct orb_seg_request *req, struct orb_segment *out)
-{
-    pthread_mutex_lock(&f->lock);
-    int rc, i = private_find(f, req->kind);
-    if (i >= 0) {
-        struct orb_seg_header *h = orb_seg_hdr(&f->private_tables[i].seg);
-        bool same = req->table_bytes == h->table_bytes && req->table_type == h->table_type &&
-                    req->geometry_len == h->geometry_len &&
-                    memcmp(req->geometry, h->geometry, req->geometry_len) == 0;
-        rc = same ? 0 : -ORBIT_EGEOMETRY;
-    } else {
-        for (i = 0; i < ORB_PRIVATE_TABLES_MAX && f->private_tables[i].refs > 0; i++)
-            ;
-        rc = i < ORB_PRIVATE_TABLES_MAX ? orb_segment_open(req, &f->private_tables[i].seg) : -ORBIT_EFULL;
-    }
-    if (rc == 0) {
-        f->private_tables[i].refs++;
-        *out = f->private_tables[i].seg;
-        out->created = f->private_tables[i].refs == 1;
-    }
-    pthread_mutex_unlock(&f->lock);
-    return rc;
-}
-
-int orb_fleet_table_open(struct orbit_fleet *f, struct orb_seg_request *req, struct orb_segment *out)
-{
-    req->fleet_capacity = f->capacity;
-    req->mode = f->mode;
-    req->gid = f->gid;
-    if (f->is_private) {
-        req->fleet = NULL;
-        req->backing = ORBIT_BACKING_PRIVATE;
-        return private_open(f, req, out);
-    }
-    req->fleet = f->name;
-    /* Tables follow the fleet: an AUTO fleet that landed on /dev/shm stays there. */
-    req->backing = f->want_backing == ORBIT_BACKING_AUTO && f->seg.backing == ORBIT_BACKING_SHM
-                       ? ORBIT_BACKING_SHM : f->want_backing;
-    if (f->observer)
-        req->backing = ORBIT_BACKING_AUTO;
-    return orb_segment_open(req, out);
-}
-
-int orb_fleet_table_open_existing(struct orbit_fleet *f, uint8_t kind, struct orb_segment *out)
-{
-    if (f->is_private) {
-        pthread_mutex_lock(&f->lock);
-        int i = private_find(f, kind);
-        if (i >= 0) {
-            f->private_tables[i].refs++;
-            *out = f->private_tables[i].seg;
-            out->created = false;
-        }
-        pthread_mutex_unlock(&f->lock);
-        return i >= 0 ? 0 : -ENOENT;
-    }
-    int rc = orb_segment_open_existing_within(f->name, kind, f->ready_wait_ms, out);
-    if (rc == 0 && orb_seg_hdr(out)->fleet_capacity != f->capacity) {
-        orb_segment_close(out);
-        rc = -ORBIT_EGEOMETRY;
-    }
-    return rc;
-}
-
-void orb_fleet_table_close(struct orbit_fleet *f, struct orb_segment *seg)
-{
-    if (!seg->base)
-        return;
-    if (!f->is_private) {
-        orb_segment_close(seg);
-        return;
-    }
-    pthread_mutex_lock(&f->lock);
-    for (int i = 0; i < ORB_PRIVATE_TABLES_MAX; i++) {
-        if (f->private_tables[i].refs > 0 && f->private_tables[i].seg.base == seg->base &&
-            --f->private_tables[i].refs == 0)
-            orb_segment_close(&f->private_tables[i].seg);
-    }
-    pthread_mutex_unlock(&f->lock);
-    seg->base = NULL;
-}
-

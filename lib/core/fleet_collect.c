@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* Fleets nobody lives in: counting live members and collecting, through an observer handle. */
+#include <string.h>
 #include "fleet_internal.h"
+#include "generation.h"
 #include "life.h"
 #include "error_internal.h"
 
 ssize_t orbit_fleet_live_members(const char *name)
 {
     struct orbit_fleet *f;
+    orb_error_clear();
     int rc = orbit_fleet_observe(name, &f);
+    if (rc == -ORBIT_EGEOMETRY)
+        return orb_gen_live_by_locks(name);   /* a generation of other layouts: its locks say it */
+    rc = orb_error_outer(rc, __func__);
     if (rc < 0)
         return rc;
     ssize_t live = 0;
@@ -21,7 +27,11 @@ ssize_t orbit_fleet_live_members(const char *name)
 int orbit_fleet_collect(const char *name)
 {
     struct orbit_fleet *f;
+    orb_error_clear();
     int rc = orbit_fleet_observe(name, &f);
+    if (rc == -ORBIT_EGEOMETRY)
+        return orb_gen_collect_by_locks(name);   /* an old generation left empty by a roll */
+    rc = orb_error_outer(rc, __func__);
     if (rc < 0)
         return rc;
     /* The gate alone: no joiner is between its open and its published life while we hold it. */
@@ -29,7 +39,8 @@ int orbit_fleet_collect(const char *name)
     if (rc == 0) {
         int held = orb_life_probe_all(f->life_fd, f->capacity);
         rc = held > 0 ? orb_fail(-ORBIT_EBUSY, "orbit_fleet_collect: '%s' has a live member", name)
-                      : held < 0 ? held : orbit_fleet_unlink(name);
+                      : held < 0 ? orb_fail(held, "'%s': probing its members' locks: %s", name, strerror(-held))
+                                 : orb_error_outer(orbit_fleet_unlink(name), __func__);
     } else if (rc == -EAGAIN) {
         rc = orb_fail(-ORBIT_EBUSY, "orbit_fleet_collect: '%s': a member is joining", name);
     }

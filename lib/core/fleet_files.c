@@ -59,6 +59,11 @@ static void scan_segments(void (*fn)(void *ctx, const char *dir, const char *fle
     }
 }
 
+void orb_fleet_scan_segments(orb_segment_fn *fn, void *ctx)
+{
+    scan_segments(fn, ctx);
+}
+
 struct seg_collect { const char *fleet; struct orbit_segment_info *out; size_t max, n; };
 
 static void collect_segment(void *ctx, const char *dir, const char *fleet, unsigned kind,
@@ -67,15 +72,25 @@ static void collect_segment(void *ctx, const char *dir, const char *fleet, unsig
     struct seg_collect *c = ctx;
     if (strcmp(fleet, c->fleet) != 0)
         return;
+    struct orb_seg_header h;
+    uint64_t size = 0;
+    int peeked = orb_segment_peek(fleet, (uint8_t)kind, &h, &size, NULL);
+    if (peeked == -EACCES) {
+        orb_error_forget();
+        return;   /* another user's file under the fleet's name: not one of its segments */
+    }
     if (c->n < c->max) {
         struct orbit_segment_info *si = &c->out[c->n];
         memset(si, 0, sizeof *si);
         si->kind = (uint8_t)kind;
         si->backing = b;
         snprintf(si->path, sizeof si->path, "%s/orbit.%s.%u", dir, fleet, kind);
-        struct orb_seg_header h;
-        if (orb_segment_peek(fleet, (uint8_t)kind, &h, &si->size, NULL) == 0)
+        if (peeked == 0) {
+            si->size = size;
             si->epoch = h.epoch;
+        } else {
+            orb_error_forget();   /* listed all the same, with what the file system says */
+        }
         struct stat st;
         if (lstat(si->path, &st) == 0)
             si->resident = (uint64_t)st.st_blocks * 512u;   /* tmpfs and hugetlbfs count pages held */
@@ -85,8 +100,9 @@ static void collect_segment(void *ctx, const char *dir, const char *fleet, unsig
 
 ssize_t orbit_fleet_segments(const char *name, struct orbit_segment_info *out, size_t max)
 {
+    orb_error_clear();
     if (!orb_fleet_name_valid(name) || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "%s", max && !out ? "out is NULL with max > 0" : ORB_NAME_RULE);
     struct seg_collect c = { name, out, max, 0 };
     scan_segments(collect_segment, &c);
     return (ssize_t)c.n;
@@ -129,8 +145,9 @@ static void collect_name(void *ctx, const char *dir, const char *fleet, unsigned
 
 ssize_t orbit_fleet_list(char (*names)[ORBIT_FLEET_NAME_MAX + 1], size_t max)
 {
+    orb_error_clear();
     if (max && !names)
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "names is NULL with max %zu", max);
     struct name_collect c = { names, max, 0 };
     scan_segments(collect_name, &c);
     return (ssize_t)c.n;
@@ -153,31 +170,44 @@ static void unlink_one(void *ctx, const char *dir, const char *fleet, unsigned k
 }
 
 /*
+ * Is n "orbit.<name>.<kind>.tmp.<pid>.<ns>" for exactly this fleet name
+ * ("orbit.web." also begins fleet "web.x"'s files: the kind must follow)?
+ */
+static bool half_built_of(const char *n, const char *name)
+{
+    size_t len = strlen(name);
+    if (strncmp(n, "orbit.", 6) != 0 || strncmp(n + 6, name, len) != 0 || n[6 + len] != '.')
+        return false;
+    const char *kind = n + 6 + len + 1, *p = kind;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return p > kind && p - kind <= 3 && strncmp(p, ".tmp.", 5) == 0;
+}
+
+/*
  * A creator builds a segment as "orbit.<fleet>.<kind>.tmp.<pid>.<ns>" and links it into
- * place; one killed before that leaves the file. Removes those whose creator is gone,
- * or is this process (a bench's signal handler unlinking its fleet mid-creation); another
- * live creator's file is its own: it links or removes it. Returns how many.
+ * place; one killed before that leaves the file. Removes those whose creator is gone:
+ * a creator holds its file's creator lock from its first instant to its link, and the
+ * kernel drops it with the creator, in any pid namespace (a pid in the name is another
+ * namespace's as often as ours). This process's own, cut short (a bench's signal handler
+ * unlinking its fleet mid-creation), goes too. Returns how many.
  */
 static int unlink_dead_creations(const char *name)
 {
     const char *dirs[2];
-    char hdir[256], prefix[ORBIT_FLEET_NAME_MAX + 8];
+    char hdir[256];
     int removed = 0;
     segment_dirs(dirs, hdir);
-    snprintf(prefix, sizeof prefix, "orbit.%s.", name);
     for (int d = 0; d < 2; d++) {
         DIR *dir = dirs[d] ? opendir(dirs[d]) : NULL;
         struct dirent *e;
         while (dir && (e = readdir(dir)) != NULL) {
-            const char *tmp = strstr(e->d_name, ".tmp.");
-            if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || !tmp)
-                continue;
-            long pid = strtol(tmp + 5, NULL, 10);
-            if (pid <= 0 || pid > INT32_MAX ||
-                (pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
+            if (!half_built_of(e->d_name, name))
                 continue;
             char path[600];
             snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
+            if (!orb_segment_creating_here(e->d_name) && orb_segment_creator_alive(path) != 0)
+                continue;   /* its creator lives (or the file is not one we can judge): its own */
             removed += unlink(path) == 0;
         }
         if (dir)
@@ -188,8 +218,9 @@ static int unlink_dead_creations(const char *name)
 
 int orbit_fleet_unlink(const char *name)
 {
+    orb_error_clear();
     if (!orb_fleet_name_valid(name))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, ORB_NAME_RULE);
     struct unlink_ctx u = { name, 0, 0 };
     scan_segments(unlink_one, &u);
     u.removed += unlink_dead_creations(name);
@@ -200,6 +231,7 @@ int orbit_fleet_unlink(const char *name)
             u.removed++;
     }
     if (u.error)
-        return u.error;
-    return u.removed ? 0 : -ENOENT;
+        return orb_fail(u.error, "fleet '%s': a segment could not be removed: %s", name, strerror(-u.error));
+    return u.removed ? 0 : orb_fail(-ENOENT, "no fleet '%s' on this host: no segment or lock file of it to "
+                                    "remove", name);
 }

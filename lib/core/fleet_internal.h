@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <orbit/fleet.h>
+#include <orbit/version.h>
 #include "counters.h"
 #include "segment.h"
 #include "wait.h"
@@ -24,7 +25,10 @@ struct orb_node_record {
 _Static_assert(sizeof(struct orb_node_record) == 64, "node record is one cache line");
 
 /* Members hold kernel locks on their node's bytes of the fleet file (life.h). */
-#define ORB_FLEET_LAYOUT_VERSION 3u
+#define ORB_FLEET_LAYOUT_VERSION 4u   /* 4: the geometry names the generation and its layouts */
+
+/* This library's layouts by ORBIT_LAYOUT_* ([0] the segment header; one it lacks: 0) (version.c). */
+void orb_layouts(uint16_t out[ORBIT_LAYOUTS_MAX]);
 
 /* The counters region (counters.h) starts on the page after the node records. */
 static inline size_t orb_fleet_counters_offset(uint32_t capacity)
@@ -42,6 +46,8 @@ struct orb_fleet_geometry {        /* the fleet segment's geometry */
     uint32_t layout_version;
     uint32_t counter_slots;        /* orb_ctr_slot_count(capacity) */
     uint32_t counter_values;       /* ORB_CTR_VALUES */
+    uint32_t generation;           /* 1, or N of the qualified name "fleet@N" (fleet_name.h) */
+    uint16_t layouts[ORBIT_LAYOUTS_MAX];   /* every segment of the generation is at these (generation.h) */
 };
 
 #define ORB_PRIVATE_TABLES_MAX 32
@@ -52,6 +58,7 @@ struct orbit_fleet {
     bool observer;                          /* no node claimed */
     uint16_t capacity;
     uint16_t node;                          /* ORBIT_NODE_NONE for observers */
+    uint32_t generation;                    /* name is its qualified name (generation.h) */
     uint64_t incarnation;
     uint64_t joins;                         /* our life: it holds lock byte joins % 64 */
     enum orbit_backing want_backing;        /* what the joiner asked for */
@@ -87,6 +94,9 @@ int  orb_fleet_table_open_existing(struct orbit_fleet *f, uint8_t kind, struct o
 void orb_fleet_table_close(struct orbit_fleet *f, struct orb_segment *seg);
 /* Sets bit k of present[4] for each segment file orbit.<name>.<k> in the backing directories. */
 int  orb_fleet_segment_kinds(const char *name, uint64_t present[4]);
+/* Calls fn for each "orbit.<name>.<kind>" file in the backing directories (fleet_files.c). */
+typedef void orb_segment_fn(void *ctx, const char *dir, const char *name, unsigned kind, enum orbit_backing b);
+void orb_fleet_scan_segments(orb_segment_fn *fn, void *ctx);
 
 /* The node's record, or NULL if node >= capacity. */
 static inline struct orb_node_record *orb_fleet_record(struct orbit_fleet *f, uint32_t node)
@@ -103,7 +113,11 @@ bool orb_node_alive(struct orbit_fleet *f, uint16_t node);
  * caller (fleet.c's report) kicks the doorbells after it: the registry calls nothing above. */
 int  orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarnation);
 
-/* Epoch for reset_all: max(now in ms, previous + 1). */
-uint64_t orb_next_epoch(uint64_t previous);
+/*
+ * An observer with read access only (its segments opened O_RDONLY, mapped
+ * copy-on-write): calls that would change the fleet for others are -EACCES,
+ * named; inspection works. 0 otherwise.
+ */
+int  orb_fleet_writable(const struct orbit_fleet *f, const char *call);
 
 #endif

@@ -26,7 +26,7 @@ int orbit_fleet_prep_wait_node_death(struct orbit_fleet *f, uint16_t node, uint6
     if (rc == 0 && !sqe)
         rc = orb_fail(-ORBIT_EMALFORMED, "%s: sqe is NULL", __func__);
     if (rc == 0 && !orbit_uring_futex_supported())
-        rc = -ORBIT_ENOTSUP;
+        rc = orb_uring_unsupported(NULL);
     /* The watcher first: a death after the checks below kicks the word the SQE waits on. */
     if (rc == 0)
         rc = orb_life_arm(f, node, incarnation);

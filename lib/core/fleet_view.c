@@ -3,13 +3,16 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <orbit/inspect.h>
+#include "error_internal.h"
 #include "fleet_internal.h"
 
 int orbit_fleet_node_snapshot(struct orbit_fleet *f, uint16_t node, struct orbit_node_snapshot *out)
 {
+    orb_error_clear();
     struct orb_node_record *rec = f ? orb_fleet_record(f, node) : NULL;
     if (!rec || !out)
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "%s", !f ? "the fleet handle is NULL" : !out ? "out is NULL"
+                        : "node out of the fleet's range");
     for (int tries = 0; tries < 8; tries++) {
         uint64_t joins = atomic_load(&rec->joins);
         uint32_t state = atomic_load(&rec->state);   /* seq_cst: pairs with publish's release */
@@ -31,17 +34,20 @@ int orbit_fleet_node_snapshot(struct orbit_fleet *f, uint16_t node, struct orbit
         out->pid_namespace = pidns;
         return 0;
     }
-    return -ORBIT_EAGAIN;
+    return orb_fail(-ORBIT_EAGAIN, "node %u's record kept changing while read (8 tries): try again", node);
 }
 
 int orbit_fleet_replaced(struct orbit_fleet *f)
 {
     struct stat mapped, named;
-    if (!f || f->is_private || f->seg.fd < 0)
+    orb_error_clear();
+    if (!f)
+        return orb_fail_text(-ORBIT_EMALFORMED, "the fleet handle is NULL");
+    if (f->is_private || f->seg.fd < 0)
         return 0;
     if (fstat(f->seg.fd, &mapped) != 0)
-        return -errno;
+        return orb_fail(-errno, "%s: %s", f->seg.path, strerror(errno));
     if (stat(f->seg.path, &named) != 0)
-        return errno == ENOENT ? 1 : -errno;
+        return errno == ENOENT ? 1 : orb_fail(-errno, "%s: %s", f->seg.path, strerror(errno));
     return mapped.st_dev != named.st_dev || mapped.st_ino != named.st_ino;
 }

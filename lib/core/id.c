@@ -3,16 +3,18 @@
 #include <stdio.h>
 #include <string.h>
 #include <orbit/fleet.h>
+#include "error_internal.h"
 
 int orbit_id_format(orbit_id id, char *buf, size_t len)
 {
     char tmp[ORBIT_ID_TEXT_MAX];
+    orb_error_clear();
     if (!buf)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "buf is NULL");
     int n = snprintf(tmp, sizeof tmp, "%u:%u:%llu", (unsigned)orbit_id_kind(id),
                      (unsigned)orbit_id_node(id), (unsigned long long)orbit_id_counter(id));
     if (n < 0 || (size_t)n >= len)
-        return -ORBIT_ETOOLARGE;
+        return orb_fail(-ORBIT_ETOOLARGE, "%s needs %d bytes, len is %zu", tmp, n + 1, len);
     memcpy(buf, tmp, (size_t)n + 1);
     return n;
 }
@@ -62,15 +64,18 @@ static int parse_hex(const char *p, orbit_id *out)
 int orbit_id_parse(const char *text, orbit_id *out)
 {
     uint64_t kind, node, counter;
+    orb_error_clear();
     if (!text || !out)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "text or out is NULL");
     if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X'))
-        return parse_hex(text + 2, out);
+        return parse_hex(text + 2, out) < 0 ? orb_fail(-ORBIT_EMALFORMED, "'%.40s' is not 0x and 1 to 16 hex "
+                                                       "digits", text) : 0;
     const char *p = text;
     if (parse_decimal(&p, 0xff, &kind) || *p++ != ':' ||
         parse_decimal(&p, 0xffff, &node) || *p++ != ':' ||
         parse_decimal(&p, 0xffffffffffull, &counter) || *p != '\0')
-        return -ORBIT_EMALFORMED;
+        return orb_fail(-ORBIT_EMALFORMED, "'%.40s' is not an id: kind:node:counter in decimal (kind <= 255, "
+                        "node <= 65535, counter < 2^40) or 0x and hex digits", text);
     *out = (kind << 56) | (node << 40) | counter;
     return 0;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "error_internal.h"
 #include "guard.h"
+#include "guard_sigbus.h"
 #include "life.h"
 #include "lock.h"
 
@@ -55,8 +56,13 @@ void orb_life_drop(struct orbit_fleet *f, uint16_t node, uint64_t joins)
 
 int orb_life_probe(struct orbit_fleet *f, uint16_t node)
 {
+    return orb_life_probe_fd(f->life_fd, node);
+}
+
+int orb_life_probe_fd(int fd, uint16_t node)
+{
     /* A read lock conflicts only with a member's write lock: watchers' read locks pass. */
-    return ofd(f->life_fd, F_OFD_GETLK, F_RDLCK, LIFE_BASE + (long long)node * ORB_LIFE_SLOTS, ORB_LIFE_SLOTS);
+    return ofd(fd, F_OFD_GETLK, F_RDLCK, LIFE_BASE + (long long)node * ORB_LIFE_SLOTS, ORB_LIFE_SLOTS);
 }
 
 int orb_life_probe_all(int fd, uint32_t capacity)
@@ -99,7 +105,12 @@ int orb_gate_enter(struct orbit_fleet *f)
 
 int orb_gate_take_alone(struct orbit_fleet *f)
 {
-    return ofd(f->life_fd, F_OFD_SETLK, F_WRLCK, GATE_OFF, 1);
+    return orb_gate_take_alone_fd(f->life_fd);
+}
+
+int orb_gate_take_alone_fd(int fd)
+{
+    return ofd(fd, F_OFD_SETLK, F_WRLCK, GATE_OFF, 1);
 }
 
 void orb_gate_leave(struct orbit_fleet *f)
@@ -284,8 +295,9 @@ bool orb_life_held_here(const struct orbit_fleet *f, uint16_t node)
 
 int orb_fleet_usable(const struct orbit_fleet *f, const char *call)
 {
-    if (f->fork_generation == atomic_load_explicit(&orb_fork_generation, memory_order_relaxed))
-        return 0;
+    if (__atomic_load_n(&f->fork_generation, __ATOMIC_RELAXED) ==
+        atomic_load_explicit(&orb_fork_generation, memory_order_relaxed))
+        return 0;   /* the SIGBUS guard poisons the word when the fleet file shrinks (guard_sigbus.h) */
     return orb_enter_refused(&f->fork_generation, call, "fleet handle");
 }
 
@@ -300,6 +312,7 @@ struct watcher {
     int fd;                        /* the watcher's own open file description */
     void *map;                     /* its own mapping of the records: valid after the handle left */
     size_t map_len;
+    int guard;                     /* the mapping's SIGBUS guard slot (guard_sigbus.h), -1: none */
     struct orb_node_record *rec;
 };
 
@@ -308,6 +321,7 @@ static unsigned n_watchers;
 
 static void watcher_free(struct watcher *w)
 {
+    orb_guard_unmap(w->guard);
     if (w->map)
         munmap(w->map, w->map_len);
     if (w->fd >= 0)
@@ -353,14 +367,15 @@ static void *watch_life(void *arg)
 
 int orb_life_reopen(struct orbit_fleet *f)
 {
-    int fd = open(f->seg.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    int mode = f->seg.read_only ? O_RDONLY : O_RDWR;   /* a read-only observer only tests locks */
+    int fd = open(f->seg.path, mode | O_CLOEXEC | O_NOFOLLOW);
     if (fd >= 0 && same_file(fd, f->seg.fd))
         return fd;
     if (fd >= 0)
         close(fd);
     char self[64];
     snprintf(self, sizeof self, "/proc/self/fd/%d", f->seg.fd);
-    fd = open(self, O_RDWR | O_CLOEXEC);   /* the name was unlinked or replaced: the inode itself */
+    fd = open(self, mode | O_CLOEXEC);   /* the name was unlinked or replaced: the inode itself */
     return fd >= 0 ? fd : -errno;
 }
 
@@ -375,6 +390,8 @@ static int watcher_start(struct orbit_fleet *f, struct watcher *w)
         w->map = NULL;
         return -errno;
     }
+    if ((w->guard = orb_guard_map(w->map, w->map_len, f->seg.path)) < 0)
+        return w->guard;   /* the file may shrink under the watcher too */
     w->rec = (struct orb_node_record *)((char *)w->map + ORB_SEG_HEADER_BYTES) + w->node;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -402,7 +419,8 @@ int orb_life_watch(struct orbit_fleet *f, uint16_t node, uint64_t joins)
     if (rc == 0 && !w)
         rc = -ENOMEM;
     if (w) {
-        *w = (struct watcher){ .dev = st.st_dev, .ino = st.st_ino, .node = node, .joins = joins, .fd = -1 };
+        *w = (struct watcher){ .dev = st.st_dev, .ino = st.st_ino, .node = node, .joins = joins, .fd = -1,
+                              .guard = -1 };
         rc = watcher_start(f, w);
         if (rc == 0) {
             w->next = watchers;
@@ -448,6 +466,8 @@ int orb_life_over_pred(void *arg)
 int orb_life_check_wait(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, const char *call)
 {
     int rc = orb_enter_fleet(f, call);
+    if (rc == 0)
+        rc = orb_fleet_writable(f, call);   /* its watcher kicks every waiter through the file */
     if (rc == 0 && !orb_fleet_record(f, node))
         rc = orb_fail(-ORBIT_EMALFORMED, "%s: node %u: the fleet has %u nodes", call, (unsigned)node,
                       (unsigned)f->capacity);

@@ -60,6 +60,13 @@ void orb_life_drop(struct orbit_fleet *f, uint16_t node, uint64_t joins);
 int  orb_life_probe(struct orbit_fleet *f, uint16_t node);
 /* 1 when any node's life is held, 0 when none, -errno. */
 int  orb_life_probe_all(int fd, uint32_t capacity);
+/*
+ * orb_life_probe and orb_gate_take_alone on a descriptor of any fleet file: the
+ * lock bytes are the same in every layout of segment header 1, so a generation
+ * of other layouts is judged alive or empty by them (generation.c).
+ */
+int  orb_life_probe_fd(int fd, uint16_t node);
+int  orb_gate_take_alone_fd(int fd);
 
 /* The owner byte: true when this thread now moves the node (a gone mover's step is ours). */
 bool orb_owner_take(struct orbit_fleet *f, uint16_t node);

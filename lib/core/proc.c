@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <orbit/inspect.h>
+#include "error_internal.h"
 #include "life.h"
 #include "segment.h"
 
@@ -52,7 +53,7 @@ static int stat_read(const char *path, struct proc_stat *out)
     return 0;
 }
 
-int orbit_process_start_time(int32_t pid, uint64_t *out)
+static int start_time_of(int32_t pid, uint64_t *out)
 {
     char path[64];
     struct proc_stat st;
@@ -69,10 +70,20 @@ int orbit_process_start_time(int32_t pid, uint64_t *out)
     return 0;
 }
 
+int orbit_process_start_time(int32_t pid, uint64_t *out)
+{
+    orb_error_clear();
+    int rc = start_time_of(pid, out);
+    if (rc < 0)
+        return orb_fail(rc, "pid %d: %s", (int)pid, !out ? "out is NULL" : rc == -ESRCH ? "no such live process "
+                        "in this /proc (gone, a zombie, or another pid namespace)" : strerror(-rc));
+    return 0;
+}
+
 uint64_t orb_proc_start_time(int pid)
 {
     uint64_t t = 0;
-    return orbit_process_start_time(pid, &t) == 0 ? t : 0;
+    return start_time_of(pid, &t) == 0 ? t : 0;
 }
 
 /* Is every thread of the directory's batch (getdents64 records) exiting? Counts those seen. */
@@ -105,12 +116,16 @@ static int batch_exiting(int32_t pid, const char *buf, long len, int *seen)
 int orbit_process_exiting(int32_t pid)
 {
     char path[96];
+    orb_error_clear();
     if (pid <= 0)
         return 1;
     snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno != ENOENT)   /* unreadable (hidepid): no evidence either way */
+        return orb_fail(-errno, "%s: %s (a /proc mounted with hidepid hides other users' processes)", path,
+                        strerror(errno));
     if (fd < 0)
-        return errno == ENOENT ? 1 : -errno;   /* unreadable (hidepid): no evidence either way */
+        return 1;
     int all = 1, seen = 0;
     _Alignas(struct dirent64) char buf[2048];
     for (ssize_t n; all && (n = getdents64(fd, buf, sizeof buf)) > 0;)

@@ -31,6 +31,18 @@ struct driver {
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct driver *registry;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+/*
+ * A fork copies the registry lock as it is: taken by another thread (a drain,
+ * an open, a close), it would stay taken in the child, whose first readiness
+ * call would then wait forever. The fork takes it first, so the child gets it
+ * free. A driver's own lock is never taken in a child (drain and close check
+ * the generation first): its holder may be a thread the child does not have.
+ */
+static void fork_prepare(void) { pthread_mutex_lock(&registry_lock); }
+static void fork_release(void) { pthread_mutex_unlock(&registry_lock); }
+static void fork_hooks(void) { pthread_atfork(fork_prepare, fork_release, fork_release); }
 
 static struct driver *find_locked(int fd)
 {
@@ -94,6 +106,7 @@ int orb_readiness_open(struct orb_waitword *doorbell)
 {
     if (!doorbell)
         return -ORBIT_EMALFORMED;
+    pthread_once(&fork_once, fork_hooks);
     struct driver *d = calloc(1, sizeof *d);
     if (!d)
         return -ENOMEM;
@@ -133,7 +146,9 @@ int orbit_readiness_drain(int readiness_fd)
 {
     pthread_mutex_lock(&registry_lock);
     struct driver *d = find_locked(readiness_fd);
-    if (d)
+    /* A parent's descriptor is refused before its lock: a parent's thread may hold it. */
+    int rc = d ? orb_enter(&d->fork_generation, __func__, "readiness descriptor") : 0;
+    if (d && rc == 0)
         pthread_mutex_lock(&d->lock);
     pthread_mutex_unlock(&registry_lock);
     if (!d) {
@@ -141,11 +156,8 @@ int orbit_readiness_drain(int readiness_fd)
         return orb_fail(-ORBIT_EMALFORMED, "%s: fd %d is not a readiness descriptor of this process",
                         __func__, readiness_fd);
     }
-    int rc = orb_enter(&d->fork_generation, __func__, "readiness descriptor");
-    if (rc < 0) {
-        pthread_mutex_unlock(&d->lock);
+    if (rc < 0)
         return rc;
-    }
     eventfd_t value;
     eventfd_read(d->efd, &value);   /* EAGAIN when nothing was signalled: fine */
     rc = d->use_ring ? drain_ring(d) : 0;
@@ -166,18 +178,22 @@ void orb_readiness_close(int fd)
     pthread_mutex_unlock(&registry_lock);
     if (!d)
         return;
-    pthread_mutex_lock(&d->lock);
+    bool ours = orb_handle_ours(d->fork_generation);
+    if (ours)   /* in a fork child the lock may be a parent's thread's, copied taken */
+        pthread_mutex_lock(&d->lock);
     if (d->use_ring) {
         /* Cancels the pending FUTEX_WAIT; in a fork child it only drops the child's references. */
         io_uring_queue_exit(&d->ring);
-    } else if (orb_handle_ours(d->fork_generation)) {   /* a fork child has no thread to stop */
+    } else if (ours) {   /* a fork child has no thread to stop */
         atomic_store(&d->stop, true);
         /* A spurious doorbell change gets the thread out of futex(2); harmless to others. */
         orb_wait_signal(d->doorbell, NULL);
         pthread_join(d->thread, NULL);
     }
-    pthread_mutex_unlock(&d->lock);
+    if (ours) {
+        pthread_mutex_unlock(&d->lock);
+        pthread_mutex_destroy(&d->lock);
+    }
     close(d->efd);
-    pthread_mutex_destroy(&d->lock);
     free(d);
 }

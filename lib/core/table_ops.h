@@ -4,7 +4,7 @@
  * know. Each table module registers its ops once, in its top file (the one
  * with its death and reset calls, above everything else of the table):
  *
- *     static const struct orb_table_ops pool_ops = { ... };
+ *     static const struct orb_table_ops pool_ops = { .kind = &pool_kind, ... };
  *     ORB_TABLE_REGISTER(pool_ops);
  *
  * Every object of the library is linked (the shared library, and whole for
@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 #include <orbit/inspect.h>
+#include "table_base.h"
 
 /* One counter a table keeps (counters.h): a Prometheus-style name without the _total, a sentence. */
 struct orb_counter_def {
@@ -24,12 +25,20 @@ struct orb_counter_def {
     const char *help;
 };
 
+/*
+ * The ops contract. Every op returns what the core needs to know, as an int:
+ * 0, or a negative code the core acts on. The installed headers' per-table
+ * calls (orbit_pool_node_dead, orbit_streams_node_dead, orbit_arena_node_dead,
+ * orbit_admission_node_dead, and orbit_pool_/streams_/arena_reset_all) keep
+ * the void they were published with (the ABI: add, never change a
+ * signature); each is its table's op behind the entry check, with the
+ * outcome dropped. A caller that needs the outcome of a death report calls
+ * orbit_fleet_node_dead, which returns the first table's error.
+ */
 struct orb_table_ops {
-    uint8_t type;                 /* the segment header's table_type; one module per type */
+    const struct orb_table_kind *kind;   /* its type, and how the core opens one (table_base.h) */
     const char *name;             /* "pool", "streams", ... (at most ORBIT_TABLE_NAME_MAX bytes) */
-    /* Open the existing table of that kind (observers too); 0 or a negative code. */
-    int  (*open_existing)(struct orbit_fleet *f, uint8_t kind, void **out);
-    void (*close)(void *table);
+    uint32_t layout;              /* the layout version its segments are made at (orbit_layout_version) */
     /* A confirmed death of (node, incarnation): give back its share, wake its waiters.
      * 0, or a negative code when the share could not be given back yet (a lock held
      * past its bound): the fleet keeps the node REAPING for a later report. */

@@ -14,26 +14,6 @@
 #define TABLES_MAX 256
 #define CACHE_MAX  64
 
-/* Provided by the linker when any module registered ops; weak: a build may have none. */
-extern const struct orb_table_ops *const __start_orb_tables[] __attribute__((weak));
-extern const struct orb_table_ops *const __stop_orb_tables[] __attribute__((weak));
-
-const struct orb_table_ops *orb_table_ops_of(uint8_t type)
-{
-    for (const struct orb_table_ops *const *p = __start_orb_tables; p && p < __stop_orb_tables; p++)
-        if (*p && (*p)->type == type)
-            return *p;
-    return NULL;
-}
-
-const char *orbit_table_type_name(unsigned type)
-{
-    if (type == ORB_TABLE_FLEET)
-        return "fleet";
-    const struct orb_table_ops *ops = type <= 255 ? orb_table_ops_of((uint8_t)type) : NULL;
-    return ops ? ops->name : "unknown";
-}
-
 /* ---- listing ------------------------------------------------------------ */
 
 struct table_ref { uint8_t kind, type; uint64_t epoch; };
@@ -78,9 +58,12 @@ static int list_tables(struct orbit_fleet *f, struct table_ref *v)
         return rc;
     for (unsigned k = 0; k < TABLES_MAX; k++) {
         struct orb_seg_header h;
-        if (!(present[k / 64] >> (k % 64) & 1) || k == ORB_FLEET_KIND ||
-            orb_segment_peek(f->name, (uint8_t)k, &h, NULL, NULL) != 0)
+        if (!(present[k / 64] >> (k % 64) & 1) || k == ORB_FLEET_KIND)
             continue;
+        if (orb_segment_peek(f->name, (uint8_t)k, &h, NULL, NULL) != 0) {
+            orb_error_forget();   /* not a table we can read: passed over */
+            continue;
+        }
         v[n++] = (struct table_ref){ h.kind, h.table_type, h.epoch };
     }
     return n;   /* ascending kinds, one each (a name in both backing directories counts once) */
@@ -93,11 +76,13 @@ int orb_dispatch_node_dead(struct orbit_fleet *f, uint16_t node, uint64_t incarn
     for (int i = 0; i < n; i++) {
         const struct orb_table_ops *ops = orb_table_ops_of(v[i].type);
         void *t;
-        if (ops && ops->open_existing(f, v[i].kind, &t) == 0) {
+        if (ops && orb_table_open(ops->kind, f, v[i].kind, &t) != 0)
+            orb_error_forget();   /* gone meanwhile: nothing of it to give back */
+        else if (ops) {
             int r = ops->node_dead(t, node, incarnation);   /* every table is tried */
             if (r < 0 && rc == 0)
                 rc = r;
-            ops->close(t);
+            orb_table_close(ops->kind, t);
         }
     }
     return rc;
@@ -127,16 +112,18 @@ int orbit_fleet_reset_tables(struct orbit_fleet *f)
 {
     struct table_ref v[TABLES_MAX];
     int refused = orb_enter_fleet(f, __func__);
+    if (refused == 0)
+        refused = orb_fleet_writable(f, __func__);
     if (refused < 0)
         return refused;
     int n = list_tables(f, v), reset = 0, first_error = 0;
     for (int i = 0; i < n; i++) {
         const struct orb_table_ops *ops = orb_table_ops_of(v[i].type);
         void *t;
-        int rc = ops ? ops->open_existing(f, v[i].kind, &t) : 0;
+        int rc = ops ? orb_table_open(ops->kind, f, v[i].kind, &t) : 0;
         if (ops && rc == 0) {
             rc = ops->reset_all(t);
-            ops->close(t);
+            orb_table_close(ops->kind, t);
         }
         if (rc < 0 && first_error == 0)
             first_error = rc;
@@ -166,7 +153,7 @@ struct orb_table_cache {
 static void cache_clear(struct orb_table_cache *c)
 {
     for (int i = 0; i < c->n; i++)
-        c->t[i].ops->close(c->t[i].t);
+        orb_table_close(c->t[i].ops->kind, c->t[i].t);
     c->n = 0;
 }
 
@@ -191,11 +178,15 @@ static bool cache_add(struct orbit_fleet *f, struct orb_table_cache *c, const st
     struct stat st;
     struct cached_table *e = &c->t[c->n];
     if (si->kind == ORB_FLEET_KIND || stat(si->path, &st) != 0 ||
-        orb_segment_peek(f->name, si->kind, &h, NULL, NULL) != 0 || !(e->ops = orb_table_ops_of(h.table_type)))
+        orb_segment_peek(f->name, si->kind, &h, NULL, NULL) != 0 || !(e->ops = orb_table_ops_of(h.table_type))) {
+        orb_error_forget();   /* a table that cannot be opened is left out */
         return true;
-    int rc = e->ops->open_existing(f, si->kind, &e->t);
-    if (rc != 0)
+    }
+    int rc = orb_table_open(e->ops->kind, f, si->kind, &e->t);
+    if (rc != 0) {
+        orb_error_forget();   /* left out; one still being created is looked at again next time */
         return rc != -ORBIT_EAGAIN;
+    }
     e->dev = st.st_dev;
     e->ino = st.st_ino;
     snprintf(e->path, sizeof e->path, "%s", si->path);
@@ -234,9 +225,11 @@ static void account_private(struct orbit_fleet *f, uint16_t node, uint64_t inc, 
     for (int i = 0; i < n; i++) {
         const struct orb_table_ops *ops = orb_table_ops_of(v[i].type);
         void *t;
-        if (ops && ops->open_existing(f, v[i].kind, &t) == 0) {
+        if (ops && orb_table_open(ops->kind, f, v[i].kind, &t) != 0)
+            orb_error_forget();   /* gone meanwhile: nothing of it to give back */
+        else if (ops) {
             ops->account(t, node, inc, out);
-            ops->close(t);
+            orb_table_close(ops->kind, t);
             out->tables++;
         }
     }

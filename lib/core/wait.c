@@ -7,6 +7,8 @@
 #include "syscalls.h"
 #include "uring_internal.h"
 #include "wait.h"
+#include "guard_sigbus.h"
+#include <orbit/error.h>
 
 static _Atomic uint32_t spin_ns_setting = UINT32_MAX;   /* UINT32_MAX: not read yet */
 
@@ -149,7 +151,10 @@ static uint32_t spin_budget(struct orb_spin *spin, uint32_t setting, bool *explo
     if (!spin)
         return setting;
     uint32_t budget = atomic_load_explicit(&spin->budget_ns, memory_order_relaxed);
-    *explore = (atomic_fetch_add_explicit(&spin->waits, 1, memory_order_relaxed) & 7) == 7;
+    /* A plain count, no locked add: two threads waiting at once only blur when it explores. */
+    uint32_t waits = atomic_load_explicit(&spin->waits, memory_order_relaxed);
+    atomic_store_explicit(&spin->waits, waits + 1, memory_order_relaxed);
+    *explore = (waits & 7) == 7;
     if (budget == 0 || (*explore && budget < setting))
         budget = setting;
     return budget > spin_ceiling(setting) ? spin_ceiling(setting) : budget;
@@ -217,6 +222,22 @@ static void learn_from_park(struct orb_spin *spin, int64_t parked_ns)
         atomic_store_explicit(&spin->budget_ns, (uint32_t)want, memory_order_relaxed);
 }
 
+/*
+ * A park lasts at most this long before the waiter looks again: a segment file
+ * shrunk under us leaves a sleeper that no waker can reach (their stores to the
+ * word fault too), and its next look finds the SIGBUS guard broke the mapping.
+ */
+#define PARK_SLICE_NS 1000000000ll
+
+/* The deadline of one park: the caller's, or a slice of a longer one. */
+static struct orb_deadline park_slice(const struct orb_deadline *deadline, int64_t now)
+{
+    struct orb_deadline d = { now + PARK_SLICE_NS, false };
+    if (!deadline->forever && deadline->at_ns < d.at_ns)
+        d.at_ns = deadline->at_ns;
+    return d;
+}
+
 int orb_wait_park_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
                         const struct orb_deadline *deadline, struct orb_spin *spin,
                         struct orb_wait_stats *stats)
@@ -228,10 +249,15 @@ int orb_wait_park_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
         int r = pred(ctx);
         if (r != 0)
             return r;
+        if (orb_guard_broken_at(w))
+            return -ORBIT_ECORRUPT;   /* the word is ours alone now: nobody will ever move it */
         if (orb_deadline_passed(deadline))
             return -ETIMEDOUT;
         int64_t parked_at = orb_now_ns();
-        int rc = orb_wait_park(w, since, deadline, stats);
+        struct orb_deadline slice = park_slice(deadline, parked_at);
+        int rc = orb_wait_park(w, since, &slice, stats);
+        if (rc == -ETIMEDOUT && !orb_deadline_passed(deadline))
+            continue;   /* a slice ended: look again */
         if (rc == -ETIMEDOUT) {
             r = pred(ctx);
             return r != 0 ? r : -ETIMEDOUT;

@@ -41,6 +41,8 @@ struct orb_deadline {
 
 int64_t orb_now_ns(void);                 /* CLOCK_MONOTONIC */
 uint64_t orb_wall_ms(void);               /* CLOCK_REALTIME in ms */
+/* A table's next epoch (reset_all, a first epoch): max(now in ms, previous + 1). */
+uint64_t orb_next_epoch(uint64_t previous);
 /* CLOCK_REALTIME_COARSE in ms: one clock tick (1-10 ms) behind, ~10x cheaper to read;
  * inline, as the pool's reserve stamps with it. */
 static inline uint64_t orb_wall_ms_coarse(void)
@@ -159,6 +161,8 @@ void orb_futex_wake_one(_Atomic uint32_t *word);
 struct io_uring_sqe;
 int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
                         struct io_uring_sqe *sqe, struct orb_wait_stats *stats);
+/* -ORBIT_ENOTSUP with the probe's reason for orbit_last_error; sqe (if any) becomes a NOP. */
+int orb_uring_unsupported(struct io_uring_sqe *sqe);
 
 /* Spin for up to budget; returns true as soon as pred becomes non-zero. */
 void orb_cpu_relax(void);

@@ -10,13 +10,34 @@ bool orbit_uring_futex_supported(void)
     return orb_uring_futex_ops();
 }
 
+const char *orbit_uring_futex_status(void)
+{
+    return orb_uring_status();
+}
+
+int orbit_uring_refusal(int err, char *buf, size_t len)
+{
+    orb_error_clear();
+    if (err >= 0)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: err %d is not a negated errno", __func__, err);
+    if (!buf && len > 0)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL, len %zu", __func__, len);
+    return orb_uring_refusal(err, buf, len);
+}
+
+/* A prep without the kernel's futex ops: -ORBIT_ENOTSUP, the probe's reason its sentence. */
+int orb_uring_unsupported(struct io_uring_sqe *sqe)
+{
+    return orb_uring_prep_result(sqe, orb_fail(-ORBIT_ENOTSUP, "%s", orb_uring_status()));
+}
+
 int orb_uring_prep_wait(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
                         struct io_uring_sqe *sqe, struct orb_wait_stats *stats)
 {
     if (!sqe)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "the sqe is NULL");
     if (!orb_uring_futex_ops())
-        return orb_uring_prep_result(sqe, -ORBIT_ENOTSUP);
+        return orb_uring_unsupported(sqe);
     uint32_t since = orb_wait_since(w);
     int r = pred ? pred(ctx) : 0;
     if (r == 0) {
@@ -46,7 +67,7 @@ int orbit_uring_attach_wakes(struct io_uring *ring)
     if (!ring)
         return orb_fail(-ORBIT_EMALFORMED, "%s: ring is NULL", __func__);
     if (!orb_uring_futex_ops())
-        return orb_fail(-ORBIT_ENOTSUP, "%s: this kernel lacks io_uring futex operations (Linux 6.7)", __func__);
+        return orb_fail(-ORBIT_ENOTSUP, "%s: %s", __func__, orb_uring_status());
     orb_uring_batch_set(ring, ORBIT_URING_WAKE_USER_DATA);
     return 0;
 }

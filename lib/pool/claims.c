@@ -32,7 +32,8 @@ int orbit_pool_claim_create(struct orbit_pool *p, orbit_key key, uint32_t max_li
     if ((uint64_t)pool_hi(c) + pool_lo(c) >= max_live) {
         pool_keyop_end(p, &op);
         pool_key_release(p, ki);
-        return -ORBIT_EBUDGET;
+        return orb_fail(-ORBIT_EBUDGET, "the key has %u live and %u being created, max_live %u", pool_hi(c),
+                        pool_lo(c), max_live);
     }
     pool_counts_add(&k->counts, 0, 1);
     pool_park_here(p, POOL_PARK_CLAIM);
@@ -166,7 +167,8 @@ int orbit_pool_wait_capacity(struct orbit_pool *p, orbit_key key, uint32_t since
         *now = seen;
     if (rc > 0)
         return 0;
-    return rc == -ETIMEDOUT ? -ORBIT_ETIMEDOUT : rc;
+    return rc == -ETIMEDOUT ? orb_fail(-ORBIT_ETIMEDOUT, "the key's capacity did not change past version %u "
+                                       "within %d ms", since, timeout_ms) : rc;
 }
 
 /*

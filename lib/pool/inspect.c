@@ -9,11 +9,11 @@ static int resource_of(struct orbit_pool *p, orbit_id id, struct pool_resource *
         orbit_id_slot(id) >= p->geo.lane_capacity || orbit_id_generation(id) == 0)
         return orb_fail(-ORBIT_EMALFORMED, "orbit_pool_leases: not an id of this pool");
     if (!atomic_load_explicit(&p->lanes[orbit_id_node(id)].populated, memory_order_acquire))
-        return -ORBIT_ESTALE;   /* nothing was ever registered in that lane */
+        return orb_fail_text(-ORBIT_ESTALE, "no such live resource (nothing was ever registered in its lane)");
     struct pool_resource *r = pool_res_at(p, (uint64_t)orbit_id_node(id) * p->geo.lane_capacity + orbit_id_slot(id));
     uint32_t w = atomic_load_explicit(&r->state, memory_order_acquire);
     if (RES_GEN(w) != orbit_id_generation(id) || !RES_IN_USE(w))
-        return -ORBIT_ESTALE;
+        return orb_fail_text(-ORBIT_ESTALE, "no such live resource (unregistered, or its owner died or left)");
     *out = r;
     *word = w;
     return 0;

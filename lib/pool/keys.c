@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "pool_layout.h"
+#include "keys.h"
 
 #define NO_SLOT UINT32_MAX
 #define HOLD_TRIES 1000   /* a key reclaimed and reinserted under us this often: give up */
@@ -339,7 +339,8 @@ static int key_insert(struct orbit_pool *p, orbit_key key, uint32_t *index)
         i = key_free_slot(p, key);
     }
     if (i == NO_SLOT)
-        rc = -ORBIT_EKEYFULL;
+        rc = orb_fail(-ORBIT_EKEYFULL, "every one of the pool's %u key slots is taken (key_capacity)",
+                      p->key_mask + 1);
     else if ((rc = pool_key_op_lock(p, i)) == 0) {
         tag = key_install_locked(p, i, key, p->observer ? 1 : 0);
         orb_lock_give(&pool_key_at(p, i)->op_lock);
@@ -368,7 +369,8 @@ int pool_key_hold(struct orbit_pool *p, orbit_key key, uint32_t *index)
         if (rc <= 0)
             return rc;
     }
-    return -ORBIT_EAGAIN;
+    return orb_fail(-ORBIT_EAGAIN, "the key's slot kept being taken and reclaimed under us (%u tries): try again",
+                    HOLD_TRIES);
 }
 
 void pool_key_release(struct orbit_pool *p, uint32_t i)
@@ -502,9 +504,9 @@ static int watch_at(struct orbit_pool *p, uint32_t i, uint64_t tag)
 static int watch_key(struct orbit_pool *p, orbit_key key, uint32_t *index)
 {
     if (!p)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "the pool handle is NULL");
     if (p->observer)
-        return -ORBIT_ENOTOWNER;
+        return orb_fail_text(-ORBIT_ENOTOWNER, "an observer has no doorbell to ring (join as a member)");
     /* No hold of its own: the bit's pin, taken under the op lock, is what keeps the key. */
     uint32_t held = NO_SLOT;
     int rc = 1;

@@ -109,11 +109,13 @@
 #ifndef ORB_POOL_LAYOUT_H
 #define ORB_POOL_LAYOUT_H
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <orbit/pool.h>
+#include "core/fastpath.h"
 #include "core/fleet_internal.h"
 #include "core/guard.h"
 #include "core/lock.h"
@@ -344,12 +346,17 @@ static inline int pool_enter(const struct orbit_pool *p, const char *call)
     return orb_enter(p ? &p->fork_generation : (const uint32_t *)0, call, "pool handle");
 }
 
-void pool_park_stop(void);
-/* A test hook point: one compare on the hot path, the stop out of line. */
+/* A test hook point: one compare on the hot path, the stop (raise) out of line; nothing at
+ * all in a build without the test hooks (park is never set there). */
 static inline void pool_park_here(const struct orbit_pool *p, enum pool_park point)
 {
-    if (__builtin_expect(p->park == point, 0))
-        pool_park_stop();
+#ifdef ORBIT_TEST_HOOKS
+    if (orb_unlikely(p->park == point))
+        raise(SIGSTOP);
+#else
+    (void)p;
+    (void)point;
+#endif
 }
 
 /* Byte offsets of the sections inside the table (after the segment header). */
@@ -357,6 +364,8 @@ struct pool_sections {
     size_t lanes, holds, claims, intents, keys, bitmaps, res, end;
 };
 int  pool_sections_of(const struct pool_geometry *g, struct pool_sections *out);
+/* How the base opens a pool (table.c); the ops name it (death.c). */
+extern const struct orb_table_kind pool_kind;
 
 static inline struct pool_key *pool_key_at(const struct orbit_pool *p, uint32_t i)
 {
@@ -422,24 +431,6 @@ void pool_watch_recount(struct orbit_pool *p, uint32_t index);             /* op
 int  pool_intents_settle_node(struct orbit_pool *p, uint16_t node);         /* node_dead's first step */
 void pool_intents_reset(struct orbit_pool *p);
 
-/*
- * A change published by one release store on the hot path (a completion): a
- * process registered for global membarriers needs no fence, since a waiter
- * about to sleep runs orb_lock_fence_others and then folds the key's DONE
- * entries itself (pool_key_fold_after_fence); otherwise the fence orders the store
- * before the loads.
- */
-static inline void pool_key_changed_after_store(struct orbit_pool *p, uint32_t i)
-{
-    if (atomic_load_explicit(&orb_lock_store_give, memory_order_relaxed))
-        atomic_signal_fence(memory_order_seq_cst);
-    else
-        atomic_thread_fence(memory_order_seq_cst);
-    if (i <= p->key_mask && pool_key_unlooked(pool_key_at(p, i)))
-        return;   /* the common case, without a call */
-    pool_key_changed_after_rmw(p, i);
-}
-
 /* ---- intents.c: op locks, pins, intents ---- */
 int  pool_key_op_lock(struct orbit_pool *p, uint32_t index);                /* a dead holder's op settled */
 bool pool_key_pin_locked(struct orbit_pool *p, uint32_t index, uint64_t tag); /* op lock held */
@@ -460,18 +451,15 @@ int  pool_key_lock(struct orbit_pool *p);
 void pool_key_unlock(struct orbit_pool *p);
 bool pool_counts_add(_Atomic uint64_t *counts, int64_t live, int64_t creating);
 
-/* ---- resource.c ---- */
-void pool_resources_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
-/* The unaccepted reservations that incarnation of node holds on every resource: freed. */
-void pool_reservations_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
-/* orbit_pool_node_dead with its outcome: -ORBIT_ECORRUPT when an op lock could not be taken
- * (a live member kept it past the bound, or a forged word): the report is to be run again. */
-int  pool_node_dead(struct orbit_pool *p, uint16_t node, uint64_t incarnation);
-void pool_resources_reset(struct orbit_pool *p);
+/* ---- reserve.c ---- */
 /* A waiter about to sleep: every store-published completion visible (membarrier), then
  * the DONE entries of key index i's resources folded; whether any were (a change its
  * version may not show: once, as the fold makes it a plain free unit). *fenced false:
  * the membarrier was refused to this process, and a completion may be missed. */
 bool pool_key_fold_after_fence(struct orbit_pool *p, uint32_t i, bool *fenced);
+
+/* ---- refusals.c ---- */
+/* Why a call on resource id was refused with rc, for orbit_last_error; returns rc. */
+int pool_id_refused(const struct orbit_pool *p, int rc, orbit_id id);
 
 #endif

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* The pool table: spec, geometry, segment, handle, epoch, reset and inspection. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,36 +87,47 @@ size_t orbit_pool_segment_size(const struct orbit_pool_spec *spec, uint16_t flee
     return ORB_SEG_HEADER_BYTES + sec.end;
 }
 
-/* Point the handle at the sections of a mapped segment; bounds come from the geometry. */
-static int handle_bind(struct orbit_pool *p, const struct pool_geometry *g)
+/* The geometry of a mapped segment (another process's, or ours as made): its sections,
+ * bounds-checked against the segment, and the pool header's own marks. */
+static int geometry_check(const struct orb_segment *seg, const void *geometry, void *layout)
 {
-    struct pool_sections sec;
-    int rc = pool_sections_of(g, &sec);
-    if (rc < 0)
-        return rc;
-    if (g->fleet_capacity != p->fleet->capacity)
-        return -ORBIT_EGEOMETRY;
-    if (ORB_SEG_HEADER_BYTES + sec.end > p->seg.mapped ||
-        orb_seg_hdr(&p->seg)->table_bytes != ORB_SEG_HEADER_BYTES + sec.end)
-        return -ORBIT_ECORRUPT;
+    const struct pool_geometry *g = geometry;
+    struct pool_sections *sec = layout;
+    const struct orb_seg_header *h = orb_seg_hdr(seg);
+    if (g->layout_version != POOL_LAYOUT_VERSION || g->fleet_capacity != h->fleet_capacity)
+        return orb_fail_text(-ORBIT_EGEOMETRY, "the pool's geometry fails its checks (garbled, or another orbit version)");
+    if (pool_sections_of(g, sec) < 0 || ORB_SEG_HEADER_BYTES + sec->end > seg->mapped ||
+        h->table_bytes != ORB_SEG_HEADER_BYTES + sec->end)
+        return orb_fail_text(-ORBIT_ECORRUPT, "the pool's layout does not fit its segment (garbled)");
+    const struct pool_header *ph = orb_seg_table(seg);
+    if (ph->magic != POOL_MAGIC || ph->version != POOL_LAYOUT_VERSION)
+        return orb_fail_text(-ORBIT_ECORRUPT, "the pool's header is garbled (magic or version)");
+    return 0;
+}
+
+_Static_assert(sizeof(struct pool_sections) <= ORB_TABLE_LAYOUT_MAX, "the base holds the layout");
+
+/* Point the handle at the sections geometry_check found. */
+static void handle_bind(struct orb_table_base *b, const void *geometry, const void *layout)
+{
+    struct orbit_pool *p = (struct orbit_pool *)b;
+    const struct pool_geometry *g = geometry;
+    const struct pool_sections *sec = layout;
     char *t = orb_seg_table(&p->seg);
     p->geo = *g;
     p->hdr = (struct pool_header *)t;
-    p->lanes = (struct pool_lane *)(t + sec.lanes);
-    p->holds = (_Atomic uint32_t *)(t + sec.holds);
-    p->claims = (_Atomic uint32_t *)(t + sec.claims);
-    p->intents = (struct pool_intent *)(t + sec.intents);
-    p->keys = (struct pool_key *)(t + sec.keys);
-    p->bitmaps = (unsigned char *)(t + sec.bitmaps);
-    p->res = (struct pool_resource *)(t + sec.res);
+    p->lanes = (struct pool_lane *)(t + sec->lanes);
+    p->holds = (_Atomic uint32_t *)(t + sec->holds);
+    p->claims = (_Atomic uint32_t *)(t + sec->claims);
+    p->intents = (struct pool_intent *)(t + sec->intents);
+    p->keys = (struct pool_key *)(t + sec->keys);
+    p->bitmaps = (unsigned char *)(t + sec->bitmaps);
+    p->res = (struct pool_resource *)(t + sec->res);
     p->key_mask = g->key_capacity - 1;
     p->lane_mask = g->lane_capacity - 1;
     p->watch_words = (g->fleet_capacity + 63u) / 64u;
     p->total_resources = (uint64_t)g->fleet_capacity * g->lane_capacity;
     p->member_words = (uint32_t)((p->total_resources + 63) / 64);
-    if (p->hdr->magic != POOL_MAGIC || p->hdr->version != POOL_LAYOUT_VERSION)
-        return -ORBIT_ECORRUPT;
-    return 0;
 }
 
 /* The creator's initialiser: runs before the segment's ready word is published. */
@@ -151,79 +161,50 @@ static enum pool_park park_from_env(void)
         [POOL_PARK_UNCOUNT] = "uncount", [POOL_PARK_RETURN] = "return",
         [POOL_PARK_WATCH] = "watch", [POOL_PARK_DELIVER] = "deliver",
         [POOL_PARK_FOLD] = "fold", [POOL_PARK_ACQUIRE_WAIT] = "acquire_wait" };
+#ifdef ORBIT_TEST_HOOKS
     const char *v = getenv("ORBIT_TEST_POOL_PARK");
+#else
+    const char *v = NULL;   /* a build without -Dtest_hooks reads no ORBIT_TEST_* */
+#endif
     for (unsigned i = 1; v && i < sizeof names / sizeof names[0]; i++)
         if (strcmp(v, names[i]) == 0)
             return (enum pool_park)i;
     return POOL_PARK_NONE;
 }
 
-void pool_park_stop(void)
-{
-    raise(SIGSTOP);
-}
-
 static void handle_prepare(struct orb_table_base *b)
 {
     struct orbit_pool *p = (struct orbit_pool *)b;
     p->stamp_node = p->observer ? 0 : (uint64_t)(p->node + 1u) << SINCE_NODE_SHIFT;
-    p->own_hi = UINT32_MAX;   /* until populate_lane: no id is of our lane */
+    p->own_hi = UINT32_MAX;   /* until lane_ready: no id is of our lane */
     p->park = park_from_env();
 }
 
-static struct orbit_pool *handle_new(struct orbit_fleet *f)
-{
-    struct orbit_pool *p = orb_table_alloc(sizeof *p, f);
-    if (p)
-        handle_prepare(&p->base);
-    return p;
-}
-
 /* A member pre-faults its own lane so that no later write can SIGBUS. */
-static int populate_lane(struct orbit_pool *p)
+static int lane_ready(struct orb_table_base *b)
 {
+    struct orbit_pool *p = (struct orbit_pool *)b;
     if (p->observer)
         return 0;
     size_t lane_bytes = (size_t)p->geo.lane_capacity * sizeof(struct pool_resource);
     size_t off = (size_t)((char *)pool_res_at(p, (uint64_t)p->node * p->geo.lane_capacity) -
                           (char *)p->seg.base);
-    int rc = orb_segment_populate(&p->seg, off, lane_bytes);
-    if (rc < 0 && rc != -ORBIT_ENOTSUP)
+    int rc = orb_table_populate(b, off, lane_bytes, "this member's lane of the pool");
+    if (rc < 0)
         return rc;
     /* Release: the lane's pages exist before anyone reads them through this flag. */
     atomic_store_explicit(&p->lanes[p->node].populated, 1, memory_order_release);
     /* Ids of this lane need no look at the flag: the hot calls find the slot directly. */
-    p->own_hi = (uint32_t)p->seg.kind << 16 | p->node;   /* kind: the segment's (bound later) */
+    p->own_hi = (uint32_t)p->kind << 16 | p->node;
     p->own_lane = pool_res_at(p, (uint64_t)p->node * p->geo.lane_capacity);
     return 0;
 }
 
-static int handle_finish(struct orbit_pool *p, const struct pool_geometry *g, struct orbit_pool **out)
-{
-    int rc = handle_bind(p, g);
-    if (rc == 0)
-        rc = populate_lane(p);
-    if (rc < 0) {
-        orb_table_free(&p->base);
-        return rc;
-    }
-    orb_table_bound(&p->base);
-    *out = p;
-    return 0;
-}
-
-/* An observer creates nothing: it opens what exists, and only with the same spec. */
-static int open_as_observer(struct orbit_fleet *f, const struct orbit_pool_spec *s,
-                            const struct pool_geometry *g, struct orbit_pool **out)
-{
-    int rc = orbit_pool_open_existing(f, s->kind, out);
-    if (rc == 0 && memcmp(&(*out)->geo, g, sizeof *g) != 0) {
-        orbit_pool_close(*out);
-        *out = NULL;
-        rc = -ORBIT_EGEOMETRY;
-    }
-    return rc;
-}
+const struct orb_table_kind pool_kind = {
+    .type = ORB_TABLE_POOL, .handle_bytes = sizeof(struct orbit_pool),
+    .geometry_len = sizeof(struct pool_geometry), .prepare = handle_prepare,
+    .check = geometry_check, .bind = handle_bind, .ready = lane_ready,
+};
 
 int orbit_pool_open(struct orbit_fleet *f, const struct orbit_pool_spec *spec, struct orbit_pool **out)
 {
@@ -243,46 +224,16 @@ int orbit_pool_open(struct orbit_fleet *f, const struct orbit_pool_spec *spec, s
     if (pool_sections_of(&g, &sec) < 0)
         return orb_fail(-ORBIT_EMALFORMED, "%s: the spec's table is too large for a fleet of %u nodes",
                         __func__, f->capacity);
-    if (f->observer)
-        return open_as_observer(f, &s, &g, out);
-    struct orbit_pool *p = handle_new(f);
-    if (!p)
-        return -ENOMEM;
-    p->kind = s.kind;
     struct orb_seg_request req = {
         .kind = s.kind, .table_type = ORB_TABLE_POOL, .geometry = &g, .geometry_len = sizeof g,
+        .geometry_names = (const char *const[]){ "layout version", "key_capacity", "lane_capacity",
+                                                 "generation_limit", NULL },
         .table_bytes = ORB_SEG_HEADER_BYTES + sec.end,
         .populate_bytes = ORB_SEG_HEADER_BYTES + sec.res,   /* the shared part; lanes by their nodes */
         .init = pool_init, .ctx = &g,
     };
-    rc = orb_fleet_table_open(f, &req, &p->seg);
-    if (rc < 0) {
-        orb_table_free(&p->base);
-        return rc;
-    }
-    return handle_finish(p, &g, out);
+    return orb_table_create(&pool_kind, f, &req, (void **)out);
 }
-
-/* The geometry another process wrote: sections bounds-checked by handle_bind. */
-static int handle_attach(struct orb_table_base *b, const void *geometry)
-{
-    struct orbit_pool *p = (struct orbit_pool *)b;
-    struct pool_geometry g;
-    memcpy(&g, geometry, sizeof g);
-    if (g.layout_version != POOL_LAYOUT_VERSION)
-        return -ORBIT_EGEOMETRY;
-    int rc = handle_bind(p, &g);
-    if (rc == 0)
-        rc = populate_lane(p);
-    if (rc == 0)
-        orb_table_bound(&p->base);
-    return rc;
-}
-
-static const struct orb_table_kind pool_kind = {
-    .type = ORB_TABLE_POOL, .handle_bytes = sizeof(struct orbit_pool),
-    .geometry_len = sizeof(struct pool_geometry), .prepare = handle_prepare, .attach = handle_attach,
-};
 
 int orbit_pool_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_pool **out)
 {
@@ -293,9 +244,7 @@ int orbit_pool_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_p
 void orbit_pool_close(struct orbit_pool *p)
 {
     orb_error_clear();
-    if (!p)
-        return;
-    orb_table_free(&p->base);
+    orb_table_close(&pool_kind, p ? &p->base : NULL);
 }
 
 /* What the handle says of itself reads no shared memory: a fork child may ask. */
@@ -384,7 +333,8 @@ int orbit_key_format(orbit_key key, char *buf, size_t len)
     int n = snprintf(tmp, sizeof tmp, "key:%016llx%016llx", (unsigned long long)key.hi,
                      (unsigned long long)key.lo);
     if (n < 0 || (size_t)n >= len)
-        return -ORBIT_ETOOLARGE;
+        return orb_fail(-ORBIT_ETOOLARGE, "%s needs %d bytes, len is %zu (ORBIT_KEY_TEXT_MAX is enough)", tmp,
+                        n + 1, len);
     memcpy(buf, tmp, (size_t)n + 1);
     return n;
 }

@@ -9,20 +9,28 @@
  * Both sides gone (released or ended) and the slot still live: whoever let go
  * last was killed between its side's CAS and the vacate. Nothing can claim a
  * side out of RELEASED or DEAD, so vacating it here is safe (the vacate is a CAS).
+ * A never-opened B (FREE) after A let go is a linger, kept while it lasts: its
+ * end is judged as the closer judges it, the dead life counted gone.
  */
-static void vacate_abandoned(struct orbit_streams *s, struct stream_slot *slot, uint32_t live)
+static void vacate_abandoned(struct orbit_streams *s, struct stream_slot *slot, uint32_t live,
+                             const struct orbit_owner *dead)
 {
     /* No side held, and one let go (A is held from install): its last holder's vacate was
-     * cut short. A side never opened (FREE) counts as unheld, as a closer finds it. */
+     * cut short. */
     uint32_t a = atomic_load(&slot->claimed[0]), b = atomic_load(&slot->claimed[1]);
     if (a == SIDE_CLAIMED || b == SIDE_CLAIMED || (a == SIDE_FREE && b == SIDE_FREE))
         return;
-    stream_vacate_if_unheld(s, slot, live, 0);
+    if (b != SIDE_FREE)
+        stream_vacate_if_unheld(s, slot, live, 0);
+    else if (!stream_lingers(slot) || stream_linger_over(s, slot, live, dead))
+        stream_linger_end(s, slot, live);
 }
 
-/* End every claimed side, in any lane, whose holder matches (and, for a death, vacate abandoned slots). */
+/* End every claimed side, in any lane, whose holder matches (and, for a death, vacate abandoned
+ * slots and end the lingers of streams offered to that life). */
 static void end_matching(struct orbit_streams *s, uint16_t node, uint64_t incarnation, bool others)
 {
+    const struct orbit_owner dead = { node, incarnation };
     for (size_t i = 0; i < s->lay.total_slots; i++) {
         struct stream_slot *slot = &s->slots[i];
         uint32_t t = atomic_load_explicit(&slot->tenancy, memory_order_acquire);
@@ -46,21 +54,28 @@ static void end_matching(struct orbit_streams *s, uint16_t node, uint64_t incarn
                 stream_end_side(s, slot, t, side);
         }
         if (!others)
-            vacate_abandoned(s, slot, t);
+            vacate_abandoned(s, slot, t, &dead);
     }
 }
 
-void orbit_streams_node_dead(struct orbit_streams *s, uint16_t node, uint64_t incarnation)
+/* The streams' death op: the dead life's sides end, their peers and offers are woken. */
+static int streams_node_dead(void *table, uint16_t node, uint64_t incarnation)
 {
-    if (streams_enter(s, __func__) < 0)
-        return;
-    if (!s || node >= s->fleet_capacity)
-        return;
+    struct orbit_streams *s = table;
+    if (node >= s->fleet_capacity)
+        return -ORBIT_EMALFORMED;
     end_matching(s, node, incarnation, false);
     /* Any node may offer to any other: the dead may have died mid-wake on any offers word.
      * Its own sides' directions were signalled by end_matching. */
     for (uint32_t n = 0; n < s->fleet_capacity; n++)
         orb_wait_kick(&stream_offers_of(s, n)->wait);
+    return 0;
+}
+
+void orbit_streams_node_dead(struct orbit_streams *s, uint16_t node, uint64_t incarnation)
+{
+    if (streams_enter(s, __func__) == 0)
+        (void)streams_node_dead(s, node, incarnation);   /* void in the installed header: table_ops.h */
 }
 
 void orbit_streams_supersede(struct orbit_streams *s)
@@ -72,12 +87,9 @@ void orbit_streams_supersede(struct orbit_streams *s)
 }
 
 /* Quiescent owner boot: a new epoch first, so every older handle reads stale. */
-void orbit_streams_reset_all(struct orbit_streams *s)
+static int streams_reset_all(void *table)
 {
-    if (streams_enter(s, __func__) < 0)
-        return;
-    if (!s)
-        return;
+    struct orbit_streams *s = table;
     uint64_t prev = stream_epoch(s);
     atomic_store_explicit(s->epoch, orb_next_epoch(prev), memory_order_seq_cst);
     for (size_t i = 0; i < s->lay.total_slots; i++) {
@@ -92,6 +104,7 @@ void orbit_streams_reset_all(struct orbit_streams *s)
             orb_wait_signal(&slot->dir[side].wait, &s->stats);
         }
         atomic_store(&slot->offer, 0);
+        atomic_store(&slot->linger_until, 0);
     }
     for (uint32_t n = 0; n < s->fleet_capacity; n++) {
         struct stream_offers *o = stream_offers_of(s, n);
@@ -99,20 +112,16 @@ void orbit_streams_reset_all(struct orbit_streams *s)
             atomic_store(&o->lanes[w], 0);
         orb_wait_signal(&o->wait, &s->stats);
     }
+    return 0;
+}
+
+void orbit_streams_reset_all(struct orbit_streams *s)
+{
+    if (streams_enter(s, __func__) == 0)
+        (void)streams_reset_all(s);
 }
 
 /* ---- the streams table ops --------------------------------------------------- */
-
-static int ops_open(struct orbit_fleet *f, uint8_t kind, void **out)
-{
-    struct orbit_streams *t = NULL;
-    int rc = orbit_streams_open_existing(f, kind, &t);
-    *out = t;
-    return rc;
-}
-static void ops_close(void *t) { orbit_streams_close(t); }
-static int ops_node_dead(void *t, uint16_t node, uint64_t inc) { orbit_streams_node_dead(t, node, inc); return 0; }
-static int ops_reset_all(void *t) { orbit_streams_reset_all(t); return 0; }
 
 static const struct orb_counter_def stream_counters[STREAM_CTR_END - ORB_CTR_TABLE_FIRST] = {
     { "bytes_written", "Bytes written into stream rings." },
@@ -125,8 +134,8 @@ static const struct orb_counter_def stream_counters[STREAM_CTR_END - ORB_CTR_TAB
 };
 
 static const struct orb_table_ops streams_ops = {
-    .type = ORB_TABLE_STREAMS, .name = "streams", .open_existing = ops_open, .close = ops_close,
-    .node_dead = ops_node_dead, .reset_all = ops_reset_all, .account = stream_account,
+    .kind = &streams_kind, .name = "streams", .layout = STREAM_LAYOUT_VERSION,
+    .node_dead = streams_node_dead, .reset_all = streams_reset_all, .account = stream_account,
     .counters = stream_counters, .counter_count = STREAM_CTR_END - ORB_CTR_TABLE_FIRST,
 };
 ORB_TABLE_REGISTER(streams_ops);

@@ -57,10 +57,11 @@ int orbit_streams_rings(struct orbit_streams *s, orbit_id id, struct orbit_strea
     struct stream_slot *slot = &s->slots[i];
     uint32_t t = atomic_load_explicit(&slot->tenancy, memory_order_acquire);
     if (TENANCY_STATE(t) != SLOT_LIVE || TENANCY_GEN(t) != orbit_id_generation(id))
-        return -ORBIT_ESTALE;
+        return orb_fail_text(-ORBIT_ESTALE, "no live stream has that id");
     for (unsigned k = 0; k < 2; k++)
         if ((rc = ring_of(&slot->dir[k], s->buffer_bytes, &out[k])) < 0)
             return rc;
     /* A new tenancy while we read: the rings may be its, not the id's. */
-    return atomic_load_explicit(&slot->tenancy, memory_order_acquire) == t ? 0 : -ORBIT_ESTALE;
+    return atomic_load_explicit(&slot->tenancy, memory_order_acquire) == t ? 0
+           : orb_fail_text(-ORBIT_ESTALE, "the stream ended while read");
 }

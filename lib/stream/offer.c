@@ -76,13 +76,15 @@ static bool take_in_lane(struct orbit_streams *s, uint32_t lane, struct orbit_ti
             *more = true;
             break;
         }
-        /* The CAS makes the offer seen once, by one taker. */
-        if (!atomic_compare_exchange_strong(&slot->offer, &v, 0))
+        /* The CAS makes the offer seen once, by one taker; the word keeps naming us (a
+         * lingering stream ends when its offered node's life does). */
+        if (!atomic_compare_exchange_strong(&slot->offer, &v, v | STREAM_OFFER_TAKEN))
             continue;
-        uint32_t gen = (uint32_t)(v >> 32);
+        uint32_t gen = (uint32_t)(v >> 32), live = TENANCY(gen, SLOT_LIVE);
         if (gen == 0 || gen > s->generation_limit ||
-            atomic_load_explicit(&slot->tenancy, memory_order_acquire) != TENANCY(gen, SLOT_LIVE))
-            continue;   /* the stream ended since: skip it */
+            atomic_load_explicit(&slot->tenancy, memory_order_acquire) != live ||
+            stream_linger_expire(s, slot, live, NULL))
+            continue;   /* the stream ended since (or its linger just did): skip it */
         out->id = orbit_id_make(s->kind, (uint16_t)lane, gen, i);
         out->side = ORBIT_SIDE_B;
         out->epoch = stream_epoch(s);
@@ -99,7 +101,7 @@ int orbit_streams_take_offer(struct orbit_streams *s, struct orbit_ticket *out)
     if (!out)
         return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     if (!stream_is_member(s))
-        return -ORBIT_ENOTOWNER;
+        return orb_fail_text(-ORBIT_ENOTOWNER, "an observer has no offers (join as a member)");
     struct stream_offers *o = stream_offers_of(s, s->node);
     for (uint32_t w = 0; w < s->lay.lane_words; w++) {
         uint64_t bits = atomic_load(&o->lanes[w]);
@@ -117,7 +119,7 @@ int orbit_streams_take_offer(struct orbit_streams *s, struct orbit_ticket *out)
                 return 0;
         }
     }
-    return -ORBIT_EAGAIN;
+    return orb_fail_text(-ORBIT_EAGAIN, "no offer is pending for this node (would block)");
 }
 
 struct offer_wait { struct orbit_streams *s; struct orbit_ticket *out; };
@@ -125,7 +127,7 @@ struct offer_wait { struct orbit_streams *s; struct orbit_ticket *out; };
 static int pred_take(void *ctx)
 {
     struct offer_wait *ow = ctx;
-    int rc = orbit_streams_take_offer(ow->s, ow->out);
+    int rc = ORB_QUIET(orbit_streams_take_offer(ow->s, ow->out));
     return rc == -ORBIT_EAGAIN ? 0 : rc == 0 ? 1 : rc;
 }
 
@@ -167,11 +169,11 @@ int orbit_streams_wait_offer(struct orbit_streams *s, int timeout_ms, struct orb
     if (refused < 0)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "out is NULL");
     if (!out)
         return orb_fail(-ORBIT_EMALFORMED, "%s: out is NULL", __func__);
     if (!stream_is_member(s))
-        return -ORBIT_ENOTOWNER;
+        return orb_fail_text(-ORBIT_ENOTOWNER, "an observer has no offers (join as a member)");
     struct offer_wait ow = { s, out };
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
     int r = pred_take(&ow);
@@ -180,7 +182,7 @@ int orbit_streams_wait_offer(struct orbit_streams *s, int timeout_ms, struct orb
     if (r == 0)
         r = offer_sleep(s, &ow, &deadline);
     if (r == -ETIMEDOUT)
-        return -ORBIT_ETIMEDOUT;
+        return orb_fail_text(-ORBIT_ETIMEDOUT, "no offer came within the timeout");
     return r < 0 ? r : 0;
 }
 

@@ -19,11 +19,14 @@ static size_t quarter(const struct orbit_streams *s)
     return s->buffer_bytes >= 4 ? s->buffer_bytes / 4 : s->buffer_bytes;
 }
 
-/* n bytes, 1 <= n <= 32, as two overlapping copies of the widest size that fits:
+/* n bytes, 1 <= n <= 64, as two overlapping copies of the widest size that fits:
  * a few instructions whatever n is. */
 static inline void copy_small(unsigned char *dst, const unsigned char *src, size_t n)
 {
-    if (n >= 16) {
+    if (n >= 32) {
+        __builtin_memcpy(dst, src, 32);
+        __builtin_memcpy(dst + n - 32, src + n - 32, 32);
+    } else if (n >= 16) {
         __builtin_memcpy(dst, src, 16);
         __builtin_memcpy(dst + n - 16, src + n - 16, 16);
     } else if (n >= 8) {
@@ -144,7 +147,8 @@ static int write_refusal(const struct orbit_endpoint *ep)
 }
 
 /* One attempt: what fits now (exact: all of it or nothing). */
-static ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
+static ORB_NOINLINE ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf,
+                                                       size_t len, bool exact)
 {
     struct orbit_streams *s = ep->s;
     size_t cap = s->buffer_bytes;
@@ -181,7 +185,7 @@ static ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf
     }
     if (deferred)
         stream_dir_wake(s, ep->slot, dir, WATCH_READER);
-    atomic_fetch_add_explicit(&s->bytes_written, n, memory_order_relaxed);
+    orb_tally_add(&s->tally, STREAM_TALLY_WRITTEN, n);
     orb_count(&s->ctr, STREAM_CTR_BYTES_WRITTEN, n);
     if (exact)
         orb_count(&s->ctr, STREAM_CTR_FRAMES_WRITTEN, 1);
@@ -189,7 +193,8 @@ static ssize_t write_general(struct orbit_endpoint *ep, const unsigned char *buf
 }
 
 /* One attempt: what is there now (exact: the whole frame or nothing). 0 = FIN. */
-static ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
+static ORB_NOINLINE ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_t len,
+                                                      bool exact)
 {
     struct orbit_streams *s = ep->s;
     size_t cap = s->buffer_bytes;
@@ -227,7 +232,7 @@ static ssize_t read_general(struct orbit_endpoint *ep, unsigned char *buf, size_
     }
     if (deferred)
         stream_dir_wake(s, ep->slot, dir, WATCH_WRITER);
-    atomic_fetch_add_explicit(&s->bytes_read, n, memory_order_relaxed);
+    orb_tally_add(&s->tally, STREAM_TALLY_READ, n);
     orb_count(&s->ctr, STREAM_CTR_BYTES_READ, n);
     if (exact)
         orb_count(&s->ctr, STREAM_CTR_FRAMES_READ, 1);
@@ -279,7 +284,7 @@ static inline bool line_copy_get(const struct stream_dir *d, uint64_t head, uint
     return true;
 }
 
-static inline size_t write_fast(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
+static ORB_HOT size_t write_fast(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
 {
     struct stream_dir *d = ep->wr;
     size_t cap = ep->s->buffer_bytes;
@@ -296,7 +301,7 @@ static inline size_t write_fast(struct orbit_endpoint *ep, const unsigned char *
         line_copy_put(d, buf, len, head + len);
     if (publish_head(ep, head, head + len))
         stream_dir_wake(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 0 : 1, WATCH_READER);
-    atomic_fetch_add_explicit(&ep->s->bytes_written, len, memory_order_relaxed);
+    orb_tally_add(&ep->s->tally, STREAM_TALLY_WRITTEN, len);
     orb_count(&ep->s->ctr, STREAM_CTR_BYTES_WRITTEN, len);
     if (exact)
         orb_count(&ep->s->ctr, STREAM_CTR_FRAMES_WRITTEN, 1);
@@ -304,7 +309,7 @@ static inline size_t write_fast(struct orbit_endpoint *ep, const unsigned char *
 }
 
 /* Also -ORBIT_EAGAIN for an empty ring that no flag ends: a waiting reader's first look. */
-static inline ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
+static ORB_HOT ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact)
 {
     struct stream_dir *d = ep->rd;
     size_t cap = ep->s->buffer_bytes;
@@ -327,7 +332,7 @@ static inline ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, s
         copy_small(buf, ep->rd_ring + start, n);
     if (publish_tail(ep, tail, tail + n))
         stream_dir_wake(ep->s, ep->slot, ep->side == ORBIT_SIDE_A ? 1 : 0, WATCH_WRITER);
-    atomic_fetch_add_explicit(&ep->s->bytes_read, n, memory_order_relaxed);
+    orb_tally_add(&ep->s->tally, STREAM_TALLY_READ, n);
     orb_count(&ep->s->ctr, STREAM_CTR_BYTES_READ, n);
     if (exact)
         orb_count(&ep->s->ctr, STREAM_CTR_FRAMES_READ, 1);
@@ -488,141 +493,196 @@ static void watch(struct stream_dir *d, uint32_t bit)
 
 /* ---- public calls --------------------------------------------------------- */
 
-ssize_t orbit_endpoint_try_read(struct orbit_endpoint *ep, void *buf, size_t len)
+static ORB_COLD int buf_refused(const char *call, size_t len)
 {
-    int refused = endpoint_enter(ep, __func__);
+    return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", call, len);
+}
+
+/* The entry of a call that moves bytes: the handle's check, the timeout (-1 for the try
+ * forms, which take none), then a NULL buffer with bytes to move. */
+static ORB_HOT int io_enter(const struct orbit_endpoint *ep, const void *buf,
+                                                          size_t len, int timeout_ms, const char *call)
+{
+    int refused = endpoint_enter(ep, call);
     if (refused < 0)
         return refused;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
+    if (orb_check_timeout(timeout_ms, call) < 0)
+        return -ORBIT_EMALFORMED;
+    if (orb_unlikely(!buf && len))
+        return buf_refused(call, len);
+    return 0;
+}
+
+/* Why a read (or a wait for bytes) failed with rc, for orbit_last_error; returns rc. */
+static ORB_COLD int read_said(int rc, const struct orbit_endpoint *ep, size_t len,
+                                                     int timeout_ms)
+{
+    if (orb_error_in_call())
+        return rc;
+    switch (-rc) {
+    case ORBIT_EAGAIN:     return orb_fail_text(rc, "nothing to read yet (would block)");
+    case ORBIT_ETIMEDOUT:  return orb_fail(rc, "no bytes came within %d ms", timeout_ms);
+    case ORBIT_ERESET:     return orb_fail_text(rc, "the peer reset the direction this side reads");
+    case ORBIT_ETOOLARGE:  return orb_fail(rc, "a frame of %zu bytes is larger than the ring (%u bytes)", len,
+                                           ep->s->buffer_bytes);
+    case ORBIT_EMALFORMED: return orb_fail(rc, "the peer finished (FIN) before a whole %zu-byte frame came", len);
+    case ORBIT_ECORRUPT:   return orb_fail_text(rc, "the ring's head and tail are out of bounds (garbled "
+                                                    "shared memory)");
+    default:               return stream_said(rc);
+    }
+}
+
+/* Why a write (or a wait for room) failed with rc, for orbit_last_error; returns rc. */
+static ORB_COLD int write_said(int rc, const struct orbit_endpoint *ep, size_t len,
+                                                      int timeout_ms)
+{
+    if (orb_error_in_call())
+        return rc;
+    switch (-rc) {
+    case ORBIT_EAGAIN:     return orb_fail_text(rc, "the ring is full (would block)");
+    case ORBIT_ETIMEDOUT:  return orb_fail(rc, "no room for %zu bytes came within %d ms", len, timeout_ms);
+    case ORBIT_ERESET:     return orb_fail_text(rc, "this direction was reset");
+    case ORBIT_ECLOSED:    return orb_fail_text(rc, "this side's write half is finished (FIN) or reset");
+    case ORBIT_EPEERGONE:  return orb_fail_text(rc, "the peer stopped reading (closed or stop_reading)");
+    case ORBIT_ETOOLARGE:  return orb_fail(rc, "a frame of %zu bytes is larger than the ring (%u bytes)", len,
+                                           ep->s->buffer_bytes);
+    case ORBIT_ECORRUPT:   return orb_fail_text(rc, "the ring's head and tail are out of bounds (garbled "
+                                                    "shared memory)");
+    default:               return stream_said(rc);
+    }
+}
+
+ssize_t orbit_endpoint_try_read(struct orbit_endpoint *ep, void *buf, size_t len)
+{
+    int refused = io_enter(ep, buf, len, -1, __func__);
+    if (refused < 0)
+        return refused;
     ssize_t r = read_some(ep, buf, len, false);
     if (r == -ORBIT_EAGAIN) {
         stream_reader_need(ep, 1);
         watch(ep->rd, WATCH_READER);
         r = read_some(ep, buf, len, false);
     }
-    return r;
+    return r < 0 ? read_said((int)r, ep, len, 0) : r;
 }
 
 int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t len)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, -1, __func__);
     if (refused < 0)
         return refused;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = read_some(ep, buf, len, true);
     if (r == -ORBIT_EAGAIN) {
         stream_reader_need(ep, (uint32_t)len);   /* len <= buffer_bytes here */
         watch(ep->rd, WATCH_READER);
         r = read_some(ep, buf, len, true);
     }
-    return r < 0 ? (int)r : 0;
+    return r < 0 ? read_said((int)r, ep, len, 0) : 0;
 }
 
-ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
+/* orbit_endpoint_read after a first try that did not read: the general path, the waits. */
+static ORB_NOINLINE ssize_t read_rest(struct orbit_endpoint *ep, unsigned char *buf, size_t len,
+                                                   int timeout_ms, ssize_t r)
 {
-    int refused = endpoint_enter(ep, __func__);
-    if (refused < 0)
-        return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
-    ssize_t r = read_some(ep, buf, len, false);
+    if (r == 0)
+        r = read_general(ep, buf, len, false);
     /* The deadline only once the first try found nothing: a read that need not wait reads no clock. */
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
         int w = wait_data(ep, 1, &deadline);
         if (w < 0)
-            return w;
+            return read_said(w, ep, len, timeout_ms);
         r = read_some(ep, buf, len, false);
     }
-    return r;
+    return r < 0 ? read_said((int)r, ep, len, timeout_ms) : r;
+}
+
+/* The entry checks and the fast path here; anything else out of line, so a small read's
+ * frame stays small. */
+ssize_t orbit_endpoint_read(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
+{
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
+    if (refused < 0)
+        return refused;
+    ssize_t r = read_fast(ep, buf, len, false);
+    return orb_likely(r > 0) ? r : read_rest(ep, buf, len, timeout_ms, r);
 }
 
 int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, int timeout_ms)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
     if (refused < 0)
         return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = read_some(ep, buf, len, true);
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
         int w = wait_data(ep, (uint32_t)len, &deadline);
         if (w < 0)
-            return w;
+            return read_said(w, ep, len, timeout_ms);
         r = read_some(ep, buf, len, true);
     }
-    return r < 0 ? (int)r : 0;
+    return r < 0 ? read_said((int)r, ep, len, timeout_ms) : 0;
 }
 
 ssize_t orbit_endpoint_try_write(struct orbit_endpoint *ep, const void *buf, size_t len)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, -1, __func__);
     if (refused < 0)
         return refused;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = write_some(ep, buf, len, false);
     if (r == -ORBIT_EAGAIN) {
         stream_writer_need(ep, 1);
         watch(ep->wr, WATCH_WRITER);
         r = write_some(ep, buf, len, false);
     }
-    return r;
+    return r < 0 ? write_said((int)r, ep, len, 0) : r;
 }
 
 int orbit_endpoint_try_write_exact(struct orbit_endpoint *ep, const void *buf, size_t len)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, -1, __func__);
     if (refused < 0)
         return refused;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = write_some(ep, buf, len, true);
     if (r == -ORBIT_EAGAIN) {
         stream_writer_need(ep, (uint32_t)len);   /* len <= buffer_bytes here */
         watch(ep->wr, WATCH_WRITER);
         r = write_some(ep, buf, len, true);
     }
-    return r < 0 ? (int)r : 0;
+    return r < 0 ? write_said((int)r, ep, len, 0) : 0;
 }
 
-ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
+/* orbit_endpoint_write after a first try that did not write: the general path, the waits. */
+static ORB_NOINLINE ssize_t write_rest(struct orbit_endpoint *ep, const unsigned char *buf,
+                                                    size_t len, int timeout_ms)
 {
-    int refused = endpoint_enter(ep, __func__);
-    if (refused < 0)
-        return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
-    ssize_t r = write_some(ep, buf, len, false);
+    ssize_t r = write_general(ep, buf, len, false);
     /* As in a read: the clock only for a write that has to wait. */
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
         int w = wait_room(ep, 1, &deadline);
         if (w < 0)
-            return w;
+            return write_said(w, ep, len, timeout_ms);
         r = write_some(ep, buf, len, false);
     }
-    return r;
+    return r < 0 ? write_said((int)r, ep, len, timeout_ms) : r;
+}
+
+/* The entry checks and the fast path here, as in orbit_endpoint_read. */
+ssize_t orbit_endpoint_write(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
+{
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
+    if (refused < 0)
+        return refused;
+    size_t quick = write_fast(ep, buf, len, false);
+    return orb_likely(quick != 0) ? (ssize_t)quick : write_rest(ep, buf, len, timeout_ms);
 }
 
 int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
     if (refused < 0)
         return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     const unsigned char *p = buf;
     struct orb_deadline deadline = { 0, true };
     bool waited = false;
@@ -634,7 +694,7 @@ int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t 
             continue;
         }
         if (r != -ORBIT_EAGAIN)
-            return (int)r;
+            return write_said((int)r, ep, len, timeout_ms);
         /* The deadline runs from the first wait: a call that never waits reads no clock. */
         if (!waited)
             deadline = orb_deadline_in(timeout_ms);
@@ -643,29 +703,25 @@ int orbit_endpoint_write_all(struct orbit_endpoint *ep, const void *buf, size_t 
          * frees it whenever it wants bytes past what the ring already holds. */
         int w = wait_room(ep, (uint32_t)min_size(len - done, quarter(ep->s)), &deadline);
         if (w < 0)
-            return w;
+            return write_said(w, ep, len, timeout_ms);
     } while (done < len);
     return 0;
 }
 
 int orbit_endpoint_write_exact(struct orbit_endpoint *ep, const void *buf, size_t len, int timeout_ms)
 {
-    int refused = endpoint_enter(ep, __func__);
+    int refused = io_enter(ep, buf, len, timeout_ms, __func__);
     if (refused < 0)
         return refused;
-    if (orb_check_timeout(timeout_ms, __func__) < 0)
-        return -ORBIT_EMALFORMED;
-    if (!buf && len)
-        return orb_fail(-ORBIT_EMALFORMED, "%s: buf is NULL with len %zu", __func__, len);
     ssize_t r = write_some(ep, buf, len, true);
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
         int w = wait_room(ep, (uint32_t)len, &deadline);
         if (w < 0)
-            return w;
+            return write_said(w, ep, len, timeout_ms);
         r = write_some(ep, buf, len, true);
     }
-    return r < 0 ? (int)r : 0;
+    return r < 0 ? write_said((int)r, ep, len, timeout_ms) : 0;
 }
 
 int orbit_endpoint_wait_readable(struct orbit_endpoint *ep, int timeout_ms)
@@ -675,10 +731,8 @@ int orbit_endpoint_wait_readable(struct orbit_endpoint *ep, int timeout_ms)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
-    if (!ep)
-        return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    return wait_data(ep, 1, &deadline);
+    return read_said(wait_data(ep, 1, &deadline), ep, 1, timeout_ms);
 }
 
 int orbit_endpoint_wait_writable(struct orbit_endpoint *ep, int timeout_ms)
@@ -688,10 +742,8 @@ int orbit_endpoint_wait_writable(struct orbit_endpoint *ep, int timeout_ms)
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
-    if (!ep)
-        return -ORBIT_EMALFORMED;
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    return wait_room(ep, 1, &deadline);
+    return write_said(wait_room(ep, 1, &deadline), ep, 1, timeout_ms);
 }
 
 int orbit_endpoint_wait_writable_exact(struct orbit_endpoint *ep, size_t needed, int timeout_ms)
@@ -701,12 +753,10 @@ int orbit_endpoint_wait_writable_exact(struct orbit_endpoint *ep, size_t needed,
         return refused;
     if (orb_check_timeout(timeout_ms, __func__) < 0)
         return -ORBIT_EMALFORMED;
-    if (!ep)
-        return -ORBIT_EMALFORMED;
     if (needed > ep->s->buffer_bytes)
-        return -ORBIT_ETOOLARGE;
+        return write_said(-ORBIT_ETOOLARGE, ep, needed, timeout_ms);
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
-    return wait_room(ep, (uint32_t)needed, &deadline);
+    return write_said(wait_room(ep, (uint32_t)needed, &deadline), ep, needed, timeout_ms);
 }
 
 int orbit_endpoint_finish(struct orbit_endpoint *ep)
@@ -714,11 +764,9 @@ int orbit_endpoint_finish(struct orbit_endpoint *ep)
     int refused = endpoint_enter(ep, __func__);
     if (refused < 0)
         return refused;
-    if (!ep)
-        return -ORBIT_EMALFORMED;
     int rc = stream_ep_check(ep);
     if (rc < 0)
-        return rc;
+        return stream_said(rc);
     if (ep->write_shut)
         return 0;
     ep->write_shut = true;
@@ -761,14 +809,13 @@ int orbit_endpoint_peer_closed(struct orbit_endpoint *ep)
     int refused = endpoint_enter(ep, __func__);
     if (refused < 0)
         return refused;
-    if (!ep)
-        return -ORBIT_EMALFORMED;
     int r = pred_peer_closed(ep);
-    if (r != 0)
-        return r;
-    /* seq_cst RMW then a second look: a departure after it rings our doorbell. */
-    atomic_fetch_or(&ep->wr->flags, DIR_CLOSE_WATCH);
-    return pred_peer_closed(ep);
+    if (r == 0) {
+        /* seq_cst RMW then a second look: a departure after it rings our doorbell. */
+        atomic_fetch_or(&ep->wr->flags, DIR_CLOSE_WATCH);
+        r = pred_peer_closed(ep);
+    }
+    return r < 0 ? stream_said(r) : r;
 }
 
 int orbit_endpoint_wait_peer_closed(struct orbit_endpoint *ep, int timeout_ms)
@@ -783,5 +830,7 @@ int orbit_endpoint_wait_peer_closed(struct orbit_endpoint *ep, int timeout_ms)
     struct orb_deadline deadline = orb_deadline_in(timeout_ms);
     int r = stream_wait(&ep->wr->wait, pred_peer_closed, ep, &deadline, &ep->write_spin, true, NULL,
                         &ep->s->stats);
-    return r < 0 ? r : 0;
+    if (r == -ORBIT_ETIMEDOUT)
+        return orb_fail(r, "the peer neither closed nor reset within %d ms", timeout_ms);
+    return r < 0 ? stream_said(r) : 0;
 }

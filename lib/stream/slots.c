@@ -11,7 +11,7 @@ int stream_locate(const struct orbit_streams *s, orbit_id id, size_t *index)
     uint16_t node = orbit_id_node(id);
     if (orbit_id_kind(id) != s->kind || node >= s->fleet_capacity || slot >= s->lane_capacity ||
         gen == 0 || gen > s->generation_limit)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "the id is not a stream of this table");
     *index = (size_t)node * s->lane_capacity + slot;
     return 0;
 }
@@ -69,8 +69,16 @@ void stream_vacate_if_unheld(struct orbit_streams *s, struct stream_slot *slot, 
                              unsigned other)
 {
     /* Both sides release with seq_cst CAS then load the other: at least one sees both gone. */
-    if (atomic_load(&slot->claimed[other]) == SIDE_CLAIMED)
+    uint32_t held = atomic_load(&slot->claimed[other]);
+    if (held == SIDE_CLAIMED)
         return;
+    if (other == 1 && held == SIDE_FREE) {
+        /* B was never opened: A's finished bytes wait for it while the linger lasts; else the
+         * end takes B first (FREE -> DEAD), so no opener claims a side of an emptied slot. */
+        if (!stream_lingers(slot) || stream_linger_over(s, slot, live, NULL))
+            stream_linger_end(s, slot, live);
+        return;
+    }
     uint32_t expect = live;
     if (!atomic_compare_exchange_strong(&slot->tenancy, &expect, TENANCY(TENANCY_GEN(live), SLOT_EMPTY)))
         return;
@@ -82,6 +90,8 @@ void stream_vacate_if_unheld(struct orbit_streams *s, struct stream_slot *slot, 
 void stream_end_side(struct orbit_streams *s, struct stream_slot *slot, uint32_t live, unsigned side)
 {
     uint32_t claimed = SIDE_CLAIMED;
+    if (side == 0 && (atomic_load(&slot->dir[0].flags) & DIR_FIN))
+        stream_linger_mark(slot);   /* a finished A's bytes may outlive it: before its end */
     /* The CAS decides between this report and the holder's own release. */
     if (!atomic_compare_exchange_strong(&slot->claimed[side], &claimed, SIDE_DEAD))
         return;
@@ -120,6 +130,7 @@ static void install(struct orbit_streams *s, struct stream_slot *slot, uint32_t 
     atomic_store(&slot->node[1], STREAM_NODE_NONE);
     atomic_store(&slot->incarnation[1], 0);
     atomic_store(&slot->offer, 0);
+    atomic_store(&slot->linger_until, s->linger_off ? STREAM_LINGER_OFF : 0);
     stream_dir_clear(&slot->dir[0]);
     stream_dir_clear(&slot->dir[1]);
     /* Release: every field above is in place before an opener can see the generation live. */
@@ -133,10 +144,18 @@ static int allocate(struct orbit_streams *s, size_t *index, uint32_t *gen)
     for (size_t i = 0; i < s->lane_capacity; i++) {
         struct stream_slot *slot = &s->slots[base + i];
         uint32_t t = atomic_load_explicit(&slot->tenancy, memory_order_acquire);
+        /* A stream of ours that lingered past its end, unopened: ended here, then reused. */
+        if (stream_linger_expire(s, slot, t, NULL))
+            t = atomic_load_explicit(&slot->tenancy, memory_order_acquire);
         while (TENANCY_STATE(t) == SLOT_EMPTY) {
             uint32_t g = TENANCY_GEN(t);
             bool spent = g >= s->generation_limit;
             uint32_t next = spent ? TENANCY(g, SLOT_EXHAUSTED) : TENANCY(g + 1, SLOT_INSTALLING);
+            /* The rings' pages before the slot is ours: a mount out of room refuses the create
+             * with nothing taken (a populate lost to another creator's CAS costs nothing). */
+            int rc = spent ? 0 : stream_rings_ready(s, base + i);
+            if (rc < 0)
+                return rc;
             /* The CAS is the allocation: one creator moves a slot out of EMPTY. */
             if (!atomic_compare_exchange_strong(&slot->tenancy, &t, next))
                 continue;
@@ -149,7 +168,7 @@ static int allocate(struct orbit_streams *s, size_t *index, uint32_t *gen)
             return 0;
         }
     }
-    return -ORBIT_EFULL;
+    return orb_fail_text(-ORBIT_EFULL, "this node's lane of streams is full (lane_capacity streams are live or ending)");
 }
 
 int orbit_streams_create(struct orbit_streams *s, struct orbit_endpoint **a, struct orbit_ticket *b_ticket)
@@ -161,16 +180,13 @@ int orbit_streams_create(struct orbit_streams *s, struct orbit_endpoint **a, str
         return orb_fail(-ORBIT_EMALFORMED, "%s: %s is NULL", __func__, !a ? "a" : "b_ticket");
     if (!stream_is_member(s))
         return orb_fail(-ORBIT_ENOTOWNER, "%s: an observer creates no streams (join as a member)", __func__);
-    int rc = stream_lane_ready(s);
-    if (rc < 0)
-        return rc;
     struct orbit_endpoint *ep = calloc(1, sizeof *ep);   /* fail before taking a slot */
     if (!ep)
-        return -ENOMEM;
+        return orb_fail_text(-ENOMEM, "out of memory for an endpoint");
     uint64_t epoch = stream_epoch(s);
-    size_t index;
-    uint32_t gen;
-    rc = allocate(s, &index, &gen);
+    size_t index = 0;
+    uint32_t gen = 0;
+    int rc = allocate(s, &index, &gen);
     if (rc < 0) {
         free(ep);
         return rc;
@@ -199,21 +215,24 @@ static int side_take(struct orbit_streams *s, struct stream_slot *slot, unsigned
 {
     uint32_t none = STREAM_NODE_NONE;
     if (!atomic_compare_exchange_strong(&slot->node[side], &none, s->node))
-        return -ORBIT_ECLAIMED;
+        return orb_fail_text(-ORBIT_ECLAIMED, "that side of the stream is held already");
     atomic_store(&slot->incarnation[side], s->incarnation);
     stream_park_here(s, STREAM_PARK_OPENING);
     /* seq_cst: node and incarnation are in before a report can see the side claimed. */
     uint32_t expect = SIDE_FREE;
     if (!atomic_compare_exchange_strong(&slot->claimed[side], &expect, SIDE_CLAIMED)) {
         side_unstamp(s, slot, side);
-        return -ORBIT_ECLAIMED;
+        /* DEAD and never held: the stream ended before anyone opened the side (its linger). */
+        if (expect == SIDE_DEAD)
+            return orb_fail_text(-ORBIT_ESTALE, "the stream ended before this side was opened (its writer's linger expired, or its offer's node left)");
+        return orb_fail_text(-ORBIT_ECLAIMED, "that side of the stream is held already");
     }
     /* The slot may have ended between the look and the claim: give the claim back. */
     if (atomic_load(&slot->tenancy) != live) {
         expect = SIDE_CLAIMED;
         atomic_compare_exchange_strong(&slot->claimed[side], &expect, SIDE_FREE);
         side_unstamp(s, slot, side);
-        return -ORBIT_ESTALE;
+        return orb_fail_text(-ORBIT_ESTALE, "the ticket names a stream that has ended (closed, its creator died, or the table was reset)");
     }
     return 0;
 }
@@ -240,9 +259,13 @@ int orbit_streams_open_ticket(struct orbit_streams *s, const struct orbit_ticket
     if (t->epoch != stream_epoch(s) || atomic_load(&slot->tenancy) != live)
         return orb_fail(-ORBIT_ESTALE, "%s: ticket id %#llx: the stream ended or the table was reset "
                         "since the ticket was made", __func__, (unsigned long long)t->id);
+    if (t->side == ORBIT_SIDE_B && stream_linger_expire(s, slot, live, NULL))
+        return orb_fail(-ORBIT_ESTALE, "%s: ticket id %#llx: its writer finished and let go, and nobody "
+                        "opened it before its linger ended (%u ms, or the node it was offered to left)",
+                        __func__, (unsigned long long)t->id, stream_linger_ms());
     struct orbit_endpoint *ep = calloc(1, sizeof *ep);
     if (!ep)
-        return -ENOMEM;
+        return orb_fail_text(-ENOMEM, "out of memory for an endpoint");
     endpoint_bind(ep, s, index, gen, t->side, t->epoch);
     unsigned side = t->side == ORBIT_SIDE_A ? 0 : 1;
     int rc = side_take(s, slot, side, live);
@@ -271,8 +294,9 @@ enum orbit_side orbit_endpoint_side(const struct orbit_endpoint *ep)
 
 int orbit_endpoint_peer(const struct orbit_endpoint *ep, struct orbit_owner *out)
 {
+    orb_error_clear();
     if (!ep || !out)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "the endpoint or out is NULL");
     struct stream_slot *slot = ep->slot;
     unsigned other = ep->side == ORBIT_SIDE_A ? 1u : 0u;
     /* Acquire: a claimed side's node and incarnation were stamped before its claim. */
@@ -280,13 +304,13 @@ int orbit_endpoint_peer(const struct orbit_endpoint *ep, struct orbit_owner *out
     uint32_t node = atomic_load(&slot->node[other]);
     uint64_t inc = atomic_load(&slot->incarnation[other]);
     if (atomic_load(&slot->tenancy) != ep->live)
-        return -ORBIT_ESTALE;
+        return orb_fail_text(-ORBIT_ESTALE, "the stream has ended");
     if (claimed == SIDE_FREE)
-        return -ORBIT_EAGAIN;      /* nobody opened the other side yet */
+        return orb_fail_text(-ORBIT_EAGAIN, "nobody opened the other side yet");      /* nobody opened the other side yet */
     if (claimed != SIDE_CLAIMED)
-        return -ORBIT_EPEERGONE;   /* released, or ended by a death report */
+        return orb_fail_text(-ORBIT_EPEERGONE, "the other side was released, or ended by a death report");   /* released, or ended by a death report */
     if (node >= ep->s->fleet_capacity)
-        return -ORBIT_ECORRUPT;
+        return orb_fail_text(-ORBIT_ECORRUPT, "the other side's holder record is garbled");
     *out = (struct orbit_owner){ .node = (uint16_t)node, .incarnation = inc };
     return 0;
 }
@@ -304,6 +328,8 @@ void orbit_endpoint_close(struct orbit_endpoint *ep)
         /* Flags before the release: once released, a rearm may clear them. */
         if (!ep->write_shut)
             stream_raise(s, slot, side, DIR_RESET);
+        else if (side == 0)
+            stream_linger_mark(slot);   /* finished: its bytes may wait for B (before the release) */
         stream_raise(s, slot, 1 - side, DIR_READER_GONE);
         uint32_t expect = SIDE_CLAIMED;
         if (atomic_compare_exchange_strong(&slot->claimed[side], &expect, SIDE_RELEASED))
@@ -318,16 +344,16 @@ int orbit_endpoint_rearm(struct orbit_endpoint *ep)
     if (refused < 0)
         return refused;
     if (!ep || ep->side != ORBIT_SIDE_A)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "rearm is for side A only");
     int rc = stream_ep_check(ep);
     if (rc < 0)
         return rc;
     struct stream_slot *slot = ep->slot;
     uint32_t far = atomic_load(&slot->claimed[1]);
     if (far == SIDE_CLAIMED)
-        return -ORBIT_EAGAIN;
+        return orb_fail_text(-ORBIT_EAGAIN, "side B is still held: rearm once the peer has closed");
     if (far != SIDE_RELEASED)
-        return -ORBIT_ESTALE;   /* never opened (a late open may still come) or died */
+        return orb_fail_text(-ORBIT_ESTALE, "side B was never opened (a late open may still come) or its holder died");   /* never opened (a late open may still come) or died */
     stream_dir_clear(&slot->dir[0]);
     stream_dir_clear(&slot->dir[1]);
     ep->tail_seen = 0;
@@ -337,7 +363,7 @@ int orbit_endpoint_rearm(struct orbit_endpoint *ep)
      * publishes the cleared state to the next opener. */
     uint32_t expect = SIDE_RELEASED;
     if (!atomic_compare_exchange_strong(&slot->claimed[1], &expect, SIDE_FREE))
-        return -ORBIT_ESTALE;
+        return orb_fail_text(-ORBIT_ESTALE, "the stream ended while rearming");
     ep->write_shut = false;
     return 0;
 }
@@ -349,14 +375,14 @@ int orbit_ticket_format(const struct orbit_ticket *t, char *buf, size_t len)
     orb_error_clear();
     char id[ORBIT_ID_TEXT_MAX], text[ORBIT_ID_TEXT_MAX + 32];
     if (!t || !buf || (t->side != ORBIT_SIDE_A && t->side != ORBIT_SIDE_B))
-        return -ORBIT_EMALFORMED;
-    int n = orbit_id_format(t->id, id, sizeof id);
+        return orb_fail_text(-ORBIT_EMALFORMED, "the ticket or buf is NULL, or its side is neither A nor B");
+    int n = ORB_NESTED(orbit_id_format(t->id, id, sizeof id));
     if (n < 0)
         return n;
     n = snprintf(text, sizeof text, "%s/%c/%llu", id, t->side == ORBIT_SIDE_A ? 'a' : 'b',
                  (unsigned long long)t->epoch);
     if (n < 0 || (size_t)n >= len)
-        return -ORBIT_ETOOLARGE;
+        return orb_fail_text(-ORBIT_ETOOLARGE, "the ticket's text does not fit in len bytes (64 always do)");
     memcpy(buf, text, (size_t)n + 1);
     return n;
 }
@@ -384,23 +410,23 @@ int orbit_ticket_parse(const char *text, struct orbit_ticket *out)
     orb_error_clear();
     char buf[ORBIT_ID_TEXT_MAX + 32];
     if (!text || !out)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "text or out is NULL");
     size_t n = strnlen(text, sizeof buf);
     if (n >= sizeof buf)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "not a ticket: <id>/<a|b>/<epoch>");
     memcpy(buf, text, n + 1);
     char *epoch = strrchr(buf, '/');
     if (!epoch)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "not a ticket: <id>/<a|b>/<epoch>");
     *epoch++ = '\0';
     char *side = strrchr(buf, '/');
     if (!side)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "not a ticket: <id>/<a|b>/<epoch>");
     *side++ = '\0';
     struct orbit_ticket t;
     if ((strcmp(side, "a") != 0 && strcmp(side, "b") != 0) || parse_u64(epoch, &t.epoch) < 0 ||
-        orbit_id_parse(buf, &t.id) < 0)
-        return -ORBIT_EMALFORMED;
+        ORB_NESTED(orbit_id_parse(buf, &t.id)) < 0)
+        return orb_fail_text(-ORBIT_EMALFORMED, "not a ticket: <id>/<a|b>/<epoch>");
     t.side = side[0] == 'a' ? ORBIT_SIDE_A : ORBIT_SIDE_B;
     *out = t;
     return 0;
@@ -415,4 +441,18 @@ bool orbit_streams_is_live(struct orbit_streams *s, orbit_id id)
         return false;
     return atomic_load_explicit(&s->slots[index].tenancy, memory_order_acquire) ==
            TENANCY(orbit_id_generation(id), SLOT_LIVE);
+}
+
+int stream_said(int rc)
+{
+    if (orb_error_in_call() || rc >= 0)
+        return rc;
+    switch (-rc) {
+    case ORBIT_ESTALE:    return orb_fail_text(rc, "the stream has ended: its sides were closed, a side's "
+                                                   "holder died, or the table was reset");
+    case ORBIT_ECORRUPT:  return orb_fail_text(rc, "the stream's slot is garbled (a shared value failed a bounds "
+                                                   "check)");
+    case ORBIT_ETIMEDOUT: return orb_fail_text(rc, "nothing happened within the timeout");
+    default:              return orb_fail(rc, "%s", orbit_strerror(rc));
+    }
 }

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <orbit/stream.h>
+#include "core/fastpath.h"
 #include "core/fleet_internal.h"
 #include "core/guard.h"
 #include "core/segment.h"
@@ -45,6 +46,13 @@ enum { SIDE_FREE = 0, SIDE_CLAIMED = 1, SIDE_RELEASED = 2, SIDE_DEAD = 3 };
 #define DIR_RESET       2u
 #define DIR_READER_GONE 4u
 #define DIR_CLOSE_WATCH 8u
+
+/* linger_until of a slot whose stream never lingers (an exchange's control stream). */
+#define STREAM_LINGER_OFF UINT64_MAX
+
+/* The offer word's low half: to_node + 1, and the bit a take sets (the target stays named). */
+#define STREAM_OFFER_NODE_MASK 0xffffu
+#define STREAM_OFFER_TAKEN     0x80000000u
 
 /* Doorbell interest: which end of a direction wants its node's doorbell rung. */
 #define WATCH_READER 1u
@@ -73,8 +81,9 @@ struct stream_dir {
 };
 _Static_assert(sizeof(struct stream_dir) == 128, "a direction is two cache lines");
 #define STREAM_LINE_COPY 16u            /* bytes of copy_word */
-/* Up to this many bytes are copied inline: a message of a few bytes costs no call into memcpy. */
-#define STREAM_SMALL_COPY 32u
+/* Up to this many bytes are copied inline: a message of a line or less (an exchange's event,
+ * a 64-byte ping-pong) costs no call into memcpy and takes the fast paths. */
+#define STREAM_SMALL_COPY 64u
 
 struct stream_slot {
     _Atomic uint32_t tenancy;         /* TENANCY(generation, SLOT_*) */
@@ -82,8 +91,10 @@ struct stream_slot {
     _Atomic uint32_t node[2];         /* holder's node, STREAM_NODE_NONE when none */
     uint32_t pad0;
     _Atomic uint64_t incarnation[2];  /* holder's incarnation */
-    _Atomic uint64_t offer;           /* generation << 32 | (to_node + 1); 0: none */
-    uint8_t pad1[16];
+    _Atomic uint64_t offer;           /* generation << 32 | (to_node + 1), | STREAM_OFFER_TAKEN once
+                                       * taken; 0: none */
+    _Atomic uint64_t linger_until;    /* CLOCK_REALTIME ms: a lingering stream's end (linger.c) */
+    uint8_t pad1[8];
     struct stream_dir dir[2];
 };
 _Static_assert(sizeof(struct stream_slot) == 320, "slot is five cache lines");
@@ -140,10 +151,13 @@ struct orbit_streams {
     unsigned char *rings;
     _Atomic uint64_t *epoch;
     enum stream_park park;            /* testing: ORBIT_TEST_STREAM_PARK at open */
+    bool linger_off;                  /* its streams never linger (an exchange's control table) */
     struct orb_spin offer_spin;
-    _Alignas(64) _Atomic uint64_t bytes_written;
-    _Alignas(64) _Atomic uint64_t bytes_read;
+    _Atomic uint64_t rings_ready[(ORBIT_ID_SLOT_MAX + 1u) / 64];   /* our lane's slots whose rings this
+                                                                    * handle pre-faulted */
 };
+/* The handle's own counts (its tally): orbit_streams_stats' bytes. */
+enum { STREAM_TALLY_WRITTEN, STREAM_TALLY_READ };
 
 struct orbit_endpoint {
     struct orbit_streams *s;
@@ -170,7 +184,8 @@ static inline int streams_enter(const struct orbit_streams *s, const char *call)
 }
 static inline int endpoint_enter(const struct orbit_endpoint *ep, const char *call)
 {
-    return orb_enter(ep ? &ep->fork_generation : (const uint32_t *)0, call, "endpoint");
+    /* Its table's word, which the SIGBUS guard poisons when the streams file shrinks. */
+    return orb_enter(ep && ep->s ? &ep->s->fork_generation : (const uint32_t *)0, call, "endpoint");
 }
 
 /* ---- account.c: the streams' death accounting (table ops) ---- */
@@ -195,9 +210,15 @@ static inline bool stream_is_member(const struct orbit_streams *s)
     return s->node != ORBIT_NODE_NONE;
 }
 
-/* Pre-fault our own lane once (at open, or before the first create through an
- * open_existing handle): later touches can never SIGBUS. */
-int  stream_lane_ready(struct orbit_streams *s);
+/*
+ * Pre-fault the two rings of the slot at index (of our lane) before a create
+ * publishes anything there, once per slot and handle: a member's lane costs
+ * the rings it uses, and no later touch of them, by either side, can SIGBUS.
+ * 0, or -ENOMEM naming the bytes and the mount.
+ */
+/* How the base opens a streams table (table.c); the ops name it (death.c). */
+extern const struct orb_table_kind streams_kind;
+int  stream_rings_ready(struct orbit_streams *s, size_t index);
 
 /* ---- slots.c ---- */
 int  stream_locate(const struct orbit_streams *s, orbit_id id, size_t *index);
@@ -209,6 +230,9 @@ static inline int stream_ep_check(const struct orbit_endpoint *ep)
         return -ORBIT_ESTALE;
     return 0;
 }
+/* The sentence of a refusal any endpoint call may meet (ended stream, garbled ring), unless
+ * the call said more already; returns rc (slots.c). */
+int  stream_said(int rc) ORB_COLD;
 void stream_dir_clear(struct stream_dir *d);
 /* A change an end may be waiting for: wake parked waiters, ring watchers in mask. */
 void stream_dir_wake(struct orbit_streams *s, struct stream_slot *slot, unsigned dir, uint32_t mask);
@@ -225,6 +249,23 @@ void stream_vacate_if_unheld(struct orbit_streams *s, struct stream_slot *slot, 
                              unsigned other);
 /* End one claimed side as a death does: unfinished writes reset, reads gone. */
 void stream_end_side(struct orbit_streams *s, struct stream_slot *slot, uint32_t live, unsigned side);
+
+/* ---- linger.c: a finished writer's bytes wait for an unopened side B ---- */
+/* ORBIT_STREAM_LINGER_MS (default 30000, 0: no linger), read once. */
+uint32_t stream_linger_ms(void);
+/* Side A is letting go: the linger's deadline, stored before its let-go CAS. */
+void stream_linger_mark(struct stream_slot *slot);
+/* A let go after FIN (no RESET) and B was never opened. */
+bool stream_lingers(struct stream_slot *slot);
+/* Its linger is over: past the deadline, or the node it was offered to holds no LIVE life
+ * (dead: a report of that life, whatever the record says yet). */
+bool stream_linger_over(struct orbit_streams *s, struct stream_slot *slot, uint32_t live,
+                        const struct orbit_owner *dead);
+/* End it: B FREE -> DEAD (no opener after), then vacate. False when an opener came first. */
+bool stream_linger_end(struct orbit_streams *s, struct stream_slot *slot, uint32_t live);
+/* If slot (read live) lingers and its linger is over, end it: true when this call did. */
+bool stream_linger_expire(struct orbit_streams *s, struct stream_slot *slot, uint32_t live,
+                          const struct orbit_owner *dead);
 
 /* ---- ring.c ---- */
 int  stream_pred_readable(void *ep);

@@ -9,7 +9,7 @@ static int prep(struct orb_waitword *w, orb_wait_pred pred, void *ctx, struct or
                 _Atomic uint32_t *cpu_hint, struct orbit_streams *s, struct io_uring_sqe *sqe)
 {
     if (!orbit_uring_futex_supported())
-        return orb_uring_prep_result(sqe, -ORBIT_ENOTSUP);
+        return orb_uring_unsupported(sqe);
     struct orb_deadline forever = orb_deadline_in(-1);
     int r = pred(ctx);
     if (r == 0)
@@ -27,9 +27,9 @@ int orbit_endpoint_prep_wait_readable_exact(struct orbit_endpoint *ep, size_t ne
     if (refused < 0)
         return orb_uring_prep_result(sqe, refused);
     if (!ep || !sqe)
-        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
+        return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_EMALFORMED, "the endpoint, streams handle or sqe is NULL"));
     if (needed > ep->s->buffer_bytes)
-        return orb_uring_prep_result(sqe, -ORBIT_ETOOLARGE);
+        return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_ETOOLARGE, "more bytes asked for than the ring holds"));
     struct stream_room want = { ep, needed ? (uint32_t)needed : 1 };
     stream_reader_need(ep, want.need);
     return prep(&ep->rd->wait, stream_pred_readable, &want, &ep->read_spin, &ep->rd->reader_cpu, ep->s, sqe);
@@ -42,9 +42,9 @@ int orbit_endpoint_prep_wait_writable_exact(struct orbit_endpoint *ep, size_t ne
     if (refused < 0)
         return orb_uring_prep_result(sqe, refused);
     if (!ep || !sqe)
-        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
+        return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_EMALFORMED, "the endpoint, streams handle or sqe is NULL"));
     if (needed > ep->s->buffer_bytes)
-        return orb_uring_prep_result(sqe, -ORBIT_ETOOLARGE);
+        return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_ETOOLARGE, "more bytes asked for than the ring holds"));
     struct stream_room room = { ep, needed ? (uint32_t)needed : 1 };
     stream_writer_need(ep, room.need);
     return prep(&ep->wr->wait, stream_pred_room, &room, &ep->write_spin, &ep->wr->writer_cpu, ep->s, sqe);
@@ -55,7 +55,7 @@ int orbit_endpoint_prep_wait_readable(struct orbit_endpoint *ep, struct io_uring
     int refused = endpoint_enter(ep, __func__);
     if (refused < 0)
         return orb_uring_prep_result(sqe, refused);
-    return orbit_endpoint_prep_wait_readable_exact(ep, 1, sqe);
+    return ORB_NESTED(orbit_endpoint_prep_wait_readable_exact(ep, 1, sqe));
 }
 
 int orbit_endpoint_prep_wait_writable(struct orbit_endpoint *ep, struct io_uring_sqe *sqe)
@@ -63,7 +63,7 @@ int orbit_endpoint_prep_wait_writable(struct orbit_endpoint *ep, struct io_uring
     int refused = endpoint_enter(ep, __func__);
     if (refused < 0)
         return orb_uring_prep_result(sqe, refused);
-    return orbit_endpoint_prep_wait_writable_exact(ep, 1, sqe);
+    return ORB_NESTED(orbit_endpoint_prep_wait_writable_exact(ep, 1, sqe));
 }
 
 int orbit_streams_prep_wait_offer(struct orbit_streams *s, struct io_uring_sqe *sqe)
@@ -72,9 +72,9 @@ int orbit_streams_prep_wait_offer(struct orbit_streams *s, struct io_uring_sqe *
     if (refused < 0)
         return orb_uring_prep_result(sqe, refused);
     if (!s || !sqe)
-        return orb_uring_prep_result(sqe, -ORBIT_EMALFORMED);
+        return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_EMALFORMED, "the endpoint, streams handle or sqe is NULL"));
     if (!stream_is_member(s))
-        return orb_uring_prep_result(sqe, -ORBIT_ENOTOWNER);
+        return orb_uring_prep_result(sqe, orb_fail_text(-ORBIT_ENOTOWNER, "an observer has no offers (join as a member)"));
     return orb_uring_prep_wait(&stream_offers_of(s, s->node)->wait, stream_pred_offer_pending, s,
                                sqe, &s->stats);
 }

@@ -65,7 +65,11 @@ static int layout_of(const struct stream_geometry *g, uint32_t fleet_capacity, s
 
 static enum stream_park park_from_env(void)
 {
+#ifdef ORBIT_TEST_HOOKS
     const char *v = getenv("ORBIT_TEST_STREAM_PARK");
+#else
+    const char *v = NULL;   /* a build without -Dtest_hooks reads no ORBIT_TEST_* */
+#endif
     if (v && strcmp(v, "installing") == 0)
         return STREAM_PARK_INSTALLING;
     if (v && strcmp(v, "opening") == 0)
@@ -91,7 +95,6 @@ static void handle_bind(struct orb_table_base *b, const void *geometry, const vo
     struct orbit_streams *s = (struct orbit_streams *)b;
     const struct stream_geometry *g = geometry;
     const struct stream_layout *l = layout;
-    orb_table_bound(b);
     s->lay = *l;
     s->lane_capacity = g->lane_capacity;
     s->buffer_bytes = g->buffer_bytes;
@@ -102,13 +105,19 @@ static void handle_bind(struct orb_table_base *b, const void *geometry, const vo
     s->epoch = &orb_seg_hdr(&s->seg)->epoch;
 }
 
-int stream_lane_ready(struct orbit_streams *s)
+int stream_rings_ready(struct orbit_streams *s, size_t index)
 {
-    return orb_table_lane_ready(&s->base, s->lay.rings_off + (size_t)s->node * s->lay.lane_ring_bytes,
-                                s->lay.lane_ring_bytes);
+    size_t i = index % s->lane_capacity;
+    uint64_t bit = 1ull << (i % 64);
+    if (atomic_load_explicit(&s->rings_ready[i / 64], memory_order_acquire) & bit)
+        return 0;
+    /* Both directions: side B writes the B -> A ring, which lives in our lane too. */
+    int rc = orb_table_populate(&s->base, (size_t)(stream_ring(s, index, 0) - (unsigned char *)s->seg.base),
+                                2 * (size_t)s->buffer_bytes, "a new stream's two rings");
+    if (rc == 0)   /* release: the pages exist before another thread of ours skips the populate */
+        atomic_fetch_or_explicit(&s->rings_ready[i / 64], bit, memory_order_release);
+    return rc;
 }
-
-static const struct orb_table_kind streams_kind;
 
 int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *spec,
                        struct orbit_streams **out)
@@ -130,10 +139,14 @@ int orbit_streams_open(struct orbit_fleet *f, const struct orbit_stream_spec *sp
     g.offer_bytes = l.offer_bytes;
     struct orb_seg_request req = {
         .kind = spec->kind, .table_type = ORB_TABLE_STREAMS, .geometry = &g,
-        .geometry_len = sizeof g, .table_bytes = l.total, .populate_bytes = l.rings_off,
+        .geometry_len = sizeof g, .table_bytes = l.total,
+        /* The offers and slots every member reads; rings are populated as streams take them. */
+        .populate_bytes = l.slots_off + l.total_slots * sizeof(struct stream_slot),
+        .geometry_names = (const char *const[]){ "layout version", "lane_capacity", "buffer_bytes",
+                                                 "generation_limit", NULL },
         .init = orb_table_init_epoch,   /* zero: every slot EMPTY at generation 0 */
     };
-    return orb_table_create(&streams_kind, f, &req, &l, (void **)out);
+    return orb_table_create(&streams_kind, f, &req, (void **)out);
 }
 
 /* The geometry another process wrote (its type and size checked by the base): its values. */
@@ -143,24 +156,22 @@ static int geometry_check(const struct orb_segment *seg, const void *geometry, v
     struct stream_layout *l = layout;
     const struct orb_seg_header *h = orb_seg_hdr(seg);
     if (g->layout_version != STREAM_LAYOUT_VERSION || g->slot_bytes != sizeof(struct stream_slot))
-        return -ORBIT_EGEOMETRY;
+        return orb_fail_text(-ORBIT_EGEOMETRY, "the table's geometry fails its checks (garbled, or another orbit version)");
     struct orbit_stream_spec spec = { .kind = h->kind, .lane_capacity = g->lane_capacity,
                                       .buffer_bytes = g->buffer_bytes, .generation_limit = g->generation_limit };
     if (spec_check(&spec) < 0 || g->generation_limit == 0 ||
         layout_of(g, h->fleet_capacity, l) < 0 || g->offer_bytes != l->offer_bytes ||
         h->table_bytes != l->total || seg->mapped < l->total)
-        return -ORBIT_ECORRUPT;
+        return orb_fail_text(-ORBIT_ECORRUPT, "the table's layout does not fit its segment (garbled)");
     return 0;
 }
 
-static int lane_ready_of(struct orb_table_base *b) { return stream_lane_ready((struct orbit_streams *)b); }
-
 _Static_assert(sizeof(struct stream_layout) <= ORB_TABLE_LAYOUT_MAX, "the base holds the layout");
 
-static const struct orb_table_kind streams_kind = {
+const struct orb_table_kind streams_kind = {
     .type = ORB_TABLE_STREAMS, .handle_bytes = sizeof(struct orbit_streams),
     .geometry_len = sizeof(struct stream_geometry), .prepare = handle_prepare,
-    .check = geometry_check, .bind = handle_bind, .lane_ready = lane_ready_of,
+    .check = geometry_check, .bind = handle_bind,
 };
 
 int orbit_streams_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbit_streams **out)
@@ -172,7 +183,7 @@ int orbit_streams_open_existing(struct orbit_fleet *f, uint8_t kind, struct orbi
 void orbit_streams_close(struct orbit_streams *s)
 {
     orb_error_clear();
-    orb_table_free(s ? &s->base : NULL);
+    orb_table_close(&streams_kind, s ? &s->base : NULL);
 }
 
 uint64_t orbit_streams_epoch(struct orbit_streams *s)
@@ -192,7 +203,7 @@ int orbit_streams_spec(const struct orbit_streams *s, struct orbit_stream_spec *
 {
     orb_error_clear();
     if (!s || !out)
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "the streams handle or out is NULL");
     *out = (struct orbit_stream_spec){ .kind = s->kind, .lane_capacity = s->lane_capacity,
                                        .buffer_bytes = s->buffer_bytes, .generation_limit = s->generation_limit };
     return 0;
@@ -213,8 +224,10 @@ void orbit_streams_stats(struct orbit_streams *s, struct orbit_stream_stats *out
     if (!s || !out)
         return;
     memset(out, 0, sizeof *out);
-    out->bytes_written = atomic_load_explicit(&s->bytes_written, memory_order_relaxed);
-    out->bytes_read = atomic_load_explicit(&s->bytes_read, memory_order_relaxed);
+    uint64_t bytes[2];
+    orb_tally_read(&s->tally, bytes, 2);
+    out->bytes_written = bytes[STREAM_TALLY_WRITTEN];
+    out->bytes_read = bytes[STREAM_TALLY_READ];
     out->parks = atomic_load_explicit(&s->stats.parks, memory_order_relaxed);
     out->wakes = atomic_load_explicit(&s->stats.wakes, memory_order_relaxed);
     out->doorbells = atomic_load_explicit(&s->stats.doorbells, memory_order_relaxed);
@@ -253,7 +266,7 @@ ssize_t orbit_streams_owners(struct orbit_streams *s, struct orbit_owner *out, s
     if (refused < 0)
         return refused;
     if (!s || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "out is NULL with max > 0");
     struct owner_key *seen = NULL;
     size_t n = 0, cap = 0;
     for (size_t i = 0; i < s->lay.total_slots; i++) {
@@ -266,7 +279,7 @@ ssize_t orbit_streams_owners(struct orbit_streams *s, struct orbit_owner *out, s
             struct owner_key k = { (uint16_t)atomic_load(&slot->node[side]), atomic_load(&slot->incarnation[side]) };
             if (!owners_push(&seen, &n, &cap, k)) {
                 free(seen);
-                return -ENOMEM;
+                return orb_fail_text(-ENOMEM, "out of memory while listing owners");
             }
         }
     }
@@ -308,7 +321,7 @@ ssize_t orbit_streams_list(struct orbit_streams *s, struct orbit_stream_info *ou
     if (refused < 0)
         return refused;
     if (!s || (max && !out))
-        return -ORBIT_EMALFORMED;
+        return orb_fail_text(-ORBIT_EMALFORMED, "out is NULL with max > 0");
     size_t n = 0;
     for (size_t i = 0; i < s->lay.total_slots; i++) {
         uint32_t t = atomic_load_explicit(&s->slots[i].tenancy, memory_order_acquire);

@@ -696,9 +696,9 @@ static void watch_kids(struct sup *s)
                     st[0] = 0;
                 fclose(w);
             }
-            fprintf(stderr, "chaos: HANG: forked child %d (pid %d) finished nothing for %d ms, in %s "
-                    "(slot pid %d ppid %d ready %d beats %llu; wchan %s)\n", i,
-                    (int)s->pid[KID(i)], bound, chaos_table_name[atomic_load(&ks->table) % T_COUNT],
+            fprintf(stderr, "chaos: HANG: forked child %d (pid %d) finished nothing for %lld ms (bound %d ms), "
+                    "in %s (slot pid %d ppid %d ready %d beats %llu; wchan %s)\n", i, (int)s->pid[KID(i)],
+                    (long long)((now - last) / 1000000), bound, chaos_table_name[atomic_load(&ks->table) % T_COUNT],
                     (int)atomic_load(&ks->pid), (int)atomic_load(&ks->ppid), (int)atomic_load(&ks->ready),
                     (unsigned long long)atomic_load(&ks->beats), st);
             if (getenv("ORBIT_CHAOS_HANG_GDB")) {   /* diagnosis: where the child is */

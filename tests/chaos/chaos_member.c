@@ -554,9 +554,18 @@ static void maybe_fork(struct member *m, uint64_t beats)
         return;
     atomic_store(&ks->ppid, (int32_t)getpid());
     atomic_store(&ks->kid_ops, atomic_load(&m->slot->kid_ops));
+    /* The child's setup is timed from now: the supervisor follows the slot once we publish
+     * its pid, which may be long before the child first runs (a loaded host). */
+    atomic_store(&ks->last_beat_ns, chaos_now_ns());
     pid_t pid = fork();
-    if (pid == 0)
+    if (pid == 0) {
+        /* As on a loaded host, one child in four first runs a while after fork returned. */
+        if (chaos_below(&m->rng, 4) == 0) {
+            struct timespec late = { 0, (long)(1 + chaos_below(&m->rng, 200)) * 1000000L };
+            nanosleep(&late, NULL);
+        }
         kid_main(m);
+    }
     if (pid < 0) {
         atomic_store(&ks->pid, 0);
         return;

@@ -3,8 +3,10 @@
 #ifndef ORBIT_TEST_PROC_H
 #define ORBIT_TEST_PROC_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <sys/wait.h>
 #include <orbit/stream.h>
 #include "testutil.h"
 
@@ -114,6 +116,37 @@ static inline struct tp_pipe tp_pipe(void)
     int fd[2];
     ck_assert_int_eq(pipe(fd), 0);
     return (struct tp_pipe){ fd[0], fd[1] };
+}
+
+/* ---- a test's own fleet, and the members it kills ---------------------------------- */
+
+/* The test's end: its fleet handle left and the fleet removed (no segment left behind). */
+static inline void tp_fleet_end(struct orbit_fleet *f, const char *name)
+{
+    orbit_fleet_leave(f);
+    orbit_fleet_unlink(name);
+}
+
+/* kill -9 a child and see it die of it. */
+static inline void tp_kill(pid_t pid)
+{
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    ck_assert_int_eq(tu_wait_child(pid, 10000), 128 + SIGKILL);
+}
+
+/* kill -9 a child member (node, incarnation) and report its death through every table. */
+static inline void tp_kill_reported(struct orbit_fleet *f, pid_t pid, uint16_t node, uint64_t incarnation)
+{
+    tp_kill(pid);
+    ck_assert_int_eq(orbit_fleet_node_dead(f, node, incarnation), 0);
+}
+
+/* A child that stopped itself (a test hook's SIGSTOP): seen stopped. */
+static inline void tp_await_stopped(pid_t pid)
+{
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+    ck_assert(WIFSTOPPED(st));
 }
 
 #endif

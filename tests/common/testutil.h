@@ -6,6 +6,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,18 @@ static inline void tu_gate_pass(struct tu_gate *g)
 }
 
 static inline void tu_gate_close(struct tu_gate *g) { close(g->fd[0]); close(g->fd[1]); }
+
+/* Does the file at path hold what (its first MiB)? For tools' output captured to a file. */
+static inline bool tu_file_has(const char *path, const char *what)
+{
+    static char buf[1 << 20];
+    FILE *fp = fopen(path, "r");
+    size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+    if (fp)
+        fclose(fp);
+    buf[n] = '\0';
+    return strstr(buf, what) != NULL;
+}
 
 /*
  * Skips. A test that cannot run here (no root, no BPF build, no io_uring

@@ -125,6 +125,12 @@ START_TEST(test_death_line)
     ck_assert_ptr_nonnull(strstr(line, "\"arena\":{\"chunks\":0,\"bytes\":\"0\"}}"));
     if (death_backends[_i] == ORBIT_REAPER_BPF)
         ck_assert_ptr_nonnull(strstr(line, "\"status\":9,\"exit_code\":null,\"signal\":9"));
+    /* The pidfd turned readable at the exit: the latency from exit to reclaim is known, and the
+     * status, which only the member's parent (this test, not yet reaping) can read, says why not. */
+    ck_assert_msg(strstr(line, ",\"exit_to_reclaim_us\":\""), "%s", line);
+    if (death_backends[_i] == ORBIT_REAPER_PIDFD)
+        ck_assert_msg(strstr(line, "\"exit_code\":null,\"signal\":null,\"exit_code_unknown\":\"not our child"),
+                      "%s", line);
     ck_assert_int_eq(member_reap(&m), 128 + SIGKILL);
 
     ck_assert_int_eq(kill(d.pid, SIGTERM), 0);

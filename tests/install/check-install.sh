@@ -52,6 +52,23 @@ else
     bad "C++17 consumer does not build:"; cat "$work/cxx.log"
 fi
 
+# The test hooks (ORBIT_TEST_*: a process stops itself inside a protocol window) are
+# compiled in only with -Dtest_hooks=true: nothing installed names them, and the consumer,
+# which creates a stream, runs through with the stream's hook asked for.
+hooked=""
+for f in $(find "$prefix" -type f \( -name '*.so*' -o -path '*/bin/*' \)); do
+    grep -q "ORBIT_TEST_" "$f" 2>/dev/null && hooked="$hooked $f"
+done
+if [ -z "$hooked" ]; then ok "no installed library or tool reads ORBIT_TEST_*"
+else bad "installed files read ORBIT_TEST_*:$hooked"; fi
+if [ -x "$work/consumer" ]; then
+    ORBIT_TEST_STREAM_PARK=installing ORBIT_TEST_POOL_PARK=register \
+        ORBIT_TEST_ADMISSION_PARK_IN_MUTEX=claim-commit timeout -s KILL 10 "$work/consumer" > "$work/hooks.out" 2>&1
+    rc=$?
+    if [ "$rc" -eq 0 ]; then ok "the installed library ignores ORBIT_TEST_STREAM_PARK (the consumer ran through)"
+    else bad "the consumer with ORBIT_TEST_STREAM_PARK=installing: exit $rc (137: it stopped itself)"; fi
+fi
+
 # 2. The installed tools start from the prefix.
 for tool in orbitctl orbit-bench orbit-relay; do
     if "$prefix/bin/$tool" --help > "$work/$tool.out" 2>&1; then ok "$tool --help from $prefix/bin"
@@ -84,6 +101,13 @@ if [ -f "$src/examples/Makefile" ]; then
                 bad "examples run${env:+ ($env)}:"; tail -20 "$work/ex-run.log"
             fi
         done
+        # A container's /dev/shm: a tmpfs of 64 MiB of its own (Docker's default --shm-size).
+        "$src/tests/fleet/core/small_shm.sh" 64m make -s -C "$work/examples" run > "$work/ex-shm.log" 2>&1
+        case $? in
+            0)  ok "examples run and exit 0 in a 64 MiB /dev/shm of their own" ;;
+            77) echo "skip examples in a 64 MiB /dev/shm: $(tail -1 "$work/ex-shm.log")" ;;
+            *)  bad "examples in a 64 MiB /dev/shm:"; tail -20 "$work/ex-shm.log" ;;
+        esac
     else
         bad "examples build:"; tail -20 "$work/ex-build.log"
     fi

@@ -121,6 +121,9 @@ def parse(text):
 
 
 def value(samples, name, **labels):
+    """The sample with exactly these labels; a fleet's series are of its generation 1 unless said."""
+    if 'fleet' in labels:
+        labels.setdefault('generation', '1')
     return samples.get((name, frozenset(labels.items())))
 
 
@@ -270,6 +273,10 @@ def mode_counts(args):
     check_counters(live, fleet, node, 'live')
     check_held(live, fleet, node, 'live')
     check(value(live, 'orbit_fleet_node_pid', fleet=fleet, node=node) == member.pid, 'node pid is the member')
+    info = series(live, 'orbit_fleet_generation_info', fleet=fleet)
+    check(len(info) == 1 and info[0][1] == 1 and info[0][0]['generation'] == '1' and
+          info[0][0]['readable'] == 'true' and re.fullmatch(r'\d+\.\d+\.\d+', info[0][0]['version']),
+          f'one generation, of this library, said so: {info}')
     again = metrics(args, fleet, 'again')
     check(counters_only(again, fleet) == counters_only(live, fleet), 'reading the counters changes none of them')
 

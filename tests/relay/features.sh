@@ -47,6 +47,9 @@ start_relay() {
     shift
     while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
     shift
+    # Emptied here, not only by the redirection below: the background job opens the file when
+    # it runs, and the loop after it read the previous relay's line meanwhile.
+    : >"$tmp/relay.out"
     env "${envs[@]}" "$relay" --fleet "$fleet" --listen 127.0.0.1:0 --upstream "$backend" "$@" \
         >"$tmp/relay.out" 2>&1 &
     pid=$!; pids+=($pid)

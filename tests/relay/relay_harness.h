@@ -30,11 +30,27 @@
 #define H_REQUIRE(cond, ...) \
     do { if (!(cond)) { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
 
+/* Bytes the backend keeps of what reached it while the test asks (record). */
+#define BACKEND_LOG_MAX (8u << 20)
+
 /* What the backend saw, shared with the test. */
 struct backend_seen {
     _Atomic int requests, posts;
     _Atomic int release;   /* /early sends its final response once the test sets this */
+    _Atomic int record;    /* every byte any connection reads goes to log while set */
+    _Atomic size_t log_len;   /* may pass BACKEND_LOG_MAX: then the log is cut short */
+    char log[BACKEND_LOG_MAX];
 };
+
+/* Appends what a connection read to the log, when the test asks. */
+static inline void backend_record(struct backend_seen *seen, const char *p, size_t n)
+{
+    if (!atomic_load(&seen->record))
+        return;
+    size_t at = atomic_fetch_add(&seen->log_len, n);
+    if (at < BACKEND_LOG_MAX)
+        memcpy(seen->log + at, p, n < BACKEND_LOG_MAX - at ? n : BACKEND_LOG_MAX - at);
+}
 
 static inline const char *relay_bin(void)
 {
@@ -193,6 +209,8 @@ static inline bool backend_answer(int fd, const char *req, size_t head_len, size
     } else if (strcmp(path, "/chunked") == 0) {
         put_str(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n"
                     "5\r\nhello\r\n6;x=1\r\n world\r\n0\r\nX-T: 1\r\n\r\n");
+    } else if (strcmp(path, "/chunked-bare-lf") == 0) {   /* TERM.EXT in a response */
+        put_str(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;\nhello\r\n0\r\n\r\n");
     } else if (strcmp(path, "/close") == 0) {
         put_str(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nclose-delimited body");
         return false;
@@ -219,7 +237,7 @@ static inline uint64_t fnv1a(uint64_t h, const char *p, size_t n)
 #define FNV_BASIS 0xcbf29ce484222325ull
 
 /* The backend's input: bytes [off, len) of buf are unread; more come from fd. */
-struct bin { int fd; char *buf; size_t cap, off, len; };
+struct bin { int fd; char *buf; size_t cap, off, len; struct backend_seen *seen; };
 
 /* At least want unread bytes (want < cap/2), or the connection ended. */
 static inline void bin_need(struct bin *b, size_t want)
@@ -233,6 +251,7 @@ static inline void bin_need(struct bin *b, size_t want)
         ssize_t k = recv(b->fd, b->buf + b->len, b->cap - 1 - b->len, 0);
         if (k <= 0)
             _exit(0);
+        backend_record(b->seen, b->buf + b->len, (size_t)k);
         b->len += (size_t)k;
     }
 }
@@ -284,7 +303,7 @@ static inline void backend_chunked(struct bin *b, uint64_t *n, uint64_t *hash, i
  * /sum answers the body's length, hash and framing. */
 static inline void backend_conn(int fd, struct backend_seen *seen)
 {
-    struct bin b = { .fd = fd, .cap = 4 << 20 };
+    struct bin b = { .fd = fd, .cap = 4 << 20, .seen = seen };
     b.buf = malloc(b.cap);
     for (;;) {
         char *e;

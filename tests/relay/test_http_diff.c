@@ -180,6 +180,38 @@ START_TEST(mutated_responses)
 }
 END_TEST
 
+/* ---- chunked bodies: the smuggling vectors and correct bodies ------------ */
+
+/* A chunked head of kind, the body, then the next message's first bytes; read every way,
+ * and with mutants of them all when mutate. */
+static void diff_chunked(enum hm_kind kind, const char *body, size_t len, bool mutate)
+{
+    static char s[512];
+    const char *head = kind == HM_REQUEST ? "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                          : "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    size_t h = strlen(head);
+    ck_assert_uint_lt(h + len + 8, sizeof s);
+    memcpy(s, head, h);
+    memcpy(s + h, body, len);
+    memcpy(s + h + len, "GET /", 6);
+    diff_all(kind, s, h + len + 5);
+    if (mutate)
+        mutants(kind, s);
+}
+
+START_TEST(chunked_vectors)
+{
+    static const struct http_chunked_vector bad[] = { HTTP_CHUNKED_SMUGGLING_VECTORS };
+    static const struct http_chunked_good good[] = { HTTP_CHUNKED_GOOD_BODIES };
+    for (int kind = HM_REQUEST; kind <= HM_RESPONSE; kind++) {
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+            diff_chunked((enum hm_kind)kind, bad[i].body, bad[i].len, false);
+        for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+            diff_chunked((enum hm_kind)kind, good[i].body, strlen(good[i].body), true);
+    }
+}
+END_TEST
+
 /* ---- field names and values ---------------------------------------------- */
 
 static const char *const names[] = {
@@ -420,6 +452,7 @@ int main(void)
     tcase_add_test(tc, unit_cases);
     tcase_add_loop_test(tc, mutated_requests, 0, sizeof base_requests / sizeof base_requests[0]);
     tcase_add_loop_test(tc, mutated_responses, 0, sizeof base_responses / sizeof base_responses[0]);
+    tcase_add_test(tc, chunked_vectors);
     tcase_add_test(tc, field_names_and_values);
     tcase_add_test(tc, many_noted_lines);
     tcase_add_test(tc, combinations);

@@ -4,8 +4,10 @@
  * case: what a proxy must refuse (RFC 9112 smuggling vectors), what it must
  * strip (RFC 9110 7.6.1) and where each kind of message ends.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "httpmsg.h"
+#include "chunk_grammar.h"
 #include "http_smuggling.h"
 #include "testutil.h"
 
@@ -79,6 +81,100 @@ START_TEST(chunked_request_with_trailers)
     total += out;
     ck_assert_uint_eq(total, 11);
     ck_assert(memcmp(body, "hello world", 11) == 0);
+}
+END_TEST
+
+static const char chunked_head[] = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+static const char chunked_resp_head[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+/* A chunked body after a head of kind: fed in pieces of step bytes (dechunked), the
+ * index of the piece refused (-1: none), the payload in out (NUL-terminated). */
+static long feed_chunked(enum hm_kind kind, const char *body, size_t len, size_t step, char *out, bool *complete)
+{
+    const char *head = kind == HM_REQUEST ? chunked_head : chunked_resp_head;
+    struct hm_msg m;
+    ck_assert_int_eq(hm_head_parse(&m, kind, head, strlen(head), 8192, false), (int)strlen(head));
+    m.dechunk = true;
+    char *buf = malloc(len + 1);
+    memcpy(buf, body, len);
+    size_t off = 0, got = 0;
+    long refused = -1;
+    for (long piece = 0; off < len && !m.complete; piece++) {
+        size_t n = len - off < step ? len - off : step, o;
+        ssize_t used = hm_body(&m, buf + off, n, &o);
+        if (used < 0) {
+            refused = piece;
+            break;
+        }
+        memcpy(out + got, buf + off, o);
+        got += o;
+        off += (size_t)used;
+    }
+    out[got] = 0;
+    *complete = m.complete;
+    free(buf);
+    return refused;
+}
+
+START_TEST(refuses_malformed_chunk_lines)
+{
+    static const struct http_chunked_vector bad[] = { HTTP_CHUNKED_SMUGGLING_VECTORS };
+    char out[256];
+    bool complete;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t at;
+        ck_assert_msg(chunk_grammar(bad[i].body, bad[i].len, &at) == -1, "%s: the grammar takes it", bad[i].name);
+        for (int kind = HM_REQUEST; kind <= HM_RESPONSE; kind++) {
+            ck_assert_msg(feed_chunked((enum hm_kind)kind, bad[i].body, bad[i].len, 1 << 20, out, &complete) == 0,
+                          "%s: taken whole", bad[i].name);
+            /* A byte at a time: refused at the first byte no correct body has there, not later. */
+            long piece = feed_chunked((enum hm_kind)kind, bad[i].body, bad[i].len, 1, out, &complete);
+            ck_assert_msg(piece == (long)at, "%s: refused at byte %ld, the grammar says %zu", bad[i].name, piece, at);
+        }
+    }
+}
+END_TEST
+
+START_TEST(takes_correct_chunked_bodies)
+{
+    static const struct http_chunked_good good[] = { HTTP_CHUNKED_GOOD_BODIES };
+    char out[256];
+    bool complete;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        size_t at, len = strlen(good[i].body);
+        ck_assert_int_eq(chunk_grammar(good[i].body, len, &at), 1);
+        ck_assert_uint_eq(at, len);
+        for (size_t step = 1; step <= len; step += step < 8 ? 1 : 13) {
+            ck_assert_int_eq(feed_chunked(HM_REQUEST, good[i].body, len, step, out, &complete), -1);
+            ck_assert_msg(complete && strcmp(out, good[i].payload) == 0, "body %zu, step %zu: '%s'", i, step, out);
+        }
+    }
+}
+END_TEST
+
+START_TEST(chunk_line_and_trailer_limits)
+{
+    /* A size line of HM_CHUNK_LINE_MAX bytes (its CRLF included) is taken; one byte more is not.
+     * The same for the trailer section and HM_TRAILERS_MAX. */
+    static char body[HM_TRAILERS_MAX + 64], out[64];
+    bool complete;
+    for (int over = 0; over < 2; over++) {
+        size_t n = 0;
+        memcpy(body, "1;a=", 4);
+        n = 4;
+        while (n < HM_CHUNK_LINE_MAX - 2 + (size_t)over)
+            body[n++] = 'v';
+        n += (size_t)sprintf(body + n, "\r\nx\r\n0\r\n\r\n");
+        long r = feed_chunked(HM_REQUEST, body, n, 1000, out, &complete);
+        ck_assert_msg(over ? r == 4 : (r == -1 && complete), "size line %s the limit: %ld", over ? "past" : "at", r);
+        n = (size_t)sprintf(body, "0\r\nX-T: ");
+        size_t start = 3;
+        while (n - start < HM_TRAILERS_MAX - 4 + (size_t)over)
+            body[n++] = 't';
+        n += (size_t)sprintf(body + n, "\r\n\r\n");
+        r = feed_chunked(HM_REQUEST, body, n, 1000, out, &complete);
+        ck_assert_msg(over ? r >= 0 : (r == -1 && complete), "trailers %s the limit: %ld", over ? "past" : "at", r);
+    }
 }
 END_TEST
 
@@ -157,6 +253,9 @@ int main(void)
     tcase_add_test(tc, refuses_smuggling_vectors);
     tcase_add_test(tc, reads_keepalive_and_framing);
     tcase_add_test(tc, chunked_request_with_trailers);
+    tcase_add_test(tc, refuses_malformed_chunk_lines);
+    tcase_add_test(tc, takes_correct_chunked_bodies);
+    tcase_add_test(tc, chunk_line_and_trailer_limits);
     tcase_add_test(tc, response_framing);
     tcase_add_test(tc, rewrite_drops_hop_by_hop);
     suite_add_tcase(s, tc);

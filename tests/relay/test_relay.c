@@ -6,7 +6,11 @@
  * HTTP/1.0 and Connection: close, timeouts, bodies beyond 16 KiB and chunked
  * request bodies, 100-continue, and the command line.
  */
+#include "http_smuggling.h"
 #include "relay_harness.h"
+
+/* A chunked body this long streams through the relay (it holds 64 KiB). */
+#define RELAY_STREAM_BODY (100u << 10)
 
 static uint16_t relay_port, backend_port;
 static char relay_fleet[64];
@@ -344,6 +348,91 @@ static uint64_t send_chunked_body(int fd, size_t total)
     put_str(fd, "0\r\nX-Trailer: 1\r\n\r\n");
     return hash;
 }
+
+/* Where the backend's log holds what (memmem), from byte from on; NULL if nowhere. */
+static const char *log_find(size_t from, size_t to, const char *what)
+{
+    return from < to ? memmem(seen->log + from, to - from, what, strlen(what)) : NULL;
+}
+
+/*
+ * Each malformed chunked body of http_smuggling.h, then another request, on a
+ * connection of its own: 400 and the connection closed. After lead bytes of a
+ * correct body (0: the body is held until it is whole; past 64 KiB it streams
+ * to the backend as it comes). Then, from what the backend recorded: held,
+ * not a byte reached it; streamed, the request never ended (no last chunk)
+ * and nothing of the bad line or after it came; never a request answered.
+ */
+static void malformed_chunks_end_to_end(size_t lead)
+{
+    static const struct http_chunked_vector bad[] = { HTTP_CHUNKED_SMUGGLING_VECTORS };
+    int before = atomic_load(&seen->requests);
+    atomic_store(&seen->record, 1);
+    size_t from = atomic_load(&seen->log_len);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char buf[1024], next[96];
+        int fd = connect_to(relay_port);
+        put_str(fd, "POST /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+        if (lead) {
+            send_chunked(fd, lead);
+            tu_sleep_ms(50);   /* read, and streaming, before the bad line comes */
+        }
+        send_all(fd, bad[i].body, bad[i].len);
+        snprintf(next, sizeof next, "GET /smuggled-%zu HTTP/1.1\r\nHost: t\r\n\r\n", i);
+        put_str(fd, next);
+        read_until(fd, buf, sizeof buf, "\r\n\r\n", 5000);
+        ck_assert_msg(strncmp(buf, "HTTP/1.1 400", 12) == 0, "%s (lead %zu): got '%.40s'", bad[i].name, lead, buf);
+        ck_assert_msg(closed_within(fd, 3000), "%s (lead %zu): the connection stayed open", bad[i].name, lead);
+        close(fd);
+    }
+    tu_sleep_ms(200);   /* what the relay may still send (it must not) has reached the backend */
+    atomic_store(&seen->record, 0);
+    size_t to = atomic_load(&seen->log_len);
+    ck_assert_uint_le(to, BACKEND_LOG_MAX);
+    const char *s = log_find(from, to, "/smuggled-");
+    ck_assert_msg(!s, "the backend got %.16s", s);
+    if (!lead)
+        ck_assert_msg(to == from, "%zu bytes reached the backend: '%.80s'", to - from, seen->log + from);
+    else
+        ck_assert_msg(to > from && !log_find(from, to, "\r\n0\r\n"), "the backend got %s", to > from ? "a last chunk" : "nothing");
+    ck_assert_int_eq(atomic_load(&seen->requests), before);
+}
+
+START_TEST(malformed_chunk_lines_get_400_and_close)
+{
+    malformed_chunks_end_to_end(0);
+}
+END_TEST
+
+START_TEST(malformed_chunk_lines_cut_a_streamed_body)
+{
+    malformed_chunks_end_to_end(RELAY_STREAM_BODY);
+}
+END_TEST
+
+START_TEST(correct_chunked_bodies_go_through)
+{
+    /* The strict reading takes every correct form: extensions (quoted strings too),
+     * upper-case hex, leading zeros, trailers; the backend gets each payload whole. */
+    static const struct http_chunked_good good[] = { HTTP_CHUNKED_GOOD_BODIES };
+    int fd = connect_to(relay_port);
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char buf[4096], want[128];
+        put_str(fd, "POST /sum HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+        put_str(fd, good[i].body);
+        read_response(fd, buf, sizeof buf, 5000);
+        size_t n = strlen(good[i].payload);
+        snprintf(want, sizeof want, "bytes=%zu fnv=%016llx framing=length", n,
+                 (unsigned long long)fnv1a(FNV_BASIS, good[i].payload, n));
+        ck_assert_msg(strncmp(body_of(buf), want, strlen(want)) == 0, "body %zu: got '%s'", i, buf);
+    }
+    close(fd);
+    /* A backend's chunked response with a bare LF in a size line: never passed on. */
+    char buf[1024];
+    ask("GET /chunked-bare-lf HTTP/1.1\r\nHost: t\r\n\r\n", buf, sizeof buf);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 502", 12) == 0, "got '%.60s'", buf);
+}
+END_TEST
 
 /* A relay of its own on the test's backend: defaults but for two workers. */
 static pid_t plain_relay(uint16_t *port)
@@ -693,6 +782,9 @@ int main(void)
     tcase_add_test(tc, chunked_body_streams_through);
     tcase_add_test(tc, streamed_chunked_body_is_never_sent_twice);
     tcase_add_test(tc, streamed_chunked_body_errors);
+    tcase_add_test(tc, malformed_chunk_lines_get_400_and_close);
+    tcase_add_test(tc, malformed_chunk_lines_cut_a_streamed_body);
+    tcase_add_test(tc, correct_chunked_bodies_go_through);
     tcase_add_test(tc, chunked_body_over_max_body);
     tcase_add_test(tc, expect_100_continue);
     tcase_add_test(tc, long_bodies_go_by_splice);

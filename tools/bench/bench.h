@@ -20,6 +20,7 @@ int bench_pool(int argc, char **argv);
 int bench_stream(int argc, char **argv);
 int bench_admission(int argc, char **argv);
 int bench_exchange(int argc, char **argv);
+int bench_transfer(int argc, char **argv);
 
 /* orbit-bench's control pipes between its processes: bench_put writes all n bytes or
  * _exit(90)s; bench_get reads exactly n bytes, false at EOF (the other side exited). */

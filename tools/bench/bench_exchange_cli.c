@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <orbit/exchange.h>
+#include <orbit/uring.h>
 #include "cli.h"
 #include "bench.h"
 #include "bench_exchange.h"
@@ -137,6 +138,14 @@ static int parse(int argc, char **argv, struct opts *o)
     }
     bench_no_operands(argc, argv);
     bench_check_cpus("--cpus", o->cpu);
+    struct io_uring ring;
+    if (o->relay && io_uring_queue_init(2, &ring, 0) < 0) {   /* the arena relay reads into fixed buffers */
+        fprintf(stderr, BENCH_TOOL " exchange: relay skipped (it needs io_uring): %s\n",
+                orbit_uring_futex_status());
+        o->relay = false;
+    } else if (o->relay) {
+        io_uring_queue_exit(&ring);
+    }
     if (o->plot && !o->procs)
         cli_usage_error(BENCH_TOOL, "--plot draws a curve over pair counts: give --scale or --procs");
     snprintf(o->fleet, sizeof o->fleet, "bench-exch-%d", (int)getpid());

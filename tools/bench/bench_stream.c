@@ -418,7 +418,8 @@ int bench_stream(int argc, char **argv)
     if (!b.rounds)
         b.rounds = 5000;
     if (b.modes[1] && !orbit_uring_futex_supported()) {
-        fputs("orbit-bench stream: io_uring futex ops unavailable; blocking mode only\n", stderr);
+        fprintf(stderr, "orbit-bench stream: io_uring mode skipped, blocking mode only: %s\n",
+                orbit_uring_futex_status());
         b.modes[1] = false;
     }
     for (int k = 0; k < PP_COUNT; k++) {

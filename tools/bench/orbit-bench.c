@@ -28,6 +28,8 @@ static const char usage[] =
 #endif
 #ifdef ORBIT_WITH_EXCHANGE
 "  exchange    paired exchanges through the payload arena beside streams and a socketpair\n"
+"  transfer    1 MiB and busy-polled 64 KiB messages, every byte read, beside a zero-copy\n"
+"              slot ring: orbit's exchange and stream\n"
 #endif
 "  report      run a set of the above with --plot, write one HTML page (inline SVG)\n"
 "\n"
@@ -80,6 +82,7 @@ int main(int argc, char **argv)
 #endif
 #ifdef ORBIT_WITH_EXCHANGE
     if (strcmp(sub, "exchange") == 0) return bench_exchange(argc - 1, argv + 1);
+    if (strcmp(sub, "transfer") == 0) return bench_transfer(argc - 1, argv + 1);
 #endif
     if (sub[0] == '-')
         cli_getopt_error(BENCH_TOOL, '?', 0, sub);

@@ -8,6 +8,8 @@
 #   tools/bench/relay-bench.sh [--relay PATH] [--workers N] [--connections C[,C...]]
 #                              [--sizes B[,B...]] [--duration S] [--repeat R]
 #                              [--upstreams U] [--no-direct] [--floor] [--lean] [--tsv FILE]
+#                              [--base PATH] [--variant NAME=WORDS]... [--ref TARGET]
+#                              [--only TARGET[,TARGET...]]
 #
 # Every proxy gets N workers (nginx worker_processes, HAProxy nbthread) and
 # reuses its upstream connections (nginx keepalive, HAProxy http-reuse always).
@@ -19,14 +21,21 @@
 # client and no HTTP, the floor under what any proxy costs on this host.
 # --lean adds relay-lean: a second orbit-relay with its opt-in batched wait
 # and yielding workers (ORBIT_RELAY_BATCH=1 ORBIT_RELAY_YIELD=1, orbit-relay(1)).
+# --base PATH adds "base": another orbit-relay binary (the one before a change),
+# run the same way, for before/after pairs. --variant NAME=WORDS adds a relay
+# started as `env WORDS orbit-relay ...` (WORDS: VAR=VALUE assignments, then
+# optionally a command prefix such as `chrt -b 0`). --ref names the target the
+# ratio columns divide by (default haproxy); --only runs just the targets named
+# (the reference among them).
 # The descriptor limit is raised for the run.
 # Installs nothing: says what is missing (wrk, haproxy and nginx are needed;
 # perf is optional) and exits 77 without them.
 set -euo pipefail
 
 relay=""; workers=2; conns_list=64; sizes=100,65536; duration=8; repeat=1; upstreams=""
-direct=1; tsv=""; floor=0; lean=0
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+direct=1; tsv=""; floor=0; lean=0; base=""; ref=haproxy; only=""
+variants=()
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --relay) relay=$2; shift 2 ;;
@@ -40,6 +49,12 @@ while [ $# -gt 0 ]; do
         --floor) floor=1; shift ;;
         --lean) lean=1; shift ;;
         --tsv) tsv=$2; shift 2 ;;
+        --base) base=$2; shift 2 ;;
+        --variant)
+            [[ "$2" =~ ^[a-z][a-z0-9_]*=.+$ ]] || { echo "relay-bench.sh: --variant NAME=WORDS, not '$2'" >&2; exit 2; }
+            variants+=("$2"); shift 2 ;;
+        --ref) ref=$2; shift 2 ;;
+        --only) only=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         --version) echo "relay-bench.sh 2"; exit 0 ;;
         *) echo "relay-bench.sh: bad argument '$1' (see --help)" >&2; exit 2 ;;
@@ -59,6 +74,7 @@ if [ -z "$relay" ]; then
 fi
 missing=()
 [ -x "$relay" ] || missing+=("orbit-relay ($relay: build it first)")
+[ -z "$base" ] || [ -x "$base" ] || missing+=("the --base orbit-relay ($base)")
 floor_bin=$(dirname "$relay")/../bench/relay-floor
 [ $floor = 0 ] || [ -x "$floor_bin" ] || missing+=("relay-floor ($floor_bin: build it first)")
 command -v wrk >/dev/null || missing+=("wrk (apt-get install wrk)")
@@ -126,6 +142,21 @@ if [ $lean = 1 ]; then
         >"$tmp/lean.log" 2>&1 & lean_pid=$!; pids+=($lean_pid)
     wait_port "$lport"
 fi
+declare -A extra_pid extra_port
+start_extra() {   # NAME BIN WORDS...: another relay fleet on a port of its own
+    local name=$1 bin=$2 port
+    shift 2
+    port=$(free_port)
+    env "$@" "$bin" --fleet "$fleet-$name" --listen 127.0.0.1:"$port" --upstream 127.0.0.1:"$bport" \
+        --workers "$workers" ${upstreams:+--upstreams "$upstreams"} >"$tmp/$name.log" 2>&1 &
+    extra_pid[$name]=$!; extra_port[$name]=$port; pids+=($!)
+    wait_port "$port"
+}
+[ -n "$base" ] && start_extra base "$base"
+for v in "${variants[@]}"; do
+    read -r -a words <<<"${v#*=}"
+    start_extra "${v%%=*}" "$relay" "${words[@]}"
+done
 if [ $floor = 1 ]; then
     "$floor_bin" --listen 127.0.0.1:"$fport" --upstream 127.0.0.1:"$bport" --workers "$workers" \
         >"$tmp/floor.log" 2>&1 & floor_pid=$!; pids+=($floor_pid)
@@ -189,7 +220,8 @@ workers_of() {   # the pids (comma list) whose work a proxy's figures count
         lean) children "$lean_pid" ;;
         nginx) children "$(cat "$tmp/nginx.pid")" ;;
         haproxy) echo "$haproxy_pid" ;;   # one process, nbthread threads
-        *) echo "" ;;
+        backend) echo "" ;;
+        *) children "${extra_pid[$1]}" ;;
     esac
 }
 cpu_ticks() {   # user + system clock ticks of every thread of the pids in a comma list
@@ -208,7 +240,7 @@ ctxsw() {   # context switches of every thread of the pids in a comma list
 }
 port_of() {
     case $1 in backend) echo "$bport" ;; relay) echo "$rport" ;; nginx) echo "$nport" ;; haproxy) echo "$hport" ;;
-               floor) echo "$fport" ;; lean) echo "$lport" ;; esac
+               floor) echo "$fport" ;; lean) echo "$lport" ;; *) echo "${extra_port[$1]}" ;; esac
 }
 fmt_us() { awk -v u="$1" 'BEGIN { if (u == "" || u == "-") print "-"; else if (u >= 1000) printf "%.2fms", u / 1000; else printf "%dus", u }'; }
 
@@ -256,11 +288,19 @@ run() {
 targets=(relay haproxy nginx)
 [ $lean = 1 ] && targets+=(lean)
 [ $floor = 1 ] && targets+=(floor)
+[ -n "$base" ] && targets+=(base)
+for v in "${variants[@]}"; do targets+=("${v%%=*}"); done
+if [ -n "$only" ]; then
+    IFS=, read -r -a targets <<<"$only"
+    direct=0
+fi
 echo "relay-bench: $workers workers each, wrk -t2 -c{$conns_list} -d${duration}s keep-alive, $(nproc) CPUs," \
      "load average $(cut -d' ' -f1-3 /proc/loadavg), ulimit -n $(ulimit -n), $repeat repetition(s)"
 echo "  (the load column: the 1-minute load average as each run began; on a shared machine figures are noisy)"
 echo "relay: $(head -1 "$tmp/relay.log")"
 [ $lean = 1 ] && echo "lean: the same with ORBIT_RELAY_BATCH=1 ORBIT_RELAY_YIELD=1"
+[ -n "$base" ] && echo "base: $base"
+for v in "${variants[@]}"; do echo "${v%%=*}: env ${v#*=} orbit-relay"; done
 echo "haproxy: $("$HAPROXY" -v 2>&1 | head -1 | awk '{ print $3 }'), nbthread $workers, http-reuse always"
 echo "nginx: $("$NGINX" -v 2>&1 | sed 's/.*: //'), worker_processes $workers, upstream keepalive 64"
 results=$tmp/results.tsv
@@ -290,9 +330,9 @@ done
 # each proxy's figures and of the per-repetition ratios, with min-max.
 echo
 echo "summary: medians over $repeat repetition(s); ratios are per repetition, median [min-max]"
-printf '%-6s %-6s %-8s %10s %9s %9s %9s %8s %8s %8s  %-22s %-22s\n' conns size target "req/s" p50 p99 p99.9 \
-    "sys/req" "cs/req" "cpu/req" "req/s vs haproxy" "p99 vs haproxy"
-awk -F'\t' -v order="relay lean haproxy nginx floor backend" '
+printf '%-6s %-6s %-8s %10s %9s %9s %9s %8s %8s %8s  %-22s %-22s %-22s\n' conns size target "req/s" p50 p99 p99.9 \
+    "sys/req" "cs/req" "cpu/req" "req/s vs $ref" "p99 vs $ref" "cpu/req vs $ref"
+awk -F'\t' -v order="relay base lean ${variants[*]%%=*} haproxy nginx floor backend" -v ref="$ref" '
 function med(key, n,   i, j, t, a) {
     n = cnt[key]; if (n == 0) return "-"
     for (i = 1; i <= n; i++) a[i] = v[key, i]
@@ -309,7 +349,7 @@ function us(x) { if (x == "-") return "-"; return x >= 1000 ? sprintf("%.2fms", 
     put(c SUBSEP s SUBSEP t SUBSEP "p99", $7); put(c SUBSEP s SUBSEP t SUBSEP "p999", $8)
     put(c SUBSEP s SUBSEP t SUBSEP "sys", $9); put(c SUBSEP s SUBSEP t SUBSEP "cs", $10)
     put(c SUBSEP s SUBSEP t SUBSEP "cpu", $12)
-    rps[rep, c, s, t] = $5; p99[rep, c, s, t] = $7; reps[rep] = 1
+    rps[rep, c, s, t] = $5; p99[rep, c, s, t] = $7; cpu[rep, c, s, t] = $12; reps[rep] = 1
 }
 END {
     nt = split(order, ts, " ")
@@ -318,24 +358,28 @@ END {
         for (j = 1; j <= nt; j++) {
             t = ts[j]; base = c SUBSEP s SUBSEP t
             if (cnt[base SUBSEP "rps"] == 0) continue
-            rr = "-"; pr = "-"
-            if (t != "haproxy") {
+            rr = "-"; pr = "-"; cr = "-"
+            if (t != ref) {
                 for (rep in reps) {
-                    h = rps[rep, c, s, "haproxy"]; x = rps[rep, c, s, t]
+                    h = rps[rep, c, s, ref]; x = rps[rep, c, s, t]
                     if (h > 0 && x != "") put(base SUBSEP "rr", x / h)
-                    h = p99[rep, c, s, "haproxy"]; x = p99[rep, c, s, t]
+                    h = p99[rep, c, s, ref]; x = p99[rep, c, s, t]
                     if (h > 0 && h != "-" && x != "-" && x != "") put(base SUBSEP "pr", x / h)
+                    h = cpu[rep, c, s, ref]; x = cpu[rep, c, s, t]
+                    if (h > 0 && h != "-" && x != "-" && x != "") put(base SUBSEP "cr", x / h)
                 }
                 m = med(base SUBSEP "rr")
                 if (m != "-") rr = sprintf("%.2fx [%.2f-%.2f]", m, lo[base SUBSEP "rr"], hi[base SUBSEP "rr"])
                 m = med(base SUBSEP "pr")
                 if (m != "-") pr = sprintf("%.2fx [%.2f-%.2f]", m, lo[base SUBSEP "pr"], hi[base SUBSEP "pr"])
+                m = med(base SUBSEP "cr")
+                if (m != "-") cr = sprintf("%.2fx [%.2f-%.2f]", m, lo[base SUBSEP "cr"], hi[base SUBSEP "cr"])
             }
             sy = med(base SUBSEP "sys"); cw = med(base SUBSEP "cs"); cu = med(base SUBSEP "cpu")
-            printf "%-6s %-6s %-8s %10.0f %9s %9s %9s %8s %8s %8s  %-22s %-22s\n", c, s, t, med(base SUBSEP "rps"),
+            printf "%-6s %-6s %-8s %10.0f %9s %9s %9s %8s %8s %8s  %-22s %-22s %-22s\n", c, s, t, med(base SUBSEP "rps"),
                 us(med(base SUBSEP "p50")), us(med(base SUBSEP "p99")), us(med(base SUBSEP "p999")),
                 sy == "-" ? "-" : sprintf("%.3f", sy), cw == "-" ? "-" : sprintf("%.3f", cw),
-                cu == "-" ? "-" : sprintf("%.1fus", cu), rr, pr
+                cu == "-" ? "-" : sprintf("%.1fus", cu), rr, pr, cr
         }
     }
 }' "$results"

@@ -146,12 +146,15 @@ const char *cli_fleet_name(const char *tool, const char *opt, const char *s)
     size_t n = strlen(s);
     if (n == 0 || n > 64)
         cli_bad(tool, opt, s, "a fleet name is 1..64 bytes");
+    /* A fleet's name, or one generation's: NAME@N (the library checks N). */
+    size_t at = strcspn(s, "@");
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '.' || c == '-';
-        if (!ok)
-            cli_bad(tool, opt, s, "a fleet name has only letters, digits, '_', '.' and '-'");
+                  (i < at && (c == '_' || c == '.' || c == '-')) || (i == at && i > 0 && i + 1 < n);
+        if (!ok || (i > at && (c < '0' || c > '9')))
+            cli_bad(tool, opt, s, "a fleet name has only letters, digits, '_', '.' and '-' (one "
+                    "generation's: NAME@N)");
     }
     return s;
 }

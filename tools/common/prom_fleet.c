@@ -158,25 +158,68 @@ static void fleet_tables(struct prom *p, struct orbit_fleet *f, const struct pro
     }
 }
 
+/* A generation's name, "web" or "web@2": its fleet ("web") and its number as text ("1", "2"). */
+static void split_generation(const char *name, char *base, size_t blen, char *gen, size_t glen)
+{
+    const char *at = strchr(name, '@');
+    int n = at ? (int)(at - name) : (int)strlen(name);
+    snprintf(base, blen, "%.*s", n, name);
+    snprintf(gen, glen, "%s", at ? at + 1 : "1");
+}
+
+/*
+ * What any release reads of a generation, its layouts this reader's or not: the
+ * version that started it and whether this reader reads it; and, for one of other
+ * layouts, its live members (counted by their kernel-held locks).
+ */
+static void fleet_generation(struct prom *p, const char *name, const struct prom_labels *fl, bool unreadable)
+{
+    struct orbit_generation_info gi[64];
+    ssize_t n = orbit_fleet_generations(name, gi, 64);
+    for (ssize_t i = 0; i < n && i < 64; i++) {
+        if (strcmp(gi[i].name, name) != 0)
+            continue;
+        char version[32] = "";
+        if (gi[i].library_version)
+            snprintf(version, sizeof version, "%u.%u.%u", gi[i].library_version >> 16,
+                     (gi[i].library_version >> 8) & 0xff, gi[i].library_version & 0xff);
+        struct prom_labels il = prom_with(fl, "version", version);
+        il = prom_with(&il, "readable", gi[i].readable ? "true" : "false");
+        prom_u64(p, "orbit_fleet_generation_info", PROM_GAUGE, "1 for each generation of a fleet: the orbit "
+                 "version that started it (empty: not recorded) and whether this reader's library reads its "
+                 "layouts.", "", &il, 1);
+        if (unreadable && gi[i].live_members >= 0)
+            prom_u64(p, "orbit_fleet_live_members", PROM_GAUGE, "Members whose process is alive.", "", fl,
+                     (uint64_t)gi[i].live_members);
+    }
+}
+
 static const char up_help[] = "1 when the fleet's segments could be opened and read, else 0.";
 
 void prom_fleet_down(struct prom *p, const char *fleet)
 {
-    struct prom_labels fl = prom_with(NULL, "fleet", fleet);
+    char base[ORBIT_FLEET_NAME_MAX + 1], gen[16];
+    split_generation(fleet, base, sizeof base, gen, sizeof gen);
+    struct prom_labels fl = prom_with(NULL, "fleet", base);
+    fl = prom_with(&fl, "generation", gen);
     prom_u64(p, "orbit_fleet_up", PROM_GAUGE, up_help, "", &fl, 0);
 }
 
 int prom_fleet(struct prom *p, const char *fleet)
 {
-    struct prom_labels fl = prom_with(NULL, "fleet", fleet);
+    char base[ORBIT_FLEET_NAME_MAX + 1], gen[16];
+    split_generation(fleet, base, sizeof base, gen, sizeof gen);
+    struct prom_labels fl = prom_with(NULL, "fleet", base);
+    fl = prom_with(&fl, "generation", gen);
     struct orbit_fleet *f;
     /* A segment still being created is not waited for: down in this scrape, read in the next. */
     struct orbit_observe_opts o = ORBIT_OBSERVE_OPTS_DEFAULT;
     o.ready_wait_ms = 0;
     int rc = orbit_fleet_observe_opts(fleet, &o, &f);
+    fleet_generation(p, fleet, &fl, rc == -ORBIT_EGEOMETRY);
     if (rc < 0) {
-        prom_fleet_down(p, fleet);
-        return rc;
+        prom_u64(p, "orbit_fleet_up", PROM_GAUGE, up_help, "", &fl, 0);
+        return rc == -ORBIT_EGEOMETRY ? 0 : rc;   /* another release's generation: there, not ours to read */
     }
     prom_u64(p, "orbit_fleet_up", PROM_GAUGE, up_help, "", &fl, 1);
     unsigned errors = 0;
@@ -196,33 +239,55 @@ int prom_fleet(struct prom *p, const char *fleet)
     return 0;
 }
 
+/* prom_fleet, and its failure named on stderr: 1 when it failed. */
+static int one_fleet(struct prom *p, const char *name, const char *tool)
+{
+    int rc = prom_fleet(p, name);
+    if (rc < 0 && tool)
+        fprintf(stderr, "%s: %s: %s\n", tool, name, rc == -ENOENT ? "no such fleet" : orbit_strerror(rc));
+    return rc < 0;
+}
+
+/* Append name's generations to v (a generation's name, or one listing none: the name itself). */
+static size_t add_generations(const char *name, prom_name *v, size_t n, size_t max)
+{
+    struct orbit_generation_info gi[64];
+    ssize_t g = strchr(name, '@') ? 0 : orbit_fleet_generations(name, gi, 64);
+    for (ssize_t k = 0; k < g && k < 64 && n < max; k++)
+        snprintf(v[n++], sizeof v[0], "%s", gi[k].name);
+    if (g <= 0 && n < max)
+        snprintf(v[n++], sizeof v[0], "%s", name);
+    return n;
+}
+
+prom_name *prom_fleet_names(const char *const *names, size_t n, ssize_t *found)
+{
+    size_t max = names ? n * 64 : FLEETS_MAX;
+    prom_name *v = calloc(max ? max : 1, sizeof *v);
+    if (!v) {
+        *found = -ENOMEM;
+        return NULL;
+    }
+    if (!names) {
+        *found = orbit_fleet_list(v, FLEETS_MAX);   /* every generation of every fleet */
+        if (*found > FLEETS_MAX)
+            *found = FLEETS_MAX;
+        return v;
+    }
+    size_t got = 0;
+    for (size_t i = 0; i < n; i++)
+        got = add_generations(names[i], v, got, max);
+    *found = (ssize_t)got;
+    return v;
+}
+
 int prom_fleets(struct prom *p, const char *const *names, size_t n, const char *tool)
 {
-    char (*all)[ORBIT_FLEET_NAME_MAX + 1] = NULL;
-    const char **listed = NULL;
-    if (!names) {
-        all = calloc(FLEETS_MAX, sizeof *all);
-        listed = calloc(FLEETS_MAX, sizeof *listed);
-        ssize_t found = all && listed ? orbit_fleet_list(all, FLEETS_MAX) : -ENOMEM;
-        if (found < 0) {
-            free(all);
-            free(listed);
-            return (int)found;
-        }
-        for (n = 0; n < (size_t)found && n < FLEETS_MAX; n++)
-            listed[n] = all[n];
-        names = listed;
-    }
+    ssize_t found;
+    prom_name *v = prom_fleet_names(names, n, &found);
     int failed = 0;
-    for (size_t i = 0; i < n; i++) {
-        int rc = prom_fleet(p, names[i]);
-        if (rc < 0) {
-            failed++;
-            if (tool)
-                fprintf(stderr, "%s: %s: %s\n", tool, names[i], rc == -ENOENT ? "no such fleet" : orbit_strerror(rc));
-        }
-    }
-    free(all);
-    free(listed);
-    return failed;
+    for (ssize_t i = 0; i < found; i++)
+        failed += one_fleet(p, v[i], tool);
+    free(v);
+    return found < 0 ? (int)found : failed;
 }

@@ -5,10 +5,12 @@
  * found with none on every pass for SECONDS is removed with
  * orbit_fleet_collect, which takes the fleet's gate alone and refuses if a
  * member lives or a joiner is mid-way: a fleet with a live member is never
- * touched, however the passes fall.
+ * touched, however the passes fall. Each generation of a fleet is judged on
+ * its own: an old one a rolling upgrade left empty goes, whatever its layouts.
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +60,8 @@ static ssize_t live_members(const char *name)
     o.ready_wait_ms = 0;
     struct orbit_fleet *f;
     int rc = orbit_fleet_observe_opts(name, &o, &f);
+    if (rc == -ORBIT_EGEOMETRY)
+        return orbit_fleet_live_members(name);   /* a generation of other layouts: by its locks */
     if (rc < 0)
         return rc;
     struct orbit_node_info *nodes = calloc(ORBIT_FLEET_CAPACITY_MAX, sizeof *nodes);
@@ -111,21 +115,29 @@ static bool stopping(struct gc *g)
     return stop;
 }
 
+/* Is listed "web@N" a later generation of one of the fleets named ("web")? */
+static bool generation_of(const char *listed, const char *const *names, size_t n_names)
+{
+    const char *at = strchr(listed, '@');
+    for (size_t i = 0; at && i < n_names; i++)
+        if (strlen(names[i]) == (size_t)(at - listed) && strncmp(names[i], listed, (size_t)(at - listed)) == 0)
+            return true;
+    return false;
+}
+
 void gc_pass(struct gc *g, const char *const *names, size_t n_names, gc_log_fn log)
 {
     uint64_t now = now_ns();
     for (size_t i = 0; i < g->n; i++)
         g->v[i].seen = false;
-    if (names) {
-        for (size_t i = 0; i < n_names && !stopping(g); i++)
-            gc_one(g, names[i], now, log);
-    } else {
-        size_t n = 0;
-        char (*all)[ORBIT_FLEET_NAME_MAX + 1] = list_all(&n);
-        for (size_t i = 0; i < n && !stopping(g); i++)
+    for (size_t i = 0; names && i < n_names && !stopping(g); i++)
+        gc_one(g, names[i], now, log);
+    size_t n = 0;   /* every fleet (--all), or the later generations of the ones named */
+    char (*all)[ORBIT_FLEET_NAME_MAX + 1] = list_all(&n);
+    for (size_t i = 0; i < n && !stopping(g); i++)
+        if (!names || generation_of(all[i], names, n_names))
             gc_one(g, all[i], now, log);
-        free(all);
-    }
+    free(all);
     for (size_t i = 0; i < g->n;)   /* fleets no longer there are forgotten */
         if (!g->v[i].seen)
             g->v[i] = g->v[--g->n];

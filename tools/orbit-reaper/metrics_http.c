@@ -144,40 +144,37 @@ static bool is_quarantined(struct metrics_http *m, const char *fleet)
 }
 
 /*
- * The fleets: every one served but those in quarantine, which are not opened
- * (a fleet that broke a bound is no scrape's to read) and read as down.
+ * The fleets (each generation): every one served but those in quarantine,
+ * which are not opened (a fleet that broke a bound is no scrape's to read)
+ * and read as down.
  */
 static void fleet_metrics(struct metrics_http *m, struct prom *p)
 {
-    char (*all)[ORBIT_FLEET_NAME_MAX + 1] = NULL;
-    size_t n = m->n_fleets;
-    if (!n) {
-        ssize_t found = orbit_fleet_list(NULL, 0);
-        all = found > 0 ? calloc((size_t)found, sizeof *all) : NULL;
-        found = all ? orbit_fleet_list(all, (size_t)found) : 0;
-        n = found > 0 ? (size_t)found : 0;
-    }
-    const char **open = calloc(n ? n : 1, sizeof *open);
-    size_t n_open = 0;
+    ssize_t n;
+    prom_name *names = prom_fleet_names(m->n_fleets ? m->fleets : NULL, m->n_fleets, &n);
+    bool *down = calloc(n > 0 ? (size_t)n : 1, sizeof *down);
     pthread_mutex_lock(&m->lock);
-    for (size_t i = 0; open && i < n; i++) {
-        const char *name = all ? all[i] : m->fleets[i];
-        if (!is_quarantined(m, name))
-            open[n_open++] = name;
-        else
-            prom_fleet_down(p, name);
-    }
+    for (ssize_t i = 0; down && i < n; i++)
+        down[i] = is_quarantined(m, names[i]);
     for (size_t i = 0; i < m->n_q; i++) {
-        struct prom_labels l = prom_with(NULL, "fleet", m->q[i].fleet);
+        char base[ORBIT_FLEET_NAME_MAX + 1];
+        const char *at = strchr(m->q[i].fleet, '@');
+        snprintf(base, sizeof base, "%.*s", at ? (int)(at - m->q[i].fleet) : ORBIT_FLEET_NAME_MAX, m->q[i].fleet);
+        struct prom_labels l = prom_with(NULL, "fleet", base);
+        l = prom_with(&l, "generation", at ? at + 1 : "1");
         l = prom_with(&l, "reason", m->q[i].reason);
         prom_u64(p, "orbit_reaper_quarantined", PROM_GAUGE, "1 for a fleet in quarantine (the reason label says "
                  "why): its members are tested on each re-read, a scrape does not open it.", "", &l, 1);
     }
     pthread_mutex_unlock(&m->lock);
-    if (n_open)
-        prom_fleets(p, open, n_open, NULL);
-    free(open);
-    free(all);
+    for (ssize_t i = 0; down && i < n; i++) {
+        if (down[i])
+            prom_fleet_down(p, names[i]);
+        else
+            prom_fleet(p, names[i]);
+    }
+    free(down);
+    free(names);
 }
 
 /* The exposition, in a buffer the caller frees; NULL when out of memory. */

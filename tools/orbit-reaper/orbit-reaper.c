@@ -47,7 +47,9 @@ static const char usage[] =
 "break a bound, or cannot be read, is quarantined (one JSON line) and tested on\n"
 "each re-read, so no fleet can stop or stall the reaper or another fleet.\n"
 "\n"
-"  -f, --fleet NAME       watch this fleet (repeatable; it may appear later)\n"
+"  -f, --fleet NAME       watch this fleet (repeatable; it may appear later): every\n"
+"                         generation of it this reaper's library reads (NAME@N:\n"
+"                         that generation only)\n"
 "  -a, --all              watch every fleet on this host, as they come and go\n"
 "  -b, --backend KIND     auto (default: BPF when it loads, else pidfd), bpf, pidfd\n"
 "  -i, --interval MS      membership re-read period (default 100)\n"
@@ -130,10 +132,23 @@ static void line_end(void)
     funlockfile(stdout);
 }
 
-static void json_status(int status)
+/* Why a death has no exit status: only a parent (or a kernel that reaped it, 6.15+) knows it. */
+static const char *status_unknown(const struct orbit_reaper_death *d)
 {
-    if (status < 0)
-        printf(",\"status\":null,\"exit_code\":null,\"signal\":null");
+    if (d->source == ORBIT_REAPER_FOUND_DEAD)
+        return "found dead on a re-read: no exit event";
+    if (!d->exit_ns)
+        return "watched through its life lock (another pid namespace or hidden): no exit event";
+    return "not our child: its parent has not reaped it yet";
+}
+
+static void json_status(const struct orbit_reaper_death *d)
+{
+    int status = d->status;
+    if (status < 0) {
+        printf(",\"status\":null,\"exit_code\":null,\"signal\":null,\"exit_code_unknown\":");
+        json_str(status_unknown(d));
+    }
     else if (WIFSIGNALED(status))
         printf(",\"status\":%d,\"exit_code\":null,\"signal\":%d", status, WTERMSIG(status));
     else
@@ -159,7 +174,7 @@ static void log_death(void *ctx, const struct orbit_reaper_death *d)
     json_str(d->fleet);
     printf(",\"node\":%u,\"pid\":%d,\"start_time\":" CLI_JSON_U64 ",\"incarnation\":" CLI_JSON_U64,
            d->node, d->pid, d->start_time, d->incarnation);
-    json_status(d->status);
+    json_status(d);
     printf(",\"backend\":\"%s\",\"source\":\"%s\"", orbit_reaper_backend_name(d->backend),
            d->source == ORBIT_REAPER_EXIT_EVENT ? "exit" : "found-dead");
     if (d->exit_ns && d->reclaimed_ns >= d->exit_ns)

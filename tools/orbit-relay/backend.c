@@ -14,6 +14,8 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include "httpmsg.h"
+#include "http.h"
+#include "modes.h"
 #include "relay.h"
 
 #define BE_IN   16384

@@ -21,7 +21,10 @@
 #include <sys/wait.h>
 #include <orbit/uring.h>
 #include "cli.h"
+#include "load.h"
+#include "modes.h"
 #include "relay.h"
+#include "supervisor.h"
 
 struct demo_opts {
     int workers, connections, upstreams;
@@ -41,7 +44,7 @@ struct death_report {
 
 struct demo {
     struct demo_opts o;
-    struct relay_fleet rf;
+    struct sup_fleet rf;
     int sfd;
     pid_t backend_pid, reaper_pid, load_pid;
     int reaper_out, load_out;
@@ -134,7 +137,7 @@ static int start_backend(struct demo *d, struct sockaddr_in *addr)
         return -errno;
     d->backend_pid = fork();
     if (d->backend_pid == 0) {
-        relay_child_signals();
+        sup_child_signals();
         close(p[0]);
         struct sockaddr_in any;
         cli_parse_inet("127.0.0.1:0", &any, NULL);
@@ -161,7 +164,7 @@ static int start_reaper(struct demo *d)
         return -errno;
     d->reaper_pid = fork();
     if (d->reaper_pid == 0) {
-        relay_child_signals();
+        sup_child_signals();
         dup2(p[1], 1);
         execl(d->o.reaper, d->o.reaper, "--fleet", d->o.fleet, "--interval", "50", (char *)NULL);
         _exit(127);
@@ -180,7 +183,7 @@ static int start_reaper(struct demo *d)
         read_reaper(d);
     }
     if (!d->reaper_backend[0]) {
-        relay_end_child(d->reaper_pid, 1000);
+        sup_end_child(d->reaper_pid, 1000);
         d->reaper_pid = 0;
         close(d->reaper_out);
         d->reaper_out = -1;
@@ -196,7 +199,7 @@ static int start_load(struct demo *d, const struct sockaddr_in *relay)
         return -errno;
     d->load_pid = fork();
     if (d->load_pid == 0) {
-        relay_child_signals();
+        sup_child_signals();
         close(p[0]);
         struct load_opts lo = { .addr = *relay, .connections = d->o.connections, .duration_s = d->o.duration };
         relay_format_addr(relay, lo.host, sizeof lo.host);
@@ -277,7 +280,7 @@ static void on_children(struct demo *d)
     pid_t others[3] = { d->backend_pid, d->reaper_pid, d->load_pid };
     int status[3] = { 0, 0, 0 };
     uint64_t reaps = atomic_load(&d->rf.st->supervisor_reaps);
-    int deaths = fleet_on_sigchld(&d->rf, others, 3, status);
+    int deaths = sup_on_sigchld(&d->rf, others, 3, status);
     if (deaths > 0) {
         fprintf(d->log, "  supervisor: worker exit seen, %s\n",
                 d->rf.opts.restart ? "replacement started" : "not replaced");
@@ -474,7 +477,7 @@ static void summary_text(struct demo *d, const struct table_check *tc, const str
     fprintf(out, "errors        %" PRIu64 " failed; %" PRIu64 " lost in flight on the killed worker (bound %" PRIu64
                  "); %" PRIu64 " connect errors\n", v->failed, v->lost, v->lost_bound, r->connect_errors);
     fprintf(out, "latency       p50 %.0f us  p99 %.0f us  max %.0f us\n",
-            (double)hist_percentile(&r->hist, 0.50) / 1e3, (double)hist_percentile(&r->hist, 0.99) / 1e3,
+            (double)relay_hist_percentile(&r->hist, 0.50) / 1e3, (double)relay_hist_percentile(&r->hist, 0.99) / 1e3,
             (double)r->hist.max_ns / 1e3);
     fprintf(out, "leases        %" PRIu64 " local, %" PRIu64 " remote (%" PRIu64 " served for another worker), %" PRIu64
                  " retried, %" PRIu64 " waits for capacity\n",
@@ -509,7 +512,7 @@ static void summary_json(struct demo *d, const struct table_check *tc, const str
                  ",\"p50_us\":%.1f,\"p99_us\":%.1f,\"rps\":%.1f,",
             v->ok ? "true" : "false", d->o.workers, d->o.connections, d->o.upstreams, r->elapsed_s, r->ok, v->failed,
             v->lost, v->lost_bound, r->bad_status, r->bad_body, r->timeouts, r->connect_errors,
-            (double)hist_percentile(&r->hist, 0.50) / 1e3, (double)hist_percentile(&r->hist, 0.99) / 1e3,
+            (double)relay_hist_percentile(&r->hist, 0.50) / 1e3, (double)relay_hist_percentile(&r->hist, 0.99) / 1e3,
             r->elapsed_s > 0 ? (double)r->ok / r->elapsed_s : 0.0);
     fprintf(out, "\"leases_local\":" CLI_JSON_U64 ",\"leases_remote\":" CLI_JSON_U64
                  ",\"served_remote\":" CLI_JSON_U64 ",\"retries\":" CLI_JSON_U64 ",\"aborted\":" CLI_JSON_U64
@@ -598,11 +601,11 @@ static int parse_demo(int argc, char **argv, struct demo_opts *o)
 
 static void teardown(struct demo *d)
 {
-    fleet_stop(&d->rf, 3000);
-    relay_end_child(d->load_pid, 1000);
-    relay_end_child(d->backend_pid, 2000);
+    sup_stop(&d->rf, 3000);
+    sup_end_child(d->load_pid, 1000);
+    sup_end_child(d->backend_pid, 2000);
     if (d->reaper_pid > 0) {
-        relay_end_child(d->reaper_pid, 2000);
+        sup_end_child(d->reaper_pid, 2000);
         read_reaper(d);
     }
     if (d->reaper_out >= 0)
@@ -614,7 +617,7 @@ static void teardown(struct demo *d)
 static void cleanup(struct demo *d)
 {
     relay_stats_unmap(d->rf.st);
-    relay_stats_unlink(d->o.fleet);
+    relay_stats_unlink(d->o.fleet, false);
     orbit_fleet_unlink(d->o.fleet);
 }
 
@@ -625,10 +628,12 @@ int demo_main(int argc, char **argv)
     int rc = parse_demo(argc, argv, &d.o);
     if (rc)
         return rc == 1 ? 0 : rc;
+    if (uring_check() < 0)
+        return 1;
     d.log = d.o.json ? stderr : stdout;
     signal(SIGPIPE, SIG_IGN);
     orbit_fleet_unlink(d.o.fleet);
-    d.sfd = relay_signalfd();
+    d.sfd = sup_signalfd();
     struct relay_opts ro;
     relay_opts_defaults(&ro);
     ro.fleet = d.o.fleet;
@@ -644,7 +649,7 @@ int demo_main(int argc, char **argv)
     bool reaper = start_reaper(&d) == 0;
     ro.self_reap = !reaper;
     ro.report_deaths = !reaper;   /* with the daemon, show the daemon's reclaim */
-    rc = fleet_start(&d.rf, &ro);
+    rc = sup_start(&d.rf, &ro, NULL);
     char lis[64], up[64];
     relay_format_addr(&d.rf.opts.listen, lis, sizeof lis);
     relay_format_addr(&ro.upstream, up, sizeof up);

@@ -7,8 +7,11 @@
  * relay trusts for it. The head was read without it (parse.c), so the
  * parser is brought to the body by a head of the same kind that says
  * chunked and nothing else, the state a real chunked head leaves it in
- * as far as the body is concerned.
+ * as far as the body is concerned. libhttp-parser is lenient about the
+ * lines between chunks: chunked.c holds them to the RFC first, and a body
+ * the two read differently is refused.
  */
+#include <stdio.h>
 #include <string.h>
 #include "httpmsg.h"
 
@@ -48,6 +51,7 @@ static void chunked_parser(struct hm_msg *m)
     http_parser_init(&m->p, m->response ? HTTP_RESPONSE : HTTP_REQUEST);
     m->p.data = m;
     http_parser_execute(&m->p, &body_settings, head, n);
+    hm_chunk_check_init(&m->check);
     m->parser_ready = true;
 }
 
@@ -55,12 +59,17 @@ static ssize_t chunked_body(struct hm_msg *m, char *buf, size_t len, size_t *out
 {
     if (!m->parser_ready)
         chunked_parser(m);
+    ssize_t strict = hm_chunk_check(&m->check, buf, len);
+    if (strict < 0)
+        return -1;   /* before the parser moves a byte: the request is refused whole */
     m->p.data = m;
     m->wp = buf;
     size_t n = http_parser_execute(&m->p, &body_settings, buf, len);
     enum http_errno err = HTTP_PARSER_ERRNO(&m->p);
     if ((err != HPE_OK && err != HPE_PAUSED) || (!m->complete && n != len) || n > len)
         return -1;
+    if (m->complete != hm_chunk_check_done(&m->check) || n != (size_t)strict)
+        return -1;   /* the two end the body in different places: neither is trusted */
     *out = m->dechunk ? (size_t)(m->wp - buf) : n;
     return (ssize_t)n;
 }
@@ -107,4 +116,22 @@ int hm_eof(struct hm_msg *m)
         return -1;
     m->complete = true;
     return 0;
+}
+
+size_t hm_chunk_line(char line[HM_CHUNK_LINE_LEN], size_t n)
+{
+    return (size_t)snprintf(line, HM_CHUNK_LINE_LEN, "%zx\r\n", n);
+}
+
+char *hm_chunk_tail(char *e, size_t n, bool last)
+{
+    if (n) {
+        memcpy(e, "\r\n", 2);
+        e += 2;
+    }
+    if (last) {
+        memcpy(e, "0\r\n\r\n", 5);   /* trailers are not passed on */
+        e += 5;
+    }
+    return e;
 }

@@ -15,6 +15,29 @@
 #include <emmintrin.h>
 #endif
 
+#define HB_TCHAR(c)                                                                                     \
+    (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || ((c) >= '0' && (c) <= '9') ||        \
+     (c) == '!' || (c) == '#' || (c) == '$' || (c) == '%' || (c) == '&' || (c) == '\'' || (c) == '*' || \
+     (c) == '+' || (c) == '-' || (c) == '.' || (c) == '^' || (c) == '_' || (c) == '`' || (c) == '|' ||  \
+     (c) == '~')
+#define HB_TCHAR_ROW(r)                                                                                 \
+    HB_TCHAR(r), HB_TCHAR(r + 1), HB_TCHAR(r + 2), HB_TCHAR(r + 3), HB_TCHAR(r + 4), HB_TCHAR(r + 5),   \
+    HB_TCHAR(r + 6), HB_TCHAR(r + 7), HB_TCHAR(r + 8), HB_TCHAR(r + 9), HB_TCHAR(r + 10),             \
+    HB_TCHAR(r + 11), HB_TCHAR(r + 12), HB_TCHAR(r + 13), HB_TCHAR(r + 14), HB_TCHAR(r + 15)
+
+/* A token's bytes (RFC 9110 5.6.2): one lookup per byte of a method, a field name, a chunk extension. */
+static const bool hb_tchars[256] = {
+    HB_TCHAR_ROW(0x00), HB_TCHAR_ROW(0x10), HB_TCHAR_ROW(0x20), HB_TCHAR_ROW(0x30),
+    HB_TCHAR_ROW(0x40), HB_TCHAR_ROW(0x50), HB_TCHAR_ROW(0x60), HB_TCHAR_ROW(0x70),
+    HB_TCHAR_ROW(0x80), HB_TCHAR_ROW(0x90), HB_TCHAR_ROW(0xa0), HB_TCHAR_ROW(0xb0),
+    HB_TCHAR_ROW(0xc0), HB_TCHAR_ROW(0xd0), HB_TCHAR_ROW(0xe0), HB_TCHAR_ROW(0xf0),
+};
+
+static inline bool hb_is_tchar(unsigned char c)
+{
+    return hb_tchars[c];
+}
+
 /* VCHAR, obs-text, SP and HTAB: what a field value holds. */
 static inline bool hb_is_value(unsigned char c)
 {

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "relay.h"
+#include <stdio.h>
+#include "http.h"
 
 uint64_t http_path_hash(const char *path, size_t len)
 {
@@ -186,4 +187,20 @@ int http_error(char *buf, size_t len, int status, const char *reason, bool close
     int n = snprintf(buf, len, "HTTP/1.1 %d %s\r\nContent-Length: %zu\r\nContent-Type: text/plain\r\n%s\r\n%s\n",
                      status, reason, rl, close ? "Connection: close\r\n" : "", reason);
     return n < 0 || (size_t)n >= len ? -1 : n;
+}
+
+const char *http_reason(int status)
+{
+    switch (status) {
+    case 400: return "Bad Request";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Error";
+    }
 }

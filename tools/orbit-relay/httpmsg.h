@@ -55,6 +55,29 @@ struct hm_plan {
 /* How a message's body ends once its head is read. */
 enum hm_framing { HM_NO_BODY, HM_BY_LENGTH, HM_BY_CLOSE, HM_CHUNKED };
 
+/*
+ * A chunked body's framing held to RFC 9112 7.1 (chunked.c): CRLF only, no
+ * whitespace in a size line, extensions and trailer lines by their grammar,
+ * exactly CRLF after chunk data. Beyond these limits a body is refused too.
+ */
+#define HM_CHUNK_LINE_MAX 4096                          /* a size line, extensions and CRLF included */
+#define HM_TRAILERS_MAX   16384                         /* the trailer section and the body's last CRLF */
+#define HM_CHUNK_SIZE_MAX UINT64_C(0x0fffffffffffffff)  /* 15 hex digits past leading zeros */
+
+struct hm_chunk_check {
+    uint64_t left;              /* the chunk's size, then its data bytes still to come */
+    uint32_t line;              /* bytes of the size line, or of the trailer section, so far */
+    uint8_t state;
+};
+
+void hm_chunk_check_init(struct hm_chunk_check *k);
+/* The next len bytes of a chunked body: how many belong to it (len while it goes on,
+ * fewer once its last CRLF was among them), or -1 at a byte no correct body has there
+ * (then for every call after it too). */
+ssize_t hm_chunk_check(struct hm_chunk_check *k, const char *buf, size_t len);
+/* The body's last CRLF was read. */
+bool hm_chunk_check_done(const struct hm_chunk_check *k);
+
 /* One message being read: its head, then its body. */
 struct hm_msg {
     http_parser p;              /* a chunked body's parser, set up on the body's first bytes */
@@ -66,7 +89,8 @@ struct hm_msg {
     uint64_t payload;           /* payload bytes seen */
     uint8_t framing;            /* enum hm_framing */
     bool response;
-    bool parser_ready;          /* p is inside the chunked body */
+    bool parser_ready;          /* p is inside the chunked body, and check at its start */
+    struct hm_chunk_check check; /* the same body's lines, held to the RFC */
     uint64_t left;              /* HM_BY_LENGTH: body bytes still to come */
     struct hm_plan plan;
 };
@@ -100,6 +124,14 @@ void hm_body_passed(struct hm_msg *m, uint64_t n);
 
 /* The connection closed: 0 if that ends the message (close-delimited), -1 if it was cut short. */
 int hm_eof(struct hm_msg *m);
+
+/* Re-chunking a body that streams on: each piece of payload becomes one chunk. */
+#define HM_CHUNK_LINE_LEN 20
+/* A chunk's size line for n payload bytes (hex and CRLF) into line; its length. */
+size_t hm_chunk_line(char line[HM_CHUNK_LINE_LEN], size_t n);
+/* After a chunk's n payload bytes at e: their CRLF (none for n = 0), and the last
+ * chunk when last (trailers are not passed on). Returns the new end. */
+char *hm_chunk_tail(char *e, size_t n, bool last);
 
 /* Rewrite of a head for the next hop. */
 struct hm_rewrite {

@@ -16,6 +16,8 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include "cli.h"
+#include "http.h"
+#include "load.h"
 #include "relay.h"
 
 #define LD_BUF 16384
@@ -179,7 +181,7 @@ static void ld_finish_response(struct load *L, struct lconn *c)
         L->r->bad_body++;
     else {
         L->r->ok++;
-        hist_add(&L->r->hist, (uint64_t)(relay_now_ns() - c->t0));
+        relay_hist_add(&L->r->hist, (uint64_t)(relay_now_ns() - c->t0));
     }
     L->r->bytes += c->resp.head_len + c->body_seen;
     if (!c->resp.keepalive) {
@@ -380,15 +382,15 @@ void load_print(const struct load_opts *o, const struct load_result *r, FILE *ou
                      ",\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f}\n",
                 o->connections, r->elapsed_s, r->sent, r->ok, failed, r->lost, r->bad_status, r->bad_body,
                 r->timeouts, r->connect_errors, r->reconnects, r->bytes, rps,
-                (double)hist_percentile(&r->hist, 0.50) / 1e3, (double)hist_percentile(&r->hist, 0.99) / 1e3,
-                (double)hist_percentile(&r->hist, 0.999) / 1e3, (double)r->hist.max_ns / 1e3);
+                (double)relay_hist_percentile(&r->hist, 0.50) / 1e3, (double)relay_hist_percentile(&r->hist, 0.99) / 1e3,
+                (double)relay_hist_percentile(&r->hist, 0.999) / 1e3, (double)r->hist.max_ns / 1e3);
         return;
     }
     fprintf(out, "%" PRIu64 " requests in %.2f s over %d connections: %.0f req/s\n", r->ok, r->elapsed_s,
             o->connections, rps);
     fprintf(out, "latency p50 %.1f us  p99 %.1f us  p99.9 %.1f us  max %.1f us\n",
-            (double)hist_percentile(&r->hist, 0.50) / 1e3, (double)hist_percentile(&r->hist, 0.99) / 1e3,
-            (double)hist_percentile(&r->hist, 0.999) / 1e3, (double)r->hist.max_ns / 1e3);
+            (double)relay_hist_percentile(&r->hist, 0.50) / 1e3, (double)relay_hist_percentile(&r->hist, 0.99) / 1e3,
+            (double)relay_hist_percentile(&r->hist, 0.999) / 1e3, (double)r->hist.max_ns / 1e3);
     fprintf(out, "errors: %" PRIu64 " failed (status %" PRIu64 ", body %" PRIu64 ", timeout %" PRIu64 "), %" PRIu64
                  " lost with their connection, %" PRIu64 " connect errors, %" PRIu64 " reconnects\n",
             failed, r->bad_status, r->bad_body, r->timeouts, r->lost, r->connect_errors, r->reconnects);

@@ -6,13 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "load.h"
+#include "modes.h"
 #include "relay.h"
+#include "supervisor.h"
 
 static const char usage[] =
 "usage:\n"
 "  orbit-relay --fleet NAME --listen [HOST:]PORT --upstream [HOST:]PORT [--workers N] [--upstreams U]\n"
 "              [--self-reap] [--no-restart] [--max-head BYTES] [--max-body BYTES]\n"
 "              [--header-timeout MS] [--idle-timeout MS] [--connect-timeout MS] [--response-timeout MS]\n"
+"              [--drain-timeout MS] [--control PATH] [--upgrade]\n"
 "      run a relay fleet: an HTTP/1.1 reverse proxy of N io_uring workers (default one per core,\n"
 "      at least 2; each pinned to a CPU in turn, ORBIT_RELAY_NO_PIN=1 not) accepting on\n"
 "      SO_REUSEPORT listeners (held by the supervisor, so a replacement worker takes over a dead\n"
@@ -30,6 +34,13 @@ static const char usage[] =
 "      then the client's connection is cut).\n"
 "      Interim responses: 100-continue is answered by the relay; 102, 103... go on to HTTP/1.1\n"
 "      clients as they come (never to HTTP/1.0 ones).\n"
+"      SIGTERM stops it gracefully: requests in flight are served, each connection is closed after\n"
+"      its next response (Connection: close) or once idle 1 s, within --drain-timeout (5000 ms).\n"
+"      Upgrade without a failed request: start the new binary with the same arguments and\n"
+"      --upgrade. It takes the running relay's listening sockets from its control socket\n"
+"      (--control, default /dev/shm/orbit-relay.NAME.ctl), starts its workers on them, and the\n"
+"      running relay then stops gracefully and exits; if the new one fails to start, the running\n"
+"      one carries on.\n"
 "  orbit-relay --backend [HOST:]PORT\n"
 "      a keep-alive HTTP/1.1 origin whose bodies are a function of the path\n"
 "      (/size/N: N bytes, at most 1 MiB (1048576); any other path 32..2048 bytes).\n"
@@ -45,7 +56,10 @@ static const char usage[] =
 "      and stream tables. BATCH and YIELD together: about 0.1 system calls a request.\n"
 "  orbit-relay --demo [--help]\n"
 "      backend + reaper + fleet + load, one worker killed midway, and a checked summary.\n"
-"  orbit-relay --help | --version\n";
+"  orbit-relay --help | --version\n"
+"Every mode but --stats runs on io_uring: where it is refused (a seccomp filter, as Docker's default\n"
+"profile has, or kernel.io_uring_disabled) orbit-relay exits 1 at start with one line saying which\n"
+"and what lifts it.\n";
 
 /* A bad argument: one line naming it, exit 2. */
 static int bad_arg(const char *what, const char *value)
@@ -109,7 +123,8 @@ static const struct option longs[] = {
     { "max-head", required_argument, 0, 1 }, { "max-body", required_argument, 0, 2 },
     { "header-timeout", required_argument, 0, 3 }, { "idle-timeout", required_argument, 0, 4 },
     { "connect-timeout", required_argument, 0, 5 }, { "response-timeout", required_argument, 0, 6 },
-    { 0, 0, 0, 0 } };
+    { "drain-timeout", required_argument, 0, 7 }, { "control", required_argument, 0, 8 },
+    { "upgrade", no_argument, 0, 9 }, { 0, 0, 0, 0 } };
 
 /* The option's long name, for messages. */
 static const char *opt_name(int ch)
@@ -131,7 +146,7 @@ static int take_option(struct args *a, int ch, const char *arg)
     struct { int ch; long long min, max; } nums[] = {
         { 'w', 1, RELAY_STATS_SLOTS / 2 }, { 'u', 1, 200 * (RELAY_STATS_SLOTS / 2) }, { 'c', 1, 4096 },
         { 'n', 1, INT64_MAX }, { 1, 256, 1 << 20 }, { 2, 0, 1LL << 30 }, { 3, 1, max_ms }, { 4, 1, max_ms },
-        { 5, 1, max_ms }, { 6, 1, max_ms } };
+        { 5, 1, max_ms }, { 6, 1, max_ms }, { 7, 1, max_ms } };
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
         if (nums[i].ch == ch && !parse_num(arg, nums[i].min, nums[i].max, &v))
             return bad_arg(opt_name(ch), arg);
@@ -170,6 +185,13 @@ static int take_option(struct args *a, int ch, const char *arg)
     case 4: a->ro.idle_timeout_ms = (int)v; break;
     case 5: a->ro.connect_timeout_ms = (int)v; break;
     case 6: a->ro.response_timeout_ms = (int)v; break;
+    case 7: a->ro.drain_timeout_ms = (int)v; break;
+    case 8:
+        if (!*arg || strlen(arg) >= sizeof ((struct handover_server *)0)->path - 8)
+            return bad_arg("--control (a path of at most 99 bytes)", arg);
+        a->ro.control = arg;
+        break;
+    case 9: a->ro.upgrade = true; break;
     default: return 2;
     }
     return 0;
@@ -186,7 +208,12 @@ static int run_relay(struct args *a)
     }
     if (ro->upstreams <= 0)
         ro->upstreams = 32 * ro->workers;
-    return relay_run(ro);
+    static char control[128];
+    if (!ro->control) {
+        handover_default_path(ro->fleet, control, sizeof control);
+        ro->control = control;
+    }
+    return sup_run(ro);
 }
 
 int main(int argc, char **argv)
@@ -209,6 +236,8 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         return bad_arg("argument", argv[optind]);
+    if (a.mode != M_STATS && a.mode != M_NONE && uring_check() < 0)
+        return 1;   /* every other mode runs on io_uring: refused, it says why and starts nothing */
     switch (a.mode) {
     case M_BACKEND:
         return backend_main(&a.backend, -1, a.ro.quiet);

@@ -19,26 +19,9 @@
 
 /* ---- bytes --------------------------------------------------------------- */
 
-#define TCHAR(c)                                                                                        \
-    (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || ((c) >= '0' && (c) <= '9') ||        \
-     (c) == '!' || (c) == '#' || (c) == '$' || (c) == '%' || (c) == '&' || (c) == '\'' || (c) == '*' || \
-     (c) == '+' || (c) == '-' || (c) == '.' || (c) == '^' || (c) == '_' || (c) == '`' || (c) == '|' ||  \
-     (c) == '~')
-#define TCHAR_ROW(r)                                                                                    \
-    TCHAR(r), TCHAR(r + 1), TCHAR(r + 2), TCHAR(r + 3), TCHAR(r + 4), TCHAR(r + 5), TCHAR(r + 6),       \
-    TCHAR(r + 7), TCHAR(r + 8), TCHAR(r + 9), TCHAR(r + 10), TCHAR(r + 11), TCHAR(r + 12),             \
-    TCHAR(r + 13), TCHAR(r + 14), TCHAR(r + 15)
-
-/* One lookup per byte of a method or field name. */
-static const bool tchars[256] = {
-    TCHAR_ROW(0x00), TCHAR_ROW(0x10), TCHAR_ROW(0x20), TCHAR_ROW(0x30), TCHAR_ROW(0x40), TCHAR_ROW(0x50),
-    TCHAR_ROW(0x60), TCHAR_ROW(0x70), TCHAR_ROW(0x80), TCHAR_ROW(0x90), TCHAR_ROW(0xa0), TCHAR_ROW(0xb0),
-    TCHAR_ROW(0xc0), TCHAR_ROW(0xd0), TCHAR_ROW(0xe0), TCHAR_ROW(0xf0),
-};
-
 static inline bool is_tchar(unsigned c)
 {
-    return tchars[c & 0xff];
+    return hb_is_tchar((unsigned char)c);
 }
 
 static inline bool is_digit(char c)

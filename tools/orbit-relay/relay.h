@@ -29,6 +29,10 @@ struct relay_opts {
     int idle_timeout_ms;         /* an idle keep-alive connection is closed after this */
     int connect_timeout_ms;      /* upstream connect */
     int response_timeout_ms;     /* upstream response head after the request went out */
+    int drain_timeout_ms;        /* a stopping worker exits once idle, or after this */
+    const char *control;         /* the supervisor's control socket (upgrades), or NULL */
+    bool upgrade;                /* take over from the relay of the fleet at control */
+    uint16_t fleet_capacity;     /* nodes of the fleet workers join; 0: relay_fleet_capacity(workers) */
     bool restart;                /* the supervisor replaces a dead worker */
     bool self_reap;              /* the supervisor runs orbit_fleet_reap on a death */
     bool report_deaths;          /* the supervisor reports its dead workers (off: the demo shows the reaper) */
@@ -51,39 +55,12 @@ size_t relay_buffered_max(const struct relay_opts *o);
 /* Gets an SQE, submitting once if the SQ is full; never NULL for a ring of sane size. */
 struct io_uring_sqe *relay_sqe(struct io_uring *ring);
 
-/* Latency histogram: log-linear buckets, ~1.6% resolution, 1 ns .. ~70 s. */
+/* Latency histogram (the load generator's): log-linear buckets, ~1.6% resolution, 1 ns .. ~70 s. */
 #define HIST_SUB 64
 #define HIST_BUCKETS (37 * HIST_SUB)
 struct relay_hist { uint64_t count, max_ns; uint64_t b[HIST_BUCKETS]; };
-void hist_add(struct relay_hist *h, uint64_t ns);
-uint64_t hist_percentile(const struct relay_hist *h, double p);
-
-/* ---- HTTP (http.c) ----------------------------------------------------- */
-
-/* The body the backend returns for a path: its length and bytes are a pure
- * function of the path, so the load generator can check every byte. */
-uint64_t http_path_hash(const char *path, size_t len);
-size_t http_body_len(const char *path, size_t len);
-void http_body_fill(uint64_t hash, size_t off, char *buf, size_t n);
-#define HTTP_BODY_MAX (1u << 20)
-
-struct http_req {
-    size_t head_len;        /* through the blank line */
-    size_t content_length;  /* body bytes after the head */
-    const char *path; size_t path_len;
-    bool keepalive;
-    bool http10;
-    bool head_method;       /* HEAD: no body in the response */
-    bool chunked;           /* a chunked body follows the head */
-};
-/* 1: a complete head parsed; 0: need more bytes; -1: malformed or unsupported. */
-int http_parse_request(const char *buf, size_t len, struct http_req *out);
-
-struct http_resp { size_t head_len; size_t content_length; int status; bool keepalive; };
-int http_parse_response(const char *buf, size_t len, struct http_resp *out);
-
-/* A canned error response (no body beyond the reason). Returns its length. */
-int http_error(char *buf, size_t len, int status, const char *reason, bool close);
+void relay_hist_add(struct relay_hist *h, uint64_t ns);
+uint64_t relay_hist_percentile(const struct relay_hist *h, double p);
 
 /* ---- shared statistics (stats.c): /dev/shm/orbit-relay.<fleet> --------- */
 
@@ -141,10 +118,18 @@ struct relay_stats {
     struct relay_worker_stats w[RELAY_STATS_SLOTS];
 };
 
-int  relay_stats_create(const char *fleet, struct relay_stats **out);
+/* The counters summed over every slot, and the gauges (summed over running slots only). */
+#define RELAY_STATS_COUNTERS(X) X(accepted) X(requests) X(errors) X(local_leases) X(remote_leases) \
+    X(served_remote) X(streams) X(retries) X(aborted) X(upstreams_created) X(upstream_failures) X(pool_waits) \
+    X(refused) X(futex_waits) X(submits) X(quiet_waits) X(spliced)
+#define RELAY_STATS_GAUGES(X) X(conns_open) X(serving_remote) X(upstreams_open) X(inflight) X(queued)
+
+/* staged: beside the fleet's path until relay_stats_publish (a successor's, in an upgrade). */
+int  relay_stats_create(const char *fleet, bool staged, struct relay_stats **out);
+int  relay_stats_publish(const char *fleet);
 int  relay_stats_open(const char *fleet, struct relay_stats **out);   /* read-only use */
 void relay_stats_unmap(struct relay_stats *);
-void relay_stats_unlink(const char *fleet);
+void relay_stats_unlink(const char *fleet, bool staged);
 /* Sum of every slot's counters into *out (gauges only over running slots). */
 void relay_stats_total(const struct relay_stats *, struct relay_worker_stats *out);
 #define STAT_ADD(w, field, n) atomic_fetch_add_explicit(&(w)->field, (n), memory_order_relaxed)
@@ -159,52 +144,5 @@ extern const struct orbit_stream_spec relay_stream_spec;
 /* The pool key of a backend: a 128-bit digest of its address. */
 orbit_key relay_backend_key(const struct sockaddr_in *a);
 uint16_t relay_fleet_capacity(int workers);
-
-/* ---- the parts --------------------------------------------------------- */
-
-int backend_main(const struct sockaddr_in *addr, int ready_fd, bool quiet);
-int worker_main(const struct relay_opts *o, struct relay_stats *st, int slot, int ready_fd);
-
-struct load_opts {
-    struct sockaddr_in addr;
-    char host[64];
-    int connections;
-    uint64_t requests;      /* 0: no limit */
-    double duration_s;      /* 0: no limit */
-    bool json;
-};
-struct load_result {
-    uint64_t sent, ok, lost, bad_status, bad_body, timeouts, connect_errors, reconnects;
-    uint64_t bytes;
-    double elapsed_s;
-    struct relay_hist hist;
-};
-int load_run(const struct load_opts *o, struct load_result *r);
-void load_print(const struct load_opts *o, const struct load_result *r, FILE *out);
-
-/* Supervisor: workers, restarts and reaps. */
-struct relay_fleet {
-    struct relay_opts opts;
-    struct relay_stats *st;
-    pid_t pids[RELAY_STATS_SLOTS];
-    int slot_of[RELAY_STATS_SLOTS];   /* worker index -> stats slot */
-    int lfds[RELAY_STATS_SLOTS];      /* worker index -> its listener */
-    struct orbit_fleet *observer;     /* for reaps and inspection */
-    int ready_rd, ready_wr;
-    int cpus[RELAY_STATS_SLOTS];      /* the CPUs the workers are pinned to, in turn */
-    int n_cpus;                       /* 0: not pinned */
-};
-int  fleet_start(struct relay_fleet *rf, const struct relay_opts *o);
-/* Reaps exited children; returns the number of worker deaths seen. */
-int  fleet_on_sigchld(struct relay_fleet *rf, pid_t *other_pids, int n_other, int *other_status);
-int  fleet_spawn(struct relay_fleet *rf, int index);
-void fleet_stop(struct relay_fleet *rf, int timeout_ms);
-int  relay_run(const struct relay_opts *o);
-int  relay_signalfd(void);                 /* blocks SIGCHLD/TERM/INT; a signalfd for them */
-void relay_child_signals(void);            /* in a forked child: default signals, none blocked */
-int  relay_end_child(pid_t pid, int timeout_ms);   /* SIGTERM, wait, SIGKILL; the wait status */
-
-int stats_main(const char *fleet, bool json);
-int demo_main(int argc, char **argv);
 
 #endif

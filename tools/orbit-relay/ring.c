@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * orbit-relay worker: its ring. Which io_uring features it runs with (each
+ * orbit-relay worker: the loop's ring. Which io_uring features it runs with (each
  * with a fallback where the kernel refuses it, each forced off by an
  * ORBIT_RELAY_NO_* variable), the provided-buffer ring the clients' multishot
  * receives fill, and the one call that submits and waits for a batch.
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include "worker.h"
+#include "loop.h"
 
 /* Debian 12's liburing 2.3 predates these (Linux 6.10 and 6.12). */
 #ifndef IORING_FEAT_RECVSEND_BUNDLE
@@ -63,7 +63,7 @@ static const struct { unsigned bit; const char *name, *env; } w_features[] = {
 };
 #define N_FEATURES (sizeof w_features / sizeof w_features[0])
 
-const char *ring_feature_name(unsigned i, unsigned *bit)
+const char *loop_feature_name(unsigned i, unsigned *bit)
 {
     if (i >= N_FEATURES)
         return NULL;
@@ -109,7 +109,7 @@ static int env_uint(const char *name, unsigned def, unsigned lo, unsigned hi, un
 /* The ring: one thread submits and reaps, and its completions' task work waits
  * for its next wait (DEFER_TASKRUN) rather than interrupting it. Older kernels
  * get less of that, then a plain ring. */
-static int ring_init(struct worker *w, unsigned want)
+static int ring_init(struct loop *l, unsigned want)
 {
     static const unsigned tries[] = {
         IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN,
@@ -122,77 +122,77 @@ static int ring_init(struct worker *w, unsigned want)
             continue;
         struct io_uring_params p = { .flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | tries[i],
                                      .cq_entries = 16384 };
-        rc = io_uring_queue_init_params(2048, &w->ring, &p);
+        rc = io_uring_queue_init_params(2048, &l->ring, &p);
         if (rc == -EINVAL) {   /* before SUBMIT_ALL (5.18) */
             p = (struct io_uring_params){ .flags = IORING_SETUP_CQSIZE | tries[i], .cq_entries = 16384 };
-            rc = io_uring_queue_init_params(2048, &w->ring, &p);
+            rc = io_uring_queue_init_params(2048, &l->ring, &p);
         }
         if (rc == 0) {
             if (tries[i] & IORING_SETUP_SINGLE_ISSUER)
-                w->features |= WF_SINGLE_ISSUER;
+                l->features |= WF_SINGLE_ISSUER;
             if (tries[i] & IORING_SETUP_DEFER_TASKRUN)
-                w->features |= WF_DEFER_TASKRUN;
+                l->features |= WF_DEFER_TASKRUN;
             if ((p.features & IORING_FEAT_CQE_SKIP) && (p.features & IORING_FEAT_REG_REG_RING) &&
                 (want & WF_LINK))
-                w->features |= WF_LINK;
+                l->features |= WF_LINK;
             if ((p.features & IORING_FEAT_RECVSEND_BUNDLE) && (want & WF_BUNDLE))
-                w->features |= WF_BUNDLE;
+                l->features |= WF_BUNDLE;
             if ((p.features & IORING_FEAT_MIN_TIMEOUT) && (p.features & IORING_FEAT_EXT_ARG))
-                w->features |= want & (WF_BATCH | WF_SEND_WAIT);
+                l->features |= want & (WF_BATCH | WF_SEND_WAIT);
         }
     }
     return rc;
 }
 
 /* The provided buffers the clients' multishot receives take from. */
-static int bufring_init(struct worker *w)
+static int bufring_init(struct loop *l)
 {
-    size_t ring_bytes = W_BR_ENTRIES * sizeof(struct io_uring_buf);
+    size_t ring_bytes = LOOP_BR_ENTRIES * sizeof(struct io_uring_buf);
     void *r = mmap(NULL, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (r == MAP_FAILED)
         return -errno;
-    w->br = r;
-    w->br_bufs = malloc((size_t)W_BR_ENTRIES * W_BR_SIZE);
-    w->br_bid_at = malloc(65536 * sizeof *w->br_bid_at);   /* by the 16-bit ring position */
-    w->br_pos_of = malloc(W_BR_ENTRIES * sizeof *w->br_pos_of);
-    if (!w->br_bufs || !w->br_bid_at || !w->br_pos_of)
+    l->br = r;
+    l->br_bufs = malloc((size_t)LOOP_BR_ENTRIES * LOOP_BR_SIZE);
+    l->br_bid_at = malloc(65536 * sizeof *l->br_bid_at);   /* by the 16-bit ring position */
+    l->br_pos_of = malloc(LOOP_BR_ENTRIES * sizeof *l->br_pos_of);
+    if (!l->br_bufs || !l->br_bid_at || !l->br_pos_of)
         return -ENOMEM;
-    io_uring_buf_ring_init(w->br);
-    struct io_uring_buf_reg reg = { .ring_addr = (uint64_t)(uintptr_t)r, .ring_entries = W_BR_ENTRIES,
-                                    .bgid = W_BGID };
-    int rc = io_uring_register_buf_ring(&w->ring, &reg, 0);
+    io_uring_buf_ring_init(l->br);
+    struct io_uring_buf_reg reg = { .ring_addr = (uint64_t)(uintptr_t)r, .ring_entries = LOOP_BR_ENTRIES,
+                                    .bgid = LOOP_BGID };
+    int rc = io_uring_register_buf_ring(&l->ring, &reg, 0);
     if (rc < 0)
         return rc;
-    w->br_registered = true;
-    for (unsigned b = 0; b < W_BR_ENTRIES; b++)
-        ring_buf_put(w, (uint16_t)b);
+    l->br_registered = true;
+    for (unsigned b = 0; b < LOOP_BR_ENTRIES; b++)
+        loop_buf_put(l, (uint16_t)b);
     return 0;
 }
 
-static void bufring_free(struct worker *w)
+static void bufring_free(struct loop *l)
 {
-    if (w->br_registered)
-        io_uring_unregister_buf_ring(&w->ring, W_BGID);
-    if (w->br)
-        munmap(w->br, W_BR_ENTRIES * sizeof(struct io_uring_buf));
-    free(w->br_bufs);
-    free(w->br_bid_at);
-    free(w->br_pos_of);
-    w->br = NULL;
-    w->br_bufs = NULL;
-    w->br_bid_at = w->br_pos_of = NULL;
-    w->br_registered = false;
+    if (l->br_registered)
+        io_uring_unregister_buf_ring(&l->ring, LOOP_BGID);
+    if (l->br)
+        munmap(l->br, LOOP_BR_ENTRIES * sizeof(struct io_uring_buf));
+    free(l->br_bufs);
+    free(l->br_bid_at);
+    free(l->br_pos_of);
+    l->br = NULL;
+    l->br_bufs = NULL;
+    l->br_bid_at = l->br_pos_of = NULL;
+    l->br_registered = false;
 }
 
 /* A table for the clients' sockets as direct descriptors, as large as the
  * descriptor limit: a full table pauses accepts as EMFILE does. */
-static int direct_init(struct worker *w)
+static int direct_init(struct loop *l)
 {
     struct rlimit rl;
     unsigned n = 1024;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         n = rl.rlim_cur > 65536 ? 65536 : rl.rlim_cur < 64 ? 64 : (unsigned)rl.rlim_cur;
-    return io_uring_register_files_sparse(&w->ring, n);
+    return io_uring_register_files_sparse(&l->ring, n);
 }
 
 static bool op_supported(struct io_uring *ring, int op)
@@ -203,54 +203,60 @@ static bool op_supported(struct io_uring *ring, int op)
     return ok;
 }
 
-int ring_open(struct worker *w)
+int loop_open(struct loop *l)
 {
     unsigned not_asked = 0;
-    w->features_off = env_off(&not_asked);
-    unsigned want = ~(w->features_off | not_asked);
-    w->features = 0;
+    l->features_off = env_off(&not_asked);
+    unsigned want = ~(l->features_off | not_asked);
+    l->features = 0;
     unsigned nice;
-    int rc = env_uint("ORBIT_RELAY_BATCH_NR", W_BATCH_NR, 1, 4096, &w->batch_nr);
+    int rc = env_uint("ORBIT_RELAY_BATCH_NR", W_BATCH_NR, 1, 4096, &l->batch_nr);
     if (rc == 0)
-        rc = env_uint("ORBIT_RELAY_BATCH_US", W_BATCH_US, 1, 1000000, &w->batch_us);
+        rc = env_uint("ORBIT_RELAY_BATCH_US", W_BATCH_US, 1, 1000000, &l->batch_us);
     if (rc == 0)
         rc = env_uint("ORBIT_RELAY_YIELD_NICE", W_YIELD_NICE, 1, 19, &nice);
     if (rc == 0)
-        rc = ring_init(w, want);
+        rc = ring_init(l, want);
     if (rc < 0)
         return rc;
     /* A lower priority for the worker's loop (nice is per thread; the library's watcher keeps its own):
      * on a host it shares with its backend and clients, a completion no longer wakes it
      * ahead of the process about to make the next one, so more gather for each wait. */
     if ((want & WF_YIELD) && setpriority(PRIO_PROCESS, 0, (int)nice) == 0)
-        w->features |= WF_YIELD;
-    if (io_uring_register_ring_fd(&w->ring) == 1)
-        w->features |= WF_REG_RING;
+        l->features |= WF_YIELD;
+    if (io_uring_register_ring_fd(&l->ring) == 1)
+        l->features |= WF_REG_RING;
     if (want & WF_MULTISHOT_ACCEPT)
-        w->features |= WF_MULTISHOT_ACCEPT;   /* an accept the kernel refuses turns it off */
-    if ((want & WF_MULTISHOT_RECV) && bufring_init(w) == 0)
-        w->features |= WF_MULTISHOT_RECV;
+        l->features |= WF_MULTISHOT_ACCEPT;   /* an accept the kernel refuses turns it off */
+    if ((want & WF_MULTISHOT_RECV) && bufring_init(l) == 0)
+        l->features |= WF_MULTISHOT_RECV;
     else
-        bufring_free(w);
-    if (!(w->features & WF_MULTISHOT_RECV))
-        w->features &= ~WF_BUNDLE;
+        bufring_free(l);
+    if (!(l->features & WF_MULTISHOT_RECV))
+        l->features &= ~WF_BUNDLE;
     /* A splice needs the client's socket as a descriptor of the process, which
      * a direct one is not: with splice on, clients are accepted as plain ones. */
     if (want & WF_SPLICE)
-        w->features |= WF_SPLICE;   /* a kernel that refuses it turns it off at the first (up_splice) */
-    if ((want & WF_DIRECT) && !(w->features & WF_SPLICE) && direct_init(w) == 0)
-        w->features |= WF_DIRECT;
-    if ((want & WF_ZC) && op_supported(&w->ring, IORING_OP_SEND_ZC))
-        w->features |= WF_ZC;
-    w->features |= want & WF_QUIET_WAIT;   /* the worker's own: no kernel to ask */
-    if (w->o->pinned)
-        w->features |= WF_PIN;             /* by the supervisor, before the fork returned */
+        l->features |= WF_SPLICE;   /* a kernel that refuses it turns it off at the first (up_splice) */
+    if ((want & WF_DIRECT) && !(l->features & WF_SPLICE) && direct_init(l) == 0)
+        l->features |= WF_DIRECT;
+    if ((want & WF_ZC) && op_supported(&l->ring, IORING_OP_SEND_ZC))
+        l->features |= WF_ZC;
+    l->features |= want & WF_QUIET_WAIT;   /* the worker's own: no kernel to ask */
+    if (l->o->pinned)
+        l->features |= WF_PIN;             /* by the supervisor, before the fork returned */
     return 0;
 }
 
-void ring_close(struct worker *w)
+void loop_ring_exit(struct loop *l)
 {
-    bufring_free(w);
+    bufring_free(l);
+    io_uring_queue_exit(&l->ring);
+}
+
+struct io_uring_sqe *loop_sqe(struct loop *l)
+{
+    return relay_sqe(&l->ring);
 }
 
 /* ---- provided buffers ---------------------------------------------------- */
@@ -258,45 +264,45 @@ void ring_close(struct worker *w)
 /* Buffer bid goes back at the ring's tail; where it sits is kept, for bundles,
  * by the 16-bit position: an entry is overwritten only 65536 returns later,
  * long after the completions that took it were read (even read out of order). */
-void ring_buf_put(struct worker *w, uint16_t bid)
+void loop_buf_put(struct loop *l, uint16_t bid)
 {
-    uint16_t pos = w->br->tail;
-    io_uring_buf_ring_add(w->br, w->br_bufs + (size_t)bid * W_BR_SIZE, W_BR_SIZE, bid,
-                          io_uring_buf_ring_mask(W_BR_ENTRIES), 0);
-    w->br_bid_at[pos] = bid;
-    w->br_pos_of[bid] = pos;
+    uint16_t pos = l->br->tail;
+    io_uring_buf_ring_add(l->br, l->br_bufs + (size_t)bid * LOOP_BR_SIZE, LOOP_BR_SIZE, bid,
+                          io_uring_buf_ring_mask(LOOP_BR_ENTRIES), 0);
+    l->br_bid_at[pos] = bid;
+    l->br_pos_of[bid] = pos;
     /* The store-release of the tail publishes the entry written above. */
-    io_uring_buf_ring_advance(w->br, 1);
+    io_uring_buf_ring_advance(l->br, 1);
 }
 
 /* The k-th buffer of a completion whose first buffer is bid: a bundle takes
  * buffers in ring order from the first. */
-uint16_t ring_buf_nth(struct worker *w, uint16_t bid, unsigned k)
+uint16_t loop_buf_nth(struct loop *l, uint16_t bid, unsigned k)
 {
-    if (bid >= W_BR_ENTRIES)
+    if (bid >= LOOP_BR_ENTRIES)
         return 0;
     if (k == 0)
         return bid;
-    return w->br_bid_at[(uint16_t)(w->br_pos_of[bid] + k)] % W_BR_ENTRIES;
+    return l->br_bid_at[(uint16_t)(l->br_pos_of[bid] + k)] % LOOP_BR_ENTRIES;
 }
 
-char *ring_buf_addr(struct worker *w, uint16_t bid)
+char *loop_buf_addr(struct loop *l, uint16_t bid)
 {
-    return w->br_bufs + (size_t)(bid % W_BR_ENTRIES) * W_BR_SIZE;
+    return l->br_bufs + (size_t)(bid % LOOP_BR_ENTRIES) * LOOP_BR_SIZE;
 }
 
 /* Every buffer a completion of res bytes carries goes back (its owner is gone). */
-void ring_buf_drop(struct worker *w, uint32_t flags, int res)
+void loop_buf_drop(struct loop *l, uint32_t flags, int res)
 {
-    if (!(flags & IORING_CQE_F_BUFFER) || !w->br)
+    if (!(flags & IORING_CQE_F_BUFFER) || !l->br)
         return;
     uint16_t bid = (uint16_t)(flags >> IORING_CQE_BUFFER_SHIFT);
-    unsigned n = res > 0 ? ((unsigned)res + W_BR_SIZE - 1) / W_BR_SIZE : 1;
-    uint16_t bids[W_BR_ENTRIES];
-    for (unsigned k = 0; k < n && k < W_BR_ENTRIES; k++)
-        bids[k] = ring_buf_nth(w, bid, k);
-    for (unsigned k = 0; k < n && k < W_BR_ENTRIES; k++)
-        ring_buf_put(w, bids[k]);
+    unsigned n = res > 0 ? ((unsigned)res + LOOP_BR_SIZE - 1) / LOOP_BR_SIZE : 1;
+    uint16_t bids[LOOP_BR_ENTRIES];
+    for (unsigned k = 0; k < n && k < LOOP_BR_ENTRIES; k++)
+        bids[k] = loop_buf_nth(l, bid, k);
+    for (unsigned k = 0; k < n && k < LOOP_BR_ENTRIES; k++)
+        loop_buf_put(l, bids[k]);
 }
 
 /* ---- entering ------------------------------------------------------------ */
@@ -324,21 +330,21 @@ static unsigned flush_sq(struct io_uring *ring)
  * connections (whose completions do not come) waits for the first: one at a
  * time never brings more than asked.
  */
-static unsigned batch_depth(const struct worker *w)
+static unsigned batch_depth(const struct loop *l)
 {
-    return w->batch_depth < 1 ? 1 : w->batch_depth > w->batch_nr ? w->batch_nr : w->batch_depth;
+    return l->batch_depth < 1 ? 1 : l->batch_depth > l->batch_nr ? l->batch_nr : l->batch_depth;
 }
 
-void ring_waited(struct worker *w, unsigned seen)
+void loop_waited(struct loop *l, unsigned seen)
 {
-    if (!(w->features & WF_BATCH))
+    if (!(l->features & WF_BATCH))
         return;
-    unsigned events = seen > w->wait_sends ? seen - w->wait_sends : 0;   /* the sends' own are no news */
-    if (seen > w->wait_nr)
-        w->batch_depth += 1 + w->batch_depth / 4;   /* more came than it waited for */
-    else if (seen < w->wait_nr)
-        w->batch_depth = events;                    /* the min-wait passed first */
-    w->batch_depth = batch_depth(w);
+    unsigned events = seen > l->wait_sends ? seen - l->wait_sends : 0;   /* the sends' own are no news */
+    if (seen > l->wait_nr)
+        l->batch_depth += 1 + l->batch_depth / 4;   /* more came than it waited for */
+    else if (seen < l->wait_nr)
+        l->batch_depth = events;                    /* the min-wait passed first */
+    l->batch_depth = batch_depth(l);
 }
 
 /* The wait's depth and min-wait: a batched wait's (WF_BATCH), and past the
@@ -348,56 +354,56 @@ void ring_waited(struct worker *w, unsigned seen)
  * enter, only to read a send's result. Waiting for one more than the sends
  * makes the enter sleep until real work came; a send that did not complete
  * inline is one completion too many at worst, which the min-wait bounds. */
-static unsigned wait_depth(struct worker *w, unsigned *min_us)
+static unsigned wait_depth(struct loop *l, unsigned *min_us)
 {
-    unsigned nr = (w->features & WF_BATCH) ? batch_depth(w) : 1;
-    *min_us = (w->features & WF_BATCH) ? w->batch_us : W_SEND_WAIT_US;
-    w->wait_sends = 0;
-    if (w->features & WF_SEND_WAIT)
-        w->wait_sends = w->sends_queued < 4096 ? w->sends_queued : 4096;
-    w->sends_queued = 0;
-    w->wait_nr = nr + w->wait_sends;
-    return w->wait_nr;
+    unsigned nr = (l->features & WF_BATCH) ? batch_depth(l) : 1;
+    *min_us = (l->features & WF_BATCH) ? l->batch_us : W_SEND_WAIT_US;
+    l->wait_sends = 0;
+    if (l->features & WF_SEND_WAIT)
+        l->wait_sends = l->sends_queued < 4096 ? l->sends_queued : 4096;
+    l->sends_queued = 0;
+    l->wait_nr = nr + l->wait_sends;
+    return l->wait_nr;
 }
 
 /* Submits what is queued and waits for wait_depth completions, returning
  * min-wait after the wait began if at least one is in, else at the first. */
-int ring_submit_and_wait(struct worker *w)
+int loop_enter(struct loop *l)
 {
     unsigned min_us;
-    unsigned nr = wait_depth(w, &min_us);
+    unsigned nr = wait_depth(l, &min_us);
     if (nr == 1)
-        return io_uring_submit_and_wait(&w->ring, 1);
+        return io_uring_submit_and_wait(&l->ring, 1);
     struct __kernel_timespec ts = { .tv_sec = 1 };
     struct io_uring_getevents_arg arg = { .sigmask = 0, .sigmask_sz = _NSIG / 8, .pad = min_us,
                                           .ts = (uint64_t)(uintptr_t)&ts };
     unsigned flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG;
-    int fd = w->ring.ring_fd;
-    if (w->features & WF_REG_RING) {
+    int fd = l->ring.ring_fd;
+    if (l->features & WF_REG_RING) {
         flags |= IORING_ENTER_REGISTERED_RING;
-        fd = w->ring.enter_ring_fd;
+        fd = l->ring.enter_ring_fd;
     }
-    unsigned n = flush_sq(&w->ring);
+    unsigned n = flush_sq(&l->ring);
     int rc = io_uring_enter2((unsigned)fd, n, nr, flags, (sigset_t *)&arg, sizeof arg);
     if (rc == -ETIME)
         rc = 0;
-    if (rc == -EINVAL && !w->batch_checked) {   /* a kernel that reads no min-wait: plain waits */
-        w->features &= ~(WF_BATCH | WF_SEND_WAIT);
-        ring_publish(w);
-        rc = io_uring_submit_and_wait(&w->ring, 1);
+    if (rc == -EINVAL && !l->batch_checked) {   /* a kernel that reads no min-wait: plain waits */
+        l->features &= ~(WF_BATCH | WF_SEND_WAIT);
+        loop_publish(l);
+        rc = io_uring_submit_and_wait(&l->ring, 1);
     }
-    w->batch_checked = true;
+    l->batch_checked = true;
     return rc;
 }
 
 /* ---- --stats -------------------------------------------------------------- */
 
-void ring_publish(struct worker *w)
+void loop_publish(struct loop *l)
 {
-    if (w->futex)
-        w->features |= WF_FUTEX;
+    if (l->futex)
+        l->features |= WF_FUTEX;
     else
-        w->features &= ~WF_FUTEX;
-    atomic_store_explicit(&w->st->features, w->features, memory_order_relaxed);
-    atomic_store_explicit(&w->st->features_off, w->features_off, memory_order_relaxed);
+        l->features &= ~WF_FUTEX;
+    atomic_store_explicit(&l->st->features, l->features, memory_order_relaxed);
+    atomic_store_explicit(&l->st->features_off, l->features_off, memory_order_relaxed);
 }

@@ -15,6 +15,9 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include "relay.h"
+#include "notify.h"
+#include "supervisor.h"
+#include "worker.h"
 #include "syscalls.h"
 
 static int free_slot(struct relay_stats *st)
@@ -32,7 +35,7 @@ static int free_slot(struct relay_stats *st)
 }
 
 /* A forked child starts with the default signal setup. */
-void relay_child_signals(void)
+void sup_child_signals(void)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -51,7 +54,7 @@ void relay_child_signals(void)
  * connections (3-4 ms, against 1 ms pinned). A replacement takes its
  * predecessor's CPU. ORBIT_RELAY_NO_PIN=1, or one CPU only: not pinned.
  */
-static void pin_plan(struct relay_fleet *rf)
+static void pin_plan(struct sup_fleet *rf)
 {
     rf->n_cpus = 0;
     cpu_set_t set;
@@ -63,7 +66,7 @@ static void pin_plan(struct relay_fleet *rf)
             rf->cpus[rf->n_cpus++] = c;
 }
 
-int fleet_spawn(struct relay_fleet *rf, int index)
+int sup_spawn(struct sup_fleet *rf, int index)
 {
     int slot = free_slot(rf->st);
     if (slot < 0)
@@ -78,7 +81,7 @@ int fleet_spawn(struct relay_fleet *rf, int index)
         return -errno;
     }
     if (pid == 0) {
-        relay_child_signals();
+        sup_child_signals();
         close(rf->ready_rd);
         if (rf->n_cpus > 0) {
             cpu_set_t one;
@@ -95,16 +98,35 @@ int fleet_spawn(struct relay_fleet *rf, int index)
     return 0;
 }
 
-/* Waits until n workers said they are ready (or timeout_ms passed). */
-static int wait_ready(struct relay_fleet *rf, int n, int timeout_ms)
+/* A worker still starting that has exited (not reaped: its status stays for sup_on_sigchld), or -1. */
+static int exited_while_starting(struct sup_fleet *rf)
+{
+    for (int i = 0; i < rf->opts.workers; i++) {
+        siginfo_t si = { 0 };
+        if (rf->pids[i] > 0 && STAT_GET(&rf->st->w[rf->slot_of[i]], state) == SLOT_STARTING &&
+            waitid(P_PID, (id_t)rf->pids[i], &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == rf->pids[i])
+            return i;
+    }
+    return -1;
+}
+
+/*
+ * Waits until n workers said they are ready (or timeout_ms passed). With
+ * watch_exits, a worker that exits before it is ready ends the wait at
+ * once (-ECHILD; it said why on stderr): a first start that cannot succeed
+ * fails in a moment, not after the timeout.
+ */
+static int wait_ready(struct sup_fleet *rf, int n, int timeout_ms, bool watch_exits)
 {
     int64_t end = relay_now_ns() + (int64_t)timeout_ms * 1000000;
     while (n > 0) {
         int64_t left = (end - relay_now_ns()) / 1000000;
         if (left <= 0)
             return -ORBIT_ETIMEDOUT;
+        if (watch_exits && exited_while_starting(rf) >= 0)
+            return -ECHILD;
         struct pollfd pfd = { .fd = rf->ready_rd, .events = POLLIN };
-        int r = poll(&pfd, 1, (int)left);
+        int r = poll(&pfd, 1, watch_exits && left > 50 ? 50 : (int)left);
         if (r < 0 && errno != EINTR)
             return -errno;
         if (r > 0) {
@@ -118,7 +140,7 @@ static int wait_ready(struct relay_fleet *rf, int n, int timeout_ms)
     return 0;
 }
 
-static void mark_running(struct relay_fleet *rf)
+static void mark_running(struct sup_fleet *rf)
 {
     for (int i = 0; i < rf->opts.workers; i++) {
         struct relay_worker_stats *w = &rf->st->w[rf->slot_of[i]];
@@ -127,25 +149,36 @@ static void mark_running(struct relay_fleet *rf)
     }
 }
 
-int fleet_start(struct relay_fleet *rf, const struct relay_opts *o)
+/*
+ * A SO_REUSEPORT listener per worker, held here: a dead worker's accept
+ * queue waits for its replacement instead of being reset. In an upgrade the
+ * workers take the running relay's listeners, the very sockets (handover.c
+ * says why): more workers than those get new ones on the same port; fewer
+ * would leave a queue nobody accepts from, so there are as many as listeners.
+ */
+static int fleet_listeners(struct sup_fleet *rf, struct handover_take *take)
 {
-    memset(rf, 0, sizeof *rf);
-    rf->opts = *o;
-    rf->ready_rd = rf->ready_wr = -1;
-    for (int i = 0; i < RELAY_STATS_SLOTS; i++)
-        rf->lfds[i] = -1;
-    int rc = relay_stats_create(o->fleet, &rf->st);
-    if (rc < 0) {
-        fprintf(stderr, "orbit-relay: counters: %s\n", strerror(-rc));
-        return rc;
+    int n = 0;
+    if (take) {
+        const struct sockaddr_in *want = &rf->opts.listen;
+        if (want->sin_port && (want->sin_port != take->listen.sin_port ||
+                               want->sin_addr.s_addr != take->listen.sin_addr.s_addr)) {
+            char a[64], b[64];
+            relay_format_addr(want, a, sizeof a);
+            relay_format_addr(&take->listen, b, sizeof b);
+            fprintf(stderr, "orbit-relay: --upgrade: --listen %s, but the running relay listens on %s\n", a, b);
+            return -EINVAL;
+        }
+        rf->opts.listen = take->listen;
+        for (; n < take->n && n < RELAY_STATS_SLOTS / 2; n++)
+            rf->lfds[n] = take->fds[n];
+        take->n = 0;   /* they are the fleet's now */
+        if (rf->opts.workers < n) {
+            fprintf(stderr, "orbit-relay: --upgrade: %d workers, one for each of the running relay's listeners\n", n);
+            rf->opts.workers = n;
+        }
     }
-    rf->st->supervisor_pid = getpid();
-    rf->st->workers = (uint16_t)o->workers;
-    rf->st->upstreams = (uint32_t)o->upstreams;
-    relay_format_addr(&o->upstream, rf->st->backend, sizeof rf->st->backend);
-    /* A SO_REUSEPORT listener per worker, held here: a dead worker's accept
-     * queue waits for its replacement instead of being reset. */
-    for (int i = 0; i < o->workers; i++) {
+    for (int i = n; i < rf->opts.workers; i++) {
         rf->lfds[i] = relay_listen_socket(&rf->opts.listen, true);
         if (rf->lfds[i] < 0) {
             fprintf(stderr, "orbit-relay: listen: %s\n", strerror(-rf->lfds[i]));
@@ -154,6 +187,28 @@ int fleet_start(struct relay_fleet *rf, const struct relay_opts *o)
         socklen_t len = sizeof rf->opts.listen;   /* port 0: the others join the first one's port */
         getsockname(rf->lfds[i], (struct sockaddr *)&rf->opts.listen, &len);
     }
+    return 0;
+}
+
+int sup_start(struct sup_fleet *rf, const struct relay_opts *o, struct handover_take *take)
+{
+    memset(rf, 0, sizeof *rf);
+    rf->opts = *o;
+    rf->ready_rd = rf->ready_wr = -1;
+    for (int i = 0; i < RELAY_STATS_SLOTS; i++)
+        rf->lfds[i] = -1;
+    int rc = fleet_listeners(rf, take);
+    if (rc < 0)
+        return rc;
+    rc = relay_stats_create(o->fleet, take != NULL, &rf->st);
+    if (rc < 0) {
+        fprintf(stderr, "orbit-relay: counters: %s\n", strerror(-rc));
+        return rc;
+    }
+    rf->st->supervisor_pid = getpid();
+    rf->st->workers = (uint16_t)rf->opts.workers;
+    rf->st->upstreams = (uint32_t)o->upstreams;
+    relay_format_addr(&o->upstream, rf->st->backend, sizeof rf->st->backend);
     rf->st->listen_port = ntohs(rf->opts.listen.sin_port);
     pin_plan(rf);
     int p[2];
@@ -161,20 +216,24 @@ int fleet_start(struct relay_fleet *rf, const struct relay_opts *o)
         return -errno;
     rf->ready_rd = p[0];
     rf->ready_wr = p[1];
-    /* A fleet left over by a crashed run: reclaim its dead before anyone joins. */
+    /* A fleet left over by a crashed run: reclaim its dead before anyone joins. In an
+     * upgrade the running relay's workers live in it: ours join it at its capacity. */
     struct orbit_fleet *old;
     if (orbit_fleet_observe(o->fleet, &old) == 0) {
         orbit_fleet_reap(old);
+        if (take)
+            rf->opts.fleet_capacity = orbit_fleet_capacity(old);
         orbit_fleet_leave(old);
     }
-    for (int i = 0; i < o->workers; i++) {
-        rc = fleet_spawn(rf, i);
+    for (int i = 0; i < rf->opts.workers; i++) {
+        rc = sup_spawn(rf, i);
         if (rc < 0)
             return rc;
     }
-    rc = wait_ready(rf, o->workers, 15000);
+    rc = wait_ready(rf, rf->opts.workers, 15000, true);
     if (rc < 0) {
-        fprintf(stderr, "orbit-relay: workers did not start: %s\n", orbit_strerror(rc));
+        fprintf(stderr, "orbit-relay: workers did not start: %s\n",
+                rc == -ECHILD ? "a worker exited before it was ready" : orbit_strerror(rc));
         return rc;
     }
     mark_running(rf);
@@ -184,7 +243,7 @@ int fleet_start(struct relay_fleet *rf, const struct relay_opts *o)
     return rc;
 }
 
-static int worker_index(struct relay_fleet *rf, pid_t pid)
+static int worker_index(struct sup_fleet *rf, pid_t pid)
 {
     for (int i = 0; i < rf->opts.workers; i++)
         if (rf->pids[i] == pid)
@@ -199,7 +258,7 @@ static int worker_index(struct relay_fleet *rf, pid_t pid)
  * the report only takes the node if it still carries that incarnation, so a
  * reaper daemon reporting the same death is harmless.
  */
-static void report_dead_worker(struct relay_fleet *rf, const struct relay_worker_stats *w)
+static void report_dead_worker(struct sup_fleet *rf, const struct relay_worker_stats *w)
 {
     uint64_t inc = STAT_GET(w, incarnation);
     uint32_t node = STAT_GET(w, node);
@@ -214,7 +273,7 @@ static void report_dead_worker(struct relay_fleet *rf, const struct relay_worker
     }
 }
 
-int fleet_on_sigchld(struct relay_fleet *rf, pid_t *other, int n_other, int *other_status)
+int sup_on_sigchld(struct sup_fleet *rf, pid_t *other, int n_other, int *other_status)
 {
     int deaths = 0, status;
     pid_t pid;
@@ -244,9 +303,9 @@ int fleet_on_sigchld(struct relay_fleet *rf, pid_t *other, int n_other, int *oth
             close(rf->lfds[i]);   /* nobody will take its queue: new connections go elsewhere */
             rf->lfds[i] = -1;
         }
-        if (rf->opts.restart && fleet_spawn(rf, i) == 0) {
+        if (rf->opts.restart && sup_spawn(rf, i) == 0) {
             atomic_fetch_add(&rf->st->restarts, 1);
-            if (wait_ready(rf, 1, 15000) == 0)
+            if (wait_ready(rf, 1, 15000, false) == 0)
                 mark_running(rf);
         }
     }
@@ -271,7 +330,7 @@ static int reap_child(pid_t pid, int64_t deadline_ns)
     return status;
 }
 
-void fleet_stop(struct relay_fleet *rf, int timeout_ms)
+void sup_stop(struct sup_fleet *rf, int timeout_ms)
 {
     rf->opts.restart = false;
     for (int i = 0; i < rf->opts.workers; i++)
@@ -301,7 +360,7 @@ void fleet_stop(struct relay_fleet *rf, int timeout_ms)
 }
 
 /* Ends another child (backend, reaper, load): SIGTERM, then SIGKILL after timeout_ms. */
-int relay_end_child(pid_t pid, int timeout_ms)
+int sup_end_child(pid_t pid, int timeout_ms)
 {
     if (pid <= 0)
         return 0;
@@ -310,7 +369,7 @@ int relay_end_child(pid_t pid, int timeout_ms)
 }
 
 /* Blocks SIGCHLD, SIGTERM and SIGINT and returns a signalfd for them. */
-int relay_signalfd(void)
+int sup_signalfd(void)
 {
     sigset_t set;
     sigemptyset(&set);
@@ -321,43 +380,143 @@ int relay_signalfd(void)
     return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-/* orbit-relay --fleet NAME ...: run the fleet until SIGTERM or SIGINT. */
-int relay_run(const struct relay_opts *o)
+/* SIGTERM to every worker: a graceful stop (they finish what they hold), none replaced. */
+static void fleet_drain(struct sup_fleet *rf)
 {
-    signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not end the supervisor */
-    int sfd = relay_signalfd();
-    struct relay_fleet rf;
-    if (fleet_start(&rf, o) < 0) {
-        fleet_stop(&rf, 2000);
-        return 1;
-    }
-    char up[64], lis[64];
-    relay_format_addr(&o->upstream, up, sizeof up);
-    relay_format_addr(&rf.opts.listen, lis, sizeof lis);
-    printf("orbit-relay: fleet %s, %d workers on %s, backend %s (budget %d upstreams)%s\n", o->fleet, o->workers,
-           lis, up, o->upstreams, o->self_reap ? ", supervisor reaps" : "");
+    rf->opts.restart = false;
+    for (int i = 0; i < rf->opts.workers; i++)
+        if (rf->pids[i] > 0)
+            kill(rf->pids[i], SIGTERM);
+}
+
+static bool fleet_empty(const struct sup_fleet *rf)
+{
+    for (int i = 0; i < rf->opts.workers; i++)
+        if (rf->pids[i] > 0)
+            return false;
+    return true;
+}
+
+/* The line the relay's users (and tests) read: where it listens. */
+static void say_started(const struct sup_fleet *rf, const struct handover_take *take)
+{
+    char up[64], lis[64], from[48] = "";
+    relay_format_addr(&rf->opts.upstream, up, sizeof up);
+    relay_format_addr(&rf->opts.listen, lis, sizeof lis);
+    if (take)
+        snprintf(from, sizeof from, ", took over from pid %d", (int)take->old_pid);
+    printf("orbit-relay: fleet %s, %d workers on %s, backend %s (budget %d upstreams)%s%s\n", rf->opts.fleet,
+           rf->opts.workers, lis, up, rf->opts.upstreams, rf->opts.self_reap ? ", supervisor reaps" : "", from);
     fflush(stdout);
-    bool stop = false;
-    while (!stop) {
-        struct pollfd pfd = { .fd = sfd, .events = POLLIN };
-        if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-            break;
+}
+
+/* Our workers run on the listeners we took: the counters take the fleet's path, and the
+ * running relay is told to stop its own. */
+static void upgrade_go(struct handover_take *take, const char *fleet)
+{
+    relay_stats_publish(fleet);
+    if (handover_ready(take) < 0) {   /* it is gone already: we serve alone */
+        fprintf(stderr, "orbit-relay: pid %d went away before the hand-over\n", (int)take->old_pid);
+        close(take->conn);
+        take->conn = -1;
+    }
+}
+
+/* The relay we took over from said DONE (its workers are gone), or went away. */
+static void predecessor_done(struct handover_take *take, bool quiet)
+{
+    pid_t pid = take->old_pid;
+    int rc = handover_wait_done(take, 0);
+    if (!quiet || rc < 0)
+        fprintf(rc < 0 ? stderr : stdout, rc == 0 ? "orbit-relay: pid %d handed over and exited\n"
+                                                  : "orbit-relay: pid %d went away during the hand-over\n", (int)pid);
+    fflush(stdout);
+}
+
+/* Signals, a successor and a predecessor until SIGTERM, SIGINT, or our hand-over ends.
+ * Returns whether a successor took over (then the fleet and the counters are its). */
+static bool supervise(struct sup_fleet *rf, struct handover_server *hs, struct handover_take *take, int sfd)
+{
+    for (;;) {
+        struct pollfd p[4] = { { .fd = sfd, .events = POLLIN } };
+        int n = 1, at_take = -1;
+        if (take->conn >= 0) {
+            at_take = n;
+            p[n++] = (struct pollfd){ .fd = take->conn, .events = POLLIN };
+        }
+        int at_hs = n;
+        n += handover_fds(hs, p + n);
+        if (poll(p, (nfds_t)n, -1) < 0 && errno != EINTR)
+            return hs->draining;
+        if (at_take >= 0 && p[at_take].revents)
+            predecessor_done(take, rf->opts.quiet);
+        struct handover_offer offer = { .fleet = rf->opts.fleet, .listen = &rf->opts.listen, .lfds = rf->lfds,
+                                        .n_lfds = rf->opts.workers };
+        if (handover_on_poll(hs, &offer, p + at_hs, n - at_hs) == HANDOVER_DRAIN) {
+            notify_main_pid(hs->peer);   /* the successor is the service now (systemd) */
+            fleet_drain(rf);
+        }
         struct signalfd_siginfo si;
         while (read(sfd, &si, sizeof si) == sizeof si) {
-            if (si.ssi_signo == SIGCHLD) {
-                if (fleet_on_sigchld(&rf, NULL, 0, NULL) > 0 && !o->quiet) {
-                    printf("orbit-relay: a worker died; %s\n", o->restart ? "replaced" : "not replaced");
-                    fflush(stdout);
-                }
-            } else {
-                stop = true;
+            if (si.ssi_signo != SIGCHLD)
+                return hs->draining;
+            if (sup_on_sigchld(rf, NULL, 0, NULL) > 0 && !rf->opts.quiet && !hs->draining) {
+                printf("orbit-relay: a worker died; %s\n", rf->opts.restart ? "replaced" : "not replaced");
+                fflush(stdout);
+            }
+            if (hs->draining && fleet_empty(rf)) {
+                handover_done(hs);
+                return true;
             }
         }
     }
-    fleet_stop(&rf, 3000);
+}
+
+/*
+ * orbit-relay --fleet NAME ...: run the fleet until SIGTERM or SIGINT, or until
+ * a successor (orbit-relay --upgrade) took over; with --upgrade, take over
+ * from the relay running the fleet first.
+ */
+int sup_run(const struct relay_opts *o)
+{
+    signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not end the supervisor */
+    int sfd = sup_signalfd();
+    struct handover_take take = { .conn = -1 };
+    if (o->upgrade && handover_take(o->control, o->fleet, &take) < 0) {
+        close(sfd);
+        return 1;
+    }
+    struct sup_fleet rf;
+    if (sup_start(&rf, o, o->upgrade ? &take : NULL) < 0) {
+        sup_stop(&rf, 2000);
+        for (int i = 0; i < take.n; i++)
+            close(take.fds[i]);
+        if (o->upgrade)   /* the running relay carries on as it was */
+            relay_stats_unlink(o->fleet, true);
+        if (take.conn >= 0)
+            close(take.conn);
+        close(sfd);
+        return 1;
+    }
+    if (o->upgrade)
+        upgrade_go(&take, o->fleet);
+    say_started(&rf, o->upgrade ? &take : NULL);
+    notify_ready(getpid());   /* under systemd (Type=notify): running, and the main process */
+    struct handover_server hs = { .lfd = -1, .conn = -1 };
+    int rc = o->control ? handover_serve(&hs, o->control) : 0;
+    if (rc < 0)
+        fprintf(stderr, "orbit-relay: control socket %s: %s (no upgrade can take over from this relay)\n",
+                o->control, strerror(-rc));
+    bool handed_over = supervise(&rf, &hs, &take, sfd);
+    sup_stop(&rf, o->drain_timeout_ms + 2000);
+    handover_unserve(&hs);
+    if (take.conn >= 0)
+        close(take.conn);
     relay_stats_unmap(rf.st);
-    relay_stats_unlink(o->fleet);
-    orbit_fleet_unlink(o->fleet);
+    if (!handed_over) {
+        relay_stats_unlink(o->fleet, false);
+        orbit_fleet_unlink(o->fleet);
+    }
     close(sfd);
     return 0;
 }

@@ -111,7 +111,7 @@ static uint64_t hist_value(unsigned b)
     return ((HIST_SUB + sub) << shift) + ((1ull << shift) >> 1);   /* bucket midpoint */
 }
 
-void hist_add(struct relay_hist *h, uint64_t ns)
+void relay_hist_add(struct relay_hist *h, uint64_t ns)
 {
     h->b[hist_bucket(ns)]++;
     h->count++;
@@ -119,7 +119,7 @@ void hist_add(struct relay_hist *h, uint64_t ns)
         h->max_ns = ns;
 }
 
-uint64_t hist_percentile(const struct relay_hist *h, double p)
+uint64_t relay_hist_percentile(const struct relay_hist *h, double p)
 {
     if (h->count == 0)
         return 0;
@@ -146,6 +146,7 @@ void relay_opts_defaults(struct relay_opts *o)
     o->idle_timeout_ms = 60000;
     o->connect_timeout_ms = 5000;
     o->response_timeout_ms = 60000;
+    o->drain_timeout_ms = 5000;
 }
 
 size_t relay_buffered_max(const struct relay_opts *o)

@@ -17,6 +17,7 @@
 #include <termios.h>
 #include <unistd.h>
 #include "cli.h"
+#include "ctl_generations.h"
 #include "ctl_top.h"
 
 #define TOOL "orbitctl"
@@ -160,6 +161,7 @@ static void draw(const struct term *t, const struct top_lines *L)
 
 struct top_run {
     struct top_opts o;
+    char reading[ORBIT_FLEET_NAME_MAX + 1];   /* the generation of o.fleet read (ctl_generation_to_read) */
     struct orbit_fleet *f;
     struct top_sample *s[2];          /* s[0] the earlier, s[1] the latest */
     bool valid;                       /* s[1] holds a good sample */
@@ -168,21 +170,22 @@ struct top_run {
     char note[TOP_COLS + 1];
 };
 
-/* The fleet may have been unlinked or made again: follow the name. */
-static void follow(struct top_run *r)
+/* The fleet may have been unlinked or made again, or its generation collected: follow the name. */
+static int follow(struct top_run *r)
 {
     if (r->f && orbit_fleet_replaced(r->f) != 1)
-        return;
+        return 0;
     if (r->f)
         orbit_fleet_leave(r->f);
     r->f = NULL;
     r->valid = false;
-    int rc = orbit_fleet_observe(r->o.fleet, &r->f);
+    int rc = orbit_fleet_observe(ctl_generation_to_read(r->o.fleet, r->reading), &r->f);
     if (rc < 0) {
         r->f = NULL;
-        snprintf(r->note, sizeof r->note, "(fleet %s: %s; trying again)", r->o.fleet,
+        snprintf(r->note, sizeof r->note, "(fleet %s: %s; trying again)", r->reading,
                  rc == -ENOENT ? "no such fleet" : orbit_strerror(rc));
     }
+    return rc;
 }
 
 /* Read a new sample into s[1], the last into s[0]. */
@@ -195,7 +198,7 @@ static void refresh(struct top_run *r)
     int rc = r->f ? top_sample_take(r->f, r->s[1]) : -ENOENT;
     if (rc < 0) {
         if (r->f)
-            snprintf(r->note, sizeof r->note, "(fleet %s: %s)", r->o.fleet, orbit_strerror(rc));
+            snprintf(r->note, sizeof r->note, "(fleet %s: %s)", r->reading, orbit_strerror(rc));
         r->valid = false;
         return;
     }
@@ -208,7 +211,7 @@ static void refresh(struct top_run *r)
 
 static bool render(struct top_run *r, bool tty, size_t cols, size_t rows, bool rates)
 {
-    struct top_view v = { r->o.fleet, r->o.interval, r->o.sort, tty, cols, rows, r->note[0] ? r->note : NULL };
+    struct top_view v = { r->reading, r->o.interval, r->o.sort, tty, cols, rows, r->note[0] ? r->note : NULL };
     if (!r->valid)
         return false;
     return top_render(&v, rates ? r->s[0] : NULL, r->s[1], &r->h, &r->lines) == 0;
@@ -319,9 +322,11 @@ int ctl_top(int argc, char **argv, bool json)
 {
     struct top_run r = { 0 };
     parse(argc, argv, json, &r.o);
-    int rc = orbit_fleet_observe(r.o.fleet, &r.f);
+    int rc = follow(&r);
     if (rc < 0) {
-        fprintf(stderr, "orbitctl: %s: %s\n", r.o.fleet, rc == -ENOENT ? "no such fleet" : orbit_strerror(rc));
+        const char *why = *orbit_last_error() ? orbit_last_error() : NULL;
+        fprintf(stderr, "orbitctl: %s: %s%s%s%s\n", r.reading, rc == -ENOENT ? "no such fleet" : orbit_strerror(rc),
+                why ? " (" : "", why ? why : "", why ? ")" : "");
         return 1;
     }
     r.s[0] = calloc(1, sizeof *r.s[0]);

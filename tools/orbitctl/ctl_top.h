@@ -20,6 +20,7 @@ int ctl_top(int argc, char **argv, bool json);
 #define TOP_NODES   128    /* nodes whose own counters are read each refresh */
 #define TOP_ROWS    256    /* keys, streams, domains kept per sample */
 #define TOP_EVENTS  8      /* recent deaths and reclaims remembered */
+#define TOP_GENERATIONS 8  /* generations of the fleet listed beside the one read */
 #define TOP_COLS    256    /* widest line drawn */
 #define TOP_NO_IDX  0xffu
 
@@ -73,6 +74,8 @@ struct top_sample {
     struct top_domain domains[TOP_ROWS];
     int deaths_rc;
     struct orbit_death_counters deaths;
+    size_t n_generations;                          /* of the fleet's name, the one read among them */
+    struct orbit_generation_info generations[TOP_GENERATIONS];
 };
 
 /* One remembered happening: a node seen dying, a death reported, a node reclaimed. */

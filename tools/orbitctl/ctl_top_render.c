@@ -434,9 +434,10 @@ static int section_deaths(const struct ctx *c, char *head, struct top_lines *L, 
 
 /* ---- layout ---- */
 
-enum { S_TABLES, S_NODES, S_KEYS, S_STREAMS, S_DOMAINS, S_WAITING, S_DEATHS, S_COUNT };
+enum { S_GENERATIONS, S_TABLES, S_NODES, S_KEYS, S_STREAMS, S_DOMAINS, S_WAITING, S_DEATHS, S_COUNT };
 /* Who gets the lines first when the height is short. */
-static const int priority[S_COUNT] = { S_TABLES, S_NODES, S_DEATHS, S_KEYS, S_STREAMS, S_DOMAINS, S_WAITING };
+static const int priority[S_COUNT] = { S_TABLES, S_NODES, S_DEATHS, S_GENERATIONS, S_KEYS, S_STREAMS, S_DOMAINS,
+                                       S_WAITING };
 
 struct section { char head[TOP_COLS + 1]; struct top_lines rows; size_t give; bool always; };
 
@@ -476,6 +477,34 @@ static int emit(const struct ctx *c, struct section *s, struct top_lines *out)
     return 0;
 }
 
+/*
+ * GENERATION: the fleet's generations when it has more than one (a rolling
+ * upgrade): which one this view reads (*), and per generation its live members
+ * and the version that started it; one of other layouts is counted by its locks.
+ */
+static int section_generations(const struct ctx *c, char *head, struct top_lines *L)
+{
+    const struct top_sample *b = c->b;
+    snprintf(head, TOP_COLS + 1, "GEN  NAME                LIVE  VERSION");
+    if (b->n_generations < 2)
+        return 0;
+    for (size_t i = 0; i < b->n_generations; i++) {
+        const struct orbit_generation_info *g = &b->generations[i];
+        char v[32] = "?", live[16] = "?";
+        if (g->library_version)
+            snprintf(v, sizeof v, "%u.%u.%u", g->library_version >> 16, (g->library_version >> 8) & 0xff,
+                     g->library_version & 0xff);
+        if (g->live_members >= 0)
+            snprintf(live, sizeof live, "%d", g->live_members);
+        bool read = strcmp(g->name, c->v->fleet) == 0;
+        if (add(L, c->v->cols, "%3u%s %-18.18s %5s  %s%s%s", g->generation, read ? "*" : " ", g->name, live,
+                g->library_version ? "orbit " : "", g->library_version ? v : "not recorded",
+                g->readable ? "" : " (another release's layouts)") < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 static int title(const struct ctx *c, struct top_lines *out)
 {
     char at[16];
@@ -497,6 +526,7 @@ int top_render(const struct top_view *v, const struct top_sample *prev, const st
     struct section s[S_COUNT] = { 0 };
     out->n = 0;
     int rc = title(&c, out);
+    if (rc == 0) rc = section_generations(&c, s[S_GENERATIONS].head, &s[S_GENERATIONS].rows);
     if (rc == 0) rc = section_tables(&c, s[S_TABLES].head, &s[S_TABLES].rows);
     if (rc == 0) rc = section_nodes(&c, s[S_NODES].head, &s[S_NODES].rows);
     if (rc == 0) rc = section_keys(&c, s[S_KEYS].head, &s[S_KEYS].rows);

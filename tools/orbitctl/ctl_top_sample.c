@@ -194,5 +194,7 @@ int top_sample_take(struct orbit_fleet *f, struct top_sample *s)
         return rc;
     take_gauges(f, s);
     s->deaths_rc = orbit_fleet_death_counters(f, &s->deaths);
+    ssize_t g = orbit_fleet_generations(orbit_fleet_name(f), s->generations, TOP_GENERATIONS);
+    s->n_generations = g < 0 ? 0 : (size_t)g < TOP_GENERATIONS ? (size_t)g : TOP_GENERATIONS;
     return 0;
 }

@@ -9,6 +9,7 @@
 #include <orbit/orbit.h>
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_generations.h"
 #include "ctl_top.h"
 #include "orbitctl.h"
 #include "ctl_metrics.h"
@@ -18,8 +19,14 @@
 static const char usage[] =
 "usage: orbitctl [--json] COMMAND [ARGS]\n"
 "\n"
-"  ls                               fleets on this host: live members, segments, backing,\n"
-"                                   mapped and resident bytes\n"
+"FLEET is a fleet's name, or one generation's: a rolling upgrade across a layout\n"
+"change runs a fleet's generations side by side (web, web@2). ls lists each; show\n"
+"and top read generation 1, or the newest this orbitctl reads when it reads not\n"
+"that one, and list the others; gc takes every generation of a fleet named.\n"
+"\n"
+"  ls                               fleets on this host, each generation: its version, live\n"
+"                                   members, resident bytes, segments (backing, mapped,\n"
+"                                   resident), and the room left on each mount\n"
 "      orbitctl ls\n"
 "  show FLEET                       nodes (state, pid, what each holds) and every table: who\n"
 "                                   holds each reservation, lease, stream side, claim and\n"
@@ -38,7 +45,9 @@ static const char usage[] =
 "  reset FLEET [--force]            start a new epoch on every table; refused while a member\n"
 "                                   is alive unless --force\n"
 "      orbitctl reset web\n"
-"  unlink FLEET                     remove every segment of the fleet\n"
+"  unlink FLEET [--force]           remove every segment of the fleet; refused while a member\n"
+"                                   is alive or joining unless --force (which names the\n"
+"                                   members it orphans)\n"
 "      orbitctl unlink web\n"
 "  gc [FLEET...] [--dry-run]        remove every fleet (or the named ones) with no live\n"
 "                                   member; --dry-run lists what would go. A fleet with a\n"
@@ -48,7 +57,7 @@ static const char usage[] =
 "                                   this host) in the Prometheus text format 0.0.4\n"
 "      orbitctl metrics web | promtool check metrics\n"
 "\n"
-"  --json         machine-readable output for ls, show, reap, node-dead and gc: 64-bit\n"
+"  --json         machine-readable output for ls, show, reap, node-dead, gc and unlink: 64-bit\n"
 "                 values are strings, others numbers (docs/orbitctl-show.schema.json)\n"
 "  -h, --help     this text\n"
 "  -V, --version  print the version\n"
@@ -58,7 +67,9 @@ static const char usage[] =
 static int fail(const char *what, int rc)
 {
     /* ENOENT doubles as ORBIT_ENOTRESERVED; for a fleet name it means the fleet is not there. */
-    fprintf(stderr, "orbitctl: %s: %s\n", what, rc == -ENOENT ? "no such fleet" : orbit_strerror(rc));
+    const char *why = *orbit_last_error() ? orbit_last_error() : NULL;
+    fprintf(stderr, "orbitctl: %s: %s%s%s%s\n", what, rc == -ENOENT ? "no such fleet" : orbit_strerror(rc),
+            why ? " (" : "", why ? why : "", why ? ")" : "");
     return 1;
 }
 
@@ -112,12 +123,15 @@ static const char *kind_name(const struct kinds *k, uint8_t kind)
     return kind == FLEET_KIND ? "fleet" : "unknown";
 }
 
-static void print_segments(const char *fleet, bool json)
+/* The fleet's segments, one line (or object) each; their directories noted in room. */
+static void print_segments(const char *fleet, bool json, struct ctl_room *room)
 {
     struct orbit_segment_info segs[64];
     struct kinds k;
     kinds_load(fleet, &k);
     ssize_t n = orbit_fleet_segments(fleet, segs, 64);
+    for (ssize_t i = 0; room && i < n && i < 64; i++)
+        ctl_room_note(room, segs[i].path);
     if (json)
         printf("\"segments\":[");
     for (ssize_t i = 0; i < n && i < 64; i++) {
@@ -139,37 +153,68 @@ static void print_segments(const char *fleet, bool json)
         printf("]");
 }
 
+/* Bytes the fleet's segments hold now (resident): what it needs of its mounts. */
+static uint64_t resident_of(const char *fleet)
+{
+    struct orbit_segment_info segs[64];
+    ssize_t n = orbit_fleet_segments(fleet, segs, 64);
+    uint64_t sum = 0;
+    for (ssize_t i = 0; i < n && i < 64; i++)
+        sum += segs[i].resident;
+    return sum;
+}
+
 static int cmd_ls(bool json)
 {
     char names[256][ORBIT_FLEET_NAME_MAX + 1];
     ssize_t n = orbit_fleet_list(names, 256);
     if (n < 0)
         return fail("ls", (int)n);
+    struct ctl_room room = { 0 };
+    ctl_room_add(&room, "/dev/shm");   /* always: where a fleet without huge pages goes */
     if (json)
         printf("{\"fleets\":[");
     for (ssize_t i = 0; i < n && i < 256; i++) {
         ssize_t live = orbit_fleet_live_members(names[i]);
+        struct orbit_generation_info gi[CTL_GENERATIONS_MAX];
+        const struct orbit_generation_info *g = ctl_generation_of(gi, ctl_generations(names[i], gi,
+                                                                  CTL_GENERATIONS_MAX), names[i]);
+        uint64_t resident = resident_of(names[i]);
         if (json) {
             printf("%s{\"name\":", i ? "," : "");
             tool_json_str(stdout, names[i]);
+            if (g) {
+                printf(",\"generation\":");
+                ctl_generation_json(stdout, g);
+            }
             if (live >= 0)
                 printf(",\"live_members\":%zd,", live);
             else
                 printf(",\"live_members\":null,\"error\":\"%s\",", orbit_strerror((int)live));
-            print_segments(names[i], true);
+            printf("\"resident\":\"%" PRIu64 "\",", resident);
+            print_segments(names[i], true, &room);
             printf("}");
         } else {
+            printf("%s  ", names[i]);
+            if (g)
+                ctl_generation_line(stdout, g);
             if (live >= 0)
-                printf("%s  (%zd live member%s)\n", names[i], live, live == 1 ? "" : "s");
+                printf("  (%zd live member%s, %.1f MiB resident)\n", live, live == 1 ? "" : "s",
+                       (double)resident / 1048576.0);
             else
-                printf("%s  (live members unknown: %s)\n", names[i], orbit_strerror((int)live));
-            print_segments(names[i], false);
+                printf("  (live members unknown: %s)\n", orbit_strerror((int)live));
+            print_segments(names[i], false, &room);
         }
     }
-    if (json)
-        printf("]}\n");
-    else if (n == 0)
-        printf("no fleets\n");
+    if (json) {
+        printf("]");
+        ctl_room_print(&room, true);
+        printf("}\n");
+    } else {
+        if (n == 0)
+            printf("no fleets\n");
+        ctl_room_print(&room, false);
+    }
     return 0;
 }
 
@@ -254,10 +299,15 @@ static void print_tables(const struct ctl_ctx *c)
         printf("]");
 }
 
-static int cmd_show(const char *name, bool json)
+static int cmd_show(const char *asked, bool json)
 {
     struct orbit_fleet *f;
     struct ctl_ctx c;
+    char name[ORBIT_FLEET_NAME_MAX + 1];
+    ctl_generation_to_read(asked, name);
+    struct orbit_generation_info gi[CTL_GENERATIONS_MAX];
+    const struct orbit_generation_info *g = ctl_generation_of(gi, ctl_generations(name, gi, CTL_GENERATIONS_MAX),
+                                                              name);
     int rc = orbit_fleet_observe(name, &f);
     if (rc < 0)
         return fail(name, rc);
@@ -268,17 +318,29 @@ static int cmd_show(const char *name, bool json)
     if (json) {
         printf("{\"name\":");
         tool_json_str(stdout, name);
+        if (g) {
+            printf(",\"generation\":");
+            ctl_generation_json(stdout, g);
+        }
+        printf(",");
+        ctl_generations_json(stdout, name);
         printf(",\"capacity\":%u,\"backing\":\"%s\",\"now_ms\":\"%" PRIu64 "\",", orbit_fleet_capacity(f),
                orbit_backing_name(orbit_fleet_backing(f)), c.now_ms);
-        print_segments(name, true);
+        print_segments(name, true, NULL);
         printf(",");
         print_nodes(&c);
         print_tables(&c);
         printf("}\n");
     } else {
-        printf("fleet %s: capacity %u, backing %s\n", name, orbit_fleet_capacity(f),
+        printf("fleet %s: capacity %u, backing %s", name, orbit_fleet_capacity(f),
                orbit_backing_name(orbit_fleet_backing(f)));
-        print_segments(name, false);
+        if (g) {
+            printf(", ");
+            ctl_generation_line(stdout, g);
+        }
+        printf("\n");
+        ctl_generations_text(stdout, name);
+        print_segments(name, false, NULL);
         print_nodes(&c);
         print_tables(&c);
     }
@@ -370,8 +432,14 @@ static int cmd_gc(char **names, int n, bool dry_run, bool json)
     bool first = true;
     if (json)
         printf("{\"dry_run\":%s,\"fleets\":[", dry_run ? "true" : "false");
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         errors += gc_one(names[i], dry_run, json, &first);
+        struct orbit_generation_info gi[CTL_GENERATIONS_MAX];   /* a fleet named: its later generations too */
+        ssize_t g = names == listed || strchr(names[i], '@') ? 0 : ctl_generations(names[i], gi, CTL_GENERATIONS_MAX);
+        for (ssize_t k = 0; k < g; k++)
+            if (gi[k].generation > 1)
+                errors += gc_one(gi[k].name, dry_run, json, &first);
+    }
     if (json)
         printf("]}\n");
     else if (n == 0)
@@ -439,7 +507,8 @@ int main(int argc, char **argv)
     char **a = argv + optind;
     if (take_flag(a, &left, "--json"))   /* --json may also follow the command */
         json = true;
-    bool force = left >= 1 && strcmp(a[0], "reset") == 0 && take_flag(a, &left, "--force");
+    bool force = left >= 1 && (strcmp(a[0], "reset") == 0 || strcmp(a[0], "unlink") == 0) &&
+                 take_flag(a, &left, "--force");
     if (left >= 1 && strcmp(a[0], "metrics") == 0) {
         if (json)
             cli_usage_error(TOOL, "metrics has no --json (its output is the Prometheus text format)");
@@ -464,6 +533,5 @@ int main(int argc, char **argv)
     }
     if (strcmp(a[0], "reap") == 0) return ctl_cmd_reap(a[1], json);
     if (strcmp(a[0], "reset") == 0) return cmd_reset(a[1], force);
-    int rc = orbit_fleet_unlink(a[1]);   /* unlink */
-    return rc < 0 ? fail(a[1], rc) : 0;
+    return ctl_cmd_unlink(a[1], force, json);
 }

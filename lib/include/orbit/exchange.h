@@ -114,7 +114,8 @@ struct io_uring_sqe;
  * slots_per_lane) is at most 1 GiB: the largest chunk, and one io_uring
  * fixed buffer. kinds 0 and 255 (the fleet's) are refused. Memory: the segment
  * reserves fleet capacity x lane bytes of address space plus 64 bytes of
- * bookkeeping per slot; a node faults in only its own lane.
+ * bookkeeping per slot (held by every fleet); a member's lane holds pages as
+ * far as its chunks have reached (first fit from the lane's start).
  */
 struct orbit_arena_spec {
     uint8_t  kind;
@@ -158,12 +159,16 @@ struct orbit_arena;
 
 /*
  * orbit_arena_open - open (creating if needed) the arena spec names (NULL:
- * ORBIT_ARENA_SPEC_DEFAULT) as this process's node, and pre-fault this
- * node's lane. Errors: -ORBIT_EMALFORMED (bad spec), -ORBIT_EGEOMETRY (the
- * kind exists with another spec or is another table), -ORBIT_ECORRUPT,
- * -ORBIT_ETOOLARGE (absurd geometry), -ENOMEM (no memory for the lane).
- * Through an observer fleet the handle may inspect, report deaths and reset,
- * but reserve, consume, readiness and buffer registration are
+ * ORBIT_ARENA_SPEC_DEFAULT) as this process's node. Errors: -ORBIT_EMALFORMED
+ * (bad spec), -ORBIT_EGEOMETRY (the kind exists with another spec or is
+ * another table), -ORBIT_ECORRUPT, -ORBIT_ETOOLARGE (absurd geometry),
+ * -ENOMEM (the creator found no room for the slots' bookkeeping;
+ * orbit_last_error names the bytes and the mount). A reserve populates the
+ * payload its run reaches first, and is -ENOMEM (the run given back, the
+ * sentence naming the bytes and the mount) where the mount has no room.
+ * On an observer fleet it creates nothing: the arena must exist (else -ENOENT)
+ * with this spec (else -ORBIT_EGEOMETRY). Through an observer fleet the handle
+ * may inspect, report deaths and reset, but reserve, consume, readiness and buffer registration are
  * -ORBIT_ENOTOWNER (a reader is accounted to its node, for death reports).
  * orbit_arena_open_existing - the arena of that kind with the geometry its
  * segment records (tools, death reports); -ENOENT if there is none.
@@ -350,7 +355,8 @@ struct orbit_exchange;
  * orbit_exchanges_open - open the control streams table and the arena(s)
  * (spec NULL: ORBIT_EXCHANGE_SPEC_DEFAULT) as this process's node. Errors of
  * orbit_streams_open and orbit_arena_open, and -ORBIT_EMALFORMED for kinds
- * that collide or a control ring under 64 bytes.
+ * that collide or a control ring under 64 bytes. On an observer fleet it
+ * creates nothing: its tables must exist (else -ENOENT) with this spec.
  * orbit_exchanges_close - closes the handle, its tables and its readiness
  * descriptor; close its endpoints first.
  * orbit_exchanges_streams / orbit_exchanges_arena - the tables inside (for

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <orbit/error.h>
+#include <orbit/version.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,6 +69,10 @@ int orbit_id_parse(const char *text, orbit_id *out);
 
 /* ---- fleets ------------------------------------------------------------ */
 
+/* A member's life: its node and the incarnation it joined with (what holds a
+ * pool resource, a stream's side or an exchange's peer). */
+struct orbit_owner { uint16_t node; uint64_t incarnation; };
+
 enum orbit_backing {
     ORBIT_BACKING_AUTO,     /* hugetlbfs, else /dev/shm + MADV_HUGEPAGE, else plain pages */
     ORBIT_BACKING_HUGETLB,  /* huge pages or -ENOMEM */
@@ -75,17 +80,50 @@ enum orbit_backing {
     ORBIT_BACKING_PRIVATE,  /* anonymous memory: this process only (threads) */
 };
 
+/*
+ * Generations. A fleet name may hold more than one generation at once: the
+ * members of one generation share its segments, all made at the layouts of
+ * one library (orbit_layout_version); members of another layout start or
+ * join a generation of their own beside it, under the same name. Nothing
+ * crosses between generations. The first generation is named by the fleet's
+ * name ("web": segments orbit.web.<kind>), a later one by the name qualified
+ * with its number ("web@2": orbit.web@2.<kind>); every call that takes a
+ * fleet name takes a qualified one, and an unqualified name (but in
+ * orbit_fleet_join) means generation 1. A generation lives while it has
+ * members and is removed, like any fleet, once nobody lives in it
+ * (orbit_fleet_collect, orbit-reaper --gc).
+ *
+ * opts.generation says which one orbit_fleet_join joins:
+ *   ORBIT_GENERATION_AUTO  the newest generation whose layouts are this
+ *                          library's; a new one beside the others (one past
+ *                          the newest) only when none is. The default: a
+ *                          rolling restart onto a library of other layouts
+ *                          needs nothing else.
+ *   ORBIT_GENERATION_NEW   a new generation beside the others, whatever their
+ *                          layouts (a clean start for a new release of a
+ *                          server whose library did not change).
+ *   1..ORBIT_GENERATION_MAX  exactly that one (created if nobody made it):
+ *                          one of other layouts is -ORBIT_EGEOMETRY, and
+ *                          orbit_last_error names both sides' versions.
+ */
+#define ORBIT_GENERATION_AUTO 0u
+#define ORBIT_GENERATION_NEW  0xffffffffu
+#define ORBIT_GENERATION_MAX  999999999u
+
 struct orbit_fleet_opts {
     uint16_t capacity;          /* nodes, 1..4096; must match an existing fleet */
     int32_t  node;              /* -1: first free node; otherwise claim exactly this node */
     uint64_t incarnation;       /* 0: a random one (top bit set), unique per process life */
     enum orbit_backing backing;
-    uint32_t mode;              /* 0: 0600 */
-    int64_t  gid;               /* -1: none; 0..4294967294: segments are chowned to it and 0660 */
-    uint64_t resv[4];      /* zero; a later release may give it meaning */
+    uint32_t mode;              /* 0: 0600 (0660 with a gid); else these bits, gid or not (0600 at least, none for others) */
+    int64_t  gid;               /* -1: none; 0..4294967294: segments are chowned to it (0660 unless mode says) */
+    uint32_t generation;        /* ORBIT_GENERATION_AUTO (0), ORBIT_GENERATION_NEW, or exactly that one */
+    uint32_t resv32;            /* zero */
+    uint64_t resv[3];      /* zero; a later release may give it meaning */
 };
 #define ORBIT_FLEET_OPTS_DEFAULT { .capacity = 64, .node = -1, .incarnation = 0, \
-                                   .backing = ORBIT_BACKING_AUTO, .mode = 0, .gid = -1, .resv = { 0 } }
+                                   .backing = ORBIT_BACKING_AUTO, .mode = 0, .gid = -1, \
+                                   .generation = ORBIT_GENERATION_AUTO, .resv32 = 0, .resv = { 0 } }
 
 #define ORBIT_FLEET_CAPACITY_MAX 4096
 #define ORBIT_FLEET_NAME_MAX     64     /* bytes, without the NUL; [A-Za-z0-9_.-] */
@@ -95,12 +133,17 @@ struct orbit_fleet;
 
 /*
  * orbit_fleet_join - join (creating if needed) the fleet called name and
- * claim a node. opts NULL means ORBIT_FLEET_OPTS_DEFAULT. name NULL makes a
- * PRIVATE fleet of this process only, whatever opts->backing says.
+ * claim a node, in the generation opts->generation picks (above). opts NULL
+ * means ORBIT_FLEET_OPTS_DEFAULT. name NULL makes a PRIVATE fleet of this
+ * process only, whatever opts->backing says (generation 1). A qualified name
+ * ("web@2") asks for that generation, as opts->generation = 2 would.
  *
  * Errors: -ORBIT_EMALFORMED (bad name, capacity outside 1..4096, node >=
- * capacity, mode with world bits, gid outside -1 and 0..4294967294), -ORBIT_EGEOMETRY (the fleet exists with
- * another capacity), -ORBIT_ECORRUPT (the fleet segment is truncated or not
+ * capacity, mode with world bits, gid outside -1 and 0..4294967294, a
+ * qualified name and another opts->generation), -ORBIT_EGEOMETRY (the
+ * generation exists with another capacity; the generation asked for is of
+ * other layouts, or a new one's qualified name would pass 64 bytes:
+ * orbit_last_error names both sides' versions), -ORBIT_ECORRUPT (the fleet segment is truncated or not
  * an orbit segment, or the record of the node asked for is garbled), -ORBIT_EFULL (no free node), -ORBIT_ECLAIMED (the node
  * asked for is held by a live process), -ENOMEM (HUGETLB and no huge pages),
  * -EACCES (permissions; or a segment under the name that no member made: a
@@ -114,8 +157,13 @@ int  orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, str
 /*
  * orbit_fleet_observe - open an existing fleet without claiming a node, for
  * tools and supervisors (orbitctl, the reaper). Tables opened through an
- * observer may be inspected and may report deaths, but create nothing.
- * -ENOENT when the fleet does not exist.
+ * observer may be inspected and may report deaths, but create nothing. An
+ * observer with read access only (a 0640 fleet's group) gets a read-only
+ * handle: it inspects; reap, node_dead, reset_tables and death waits are
+ * -EACCES. name is a generation's qualified name ("web" is generation 1).
+ * -ENOENT when it does not exist; -ORBIT_EGEOMETRY when it is of other layouts
+ * (orbit_last_error names both sides' versions: observe a generation of
+ * this library's layouts, orbit_fleet_generations lists them).
  */
 int  orbit_fleet_observe(const char *name, struct orbit_fleet **out);
 
@@ -141,13 +189,21 @@ struct orbit_observe_opts {
 #define ORBIT_OBSERVE_WAIT_MAX_MS 60000
 int  orbit_fleet_observe_opts(const char *name, const struct orbit_observe_opts *opts, struct orbit_fleet **out);
 
-/* Releases the node (if any) and unmaps the fleet; tables must be closed first. */
+/*
+ * Releases the node (if any) and unmaps the fleet; tables must be closed first.
+ * A member's leave gives back what its life still holds exactly as its death
+ * report would (orbit_fleet_node_dead): unaccepted reservations on others'
+ * resources, resources it owns, stream sides, claims, arena chunks.
+ */
 void orbit_fleet_leave(struct orbit_fleet *);
 uint16_t orbit_fleet_node(const struct orbit_fleet *);
 uint64_t orbit_fleet_incarnation(const struct orbit_fleet *);
 uint16_t orbit_fleet_capacity(const struct orbit_fleet *);
 enum orbit_backing orbit_fleet_backing(const struct orbit_fleet *);
-const char *orbit_fleet_name(const struct orbit_fleet *);     /* "" for PRIVATE */
+/* Its generation-qualified name ("web", or "web@2" for generation 2); "" for PRIVATE. */
+const char *orbit_fleet_name(const struct orbit_fleet *);
+/* The generation this handle is in (1 for PRIVATE fleets; 0 for NULL). */
+uint32_t orbit_fleet_generation(const struct orbit_fleet *);
 
 /*
  * Liveness. A member holds, for its whole life, a lock the kernel keeps on a
@@ -209,9 +265,11 @@ int  orbit_fleet_prep_wait_node_death(struct orbit_fleet *, uint16_t node, uint6
                                       struct io_uring_sqe *);
 
 /*
- * orbit_fleet_live_members - how many members of the named fleet are alive
- * (hold their kernel lock) now; -ENOENT when there is no such fleet,
- * -ORBIT_EGEOMETRY when another orbit version made it.
+ * orbit_fleet_live_members - how many members of the named fleet (one
+ * generation: "web" is generation 1) are alive (hold their kernel lock)
+ * now, whatever layouts the generation has; -ENOENT when there is no such
+ * fleet, -ORBIT_EGEOMETRY when its segment header is of another version
+ * (its locks cannot be told).
  */
 ssize_t orbit_fleet_live_members(const char *name);
 
@@ -220,13 +278,17 @@ ssize_t orbit_fleet_live_members(const char *name);
  * nobody lives in it: no member holds its kernel lock and no joiner is
  * mid-way (joiners hold the fleet's gate, which the collector takes alone
  * for its check and the unlink, so a fleet with a live member is never
- * touched). 0 removed; -ORBIT_EBUSY (someone lives in it or is joining),
- * -ENOENT, -ORBIT_EGEOMETRY (another orbit version made it: not judged).
+ * touched). One generation: "web" is generation 1, "web@2" the next; a
+ * generation of other layouts is judged by the same kernel-held locks, so an
+ * empty old generation is collected by a newer release. 0 removed;
+ * -ORBIT_EBUSY (someone lives in it or is joining), -ENOENT,
+ * -ORBIT_EGEOMETRY (a segment header of another version: not judged).
  */
 int  orbit_fleet_collect(const char *name);
 
 /*
- * orbit_fleet_unlink - removes every segment of that fleet (both backings)
+ * orbit_fleet_unlink - removes every segment of that fleet (both backings;
+ * one generation: "web" is generation 1, "web@2" the next)
  * and the small files in /dev/shm (orbit.<name>.<kind>.lock) whose flock
  * makes creating a segment name race-free (a creator removes its own when
  * done; one killed while creating leaves it), and half-built segments
@@ -236,6 +298,43 @@ int  orbit_fleet_collect(const char *name);
  * it is ignored), nor on any holder for longer than 10 s.
  */
 int  orbit_fleet_unlink(const char *name);
+
+/* ---- generations --------------------------------------------------------- */
+
+/* One generation of a fleet name, as orbit_fleet_generations reads it from its fleet segment. */
+struct orbit_generation_info {
+    uint32_t generation;                     /* 1, 2, ... */
+    char     name[ORBIT_FLEET_NAME_MAX + 1]; /* its qualified name: "web", "web@2" */
+    bool     readable;                       /* made at this library's layouts: it may join, observe, reap it */
+    uint16_t capacity;                       /* nodes */
+    int32_t  live_members;                   /* members whose process lives (any version); negated code: unknown */
+    uint32_t library_version;                /* orbit_version() of the library that started it; 0: not recorded */
+    uint32_t layouts[ORBIT_LAYOUTS_MAX];     /* its layout versions by ORBIT_LAYOUT_*; 0: not recorded */
+    enum orbit_backing backing;              /* HUGETLB or SHM: where its fleet segment is */
+    uint64_t resv[4];                        /* zero */
+};
+
+/*
+ * orbit_fleet_generations - the generations of the named fleet (a
+ * qualified name counts as its fleet's), oldest first. Fills up to max;
+ * returns how many there are (may exceed max), 0 when there is none, or
+ * -ORBIT_EMALFORMED. Versions come from each generation's segment header,
+ * which every release can read: a generation made before generations were
+ * recorded (a fleet of orbit 0.1) shows its segment and fleet layouts only,
+ * and live members are counted by the kernel-held locks, whatever the
+ * layout. A generation whose fleet segment cannot be read (garbled,
+ * another user's) is listed with live_members the negated code.
+ */
+ssize_t orbit_fleet_generations(const char *name, struct orbit_generation_info *out, size_t max);
+
+/*
+ * orbit_fleet_generation_name - write the qualified name of that generation
+ * of fleet name ("web" for 1, "web@N" after) plus a NUL: its length,
+ * -ORBIT_ETOOLARGE (the qualified name would pass ORBIT_FLEET_NAME_MAX
+ * bytes, or len cannot hold it), -ORBIT_EMALFORMED (a name that is
+ * qualified already, a generation outside 1..ORBIT_GENERATION_MAX).
+ */
+int orbit_fleet_generation_name(const char *name, uint32_t generation, char *buf, size_t len);
 
 /* ---- inspection, for tools and supervisors ------------------------------ */
 
@@ -291,7 +390,11 @@ struct orbit_segment_info {
 /* Segments of the named fleet that exist; returns how many (may exceed max). */
 ssize_t orbit_fleet_segments(const char *name, struct orbit_segment_info *out, size_t max);
 
-/* Fleet names present on this host (fleet segments found); returns how many. */
+/*
+ * Fleets present on this host (fleet segments found), one entry per
+ * generation: a fleet's first generation by its name, a later one by its
+ * qualified name ("web@2"); returns how many.
+ */
 ssize_t orbit_fleet_list(char (*names)[ORBIT_FLEET_NAME_MAX + 1], size_t max);
 
 const char *orbit_backing_name(enum orbit_backing);  /* "auto", "hugetlb", "shm", "private" */

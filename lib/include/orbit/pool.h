@@ -70,7 +70,6 @@ struct orbit_lease     { orbit_id id; uint64_t fence; uint16_t holder; uint64_t 
 struct orbit_execution { struct orbit_pool *pool; struct orbit_lease lease; bool done; };
 /* One unit of a key's creation budget; orbit_permit_finish gives it back. */
 struct orbit_permit    { struct orbit_pool *pool; uint32_t key_index; bool done; };
-struct orbit_owner     { uint16_t node; uint64_t incarnation; };
 /* max_live: live + being-created resources per key, fleet-wide. attempts: lost races before WAIT. */
 struct orbit_limits    { uint32_t max_live; uint32_t attempts; };
 #define ORBIT_LIMITS_DEFAULT { .max_live = 1, .attempts = 4 }
@@ -303,6 +302,18 @@ ssize_t orbit_pool_keys(struct orbit_pool *, struct orbit_pool_key_info *out, si
 /* "key:" + 32 hex digits (hi then lo) + NUL: needs 37 bytes; returns the length or -ORBIT_ETOOLARGE. */
 #define ORBIT_KEY_TEXT_MAX 40
 int  orbit_key_format(orbit_key, char *buf, size_t len);
+/*
+ * orbit_key_from_bytes - the key of len bytes at data: their XXH3-128 digest
+ * (xxHash 0.8's XXH3_128bits, seed 0; lo is its low 64 bits, hi its high 64),
+ * the same in every process, release and host, so programs written in any
+ * language can agree on a key. Not a cryptographic digest: where a client
+ * chooses the bytes and colliding keys matter, hash them with a keyed digest
+ * of your own. data may be NULL only when len is 0 (the key of no bytes).
+ * orbit_key_from_string - the key of a C string's bytes, its NUL excluded
+ * (NULL: the key of no bytes). Neither can fail.
+ */
+orbit_key orbit_key_from_bytes(const void *data, size_t len);
+orbit_key orbit_key_from_string(const char *s);
 
 /* ---- holders and waiters (for tools: orbitctl show) --------------------- */
 

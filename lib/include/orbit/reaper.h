@@ -96,11 +96,15 @@ struct orbit_reaper;
 int  orbit_reaper_open(enum orbit_reaper_backend, struct orbit_reaper **out);
 
 /*
- * orbit_reaper_watch - watch the fleet called fleet_name. A fleet that does
- * not exist yet (or is removed and created again) is attached when it
- * appears on a later re-read. Watching a name twice is a no-op. Returns 0;
- * -ORBIT_EMALFORMED for a bad name, -ORBIT_ECORRUPT / -ORBIT_EGEOMETRY when
- * the fleet segment exists but cannot be read, -ENOMEM.
+ * orbit_reaper_watch - watch the fleet called fleet_name: every generation
+ * of it (orbit/fleet.h) whose layouts this library reads, later ones picked
+ * up as they appear and dropped when they are gone; or, for a qualified name
+ * ("web@2"), that generation only. A fleet that does not exist yet (or is
+ * removed and created again) is attached when it appears on a later re-read;
+ * a generation of other layouts is left to a reaper of its release. Watching
+ * a name twice is a no-op. Returns 0; -ORBIT_EMALFORMED for a bad name,
+ * -ORBIT_ECORRUPT when the fleet segment exists but cannot be read (and
+ * -ORBIT_EGEOMETRY for a qualified name of other layouts), -ENOMEM.
  */
 int  orbit_reaper_watch(struct orbit_reaper *, const char *fleet_name);
 

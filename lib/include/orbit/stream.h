@@ -32,7 +32,7 @@
 #define ORBIT_STREAM_H
 
 #include <orbit/fleet.h>
-#include <orbit/pool.h>   /* struct orbit_owner */
+#include <orbit/pool.h>   /* kept: programs that include only this header see the pool's names */
 
 #ifdef __cplusplus
 extern "C" {
@@ -47,7 +47,9 @@ extern "C" {
  * one slot per epoch (0: the full 24-bit field); a spent slot sits out until
  * the next reset_all. Every process opening a kind must pass the same spec.
  * Memory: the segment reserves fleet x lane x 2 x buffer_bytes of address
- * space; a node faults in only its own lane.
+ * space, and holds the slots (320 bytes each, fleet x lane) from its
+ * creation; a stream's two rings are populated when orbit_streams_create
+ * first takes its slot, so a member holds the rings of the streams it made.
  */
 struct orbit_stream_spec {
     uint8_t  kind;
@@ -76,13 +78,15 @@ struct orbit_streams; struct orbit_endpoint;
 
 /*
  * orbit_streams_open - open (creating if needed) the table spec names (NULL:
- * ORBIT_STREAM_SPEC_DEFAULT) as this process's node and incarnation, and
- * pre-fault this node's lane. Errors: -ORBIT_EMALFORMED (bad spec),
- * -ORBIT_EGEOMETRY (the kind exists with another spec or is another table),
- * -ORBIT_ECORRUPT, -ORBIT_ETOOLARGE (absurd geometry), -ENOMEM (no memory
- * for the lane). Through an observer fleet (orbit_fleet_observe) the handle
- * may inspect, report deaths and reset, but create, open_ticket, take_offer,
- * wait_offer and readiness are -ORBIT_ENOTOWNER.
+ * ORBIT_STREAM_SPEC_DEFAULT) as this process's node and incarnation.
+ * Errors: -ORBIT_EMALFORMED (bad spec), -ORBIT_EGEOMETRY (the kind exists
+ * with another spec or is another table), -ORBIT_ECORRUPT, -ORBIT_ETOOLARGE
+ * (absurd geometry), -ENOMEM (the creator found no room for the slots;
+ * orbit_last_error names the bytes asked, the mount and its room). On an
+ * observer fleet (orbit_fleet_observe) it creates nothing: the table must
+ * exist (else -ENOENT) with this spec (else -ORBIT_EGEOMETRY). Through an
+ * observer fleet the handle may inspect, report deaths and reset, but create,
+ * open_ticket, take_offer, wait_offer and readiness are -ORBIT_ENOTOWNER.
  * orbit_streams_open_existing - open the table of that kind with the geometry
  * its segment records (tools, death reports); -ENOENT if there is none.
  *
@@ -228,6 +232,13 @@ int     orbit_endpoint_prep_wait_writable(struct orbit_endpoint *, struct io_uri
  * -ORBIT_ESTALE if B never opened or died (close the endpoint instead).
  * close: an unfinished writer resets, the reader is gone, the side is released;
  * the slot empties once neither side is held. Frees the endpoint.
+ * A finished side A whose side B was never opened lingers (as a pipe's bytes
+ * do): its close (or its death, or its leave) keeps the stream, and the
+ * ticket's opener reads every byte, then 0. The linger ends when that
+ * opener lets go, or, unopened, ORBIT_STREAM_LINGER_MS (default 30000; 0:
+ * none) after A let go, or when the node it was offered to dies or leaves;
+ * an opener after that gets -ORBIT_ESTALE. Exchanges' control streams never
+ * linger.
  */
 int     orbit_endpoint_finish(struct orbit_endpoint *);      /* FIN */
 void    orbit_endpoint_reset(struct orbit_endpoint *);       /* RESET */

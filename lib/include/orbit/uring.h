@@ -36,6 +36,28 @@ extern "C" {
 
 bool orbit_uring_futex_supported(void);                       /* probed once */
 /*
+ * orbit_uring_futex_status - what that probe found, as one sentence for logs:
+ * "io_uring futex waits in use", or "no io_uring futex waits (futex(2) and
+ * driver threads instead): " and why: io_uring refused by this process's
+ * seccomp filter (Docker's default profile, containerd's RuntimeDefault,
+ * Android), kernel.io_uring_disabled and its value, a kernel before 6.7, or
+ * ORBIT_DISABLE_URING_FUTEX. Probes first if nothing did yet. Static; never NULL.
+ */
+const char *orbit_uring_futex_status(void);
+/*
+ * orbit_uring_refusal - why io_uring refused this process: err is what
+ * io_uring_setup, io_uring_enter or io_uring_register returned (a negated
+ * errno). One sentence for an operator, written as snprintf writes (at most
+ * len bytes, NUL-terminated when len > 0): the cause (the sysctl
+ * kernel.io_uring_disabled and its value, kernel.io_uring_group, this
+ * process's seccomp filter as Docker's default profile, containerd's
+ * RuntimeDefault and Android have, or a kernel without io_uring) and what
+ * lifts it. The sentence orbit_uring_futex_status gives after "no io_uring
+ * futex waits ...: ". Returns the whole sentence's length (>= len: cut), or
+ * -ORBIT_EMALFORMED for an err that is not negative or a NULL buf with len > 0.
+ */
+int orbit_uring_refusal(int err, char *buf, size_t len);
+/*
  * The prep contract. Each table declares its own prep calls in its header,
  * beside the blocking wait they stand for (orbit_fleet_prep_wait_doorbell and
  * _node_death in fleet.h, orbit_pool_prep_wait_capacity in pool.h, the

@@ -493,7 +493,7 @@ START_TEST(tables_of_unknown_type_are_listed_and_left_alone)
         if (!ops)
             continue;
         known++;
-        ck_assert_uint_eq(ops->type, a);
+        ck_assert_uint_eq(ops->kind->type, a);
         ck_assert_uint_le(strlen(ops->name), ORBIT_TABLE_NAME_MAX);
         for (unsigned b = a + 1; b < 256; b++)
             if (orb_table_ops_of((uint8_t)b))
@@ -706,15 +706,24 @@ START_TEST(unlink_removes_a_dead_creators_half_built_segment)
     snprintf(own, sizeof own, "/dev/shm/orbit.%s.2.tmp.%d.12345", name, (int)getpid());
     snprintf(live, sizeof live, "/dev/shm/orbit.%s.3.tmp.%d.12345", name, (int)getppid());
     const char *paths[] = { dead, own, live };
+    int live_fd = -1;
     for (int i = 0; i < 3; i++) {
         int fd = open(paths[i], O_RDWR | O_CREAT | O_EXCL, 0600);
         ck_assert_int_ge(fd, 0);
-        close(fd);
+        if (paths[i] == live) {   /* a live creator holds its file's creator lock until its link */
+            struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = ORB_SEG_CREATOR_LOCK_OFF,
+                                .l_len = 1 };
+            ck_assert_int_eq(fcntl(fd, F_OFD_SETLK, &fl), 0);
+            live_fd = fd;
+        } else {
+            close(fd);
+        }
     }
     ck_assert_int_eq(orbit_fleet_unlink(name), 0);
     ck_assert_int_eq(access(dead, F_OK), -1);
-    ck_assert_int_eq(access(own, F_OK), -1);    /* the caller's own, cut short */
+    ck_assert_int_eq(access(own, F_OK), -1);    /* no lock: its creator is gone */
     ck_assert_int_eq(access(live, F_OK), 0);    /* another live creator's file is its own */
+    close(live_fd);
     ck_assert_int_eq(unlink(live), 0);
     ck_assert_int_eq(orbit_fleet_unlink(name), -ENOENT);
 }

@@ -15,6 +15,7 @@
 #include <orbit/inspect.h>
 #include <orbit/pool.h>
 #include <orbit/stream.h>
+#include <orbit/uring.h>
 #include "testutil.h"
 
 static const orbit_key KEY = { 11, 12 };
@@ -250,6 +251,115 @@ START_TEST(a_child_that_joins_for_itself_works)
 END_TEST
 
 /*
+ * A fork while other threads hold the library's process locks: readiness
+ * drains, opens and closes (the descriptor registry and a driver's lock),
+ * threads that count and end (the counters' slot scan), joins and leaves of
+ * other handles (the life registry). The child must join, open a table, make
+ * a readiness descriptor of its own and leave within a bound; the parent's
+ * descriptor is refused to it. A lock copied taken would hang it for good.
+ */
+struct hammer { struct orbit_fleet *f; struct orbit_streams *s; int fd; const char *name; _Atomic bool stop; };
+
+static const struct orbit_stream_spec small_streams = { .kind = ORBIT_STREAM_KIND, .lane_capacity = 8,
+                                                        .buffer_bytes = 4096 };
+
+static void *drain_hammer(void *arg)
+{
+    struct hammer *h = arg;
+    while (!atomic_load(&h->stop)) {
+        orbit_readiness_drain(h->fd);
+        orbit_readiness_drain(-1);   /* not one of ours: found nowhere, under the same lock */
+    }
+    return NULL;
+}
+
+static void *readiness_hammer(void *arg)
+{
+    struct hammer *h = arg;
+    while (!atomic_load(&h->stop)) {
+        struct orbit_streams *s;
+        if (orbit_streams_open(h->f, &small_streams, &s) != 0)
+            continue;
+        orbit_streams_readiness(s);
+        orbit_streams_close(s);   /* the descriptor's driver stops with it */
+    }
+    return NULL;
+}
+
+static void *one_counting_thread(void *arg)
+{
+    struct hammer *h = arg;
+    struct orbit_endpoint *a;
+    struct orbit_ticket t;
+    if (orbit_streams_create(h->s, &a, &t) == 0)   /* counts: a counter slot for this thread */
+        orbit_endpoint_close(a);
+    return NULL;   /* its slot is given up as it ends */
+}
+
+static void *thread_hammer(void *arg)
+{
+    struct hammer *h = arg;
+    while (!atomic_load(&h->stop)) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, one_counting_thread, h) == 0)
+            pthread_join(t, NULL);
+        struct orbit_fleet *f;
+        if (orbit_fleet_observe(h->name, &f) == 0)
+            orbit_fleet_leave(f);
+    }
+    return NULL;
+}
+
+START_TEST(a_child_forked_while_threads_hold_library_locks_joins)
+{
+    struct hammer h = { .name = strdup(tu_fleet_name("forklock")) };
+    h.f = tu_join(h.name, 4, -1, 0, tu_backing());
+    ck_assert_int_eq(orbit_streams_open(h.f, &small_streams, &h.s), 0);
+    h.fd = orbit_streams_readiness(h.s);
+    ck_assert_int_ge(h.fd, 0);
+    void *(*const kinds[])(void *) = { drain_hammer, drain_hammer, readiness_hammer, thread_hammer };
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, kinds[i], &h), 0);
+    int hung = 0, failed = 0;
+    for (int round = 0; round < 40 && !hung; round++) {
+        pid_t kid = fork();
+        ck_assert_int_ge(kid, 0);
+        if (kid == 0) {
+            struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+            o.capacity = 4;
+            o.backing = tu_backing();
+            struct orbit_fleet *f;
+            struct orbit_streams *s;
+            struct orbit_endpoint *a;
+            struct orbit_ticket tk;
+            CHILD_REFUSED(orbit_readiness_drain(h.fd), "orbit_readiness_drain");
+            CHILD_CHECK(orbit_fleet_join(h.name, &o, &f) == 0);
+            CHILD_CHECK(orbit_streams_open(f, &small_streams, &s) == 0);
+            CHILD_CHECK(orbit_streams_readiness(s) >= 0);
+            CHILD_CHECK(orbit_streams_create(s, &a, &tk) == 0);
+            orbit_endpoint_close(a);
+            orbit_streams_close(s);
+            orbit_fleet_leave(f);
+            _exit(0);
+        }
+        int rc = tu_wait_child(kid, 10000);
+        hung += rc == -1;
+        failed += rc != 0 && rc != -1;
+    }
+    atomic_store(&h.stop, true);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_msg(!hung, "a child forked while other threads held library locks did not finish in 10 s");
+    ck_assert_int_eq(failed, 0);
+    orbit_streams_close(h.s);
+    orbit_fleet_leave(h.f);
+    orbit_fleet_unlink(h.name);
+    free((void *)h.name);
+}
+END_TEST
+
+/*
  * P (a child of the test) joins and forks G, which does not join and lives on
  * (until the test closes its pipe, or 30 s). P is killed -9: the test's reap
  * reports P's node within a bound, though G still holds what fork copied.
@@ -413,6 +523,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_child_that_did_not_join_is_refused_and_changes_nothing);
     tcase_add_test(tc, a_child_that_joins_for_itself_works);
+    tcase_add_test(tc, a_child_forked_while_threads_hold_library_locks_joins);
     suite_add_tcase(s, tc);
     /* Its own tcase: meson runs it apart (CK_RUN_CASE=fork_death), expected to fail for now. */
     TCase *death = tcase_create("fork_death");

@@ -156,7 +156,7 @@ START_TEST(a_creator_that_publishes_within_the_wait_is_waited_for)
     }
     struct orb_segment seg;
     int64_t t0 = tu_now_ns();
-    ck_assert_int_eq(orb_segment_open_existing_within(name, 9, 3000, &seg), 0);
+    ck_assert_int_eq(orb_segment_open_existing_within(name, 9, 3000, false, &seg), 0);
     ck_assert(tu_now_ns() - t0 >= 50000000LL);
     orb_segment_close(&seg);
     ck_assert_int_eq(tu_wait_child(late, 5000), 0);

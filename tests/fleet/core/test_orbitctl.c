@@ -3,7 +3,9 @@
  * The table seam from outside: orbitctl reset, against the real binary
  * (ORBITCTL_BIN), resets every table kind of a fleet (pool, streams,
  * admission, arena) and refuses a fleet with a live member unless --force is
- * given; orbit_fleet_account follows a table that was replaced.
+ * given; orbitctl unlink refuses a fleet with live members unless --force,
+ * and then names whom it orphaned; orbit_fleet_account follows a table that
+ * was replaced.
  */
 #include <sys/wait.h>
 #include <orbit/orbit.h>
@@ -166,8 +168,9 @@ START_TEST(gc_removes_the_fleets_nobody_lives_in_and_keeps_the_others)
     struct held h;
     ck_assert_int_eq(take_everything(live, &h), 0);
     ck_assert_int_eq(run_ctl(out, sizeof out, "ls", NULL, NULL), 0);
-    ck_assert_msg(strstr(out, "(0 live members)") && strstr(out, "(1 live member)"), "ls: %s", out);
-    ck_assert_msg(strstr(out, "resident"), "ls shows no resident bytes: %s", out);
+    ck_assert_msg(strstr(out, "(0 live members, ") && strstr(out, "(1 live member, "), "ls: %s", out);
+    ck_assert_msg(strstr(out, "MiB resident)"), "ls shows no resident bytes: %s", out);
+    ck_assert_msg(strstr(out, "room: /dev/shm (tmpfs): "), "ls shows no room left: %s", out);
     ck_assert_int_eq(run_ctl(out, sizeof out, "gc", dead, "--dry-run"), 0);
     ck_assert_msg(strstr(out, "would remove"), "gc --dry-run: %s", out);
     ck_assert_int_ge(segments_of(dead), 5);   /* the fleet and its four tables, still there */
@@ -260,6 +263,77 @@ START_TEST(reset_of_a_fleet_whose_members_died_resets_every_table)
 }
 END_TEST
 
+/* A member in a child of its own: joins, says so on ready, lives until hold closes, then leaves. */
+static pid_t member_until(const char *name, int ready, const int hold[2])
+{
+    fflush(NULL);
+    pid_t kid = fork();
+    ck_assert_int_ge(kid, 0);
+    if (kid == 0) {
+        alarm(60);
+        close(hold[1]);
+        struct held h;
+        char c = (char)take_everything(name, &h);
+        if (write(ready, &c, 1) != 1 || c != 0)
+            _exit(1);
+        while (read(hold[0], &c, 1) > 0) {}
+        _exit(0);
+    }
+    return kid;
+}
+
+START_TEST(unlink_refuses_a_fleet_with_live_members_unless_forced)
+{
+    const char *tmp = tu_fleet_name("ctlunlink");
+    char name[ORBIT_FLEET_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%s", tmp);
+    static char out[1 << 16];
+    int ready[2], hold[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    ck_assert_int_eq(pipe(hold), 0);
+    pid_t kid[2];
+    for (int i = 0; i < 2; i++)
+        kid[i] = member_until(name, ready[1], hold);
+    close(hold[0]);
+    for (int i = 0; i < 2; i++) {
+        char c = 1;
+        ck_assert_int_eq(read(ready[0], &c, 1), 1);
+        ck_assert_int_eq(c, 0);
+    }
+    ck_assert_int_eq(run_ctl(out, sizeof out, "unlink", name, NULL), 1);
+    char pid0[32], pid1[32];
+    snprintf(pid0, sizeof pid0, "pid %d (alive)", (int)kid[0]);
+    snprintf(pid1, sizeof pid1, "pid %d (alive)", (int)kid[1]);
+    ck_assert_msg(strstr(out, "2 live or joining members") && strstr(out, pid0) && strstr(out, pid1) &&
+                  strstr(out, "--force"), "unlink: %s", out);
+    ck_assert_int_ge(segments_of(name), 5);
+    /* Nothing split: a joiner finds the members' fleet, not a new one under the name. */
+    struct orbit_fleet *me = tu_join(name, CAPACITY, -1, 0, tu_backing());
+    ck_assert_int_eq(orbit_fleet_nodes(me, NULL, 0), 3);
+    orbit_fleet_leave(me);
+    ck_assert_int_eq(run_ctl(out, sizeof out, "--json", "unlink", name), 1);
+    ck_assert_msg(strstr(out, "\"action\":\"refused\"") && strstr(out, "\"state\":\"alive\""), "json: %s", out);
+
+    ck_assert_int_eq(run_ctl(out, sizeof out, "unlink", name, "--force"), 0);
+    ck_assert_msg(strstr(out, "removed") && strstr(out, "orphaned 2 members") && strstr(out, pid0) &&
+                  strstr(out, pid1), "unlink --force: %s", out);
+    ck_assert_int_eq(segments_of(name), 0);
+    close(hold[1]);   /* the members leave and exit */
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(tu_wait_child(kid[i], 10000), 0);
+    close(ready[0]);
+    close(ready[1]);
+
+    /* Nobody lives in it: removed without --force, nothing orphaned. */
+    leave_a_dead_fleet(name);
+    ck_assert_int_eq(run_ctl(out, sizeof out, "unlink", name, NULL), 0);
+    ck_assert_msg(strstr(out, "removed") && !strstr(out, "orphaned"), "unlink: %s", out);
+    ck_assert_int_eq(segments_of(name), 0);
+    ck_assert_int_eq(run_ctl(out, sizeof out, "unlink", name, NULL), 1);
+    ck_assert_msg(strstr(out, "no such fleet"), "unlink of nothing: %s", out);
+}
+END_TEST
+
 /* The handles orbit_fleet_account keeps are dropped when a table's file is replaced. */
 START_TEST(account_follows_a_replaced_table)
 {
@@ -320,6 +394,7 @@ int main(void)
     tcase_add_test(tc, reset_of_a_fleet_whose_members_died_resets_every_table);
     tcase_add_test(tc, account_follows_a_replaced_table);
     tcase_add_test(tc, gc_removes_the_fleets_nobody_lives_in_and_keeps_the_others);
+    tcase_add_test(tc, unlink_refuses_a_fleet_with_live_members_unless_forced);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

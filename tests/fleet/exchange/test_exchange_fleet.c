@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <orbit/uring.h>
 #include "xfleet.h"
-#include "stream/exchange/exch_layout.h"
+#include "exchange/exch_layout.h"
 
 #define CTL_KIND   230
 #define ARENA_KIND 231
@@ -38,17 +38,13 @@ static int gib_reader(void *p)
 {
     struct gib *g = p;
     struct orbit_exchange_spec spec = spec_of(4096, 1024);
-    struct orbit_fleet *f = xf_join(g->name, 1, 0x1001);
-    struct orbit_exchanges *ex = xf_exchanges(f, &spec);
-    struct orbit_ticket t = tp_recv_ticket(g->ticket.rd);
-    struct orbit_exchange *b;
-    XF_OK(orbit_exchange_open(ex, &t, &b));
+    struct xf_end e = xf_take(g->name, 0x1001, &spec, g->ticket.rd);
     uint64_t h = 0xcbf29ce484222325ull, bytes = 0, chunks = 0;
     struct orbit_exchange_event ev;
-    XF_OK(orbit_exchange_next(b, &ev, 60000));
+    XF_OK(orbit_exchange_next(e.x, &ev, 60000));
     TP_CHECK(ev.type == ORBIT_EXCHANGE_START, "first event %d", ev.type);
     for (;;) {
-        XF_OK(orbit_exchange_next(b, &ev, 60000));
+        XF_OK(orbit_exchange_next(e.x, &ev, 60000));
         if (ev.type == ORBIT_EXCHANGE_FIN)
             break;
         TP_CHECK(ev.type == ORBIT_EXCHANGE_DATA && ev.chunk.len == CHUNK, "event %d len %zu", ev.type, ev.chunk.len);
@@ -61,9 +57,7 @@ static int gib_reader(void *p)
     tp_send_u64(g->result.wr, chunks);
     tp_send_u64(g->result.wr, bytes);
     tp_send_u64(g->result.wr, h);
-    orbit_exchange_close(b);
-    orbit_exchanges_close(ex);
-    orbit_fleet_leave(f);
+    xf_end_close(&e);
     return 0;
 }
 
@@ -71,38 +65,32 @@ START_TEST(a_gibibyte_as_64k_chunks_arrives_with_its_checksum)
 {
     const char *name = tu_fleet_name("xgib");
     struct orbit_exchange_spec spec = spec_of(4096, 1024);
-    struct orbit_fleet *f = tu_join(name, XF_CAPACITY, 0, 0x1000, tu_backing());
-    struct orbit_exchanges *ex;
-    ck_assert_int_eq(orbit_exchanges_open(f, &spec, &ex), 0);
-    struct orbit_exchange *a;
     struct orbit_ticket t;
-    ck_assert_int_eq(orbit_exchange_create(ex, &a, &t), 0);
+    struct xf_end e = xf_create(name, 0x1000, &spec, &t);
     struct gib g = { name, tp_pipe(), tp_pipe() };
     pid_t pid = tp_spawn(gib_reader, &g);
     tp_send_ticket(g.ticket.wr, &t);
-    ck_assert_int_eq(orbit_exchange_send_start(a, NULL, 0, 60000), 0);
+    ck_assert_int_eq(orbit_exchange_send_start(e.x, NULL, 0, 60000), 0);
     uint64_t h = 0xcbf29ce484222325ull;
     for (uint64_t k = 0; k < GIB / CHUNK; k++) {
         struct orbit_reservation r;
-        ck_assert_int_eq(orbit_exchange_reserve(a, CHUNK, 60000, &r), 0);
+        ck_assert_int_eq(orbit_exchange_reserve(e.x, CHUNK, 60000, &r), 0);
         xf_gen(k, r.data, WORDS);   /* produced in place: no copy on either side */
         h = xf_fold(h, r.data, WORDS);
-        int rc = orbit_exchange_data(a, &r, CHUNK, 60000);
+        int rc = orbit_exchange_data(e.x, &r, CHUNK, 60000);
         ck_assert_msg(rc == 0, "data %llu: %s", (unsigned long long)k, orbit_strerror(rc));
     }
-    ck_assert_int_eq(orbit_exchange_finish(a, 60000), 0);
+    ck_assert_int_eq(orbit_exchange_finish(e.x, 60000), 0);
     ck_assert_uint_eq(tp_recv_u64(g.result.rd), GIB / CHUNK);
     ck_assert_uint_eq(tp_recv_u64(g.result.rd), GIB);
     ck_assert_uint_eq(tp_recv_u64(g.result.rd), h);
     ck_assert_int_eq(tu_wait_child(pid, 120000), 0);
     struct orbit_arena_stats st;
-    orbit_arena_stats(orbit_exchanges_arena(ex, ORBIT_FLOW_A_TO_B), &st);
+    orbit_arena_stats(orbit_exchanges_arena(e.ex, ORBIT_FLOW_A_TO_B), &st);
     ck_assert_uint_eq(st.committed, GIB / CHUNK);
     ck_assert_uint_eq(st.bytes_committed, GIB);
-    ck_assert_uint_eq(xf_lane_free(orbit_exchanges_arena(ex, ORBIT_FLOW_A_TO_B), 0), 1024);
-    orbit_exchange_close(a);
-    orbit_exchanges_close(ex);
-    orbit_fleet_leave(f);
+    ck_assert_uint_eq(xf_lane_free(orbit_exchanges_arena(e.ex, ORBIT_FLOW_A_TO_B), 0), 1024);
+    xf_end_close(&e);
     orbit_fleet_unlink(name);
 }
 END_TEST
@@ -117,13 +105,9 @@ static int full_reader(void *p)
 {
     struct full *x = p;
     struct orbit_exchange_spec spec = spec_of(4096, SMALL_SLOTS);
-    struct orbit_fleet *f = xf_join(x->name, 1, 0x2001);
-    struct orbit_exchanges *ex = xf_exchanges(f, &spec);
-    struct orbit_ticket t = tp_recv_ticket(x->ticket.rd);
-    struct orbit_exchange *b;
-    XF_OK(orbit_exchange_open(ex, &t, &b));
+    struct xf_end e = xf_take(x->name, 0x2001, &spec, x->ticket.rd);
     /* Wait until the producer sleeps on its lane's credit word, then release one chunk. */
-    struct orbit_arena *ar = orbit_exchanges_arena(ex, ORBIT_FLOW_A_TO_B);
+    struct orbit_arena *ar = orbit_exchanges_arena(e.ex, ORBIT_FLOW_A_TO_B);
     TP_CHECK(tp_recv_u64(x->go.rd) == 1, "go");
     for (int i = 0; atomic_load(&ar->lanes[0].credit.parked) == 0; i++) {
         TP_CHECK(i < 20000, "producer never parked");
@@ -131,9 +115,9 @@ static int full_reader(void *p)
     }
     struct orbit_exchange_event ev;
     uint64_t chunks = 0;
-    XF_OK(orbit_exchange_next(b, &ev, 10000));   /* START */
+    XF_OK(orbit_exchange_next(e.x, &ev, 10000));   /* START */
     for (;;) {
-        XF_OK(orbit_exchange_next(b, &ev, 10000));
+        XF_OK(orbit_exchange_next(e.x, &ev, 10000));
         if (ev.type == ORBIT_EXCHANGE_FIN)
             break;
         chunks++;
@@ -143,9 +127,7 @@ static int full_reader(void *p)
     orbit_arena_stats(ar, &st);
     tp_send_u64(x->result.wr, chunks);
     tp_send_u64(x->result.wr, st.wakes);
-    orbit_exchange_close(b);
-    orbit_exchanges_close(ex);
-    orbit_fleet_leave(f);
+    xf_end_close(&e);
     return 0;
 }
 
@@ -153,32 +135,26 @@ START_TEST(a_payload_full_wait_is_woken_by_a_release_in_another_process)
 {
     const char *name = tu_fleet_name("xfull");
     struct orbit_exchange_spec spec = spec_of(4096, SMALL_SLOTS);
-    struct orbit_fleet *f = tu_join(name, XF_CAPACITY, 0, 0x2000, tu_backing());
-    struct orbit_exchanges *ex;
-    ck_assert_int_eq(orbit_exchanges_open(f, &spec, &ex), 0);
-    struct orbit_exchange *a;
     struct orbit_ticket t;
-    ck_assert_int_eq(orbit_exchange_create(ex, &a, &t), 0);
+    struct xf_end e = xf_create(name, 0x2000, &spec, &t);
     struct full x = { name, tp_pipe(), tp_pipe(), tp_pipe() };
     pid_t pid = tp_spawn(full_reader, &x);
     tp_send_ticket(x.ticket.wr, &t);
-    ck_assert_int_eq(orbit_exchange_send_start(a, NULL, 0, 0), 0);
+    ck_assert_int_eq(orbit_exchange_send_start(e.x, NULL, 0, 0), 0);
     unsigned char buf[8192] = { 0 };
     unsigned sent = 0;
-    while (orbit_exchange_try_send_data(a, buf, sizeof buf) == 0)
+    while (orbit_exchange_try_send_data(e.x, buf, sizeof buf) == 0)
         sent++;
     ck_assert_uint_eq(sent, SMALL_SLOTS / 2);
-    ck_assert_int_eq(orbit_exchange_try_send_data(a, buf, sizeof buf), -ORBIT_EPAYLOADFULL);
+    ck_assert_int_eq(orbit_exchange_try_send_data(e.x, buf, sizeof buf), -ORBIT_EPAYLOADFULL);
     tp_send_u64(x.go.wr, 1);
     /* Blocks until the reader in the other process releases a chunk. */
-    ck_assert_int_eq(orbit_exchange_send_data(a, buf, sizeof buf, 20000), 0);
-    ck_assert_int_eq(orbit_exchange_finish(a, 10000), 0);
+    ck_assert_int_eq(orbit_exchange_send_data(e.x, buf, sizeof buf, 20000), 0);
+    ck_assert_int_eq(orbit_exchange_finish(e.x, 10000), 0);
     ck_assert_uint_eq(tp_recv_u64(x.result.rd), sent + 1);
     ck_assert_uint_eq(tp_recv_u64(x.result.rd), 1);   /* the release woke the parked producer, once */
     ck_assert_int_eq(tu_wait_child(pid, 30000), 0);
-    orbit_exchange_close(a);
-    orbit_exchanges_close(ex);
-    orbit_fleet_leave(f);
+    xf_end_close(&e);
     orbit_fleet_unlink(name);
 }
 END_TEST
@@ -192,19 +168,15 @@ static int victim_producer(void *p)
 {
     struct victim *v = p;
     struct orbit_exchange_spec spec = spec_of(4096, 64);
-    struct orbit_fleet *f = xf_join(v->name, 1, 0x3001);
-    struct orbit_exchanges *ex = xf_exchanges(f, &spec);
-    struct orbit_ticket t = tp_recv_ticket(v->ticket.rd);
-    struct orbit_exchange *b;
-    XF_OK(orbit_exchange_open(ex, &t, &b));
-    XF_OK(orbit_exchange_send_start(b, NULL, 0, 1000));
+    struct xf_end e = xf_take(v->name, 0x3001, &spec, v->ticket.rd);
+    XF_OK(orbit_exchange_send_start(e.x, NULL, 0, 1000));
     uint64_t w[1024];
     for (uint64_t k = 0; k < 6; k++) {
         xf_gen(k, w, 1024);
-        XF_OK(orbit_exchange_send_data(b, w, sizeof w, 1000));   /* 8 KiB: two slots */
+        XF_OK(orbit_exchange_send_data(e.x, w, sizeof w, 1000));   /* 8 KiB: two slots */
     }
     struct orbit_reservation r;
-    XF_OK(orbit_exchange_reserve(b, 3 * 4096, 1000, &r));
+    XF_OK(orbit_exchange_reserve(e.x, 3 * 4096, 1000, &r));
     tp_send_u64(v->ready.wr, 1);
     for (;;)
         pause();
@@ -215,27 +187,21 @@ START_TEST(a_killed_producer_gives_back_what_no_survivor_holds)
 {
     const char *name = tu_fleet_name("xkillp");
     struct orbit_exchange_spec spec = spec_of(4096, 64);
-    struct orbit_fleet *f = tu_join(name, XF_CAPACITY, 0, 0x3000, tu_backing());
-    struct orbit_exchanges *ex;
-    ck_assert_int_eq(orbit_exchanges_open(f, &spec, &ex), 0);
-    struct orbit_arena *ar = orbit_exchanges_arena(ex, ORBIT_FLOW_B_TO_A);
-    struct orbit_exchange *a;
     struct orbit_ticket t;
-    ck_assert_int_eq(orbit_exchange_create(ex, &a, &t), 0);
+    struct xf_end e = xf_create(name, 0x3000, &spec, &t);
+    struct orbit_arena *ar = orbit_exchanges_arena(e.ex, ORBIT_FLOW_B_TO_A);
     struct victim v = { name, tp_pipe(), tp_pipe() };
     pid_t pid = tp_spawn(victim_producer, &v);
     tp_send_ticket(v.ticket.wr, &t);
     ck_assert_uint_eq(tp_recv_u64(v.ready.rd), 1);
     struct orbit_exchange_event ev, held;
-    ck_assert_int_eq(orbit_exchange_next(a, &ev, 5000), 0);
+    ck_assert_int_eq(orbit_exchange_next(e.x, &ev, 5000), 0);
     ck_assert_int_eq(ev.type, ORBIT_EXCHANGE_START);
-    ck_assert_int_eq(orbit_exchange_next(a, &held, 5000), 0);   /* chunk 1: held by us */
-    ck_assert_int_eq(orbit_exchange_next(a, &ev, 5000), 0);     /* chunk 2: released */
+    ck_assert_int_eq(orbit_exchange_next(e.x, &held, 5000), 0);   /* chunk 1: held by us */
+    ck_assert_int_eq(orbit_exchange_next(e.x, &ev, 5000), 0);     /* chunk 2: released */
     orbit_chunk_release(&ev.chunk);
     ck_assert_uint_eq(xf_lane_free(ar, 1), 64 - 5 * 2 - 3);
-    kill(pid, SIGKILL);
-    ck_assert_int_eq(tu_wait_child(pid, 10000), 128 + SIGKILL);
-    ck_assert_int_eq(orbit_fleet_node_dead(f, 1, 0x3001), 0);
+    tp_kill_reported(e.f, pid, 1, 0x3001);
     /* Its reservation and its four unread chunks are back; the chunk we hold is not. */
     ck_assert_uint_eq(xf_lane_free(ar, 1), 64 - 2);
     uint64_t w[1024];
@@ -243,12 +209,10 @@ START_TEST(a_killed_producer_gives_back_what_no_survivor_holds)
     ck_assert_uint_eq(held.chunk.len, sizeof w);
     ck_assert_mem_eq(held.chunk.data, w, sizeof w);
     /* The rest of the flow ended with the producer. */
-    ck_assert_int_eq(orbit_exchange_next(a, &ev, 1000), -ORBIT_ERESET);
+    ck_assert_int_eq(orbit_exchange_next(e.x, &ev, 1000), -ORBIT_ERESET);
     orbit_chunk_release(&held.chunk);
     ck_assert_uint_eq(xf_lane_free(ar, 1), 64);
-    orbit_exchange_close(a);
-    orbit_exchanges_close(ex);
-    orbit_fleet_leave(f);
+    xf_end_close(&e);
     orbit_fleet_unlink(name);
 }
 END_TEST
@@ -260,14 +224,10 @@ static int victim_reader(void *p)
 {
     struct victim *v = p;
     struct orbit_exchange_spec spec = spec_of(4096, 64);
-    struct orbit_fleet *f = xf_join(v->name, 1, 0x4001);
-    struct orbit_exchanges *ex = xf_exchanges(f, &spec);
-    struct orbit_ticket t = tp_recv_ticket(v->ticket.rd);
-    struct orbit_exchange *b;
-    XF_OK(orbit_exchange_open(ex, &t, &b));
+    struct xf_end e = xf_take(v->name, 0x4001, &spec, v->ticket.rd);
     struct orbit_exchange_event ev;
     for (int i = 0; i < 4; i++)
-        XF_OK(orbit_exchange_next(b, &ev, 5000));
+        XF_OK(orbit_exchange_next(e.x, &ev, 5000));
     tp_send_u64(v->ready.wr, 1);
     for (;;)
         pause();
@@ -278,39 +238,33 @@ START_TEST(a_killed_reader_gives_back_what_it_held)
 {
     const char *name = tu_fleet_name("xkillr");
     struct orbit_exchange_spec spec = spec_of(4096, 64);
-    struct orbit_fleet *f = tu_join(name, XF_CAPACITY, 0, 0x4000, tu_backing());
-    struct orbit_exchanges *ex;
-    ck_assert_int_eq(orbit_exchanges_open(f, &spec, &ex), 0);
-    struct orbit_arena *ar = orbit_exchanges_arena(ex, ORBIT_FLOW_A_TO_B);
-    struct orbit_exchange *a;
     struct orbit_ticket t;
-    ck_assert_int_eq(orbit_exchange_create(ex, &a, &t), 0);
+    struct xf_end e = xf_create(name, 0x4000, &spec, &t);
+    struct orbit_arena *ar = orbit_exchanges_arena(e.ex, ORBIT_FLOW_A_TO_B);
     struct victim v = { name, tp_pipe(), tp_pipe() };
     pid_t pid = tp_spawn(victim_reader, &v);
     tp_send_ticket(v.ticket.wr, &t);
     unsigned char buf[4 * 4096] = { 1 };
-    ck_assert_int_eq(orbit_exchange_send_start(a, buf, 4096, 1000), 0);
+    ck_assert_int_eq(orbit_exchange_send_start(e.x, buf, 4096, 1000), 0);
     for (int i = 0; i < 5; i++)
-        ck_assert_int_eq(orbit_exchange_send_data(a, buf, sizeof buf, 1000), 0);
+        ck_assert_int_eq(orbit_exchange_send_data(e.x, buf, sizeof buf, 1000), 0);
     ck_assert_uint_eq(tp_recv_u64(v.ready.rd), 1);   /* it holds START metadata + 3 chunks */
     ck_assert_uint_eq(xf_lane_free(ar, 0), 64 - 1 - 5 * 4);
     /* Another exchange, to a live reader, with a chunk queued: the death must not touch it. */
     struct orbit_exchange *a2, *b2;
     struct orbit_ticket t2;
-    ck_assert_int_eq(orbit_exchange_create(ex, &a2, &t2), 0);
-    ck_assert_int_eq(orbit_exchange_open(ex, &t2, &b2), 0);
+    ck_assert_int_eq(orbit_exchange_create(e.ex, &a2, &t2), 0);
+    ck_assert_int_eq(orbit_exchange_open(e.ex, &t2, &b2), 0);
     ck_assert_int_eq(orbit_exchange_send_start(a2, NULL, 0, 1000), 0);
     ck_assert_int_eq(orbit_exchange_send_data(a2, buf, 4096, 1000), 0);
     struct orbit_arena_lane_info li;
     ck_assert_int_eq(orbit_arena_lanes(ar, &li, 1), 1);
     ck_assert_uint_eq(li.reading, 1 + 3 * 4);
     ck_assert_uint_eq(li.live, 2 * 4 + 1);
-    kill(pid, SIGKILL);
-    ck_assert_int_eq(tu_wait_child(pid, 10000), 128 + SIGKILL);
-    ck_assert_int_eq(orbit_fleet_node_dead(f, 1, 0x4001), 0);
+    tp_kill_reported(e.f, pid, 1, 0x4001);
     /* What it held and what was queued for it are back with the producer. */
     ck_assert_uint_eq(xf_lane_free(ar, 0), 64 - 1);
-    ck_assert_int_eq(orbit_exchange_send_data(a, buf, sizeof buf, 1000), -ORBIT_EPEERGONE);
+    ck_assert_int_eq(orbit_exchange_send_data(e.x, buf, sizeof buf, 1000), -ORBIT_EPEERGONE);
     ck_assert_uint_eq(xf_lane_free(ar, 0), 64 - 1);
     struct orbit_exchange_event ev;
     ck_assert_int_eq(orbit_exchange_next(b2, &ev, 1000), 0);
@@ -321,9 +275,7 @@ START_TEST(a_killed_reader_gives_back_what_it_held)
     ck_assert_uint_eq(xf_lane_free(ar, 0), 64);
     orbit_exchange_close(b2);
     orbit_exchange_close(a2);
-    orbit_exchange_close(a);
-    orbit_exchanges_close(ex);
-    orbit_fleet_leave(f);
+    xf_end_close(&e);
     orbit_fleet_unlink(name);
 }
 END_TEST
@@ -398,8 +350,7 @@ START_TEST(a_remote_lease_is_accepted_by_its_owner)
     ck_assert_uint_eq(c.active + c.reserved, 0);
     orbit_pool_close(pool);
     orbit_exchanges_close(ex);
-    orbit_fleet_leave(f);
-    orbit_fleet_unlink(name);
+    tp_fleet_end(f, name);
 }
 END_TEST
 
@@ -604,8 +555,7 @@ START_TEST(a_body_relayed_tcp_to_arena_to_tcp_with_registered_buffers)
     close(r.l_in);
     close(r.l_out);
     orbit_exchanges_close(ex);
-    orbit_fleet_leave(f);
-    orbit_fleet_unlink(name);
+    tp_fleet_end(f, name);
 }
 END_TEST
 

@@ -49,4 +49,40 @@ static inline uint32_t xf_lane_free(struct orbit_arena *a, uint16_t node)
     return sp.slots_per_lane;
 }
 
+/* One side of an exchange in a test process: its fleet handle, its exchanges, its end. */
+struct xf_end {
+    struct orbit_fleet *f;
+    struct orbit_exchanges *ex;
+    struct orbit_exchange *x;
+};
+
+/* The test's side A: node 0 of fleet name, an exchange created, its ticket in *t. */
+static inline struct xf_end xf_create(const char *name, uint64_t inc, const struct orbit_exchange_spec *spec,
+                                      struct orbit_ticket *t)
+{
+    struct xf_end e = { .f = tu_join(name, XF_CAPACITY, 0, inc, tu_backing()) };
+    ck_assert_int_eq(orbit_exchanges_open(e.f, spec, &e.ex), 0);
+    ck_assert_int_eq(orbit_exchange_create(e.ex, &e.x, t), 0);
+    return e;
+}
+
+/* A child's side B: node 1 of fleet name, the exchange whose ticket arrives on ticket_fd. */
+static inline struct xf_end xf_take(const char *name, uint64_t inc, const struct orbit_exchange_spec *spec,
+                                    int ticket_fd)
+{
+    struct xf_end e = { .f = xf_join(name, 1, inc) };
+    e.ex = xf_exchanges(e.f, spec);
+    struct orbit_ticket t = tp_recv_ticket(ticket_fd);
+    XF_OK(orbit_exchange_open(e.ex, &t, &e.x));
+    return e;
+}
+
+/* The end, its exchanges and its fleet handle closed (the fleet stays: the test unlinks it). */
+static inline void xf_end_close(struct xf_end *e)
+{
+    orbit_exchange_close(e->x);
+    orbit_exchanges_close(e->ex);
+    orbit_fleet_leave(e->f);
+}
+
 #endif

@@ -24,6 +24,7 @@ struct board {                      /* reservers -> owner, in shared anonymous m
     _Atomic int held;               /* units reservers hold: from reserve until the owner completes */
     _Atomic int most;
     _Atomic uint32_t next;
+    _Atomic int accepted_all;       /* the owner took every lease: reservers may leave now */
     _Atomic uint8_t ready[LEASES];
     struct orbit_lease lease[LEASES];
 };
@@ -64,6 +65,10 @@ static void reserver(const char *name, int node, orbit_id id, struct board *b)
         atomic_store(&b->ready[i], 1);
         n++;
     }
+    /* A leave gives back the life's unaccepted reservations: stay until the owner took them. */
+    int64_t deadline = tu_now_ns() + 210 * 1000000000ll;
+    while (!atomic_load(&b->accepted_all) && tu_now_ns() < deadline)
+        tu_sleep_ms(1);
     orbit_pool_close(p);
     orbit_fleet_leave(f);
     _exit(0);
@@ -122,6 +127,7 @@ START_TEST(three_reserver_processes_never_over_admit_and_each_lease_is_accepted_
     }
     if (holding)
         accept_once(p, b, &deferred, deferred_at);
+    atomic_store(&b->accepted_all, 1);
     for (int k = 0; k < RESERVERS; k++)
         ck_assert_int_eq(tu_wait_child(kids[k], 60000), 0);
     ck_assert_int_le(atomic_load(&b->most), CAP);

@@ -56,6 +56,14 @@ static inline struct sf_taker sf_take(const char *name, uint64_t inc, int ticket
     return k;
 }
 
+/* Close what sf_take opened (the fleet stays: the creator unlinks it). */
+static inline void sf_taker_close(struct sf_taker *k)
+{
+    orbit_endpoint_close(k->b);
+    orbit_streams_close(k->s);
+    orbit_fleet_leave(k->f);
+}
+
 /* Close what sf_create opened and unlink the fleet (before a test's verdicts: no segment left). */
 static inline void sf_creator_close(struct sf_creator *c, const char *name)
 {

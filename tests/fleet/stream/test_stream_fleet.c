@@ -36,11 +36,7 @@ struct gib { const char *name; struct tp_pipe ticket, result; };
 static int gib_writer(void *p)
 {
     struct gib *x = p;
-    struct orbit_fleet *f = sf_join(x->name, 1, 0x1001);
-    struct orbit_streams *s = sf_streams(f, NULL);
-    struct orbit_ticket t = tp_recv_ticket(x->ticket.rd);
-    struct orbit_endpoint *b;
-    TP_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "open ticket");
+    struct sf_taker tk = sf_take(x->name, 0x1001, x->ticket.rd);
     uint64_t *blk = aligned_alloc(64, BLOCK), h = 0xcbf29ce484222325ull, rng = 0x1234567;
     for (uint64_t k = 0; k < GIB / BLOCK; k++) {
         gen_block(k, blk);
@@ -48,16 +44,14 @@ static int gib_writer(void *p)
         for (size_t off = 0; off < BLOCK;) {
             size_t n = random_size(&rng);
             n = n < BLOCK - off ? n : BLOCK - off;
-            int rc = orbit_endpoint_write_all(b, (unsigned char *)blk + off, n, 60000);
+            int rc = orbit_endpoint_write_all(tk.b, (unsigned char *)blk + off, n, 60000);
             TP_CHECK(rc == 0, "write_all: %s", orbit_strerror(rc));
             off += n;
         }
     }
-    TP_CHECK(orbit_endpoint_finish(b) == 0, "finish");
+    TP_CHECK(orbit_endpoint_finish(tk.b) == 0, "finish");
     tp_send_u64(x->result.wr, h);
-    orbit_endpoint_close(b);
-    orbit_streams_close(s);
-    orbit_fleet_leave(f);
+    sf_taker_close(&tk);
     free(blk);
     return 0;
 }
@@ -65,15 +59,10 @@ static int gib_writer(void *p)
 START_TEST(a_gibibyte_of_random_sizes_arrives_byte_exact)
 {
     const char *name = tu_fleet_name("sgib");
-    struct orbit_fleet *f = tu_join(name, SF_CAPACITY, 0, 0x1000, tu_backing());
-    struct orbit_streams *s;
-    ck_assert_int_eq(orbit_streams_open(f, NULL, &s), 0);
-    struct orbit_endpoint *a;
-    struct orbit_ticket t;
-    ck_assert_int_eq(orbit_streams_create(s, &a, &t), 0);
+    struct sf_creator cr = sf_create(name, 0x1000);
     struct gib x = { name, tp_pipe(), tp_pipe() };
     pid_t pid = tp_spawn(gib_writer, &x);
-    tp_send_ticket(x.ticket.wr, &t);
+    tp_send_ticket(x.ticket.wr, &cr.t);
 
     unsigned char *staging = aligned_alloc(64, BLOCK);
     uint64_t *expect = aligned_alloc(64, BLOCK), h = 0xcbf29ce484222325ull, rng = 0x7654321, got = 0, k = 0;
@@ -81,7 +70,7 @@ START_TEST(a_gibibyte_of_random_sizes_arrives_byte_exact)
     for (;;) {
         size_t n = random_size(&rng);
         n = n < BLOCK - off ? n : BLOCK - off;
-        ssize_t r = orbit_endpoint_read(a, staging + off, n, 60000);
+        ssize_t r = orbit_endpoint_read(cr.a, staging + off, n, 60000);
         ck_assert_msg(r >= 0, "read: %s", orbit_strerror((int)r));
         if (r == 0)
             break;
@@ -100,14 +89,11 @@ START_TEST(a_gibibyte_of_random_sizes_arrives_byte_exact)
     ck_assert_uint_eq(tp_recv_u64(x.result.rd), h);   /* the writer's checksum of what it sent */
     ck_assert_int_eq(tu_wait_child(pid, 120000), 0);
     struct orbit_stream_stats st;
-    orbit_streams_stats(s, &st);
+    orbit_streams_stats(cr.s, &st);
     ck_assert_uint_eq(st.bytes_read, GIB);
     free(staging);
     free(expect);
-    orbit_endpoint_close(a);
-    orbit_streams_close(s);
-    orbit_fleet_leave(f);
-    orbit_fleet_unlink(name);
+    sf_creator_close(&cr, name);
 }
 END_TEST
 
@@ -239,8 +225,7 @@ START_TEST(a_killed_writer_resets_the_parked_reader_and_the_slot_is_reused)
     pid_t reader = tp_spawn(surviving_reader, &x);
     pid_t victim = tp_spawn(victim_writer, &x);
     ck_assert_uint_ge(tp_recv_u64(x.progress.rd), 1u << 20);   /* mid-transfer */
-    kill(victim, SIGKILL);
-    ck_assert_int_eq(tu_wait_child(victim, 10000), 128 + SIGKILL);
+    tp_kill(victim);
 
     /* The reader drains what the victim left and parks on the empty ring. */
     struct stream_dir *d = &s->slots[1].dir[1];   /* lane 1, slot 0; B -> A */
@@ -268,8 +253,7 @@ START_TEST(a_killed_writer_resets_the_parked_reader_and_the_slot_is_reused)
     ck_assert_int_eq(tu_wait_child(reader, 60000), 0);
     ck_assert_int_eq(orbit_streams_owners(s, own, 4), 0);
     orbit_streams_close(s);
-    orbit_fleet_leave(f);
-    orbit_fleet_unlink(name);
+    tp_fleet_end(f, name);
 }
 END_TEST
 
@@ -359,8 +343,7 @@ START_TEST(offers_and_readiness_work_across_processes)
     orbit_endpoint_close(a);
     orbit_endpoint_close(a2);
     orbit_streams_close(s);
-    orbit_fleet_leave(f);
-    orbit_fleet_unlink(name);
+    tp_fleet_end(f, name);
 }
 END_TEST
 
@@ -369,17 +352,13 @@ END_TEST
 static int uring_reader(void *p)
 {
     struct offerx *x = p;
-    struct orbit_fleet *f = sf_join(x->name, 1, 0x5001);
-    struct orbit_streams *s = sf_streams(f, NULL);
-    struct orbit_ticket t = tp_recv_ticket(x->to_child.rd);
-    struct orbit_endpoint *b;
-    TP_CHECK(orbit_streams_open_ticket(s, &t, &b) == 0, "open");
+    struct sf_taker tk = sf_take(x->name, 0x5001, x->to_child.rd);
     struct io_uring ring;
     TP_CHECK(io_uring_queue_init(4, &ring, 0) == 0, "ring");
     for (uint64_t round = 0; round < 2; round++) {
         struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
         sqe->user_data = 100 + round;
-        int rc = orbit_endpoint_prep_wait_readable(b, sqe);
+        int rc = orbit_endpoint_prep_wait_readable(tk.b, sqe);
         TP_CHECK(rc == 0, "prep: %d", rc);
         TP_CHECK(io_uring_submit(&ring) == 1, "submit");
         tp_send_u64(x->to_parent.wr, round);   /* the FUTEX_WAIT is in the kernel */
@@ -389,59 +368,49 @@ static int uring_reader(void *p)
                  (unsigned long long)cqe->user_data, cqe->res);
         io_uring_cqe_seen(&ring, cqe);
         char buf[8];
-        TP_CHECK(orbit_endpoint_try_read(b, buf, sizeof buf) == 6 && memcmp(buf, "round", 5) == 0 &&
+        TP_CHECK(orbit_endpoint_try_read(tk.b, buf, sizeof buf) == 6 && memcmp(buf, "round", 5) == 0 &&
                  buf[5] == (char)('0' + round), "payload");
     }
     struct orbit_stream_stats st;
-    orbit_streams_stats(s, &st);
+    orbit_streams_stats(tk.s, &st);
     TP_CHECK(st.parks == 2, "parks %llu", (unsigned long long)st.parks);
     io_uring_queue_exit(&ring);
-    orbit_endpoint_close(b);
-    orbit_streams_close(s);
-    orbit_fleet_leave(f);
+    sf_taker_close(&tk);
     return 0;
 }
 
 START_TEST(an_io_uring_reader_is_woken_by_another_process)
 {
     const char *name = tu_fleet_name("suring");
-    struct orbit_fleet *f = tu_join(name, SF_CAPACITY, 0, 0x1003, tu_backing());
-    struct orbit_streams *s;
-    ck_assert_int_eq(orbit_streams_open(f, NULL, &s), 0);
-    struct orbit_endpoint *a;
-    struct orbit_ticket t;
-    ck_assert_int_eq(orbit_streams_create(s, &a, &t), 0);
+    struct sf_creator cr = sf_create(name, 0x1003);
     if (!orbit_uring_futex_supported()) {   /* io_uring disabled here: the prep says so */
         struct io_uring_sqe sqe;
-        ck_assert_int_eq(orbit_endpoint_prep_wait_readable(a, &sqe), -ORBIT_ENOTSUP);
-        orbit_endpoint_close(a);
-        orbit_streams_close(s);
-        orbit_fleet_leave(f);
+        ck_assert_int_eq(orbit_endpoint_prep_wait_readable(cr.a, &sqe), -ORBIT_ENOTSUP);
+        orbit_endpoint_close(cr.a);
+        orbit_streams_close(cr.s);
+        orbit_fleet_leave(cr.f);
         orbit_fleet_unlink(name);
         return;
     }
     struct offerx x = { name, tp_pipe(), tp_pipe() };
     pid_t pid = tp_spawn(uring_reader, &x);
-    tp_send_ticket(x.to_child.wr, &t);
+    tp_send_ticket(x.to_child.wr, &cr.t);
 
     ck_assert_uint_eq(tp_recv_u64(x.to_parent.rd), 0);
-    ck_assert_int_eq(orbit_endpoint_write_all(a, "round0", 6, 10000), 0);   /* futex(2) wake */
+    ck_assert_int_eq(orbit_endpoint_write_all(cr.a, "round0", 6, 10000), 0);   /* futex(2) wake */
     ck_assert_uint_eq(tp_recv_u64(x.to_parent.rd), 1);
     struct io_uring ring;
     ck_assert_int_eq(io_uring_queue_init(4, &ring, 0), 0);
     ck_assert_int_eq(orbit_uring_attach_wakes(&ring), 0);
-    ck_assert_int_eq(orbit_endpoint_write_all(a, "round1", 6, 10000), 0);   /* FUTEX_WAKE SQE queued */
+    ck_assert_int_eq(orbit_endpoint_write_all(cr.a, "round1", 6, 10000), 0);   /* FUTEX_WAKE SQE queued */
     orbit_uring_detach_wakes();
     ck_assert_int_eq(io_uring_submit(&ring), 1);
     ck_assert_int_eq(tu_wait_child(pid, 60000), 0);
     struct orbit_stream_stats st;
-    orbit_streams_stats(s, &st);
+    orbit_streams_stats(cr.s, &st);
     ck_assert_uint_eq(st.wakes, 2);
     io_uring_queue_exit(&ring);
-    orbit_endpoint_close(a);
-    orbit_streams_close(s);
-    orbit_fleet_leave(f);
-    orbit_fleet_unlink(name);
+    sf_creator_close(&cr, name);
 }
 END_TEST
 
@@ -552,9 +521,7 @@ START_TEST(a_waker_killed_mid_wake_leaves_no_waiter_deaf)
     pid_t pk = tp_spawn(midwake_killed_waker, &k);
     /* It woke node 1's sleeper (at once) and took node 3's doorbell flag into its batch. */
     ck_assert_uint_eq(tp_recv_u64(k.to_parent.rd), 2);
-    kill(pk, SIGKILL);
-    ck_assert_int_eq(tu_wait_child(pk, 10000), 128 + SIGKILL);
-    ck_assert_int_eq(orbit_fleet_node_dead(f, 2, 0x7002), 0);
+    tp_kill_reported(f, pk, 2, 0x7002);
     /* A live offer after the report reaches both. */
     struct orbit_endpoint *a1, *a3;
     struct orbit_ticket t1, t3;
@@ -574,8 +541,7 @@ START_TEST(a_waker_killed_mid_wake_leaves_no_waiter_deaf)
     orbit_endpoint_close(a1);
     orbit_endpoint_close(a3);
     orbit_streams_close(s);
-    orbit_fleet_leave(f);
-    orbit_fleet_unlink(name);
+    tp_fleet_end(f, name);
 }
 END_TEST
 
@@ -640,8 +606,7 @@ START_TEST(a_contested_open_across_processes_goes_to_exactly_one)
         close(ready.rd); close(ready.wr); close(gate.rd); close(gate.wr);
     }
     orbit_streams_close(s);
-    orbit_fleet_leave(f);
-    orbit_fleet_unlink(name);
+    tp_fleet_end(f, name);
 }
 END_TEST
 
@@ -668,18 +633,13 @@ START_TEST(a_creator_killed_mid_install_gives_its_slot_back)
     struct orbit_streams *s;
     ck_assert_int_eq(orbit_streams_open(f, &spec, &s), 0);
     pid_t kid = tp_spawn(installing_creator, (void *)name);
-    int st;
-    ck_assert_int_eq(waitpid(kid, &st, WUNTRACED), kid);
-    ck_assert(WIFSTOPPED(st));
+    tp_await_stopped(kid);
     size_t first = 1 * (size_t)s->lane_capacity;   /* node 1's lane, its lowest slot */
     ck_assert_uint_eq(TENANCY_STATE(atomic_load(&s->slots[first].tenancy)), SLOT_INSTALLING);
-    kill(kid, SIGKILL);
-    ck_assert_int_eq(tu_wait_child(kid, 10000), 128 + SIGKILL);
-    ck_assert_int_eq(orbit_fleet_node_dead(f, 1, 0x4001), 0);
+    tp_kill_reported(f, kid, 1, 0x4001);
     ck_assert_uint_eq(TENANCY_STATE(atomic_load(&s->slots[first].tenancy)), SLOT_EMPTY);
     orbit_streams_close(s);
-    orbit_fleet_leave(f);
-    orbit_fleet_unlink(name);
+    tp_fleet_end(f, name);
 }
 END_TEST
 
@@ -710,12 +670,8 @@ START_TEST(an_opener_killed_mid_open_leaves_the_side_to_its_death_report)
     struct opening o = { name, { 0 } };
     ck_assert_int_eq(orbit_streams_create(s, &a, &o.t), 0);
     pid_t kid = tp_spawn(opening_opener, &o);
-    int st;
-    ck_assert_int_eq(waitpid(kid, &st, WUNTRACED), kid);
-    ck_assert(WIFSTOPPED(st));
-    kill(kid, SIGKILL);
-    ck_assert_int_eq(tu_wait_child(kid, 10000), 128 + SIGKILL);
-    ck_assert_int_eq(orbit_fleet_node_dead(f, 2, 0x4002), 0);
+    tp_await_stopped(kid);
+    tp_kill_reported(f, kid, 2, 0x4002);
     /* The side never reached its opener: the ticket opens for the next one. */
     ck_assert_int_eq(orbit_streams_open_ticket(s, &o.t, &b), 0);
     orbit_endpoint_close(b);
@@ -723,8 +679,7 @@ START_TEST(an_opener_killed_mid_open_leaves_the_side_to_its_death_report)
     ck_assert(!orbit_streams_is_live(s, o.t.id));   /* both let go: the slot is free */
     ck_assert_int_eq(orbit_streams_owners(s, NULL, 0), 0);
     orbit_streams_close(s);
-    orbit_fleet_leave(f);
-    orbit_fleet_unlink(name);
+    tp_fleet_end(f, name);
 }
 END_TEST
 

@@ -191,13 +191,31 @@ START_TEST(a_non_zero_reserved_word_is_refused_in_every_options_and_spec_struct)
         ck_assert_int_eq(orbit_arena_open(f, &rs, &arena), -ORBIT_EMALFORMED);
         ck_last_error_has("orbit_arena_open", field);
         ck_assert(!pool && !streams && !adm && !arena);
+        struct orbit_exchange_spec xs = ORBIT_EXCHANGE_SPEC_DEFAULT;
+        struct orbit_exchanges *ex = NULL;
+        xs.resv[i] = 1;
+        ck_assert_int_eq(orbit_exchanges_open(f, &xs, &ex), -ORBIT_EMALFORMED);
+        ck_last_error_has("orbit_exchanges_open", field);
+        xs = (struct orbit_exchange_spec)ORBIT_EXCHANGE_SPEC_DEFAULT;
+        xs.b_to_a.resv[i] = 1;   /* b_to_a.kind 0 (shared): its spec is never opened, still checked */
+        ck_assert_int_eq(orbit_exchanges_open(f, &xs, &ex), -ORBIT_EMALFORMED);
+        ck_last_error_has("orbit_exchanges_open", "b_to_a.resv");
+        ck_assert_ptr_null(ex);
         struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
         struct orbit_fleet *g = NULL;
+        if (i >= sizeof o.resv / sizeof o.resv[0])
+            continue;   /* the fleet opts have three */
         o.resv[i] = 1;
         ck_assert_int_eq(orbit_fleet_join(NULL, &o, &g), -ORBIT_EMALFORMED);
         ck_last_error_has("orbit_fleet_join", field);
         ck_assert_ptr_null(g);
     }
+    struct orbit_fleet_opts o = ORBIT_FLEET_OPTS_DEFAULT;
+    struct orbit_fleet *g = NULL;
+    o.resv32 = 1;
+    ck_assert_int_eq(orbit_fleet_join(NULL, &o, &g), -ORBIT_EMALFORMED);
+    ck_last_error_has("orbit_fleet_join", "resv32");
+    ck_assert_ptr_null(g);
     orbit_fleet_leave(f);
 }
 END_TEST

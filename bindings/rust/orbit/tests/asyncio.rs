@@ -1,0 +1,146 @@
+//! The tokio feature in one process: AsyncRead/AsyncWrite, offers, reserve_wait,
+//! exchange receive and claim waits, and that a dropped future holds nothing.
+#![cfg(feature = "tokio")]
+mod common;
+use common::Name;
+use orbit::{code, Admission, Admit, Demand, Event, Exchanges, Fleet, Key, Pool, StreamSpec, Streams};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const T: Duration = Duration::from_secs(10);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_stream_both_ways() {
+    let name = Name::new("astream");
+    let fleet = Fleet::join(&name).unwrap();
+    let streams = Streams::open_with(&fleet, &StreamSpec::new().buffer_bytes(4096)).unwrap();
+    let (mut a, ticket) = streams.create().unwrap();
+    streams.offer(&ticket, fleet.node()).unwrap();
+    let offered = tokio::time::timeout(T, streams.wait_offer_async()).await.unwrap().unwrap();
+    let mut b = streams.open_ticket(&offered).unwrap();
+    let body: Vec<u8> = (0..100_000u32).map(|i| (i * 7 + (i >> 9)) as u8).collect();
+    let sent = body.clone();
+    // Twenty-five rings' worth through a 4 KiB ring: both sides park and wake.
+    let writer = tokio::spawn(async move {
+        a.write_all(&sent).await.unwrap();
+        a.shutdown().await.unwrap(); // FIN
+        let mut answer = Vec::new();
+        a.read_to_end(&mut answer).await.unwrap();
+        (a, answer)
+    });
+    let mut got = Vec::new();
+    tokio::time::timeout(T, b.read_to_end(&mut got)).await.unwrap().unwrap();
+    assert!(got == body, "every byte, in order");
+    b.write_all(b"thanks").await.unwrap();
+    b.shutdown().await.unwrap();
+    let (a, answer) = tokio::time::timeout(T, writer).await.unwrap().unwrap();
+    assert_eq!(answer, b"thanks");
+    assert!(a.async_parks() + b.async_parks() > 0, "a 4 KiB ring made someone wait");
+}
+
+#[tokio::test]
+async fn reserve_wait_and_cancellation() {
+    let name = Name::new("areserve");
+    let fleet = Fleet::join(&name).unwrap();
+    let pool = Pool::open(&fleet).unwrap();
+    let key = Key::new(5, 5);
+    let id = pool.register(key, 1).unwrap();
+    let held = pool.accept(&pool.reserve(id).unwrap()).unwrap();
+    // A dropped wait reserves nothing.
+    let r = tokio::time::timeout(Duration::from_millis(50), pool.reserve_wait(key, id)).await;
+    assert!(r.is_err(), "busy: the wait times out");
+    let c = &pool.candidates(key).unwrap()[0];
+    assert_eq!((c.reserved, c.active), (0, 1), "the dropped future reserved nothing");
+    // A waiting future gets the unit when the execution completes.
+    let waiter = pool.reserve_wait(key, id);
+    let release = async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        drop(held);
+    };
+    let (lease, ()) = tokio::join!(waiter, release);
+    let lease = lease.unwrap();
+    assert_eq!(lease.id(), id);
+    assert_eq!(pool.candidates(key).unwrap()[0].reserved, 1);
+}
+
+#[tokio::test]
+async fn claim_wait_and_cancellation() {
+    let name = Name::new("aclaim");
+    let fleet = Fleet::join(&name).unwrap();
+    let adm = Admission::open(&fleet).unwrap();
+    adm.set_capacity(1, 1).unwrap();
+    let demand = Demand::new().claim(1, 1);
+    let first = match adm.try_claim(&demand).unwrap() {
+        Admit::Claimed(c) => c,
+        other => panic!("{:?}", other),
+    };
+    let r = tokio::time::timeout(Duration::from_millis(50), adm.claim_wait(&demand)).await;
+    assert!(r.is_err(), "deferred: the wait times out");
+    assert_eq!(adm.domains().unwrap()[0].used, 1, "the dropped future claimed nothing");
+    let release = async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        first.release().unwrap();
+    };
+    let (second, ()) = tokio::join!(adm.claim_wait(&demand), release);
+    match second.unwrap() {
+        Admit::Claimed(c) => assert_eq!(c.record().node(), fleet.node()),
+        other => panic!("{:?}", other),
+    }
+    assert!(matches!(adm.claim_wait(&Demand::new().claim(1, 2)).await.unwrap(), Admit::Rejected { .. }));
+}
+
+#[tokio::test]
+async fn exchange_next_async() {
+    let name = Name::new("aex");
+    let fleet = Fleet::join(&name).unwrap();
+    let ex = Exchanges::open(&fleet).unwrap();
+    let (a, ticket) = ex.create().unwrap();
+    let b = ex.open_ticket(&ticket).unwrap();
+    let send = async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        a.send_start(b"", Some(T)).unwrap();
+        a.send_data(b"payload", Some(T)).unwrap();
+        a.finish(Some(T)).unwrap();
+    };
+    let recv = async {
+        assert!(matches!(b.next_async().await.unwrap(), Event::Start(None)));
+        match b.next_async().await.unwrap() {
+            Event::Data(c) => assert_eq!(&c[..], b"payload"),
+            other => panic!("{:?}", other),
+        }
+        assert!(matches!(b.next_async().await.unwrap(), Event::Fin));
+        assert_eq!(b.next_async().await.unwrap_err().code(), code::ECLOSED);
+    };
+    tokio::join!(send, recv);
+}
+
+#[tokio::test]
+async fn async_call_outside_a_runtime_context_is_an_error() {
+    // Inside a runtime this works; the error case is a plain thread with no runtime.
+    let name = Name::new("anort");
+    let fleet = Fleet::join(&name).unwrap();
+    let streams = Streams::open(&fleet).unwrap();
+    let err = std::thread::spawn(move || {
+        let fut = streams.wait_offer_async();
+        let waker = futures_noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        let mut fut = Box::pin(fut);
+        match fut.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(r) => r.unwrap_err(),
+            std::task::Poll::Pending => panic!("pending without a runtime"),
+        }
+    })
+    .join()
+    .unwrap();
+    assert_eq!(err.code(), code::ENOTSUP);
+    assert!(err.message().contains("tokio runtime"), "{}", err);
+}
+
+use std::future::Future;
+fn futures_noop_waker() -> std::task::Waker {
+    struct Noop;
+    impl std::task::Wake for Noop {
+        fn wake(self: std::sync::Arc<Self>) {}
+    }
+    std::task::Waker::from(std::sync::Arc::new(Noop))
+}
