@@ -950,13 +950,21 @@ static void *fleet_main(void *arg)
     return NULL;
 }
 
-/* The thread, with every signal blocked (the process's signals are not its business), a small stack. */
+void rp_thread_signals(sigset_t *set)
+{
+    static const int faults[] = { SIGBUS, SIGSEGV, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+    sigfillset(set);
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+        sigdelset(set, faults[i]);
+}
+
+/* The thread, with the process's signals blocked (rp_thread_signals), a small stack. */
 int rp_fleet_start(struct orbit_reaper *r, struct rp_fleet *rf)
 {
     (void)r;
     rf->next_attach_ns = 0;
     sigset_t all, old;
-    sigfillset(&all);
+    rp_thread_signals(&all);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, RP_THREAD_STACK);

@@ -18,6 +18,7 @@
 #define ORB_REAPER_INTERNAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/types.h>
 #include <orbit/reaper.h>
@@ -101,6 +102,14 @@ struct rp_msg {
 /* An attached fleet's threads: its own, and its worker's while it has reports; their stacks. */
 #define RP_BASE_THREADS 2
 #define RP_THREAD_STACK (256u * 1024u)
+
+/*
+ * The mask a fleet's thread and worker start with: every signal blocked (the
+ * process's signals are not their business) but the ones a fault raises. A
+ * SIGBUS from a segment truncated under its mapping must reach liborbit's
+ * guard; blocked, the kernel would kill the whole reaper with it instead.
+ */
+void rp_thread_signals(sigset_t *set);
 
 /* What a fleet costs the budget: descriptors, threads, bytes mapped. */
 struct rp_cost {

@@ -337,7 +337,11 @@ static int worker_start(struct rp_worker *w)
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, RP_THREAD_STACK);   /* one per attached fleet: small */
+    sigset_t mask, old;
+    rp_thread_signals(&mask);
+    pthread_sigmask(SIG_SETMASK, &mask, &old);
     int rc = pthread_create(&w->thread, &attr, worker_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0)
         return -rc;

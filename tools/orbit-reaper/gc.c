@@ -176,6 +176,10 @@ int gc_start(struct gc *g, const char *const *names, size_t n_names, gc_log_fn l
     pthread_condattr_destroy(&ca);
     sigset_t all, old;
     sigfillset(&all);
+    /* A fault's signal stays unblocked: a SIGBUS of a fleet truncated under a pass is liborbit's
+     * guard's to answer (blocked, the kernel kills the daemon with it). */
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGSEGV);
     pthread_sigmask(SIG_SETMASK, &all, &old);   /* SIGTERM and SIGINT stay the daemon's signalfd's */
     int rc = -pthread_create(&g->thread, NULL, gc_main, g);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
