@@ -5,14 +5,16 @@
 #include <orbit/inspect.h>
 #include "error_internal.h"
 #include "fleet_internal.h"
+#include "guard.h"
 
 int orbit_fleet_node_snapshot(struct orbit_fleet *f, uint16_t node, struct orbit_node_snapshot *out)
 {
-    orb_error_clear();
-    struct orb_node_record *rec = f ? orb_fleet_record(f, node) : NULL;
+    int refused = orb_enter_fleet(f, __func__);   /* a fleet file that shrank: -ORBIT_ECORRUPT */
+    if (refused < 0)
+        return refused;
+    struct orb_node_record *rec = orb_fleet_record(f, node);
     if (!rec || !out)
-        return orb_fail(-ORBIT_EMALFORMED, "%s", !f ? "the fleet handle is NULL" : !out ? "out is NULL"
-                        : "node out of the fleet's range");
+        return orb_fail(-ORBIT_EMALFORMED, "%s", !out ? "out is NULL" : "node out of the fleet's range");
     for (int tries = 0; tries < 8; tries++) {
         uint64_t joins = atomic_load(&rec->joins);
         uint32_t state = atomic_load(&rec->state);   /* seq_cst: pairs with publish's release */
@@ -32,7 +34,8 @@ int orbit_fleet_node_snapshot(struct orbit_fleet *f, uint16_t node, struct orbit
         out->incarnation = inc;
         out->joins = joins;
         out->pid_namespace = pidns;
-        return 0;
+        /* A read that faulted (the file shrank under it) read the guard's zeros: not a record. */
+        return orb_fleet_usable(f, __func__);
     }
     return orb_fail(-ORBIT_EAGAIN, "node %u's record kept changing while read (8 tries): try again", node);
 }

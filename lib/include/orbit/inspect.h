@@ -90,7 +90,9 @@ struct orbit_node_snapshot {
 
 /*
  * orbit_fleet_node_snapshot - 0; -ORBIT_EAGAIN when the record kept changing
- * under the read (try again); -ORBIT_EMALFORMED for node >= capacity.
+ * under the read (try again); -ORBIT_EMALFORMED for node >= capacity;
+ * -ORBIT_ECORRUPT when the fleet file shrank under it; -ORBIT_EFORKED for a
+ * parent's handle in a fork child.
  */
 int orbit_fleet_node_snapshot(struct orbit_fleet *, uint16_t node, struct orbit_node_snapshot *out);
 
