@@ -29,8 +29,10 @@
  * with its own /dev/shm, a reaper watching every fleet (backend auto, as the
  * shipped unit runs it) reclaims the victim fleet's members, killed at random,
  * in rounds without and with another user's fleets beside it (hostile_fleet
- * as uid 65534: 4,000 forged live nodes, a half-created fleet and table; the
- * forger killed and made anew mid-round): leaks, hangs and crashes as ever,
+ * as uid 65534: 4,000 forged live nodes, a half-created fleet and table, a
+ * fleet it truncates mid-round, which the reaper must quarantine as corrupt,
+ * never die of; the forger killed and made anew mid-round): leaks, hangs and
+ * crashes as ever,
  * and the reclaim p99 with the attacker at most twice the p99 without (that
  * taken as at least 50 ms; p95s under 500 deaths a condition, as in the
  * bounded form). It gets two shares of --seconds.
@@ -88,6 +90,7 @@ struct figures {
     uint64_t false_deaths_seen, freed_by_others[PATH_COUNT], ns_freed_by_others[PATH_COUNT];
     char ns_skipped[160];                /* why namespaced members did not run; "" when they did */
     uint64_t neighbour_kills[2], neighbour_rounds[2], neighbour_quarantines, attacker_failures;
+    uint64_t neighbour_cuts, neighbour_cut_faults;   /* fleets truncated under the reaper; its faults of them */
     char neighbour_skipped[160];         /* why the hostile neighbour did not run; "" when it did */
     uint64_t nlat[2][LAT_MAX];           /* victim reclaim latencies without [0] and with [1] the attacker */
     size_t n_nlat[2];
@@ -113,6 +116,7 @@ struct sup {
     struct orbit_exchanges *ex;
     struct orbit_admission *adm;
     struct orbit_reaper *reaper;
+    bool cut_seen;                    /* the neighbour round's truncated fleet was quarantined as corrupt */
     pid_t pid[TARGETS];               /* as this process sees it (a namespaced member is 1 in its own) */
     int64_t kill_ns[TARGETS];
     uint64_t rng;
@@ -994,6 +998,9 @@ static void on_quarantine(void *ctx, const struct orbit_reaper_quarantine *q)
     struct sup *s = ctx;
     if (!q->released && strstr(q->fleet, "-nb-"))
         s->fig->neighbour_quarantines++;   /* the attacker's fleets: proof it reached the reaper */
+    if (!q->released && strstr(q->fleet, "-nb-cut-") && q->reason == ORBIT_REAPER_QUARANTINE_FAULT &&
+        q->error == -ORBIT_ECORRUPT)
+        s->cut_seen = true;   /* its truncation: the SIGBUS guard's -ORBIT_ECORRUPT, no signal */
 }
 
 static int open_neighbour_reaper(struct sup *s)
@@ -1032,10 +1039,12 @@ static bool neighbour_round(struct sup *s, unsigned round, uint64_t *done)
 {
     struct chaos_attacker a = { 0 };
     s->neighbour = 1 + (int)(round % 2);
+    s->cut_seen = false;
     if (s->neighbour == 2 && chaos_attacker_start(&a, s->o->hostile_bin, "nb", round) < 0)
         s->fig->attacker_failures++;
     settle(s, 300);   /* both kinds of round alike: made, found and quarantined before the kills */
     uint32_t storm = chaos_below(&s->rng, NEIGHBOUR_ROUND_KILLS);
+    uint32_t cut = chaos_below(&s->rng, NEIGHBOUR_ROUND_KILLS / 2);   /* early: its fault lands in the round */
     /* The first two rounds (one of each kind) run whatever the clock says: both conditions are measured. */
     for (uint32_t k = 0; k < NEIGHBOUR_ROUND_KILLS && *done < s->o->neighbour && (round < 2 || time_left(s));
          k++, (*done)++) {
@@ -1043,8 +1052,12 @@ static bool neighbour_round(struct sup *s, unsigned round, uint64_t *done)
         idle(s, 2 + (int)chaos_below(&s->rng, 30));
         watch_members(s);
         if (a.n && k == storm) {   /* 4,000 forged lives end at once */
-            kill(a.pid[0], SIGKILL);
-            waitpid(a.pid[0], NULL, 0);
+            kill(a.pid[CHAOS_FORGER], SIGKILL);
+            waitpid(a.pid[CHAOS_FORGER], NULL, 0);
+        }
+        if (a.n && k == cut) {   /* its fleet's files shrink under the reaper's mappings */
+            chaos_attacker_cut(&a);
+            s->fig->neighbour_cuts++;
         }
         int i = pick_victim(s);
         kill_member(s, i);
@@ -1053,7 +1066,8 @@ static bool neighbour_round(struct sup *s, unsigned round, uint64_t *done)
     s->fig->neighbour_rounds[s->neighbour - 1]++;
     bool more = *done < s->o->neighbour && (round < 1 || time_left(s));
     end_round(s, more);   /* every member and child killed and reclaimed, the tables checked */
-    chaos_attacker_stop(&a);
+    s->fig->neighbour_cut_faults += a.n && s->cut_seen;   /* one fleet a round: it is quarantined once */
+    s->fig->attacker_failures += (uint64_t)chaos_attacker_stop(&a);
     return more;
 }
 
@@ -1136,10 +1150,12 @@ static bool report_neighbour(struct figures *fig)
         return true;
     }
     printf("chaos: hostile neighbour: %llu victim kills in %llu rounds without the attacker, %llu in %llu rounds "
-           "with it (uid 65534: 4,000 forged live nodes, a half-created fleet and table; %llu quarantines of its "
-           "fleets, %llu attacker starts failed)\n", (unsigned long long)fig->neighbour_kills[0],
+           "with it (uid 65534: 4,000 forged live nodes, a half-created fleet and table, a fleet truncated "
+           "under the reaper; %llu quarantines of its fleets, %llu of %llu truncations seen as corrupt, %llu "
+           "attacker parts failed)\n", (unsigned long long)fig->neighbour_kills[0],
            (unsigned long long)fig->neighbour_rounds[0], (unsigned long long)fig->neighbour_kills[1],
            (unsigned long long)fig->neighbour_rounds[1], (unsigned long long)fig->neighbour_quarantines,
+           (unsigned long long)fig->neighbour_cut_faults, (unsigned long long)fig->neighbour_cuts,
            (unsigned long long)fig->attacker_failures);
     if (!fig->n_nlat[0] || !fig->n_nlat[1]) {
         printf("chaos: hostile neighbour: FAIL: no reclaim samples in one of the two conditions\n");
@@ -1154,7 +1170,8 @@ static bool report_neighbour(struct figures *fig)
     bool by_p99 = fig->n_nlat[0] >= NEIGHBOUR_P99_MIN && fig->n_nlat[1] >= NEIGHBOUR_P99_MIN;
     double base = by_p99 ? p99[0] : p95[0], with = by_p99 ? p99[1] : p95[1];
     double allowed = 2 * (base > NEIGHBOUR_FLOOR_US ? base : NEIGHBOUR_FLOOR_US);
-    bool ok = with <= allowed && fig->neighbour_quarantines > 0 && !fig->attacker_failures;
+    bool ok = with <= allowed && fig->neighbour_quarantines > 0 && !fig->attacker_failures &&
+              fig->neighbour_cut_faults == fig->neighbour_cuts;
     printf("chaos: hostile neighbour: victim reclaim without the attacker p50 %.1f us p95 %.1f us p99 %.1f us "
            "(%zu deaths); with it p50 %.1f us p95 %.1f us p99 %.1f us (%zu deaths)\n", p50[0], p95[0], p99[0],
            fig->n_nlat[0], p50[1], p95[1], p99[1], fig->n_nlat[1]);

@@ -73,9 +73,12 @@ void chaos_scribbler(const char *fleet, struct chaos_shared *sh, uint64_t rounds
 /*
  * The hostile neighbour (chaos_neighbour.c): uid 65534's fleets beside the
  * victim's, made by hostile_fleet: 4,000 forged live nodes, a half-created
- * fleet segment, a half-created pool table.
+ * fleet segment, a half-created pool table, and a fleet it truncates under
+ * the reaper (chaos_attacker_cut).
  */
-#define CHAOS_ATTACKERS 3
+#define CHAOS_ATTACKERS 4
+#define CHAOS_FORGER    0
+#define CHAOS_CUTTER    3
 struct chaos_attacker {
     int n;
     pid_t pid[CHAOS_ATTACKERS];
@@ -86,8 +89,11 @@ struct chaos_attacker {
 const char *chaos_private_shm(void);
 /* Start the attacker (hostile_fleet at bin, as uid 65534); 0, or -1 when one part did not get ready. */
 int  chaos_attacker_start(struct chaos_attacker *a, const char *bin, const char *tag, unsigned round);
-/* Kill it (the forger's lives end with it) and remove its fleets. */
-void chaos_attacker_stop(struct chaos_attacker *a);
+/* Shrink the cutter's fleet segment and pool table to 4 KiB (it checks its own handles see it). */
+void chaos_attacker_cut(struct chaos_attacker *a);
+/* Kill it (the forger's lives end with it) and remove its fleets; how many parts had ended on their
+ * own first (a check of their own failed, the cutter's among them). */
+int  chaos_attacker_stop(struct chaos_attacker *a);
 
 static inline int64_t chaos_now_ns(void)
 {

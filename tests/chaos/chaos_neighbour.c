@@ -4,7 +4,8 @@
  * of its own beside the victim fleet, doing what issue 34 found a local user
  * can do to a root reaper: 4,000 forged live nodes kept "alive" by one OFD
  * lock, a fleet segment and a table segment left half-created (not ready, the
- * creator-lock byte held). hostile_fleet (tests/hostile) does each; this file
+ * creator-lock byte held), a fleet whose files it truncates under the reaper's
+ * mappings. hostile_fleet (tests/hostile) does each; this file
  * starts and stops them, and gives the supervisor a /dev/shm of its own, so
  * a reaper watching every fleet sees only this run's.
  */
@@ -71,9 +72,9 @@ static pid_t run_as_nobody(const char *bin, const char *verb, const char *fleet,
 
 int chaos_attacker_start(struct chaos_attacker *a, const char *bin, const char *tag, unsigned round)
 {
-    static const char *const verb[CHAOS_ATTACKERS] = { "forge", "plant", "plant" };
-    static const char *const arg[CHAOS_ATTACKERS] = { "4000", "255", "247" };
-    static const char *const kind[CHAOS_ATTACKERS] = { "forged", "half", "table" };
+    static const char *const verb[CHAOS_ATTACKERS] = { "forge", "plant", "plant", "truncate" };
+    static const char *const arg[CHAOS_ATTACKERS] = { "4000", "255", "247", "4096" };
+    static const char *const kind[CHAOS_ATTACKERS] = { "forged", "half", "table", "cut" };
     memset(a, 0, sizeof *a);
     for (int i = 0; i < CHAOS_ATTACKERS; i++) {
         snprintf(a->fleet[i], sizeof a->fleet[i], "t-chaos-%s-%s-%d-%u", tag, kind[i], (int)getpid(), round);
@@ -88,13 +89,23 @@ int chaos_attacker_start(struct chaos_attacker *a, const char *bin, const char *
     return 0;
 }
 
-void chaos_attacker_stop(struct chaos_attacker *a)
+void chaos_attacker_cut(struct chaos_attacker *a)
 {
+    if (a->n > CHAOS_CUTTER && write(a->keep[CHAOS_CUTTER], "cut\n", 4) != 4)
+        fprintf(stderr, "chaos: the attacker's cutter did not take its command\n");
+}
+
+int chaos_attacker_stop(struct chaos_attacker *a)
+{
+    int ended = 0;
     for (int i = 0; i < a->n; i++) {
+        int st;
+        ended += waitpid(a->pid[i], &st, WNOHANG) == a->pid[i];   /* it stays until we close its stdin */
         kill(a->pid[i], SIGKILL);   /* the forger's 4,000 lives end with it */
         waitpid(a->pid[i], NULL, 0);   /* ECHILD: killed and reaped already */
         close(a->keep[i]);
         orbit_fleet_unlink(a->fleet[i]);
     }
     a->n = 0;
+    return ended;
 }

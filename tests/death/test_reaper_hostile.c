@@ -7,10 +7,13 @@
  * live nodes in a fleet of its own, kept "alive" by one OFD lock over their
  * life bytes, and plants segments that stay half-created (not ready, the
  * creator-lock byte held): a fleet segment, and a pool table in another of
- * its fleets. Meanwhile a victim fleet's members are killed -9 one after the
- * other: the reaper must report every death, within 100 ms as a rule (90 %
- * of them; each within 1 s), stay up, and log the hostile fleets'
- * quarantines; then the forger dies, and its 4,000 forged lives are
+ * its fleets; and, once the reaper has it mapped, truncates a fleet of its
+ * own (its fleet segment and pool table, to 4 KiB) under it. Meanwhile a
+ * victim fleet's members are killed -9 one after the other: the reaper must
+ * report every death, within 100 ms as a rule (90 % of them; each within
+ * 1 s), stay up (the truncation's SIGBUS is liborbit's guard's to answer:
+ * -ORBIT_ECORRUPT, a fault quarantine, never a signal), and log the hostile
+ * fleets' quarantines; then the forger dies, and its 4,000 forged lives are
  * reclaimed too while the victim's deaths keep their time.
  *
  * Everything runs in a private mount namespace with its own /dev/shm and
@@ -205,8 +208,9 @@ static void under_attack(const char *backend)
     const char *hostile = getenv("ORBIT_HOSTILE_BIN"), *bin = getenv("ORBIT_REAPER_BIN");
     ck_assert_ptr_nonnull(hostile);
     ck_assert_ptr_nonnull(bin);
-    char forged[64], half[64], table[64], victim_fleet[64];
+    char forged[64], half[64], table[64], cut[64], victim_fleet[64];
     snprintf(forged, sizeof forged, "%s", tu_fleet_name("atk"));
+    snprintf(cut, sizeof cut, "%s", tu_fleet_name("atkcut"));
     snprintf(half, sizeof half, "%s", tu_fleet_name("atkhalf"));
     snprintf(table, sizeof table, "%s", tu_fleet_name("atktable"));
     snprintf(victim_fleet, sizeof victim_fleet, "%s", tu_fleet_name("victim"));
@@ -215,6 +219,7 @@ static void under_attack(const char *backend)
     struct proc forger = attacker(hostile, "forge", forged, nodes);
     struct proc planter = attacker(hostile, "plant", half, "255");
     struct proc tabler = attacker(hostile, "plant", table, "247");
+    struct proc cutter = attacker(hostile, "truncate", cut, "4096");
 
     /* --gc too: its passes look at every fleet, the half-created one included, off the event loop. */
     const char *argv[] = { "prlimit", "--nofile=1024", bin, "--all", "--backend", backend, "--gc", "3600", NULL };
@@ -230,7 +235,17 @@ static void under_attack(const char *backend)
     victim_round(&reaper, victim_fleet, lat);
     snprintf(want, sizeof want, "\"fleet\":\"%s\",\"reason\":\"fault\",\"owner\":null", half);
     ck_assert_msg(quarantined(&reaper, want, 10000), "no quarantine of the half-created fleet: %s", reaper.seen);
+    /* The reaper has read the cutter's fleet for a second now: its files shrink under its mappings. */
+    ck_assert_int_eq(write(cutter.in, "cut\n", 4), 4);
+    ck_assert_msg(line_with(&cutter, "cut ", 10000, line, sizeof line), "hostile_fleet truncate did not cut %s "
+                  "(or its own handles did not read it as corrupt)", cut);
     victim_round(&reaper, victim_fleet, lat + VICTIMS);
+    snprintf(want, sizeof want, "\"fleet\":\"%s\",\"reason\":\"fault\"", cut);
+    const char *q = quarantined(&reaper, want, 10000);
+    ck_assert_msg(q, "no fault quarantine of the truncated fleet: %s", reaper.seen);
+    const char *q_end = strchr(q, '\n'), *corrupt = strstr(q, "\"error\":\"corrupt");
+    ck_assert_msg(corrupt && corrupt < q_end, "the truncated fleet's quarantine names no corruption: %.*s",
+                  (int)(q_end - q), q);
 
     /* The forger dies: 4,000 forged lives end at once, and are reported like any death (quarantine
      * is not abandon), while the victim's deaths keep their time. */
@@ -267,7 +282,8 @@ static void under_attack(const char *backend)
     close(reaper.out);
     end_proc(&planter, SIGKILL);
     end_proc(&tabler, SIGKILL);
-    const char *fleets[] = { forged, half, table, victim_fleet };
+    end_proc(&cutter, SIGKILL);
+    const char *fleets[] = { forged, half, table, cut, victim_fleet };
     for (size_t i = 0; i < sizeof fleets / sizeof fleets[0]; i++)
         orbit_fleet_unlink(fleets[i]);
 }

@@ -21,8 +21,15 @@
  *       Make NAME's segment (a fleet of 64 nodes) of that kind (default 255:
  *       the fleet itself; or 247, the pool table) look half-created: its header says not ready and
  *       the creator-lock byte is held, as if the creator were still at work.
+ *   hostile_fleet truncate NAME [BYTES]
+ *       Join NAME (64 nodes) with a pool table and say "ready made NAME";
+ *       then, for each line "cut" on stdin, shrink its fleet segment and its
+ *       pool table to BYTES (default 4096) under whoever maps them (a reaper
+ *       reading its records, a scrape), check through the library that its
+ *       own member handle and a new observer get -ORBIT_ECORRUPT, never a
+ *       signal (liborbit's SIGBUS guard), and say "cut NAME".
  *
- * Either prints "ready <what>" on stdout once done, then stays (holding its
+ * Each prints "ready <what>" on stdout once done, then stays (holding its
  * locks) until stdin closes or it is killed; it dies with its parent. The
  * forgery is checked through the library before "ready": a layout that moved
  * on makes it fail loudly (exit 1), never pass for an attack that did not
@@ -200,9 +207,67 @@ static void plant(const char *name, unsigned kind)
     printf("ready planted %s %u\n", name, kind);
 }
 
+static struct orbit_fleet *cut_fleet;   /* truncate: the member handle of the fleet it cuts */
+
+static void make_cuttable(const char *name)
+{
+    cut_fleet = own_fleet(name, 64);
+    struct orbit_pool *pool;
+    int rc = orbit_pool_open(cut_fleet, NULL, &pool);   /* a table a death report or a scrape maps too */
+    if (rc < 0)
+        die("pool", rc);
+    printf("ready made %s\n", name);
+}
+
+/* Did call fail -ORBIT_ECORRUPT naming the fleet? (The first access may land on a page still there.) */
+#define SAYS_CORRUPT(call, name) __extension__({                                                     \
+        bool said_ = false;                                                                          \
+        for (int try_ = 0; try_ < 4 && !said_; try_++)                                               \
+            said_ = (call) == -ORBIT_ECORRUPT && strstr(orbit_last_error(), name) != NULL;           \
+        said_; })
+
+static void cut(const char *name, long long bytes)
+{
+    static const unsigned kinds[] = { 255, ORBIT_POOL_KIND };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "/dev/shm/orbit.%s.%u", name, kinds[i]);
+        if (truncate(path, (off_t)bytes) != 0)
+            die(path, 0);
+    }
+    /* As a member and a tool see it now: the guard's -ORBIT_ECORRUPT, naming the fleet. */
+    struct orbit_node_info nodes[64];
+    struct orbit_fleet *obs = NULL;
+    if (!SAYS_CORRUPT(orbit_fleet_nodes(cut_fleet, nodes, 64), name) ||
+        !SAYS_CORRUPT(orbit_fleet_observe(name, &obs), name)) {
+        fprintf(stderr, "hostile_fleet: the cut fleet does not read as corrupt (%s)\n", orbit_last_error());
+        exit(1);
+    }
+    printf("cut %s\n", name);
+}
+
+/* Until stdin closes (or a kill); a line "cut" cuts the truncate verb's fleet. */
+static void stay(const char *name, long long cut_bytes)
+{
+    char line[16];
+    size_t n = 0;
+    for (char c; read(0, &c, 1) > 0;) {
+        if (c != '\n') {
+            if (n < sizeof line - 1)
+                line[n++] = c;
+            continue;
+        }
+        line[n] = 0;
+        n = 0;
+        if (cut_fleet && strcmp(line, "cut") == 0)
+            cut(name, cut_bytes);
+    }
+}
+
 int main(int argc, char **argv)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);   /* set here: a uid change (setpriv) clears the parent's */
+    signal(SIGPIPE, SIG_IGN);   /* a parent that read "ready" only may close our stdout: not a death */
     if (getppid() == 1)
         return 1;
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -213,11 +278,13 @@ int main(int argc, char **argv)
         grow(argv[2], atoll(argv[3]));
     else if (argc >= 3 && strcmp(argv[1], "plant") == 0)
         plant(argv[2], argc > 3 ? (unsigned)atoi(argv[3]) : 255);
+    else if (argc >= 3 && strcmp(argv[1], "truncate") == 0)
+        make_cuttable(argv[2]);
     else {
         fprintf(stderr, "usage: hostile_fleet forge NAME [NODES [one|each [visible]]] | grow NAME BYTES | "
-                "plant NAME [KIND]\n");
+                "plant NAME [KIND] | truncate NAME [BYTES]\n");
         return 2;
     }
-    for (char c; read(0, &c, 1) > 0;) {}   /* until stdin closes (or a kill) */
+    stay(argv[2], argc > 3 && strcmp(argv[1], "truncate") == 0 ? atoll(argv[3]) : 4096);
     return 0;
 }
