@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <orbit/orbit.h>
+#include "observe.h"
 #include "prom_fleet.h"
 
 #define TABLES_MAX 64
@@ -212,10 +213,7 @@ int prom_fleet(struct prom *p, const char *fleet)
     struct prom_labels fl = prom_with(NULL, "fleet", base);
     fl = prom_with(&fl, "generation", gen);
     struct orbit_fleet *f;
-    /* A segment still being created is not waited for: down in this scrape, read in the next. */
-    struct orbit_observe_opts o = ORBIT_OBSERVE_OPTS_DEFAULT;
-    o.ready_wait_ms = 0;
-    int rc = orbit_fleet_observe_opts(fleet, &o, &f);
+    int rc = tool_observe(fleet, 0, &f);   /* one still being created: down in this scrape, read in the next */
     fleet_generation(p, fleet, &fl, rc == -ORBIT_EGEOMETRY);
     if (rc < 0) {
         prom_u64(p, "orbit_fleet_up", PROM_GAUGE, up_help, "", &fl, 0);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include "gc.h"
+#include "observe.h"
 
 static uint64_t now_ns(void)
 {
@@ -49,37 +50,15 @@ static struct gc_fleet *gc_find(struct gc *g, const char *name)
     return f;
 }
 
-/*
- * orbit_fleet_live_members, but never waiting for a segment still being
- * created (-ORBIT_EAGAIN: not empty, looked at again next pass), so a stop
- * never waits behind a half-made fleet either.
- */
-static ssize_t live_members(const char *name)
-{
-    struct orbit_observe_opts o = ORBIT_OBSERVE_OPTS_DEFAULT;
-    o.ready_wait_ms = 0;
-    struct orbit_fleet *f;
-    int rc = orbit_fleet_observe_opts(name, &o, &f);
-    if (rc == -ORBIT_EGEOMETRY)
-        return orbit_fleet_live_members(name);   /* a generation of other layouts: by its locks */
-    if (rc < 0)
-        return rc;
-    struct orbit_node_info *nodes = calloc(ORBIT_FLEET_CAPACITY_MAX, sizeof *nodes);
-    ssize_t n = nodes ? orbit_fleet_nodes(f, nodes, ORBIT_FLEET_CAPACITY_MAX) : -ENOMEM, live = n < 0 ? n : 0;
-    for (ssize_t i = 0; i < n && i < ORBIT_FLEET_CAPACITY_MAX; i++)
-        live += nodes[i].alive;
-    free(nodes);
-    orbit_fleet_leave(f);
-    return live;
-}
-
 static void gc_one(struct gc *g, const char *name, uint64_t now, gc_log_fn log)
 {
     struct gc_fleet *f = gc_find(g, name);
     if (!f)
         return;
     f->seen = true;
-    ssize_t live = live_members(name);
+    /* A segment still being created is not waited for (-ORBIT_EAGAIN: not empty, looked at next pass),
+     * so a stop never waits behind a half-made fleet either. */
+    ssize_t live = tool_live_members(name, 0);
     if (live != 0) {
         f->empty_since_ns = 0;   /* one lives, or it is gone or not ours to judge */
         return;
