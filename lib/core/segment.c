@@ -25,6 +25,58 @@
 #define SHM_DIR ORB_SHM_DIR
 #define READY_WAIT_MS 10000   /* an opener gives up on a live but stuck creator after this */
 
+/* Is the /proc/self/mounts line a hugetlbfs mount? Its mount point into dir then. */
+static bool hugetlb_line(const char *line, char *dir, size_t len)
+{
+    const char *f[3];
+    size_t n[3];
+    for (int i = 0; i < 3; i++) {   /* source, mount point, type: space-separated, spaces in them octal */
+        while (*line == ' ')
+            line++;
+        f[i] = line;
+        while (*line && *line != ' ')
+            line++;
+        n[i] = (size_t)(line - f[i]);
+    }
+    if (n[2] != 9 || memcmp(f[2], "hugetlbfs", 9) != 0 || n[1] == 0 || n[1] >= len)
+        return false;
+    memcpy(dir, f[1], n[1]);
+    dir[n[1]] = '\0';
+    return true;
+}
+
+/*
+ * The first hugetlbfs mount point, into dir. Read with read(2) into a buffer on the
+ * stack, not stdio: no allocation, as the segment listings that call it (a reaper
+ * thread's, while its host process may fork) must not take an allocator lock.
+ */
+static bool hugetlb_mount(char *dir, size_t len)
+{
+    int fd = open("/proc/self/mounts", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char buf[2048];
+    size_t have = 0;
+    bool found = false, skipping = false;   /* skipping: the rest of a line longer than buf */
+    for (ssize_t n; !found && (n = read(fd, buf + have, sizeof buf - 1 - have)) > 0;) {
+        char *line = buf, *end = buf + have + (size_t)n, *nl;
+        while (!found && (nl = memchr(line, '\n', (size_t)(end - line))) != NULL) {
+            *nl = '\0';
+            found = !skipping && hugetlb_line(line, dir, len);
+            skipping = false;
+            line = nl + 1;
+        }
+        have = (size_t)(end - line);
+        if (have == sizeof buf - 1) {
+            have = 0;   /* no line end in a full buffer: no mount point fits our 256 bytes anyway */
+            skipping = true;
+        }
+        memmove(buf, line, have);
+    }
+    close(fd);
+    return found;
+}
+
 const char *orb_hugetlb_dir(void)
 {
     static _Thread_local char dir[256];
@@ -36,21 +88,7 @@ const char *orb_hugetlb_dir(void)
         snprintf(dir, sizeof dir, "%s", env);
         return dir;
     }
-    FILE *m = fopen("/proc/self/mounts", "re");
-    if (!m)
-        return NULL;
-    char line[1024];
-    const char *found = NULL;
-    while (fgets(line, sizeof line, m)) {
-        char src[256], mnt[256], type[64];
-        if (sscanf(line, "%255s %255s %63s", src, mnt, type) == 3 && strcmp(type, "hugetlbfs") == 0) {
-            snprintf(dir, sizeof dir, "%s", mnt);
-            found = dir;
-            break;
-        }
-    }
-    fclose(m);
-    return found;
+    return hugetlb_mount(dir, sizeof dir) ? dir : NULL;
 }
 
 int orb_segment_path(enum orbit_backing backing, const char *fleet, uint8_t kind, char *buf, size_t len)
