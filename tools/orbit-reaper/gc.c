@@ -160,9 +160,11 @@ int gc_start(struct gc *g, const char *const *names, size_t n_names, gc_log_fn l
     sigdelset(&all, SIGBUS);
     sigdelset(&all, SIGSEGV);
     pthread_sigmask(SIG_SETMASK, &all, &old);   /* SIGTERM and SIGINT stay the daemon's signalfd's */
+    g->running = true;   /* before the thread: its stopping() reads it, and pthread_create orders the two */
     int rc = -pthread_create(&g->thread, NULL, gc_main, g);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    g->running = rc == 0;
+    if (rc != 0)
+        g->running = false;   /* no thread to race with; once one runs, only gc_stop writes it, after the join */
     return rc;
 }
 
