@@ -2,9 +2,10 @@
 # test_halfmade.sh ORBITCTL HOSTILE_FLEET — orbitctl beside fleets still being created
 # (suite cli). hostile_fleet plants a fleet whose segment never gets ready (its creator
 # alive, the creation lock held) and another whose pool table never does: a local user
-# can leave them so for good. ls, show, top, gc and metrics must each answer at once,
-# saying "being created" (ls, show, top, gc) or orbit_fleet_up 0 (metrics), never
-# wait the library's 10 s per segment. Each command gets BOUND seconds.
+# can leave them so for good. ls, show, top, reap, node-dead, gc and metrics must each
+# answer at once, saying "being created" (ls, show, top, reap, gc), skipping the table
+# (node-dead, reap) or orbit_fleet_up 0 (metrics), never wait the library's 10 s
+# per segment. Each command gets BOUND seconds.
 set -u
 # In a /dev/shm of its own where a mount namespace can be had (root): the planted
 # fleets would make every other test's "all fleets" scan meet them.
@@ -72,6 +73,13 @@ has out "(being created)" "show $table"
 timed 1 "top of a fleet being created" top "$half" --count 1 --interval 0.1
 has err "being created" "top $half"
 timed 0 "top of a fleet with a table being created" top "$table" --count 1 --interval 0.1
+# A death report accounts and reclaims every table: a table being created is skipped, not waited for
+# (node 5 never carried incarnation 1: left alone, after looking at each table).
+timed 0 "node-dead beside a table being created" node-dead "$table" 5 1
+has out "left alone" "node-dead $table"
+timed 0 "reap beside a table being created" reap "$table"
+timed 1 "reap of a fleet being created" reap "$half"
+has err "being created" "reap $half"
 timed 0 "gc --dry-run" gc --dry-run "$half"
 has out "being created" "gc $half"
 timed 1 "metrics" metrics "$half" "$table"
