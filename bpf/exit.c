@@ -55,7 +55,7 @@ static int on_event(void *ctx, void *data, size_t len)
         return 0;
     struct rp_exit e = { .kind = RP_EXIT_TGID, .tgid = ev->tgid, .start_ticks = ev->start_ticks,
                          .status = ev->status, .exit_ns = ev->exit_ns, .detected_ns = rp_now_ns() };
-    r->stats.events++;
+    atomic_fetch_add(&r->counts.events, 1);
     rp_queue_push(r, &e);
     return 0;
 }
@@ -145,7 +145,7 @@ bool rp_bpf_consume(struct orbit_reaper *r)
     /* drops is written by the program on any CPU: a relaxed read is enough to see it move. */
     uint64_t drops = __atomic_load_n(&b->skel->bss->drops, __ATOMIC_RELAXED);
     bool lost = drops != b->drops_seen;
-    r->stats.drops += drops - b->drops_seen;
+    atomic_fetch_add(&r->counts.drops, drops - b->drops_seen);
     b->drops_seen = drops;
     return lost;
 }

@@ -81,39 +81,23 @@ int rp_pidfd_status(int pidfd)
     return info.exit_code;
 }
 
-/* Watch a LIVE member by its pidfd; tagged (fleet id << 16) | node in the epoll set. */
+/*
+ * Watch a LIVE member by its pidfd, tagged (fleet id << 16) | node in the
+ * epoll set, one-shot: the event loop hands the event to the fleet's thread,
+ * which takes the pidfd out of the set (a readable pidfd stays readable).
+ */
 bool rp_pidfd_watch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node)
 {
     struct rp_watch *w = &rf->nodes[node];
     int fd = -1;
     if (!rp_probe_alive(w->seen.pid, w->seen.start_time, &fd))
         return false;
-    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = ((uint64_t)rf->id << 16) | node };
+    w->pidfd = fd;   /* before the event can fire: the fleet's thread looks at it */
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = ((uint64_t)rf->id << 16) | node };
     if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        w->pidfd = -1;
         close(fd);
         return false;
     }
-    w->pidfd = fd;
-    rp_watched_via(r, w, RP_VIA_PIDFD);
     return true;
-}
-
-/* Its pidfd turned readable: queue the exit, take the pidfd out of the set. */
-void rp_pidfd_event(struct orbit_reaper *r, uint64_t tag)
-{
-    struct rp_fleet *rf = rp_find_fleet_id(r, (uint32_t)(tag >> 16));
-    uint16_t node = (uint16_t)(tag & 0xffff);
-    if (!rf || !rf->f || node >= rf->capacity)
-        return;
-    struct rp_watch *w = &rf->nodes[node];
-    /* The event may predate a re-watch: act on the pidfd held now, if it says so. */
-    if (!w->watched || w->pidfd < 0 || !rp_pidfd_exited(w->pidfd))
-        return;
-    /* The pidfd turns readable as the thread group exits: now is the exit, to the loop's latency. */
-    uint64_t now = rp_now_ns();
-    struct rp_exit e = { .kind = RP_EXIT_NODE, .fleet_id = rf->id, .node = node, .seen = w->seen,
-                         .status = rp_pidfd_status(w->pidfd), .exit_ns = now, .detected_ns = now };
-    r->stats.events++;
-    rp_queue_push(r, &e);
-    rp_unwatch(r, rf, node);   /* its pidfd stays readable: out of the set now */
 }

@@ -4,9 +4,9 @@
  * that waits on a table lock (orbit_fleet_node_dead blocks up to the lock's
  * bound, then fails and leaves the node reserved) holds up that fleet only.
  * A failed try is deferred and tried again after a backoff. The worker
- * starts when its fleet has a report and ends when it has none; results go
- * back to the event loop through a list and an eventfd in its epoll set, so
- * callbacks still run in the thread calling orbit_reaper_process.
+ * starts at its fleet's first report and lasts until the fleet is detached;
+ * results go back to the event loop through a list and an eventfd in its
+ * epoll set, so callbacks still run in the thread calling orbit_reaper_process.
  *
  * Test hook: ORBIT_TEST_REAPER_DELAY_MS=N (read when a fleet is attached)
  * makes each try wait N ms after it was taken and before its report runs,
@@ -39,6 +39,8 @@ struct rp_worker {
     size_t n_jobs, cap_jobs;
     uint64_t next_id;           /* of the next job listed */
     unsigned delay_ms;          /* ORBIT_TEST_REAPER_DELAY_MS: each try waits first */
+    bool paced;                 /* a quarantined fleet's: after each try, idle RP_PACE_QUARANTINE times as long */
+    uint64_t idle_until_ns;     /* paced: no try before */
 };
 
 /* A worker whose thread has ended (or is joined here): its fleet handle is left with it. */
@@ -82,7 +84,7 @@ static void post_result(struct rp_worker *w, const struct rp_job *job, int error
 /* Workers that ended after their fleet was detached: join them and leave their fleets. */
 static void reap_retired(struct orbit_reaper *r)
 {
-    pthread_mutex_lock(&r->work_lock);
+    pthread_mutex_lock(&r->work_lock);   /* fleets' threads retire workers: never read unlocked */
     for (size_t i = 0; i < r->n_retired;) {
         struct rp_worker *w = r->retired[i];
         if (w->running) {
@@ -97,7 +99,7 @@ static void reap_retired(struct orbit_reaper *r)
     pthread_mutex_unlock(&r->work_lock);
 }
 
-struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n)
+struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n, size_t *cap)
 {
     uint64_t count;
     pthread_mutex_lock(&r->work_lock);
@@ -106,11 +108,58 @@ struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n)
     }
     struct rp_result *v = r->results;
     *n = r->n_results;
-    r->results = NULL;
-    r->n_results = r->cap_results = 0;
+    *cap = r->cap_results;
+    r->results = r->spare_results;
+    r->cap_results = r->cap_spare_results;
+    r->n_results = 0;
+    r->spare_results = NULL;
+    r->cap_spare_results = 0;
     pthread_mutex_unlock(&r->work_lock);
-    if (r->n_retired)   /* moves only under r->lock, which the caller holds */
-        reap_retired(r);
+    reap_retired(r);
+    return v;
+}
+
+void rp_results_done(struct orbit_reaper *r, struct rp_result *v, size_t cap)
+{
+    pthread_mutex_lock(&r->work_lock);
+    if (!r->spare_results) {
+        r->spare_results = v;
+        r->cap_spare_results = cap;
+        v = NULL;
+    }
+    pthread_mutex_unlock(&r->work_lock);
+    free(v);
+}
+
+void rp_notice_post(struct orbit_reaper *r, const struct rp_notice *n)
+{
+    pthread_mutex_lock(&r->work_lock);
+    if (r->n_notices == r->cap_notices) {
+        size_t cap = r->cap_notices ? r->cap_notices * 2 : 8;
+        struct rp_notice *v = realloc(r->notices, cap * sizeof *v);
+        if (v) {
+            r->notices = v;
+            r->cap_notices = cap;
+        }
+    }
+    if (r->n_notices < r->cap_notices) {   /* out of memory drops a notice, never a death */
+        r->notices[r->n_notices++] = *n;
+        uint64_t one = 1;
+        if (write(r->donefd, &one, sizeof one) < 0) {
+            /* EAGAIN: the counter is saturated, and so already readable. */
+        }
+    }
+    pthread_mutex_unlock(&r->work_lock);
+}
+
+struct rp_notice *rp_notices_take(struct orbit_reaper *r, size_t *n)
+{
+    pthread_mutex_lock(&r->work_lock);
+    struct rp_notice *v = r->notices;
+    *n = r->n_notices;
+    r->notices = NULL;
+    r->n_notices = r->cap_notices = 0;
+    pthread_mutex_unlock(&r->work_lock);
     return v;
 }
 
@@ -206,17 +255,26 @@ static struct timespec abs_time(uint64_t ns)
     return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull) };
 }
 
-/* The worker: due reports one at a time, sleeping until the next is due; ends when none is left. */
+/*
+ * The worker: due reports one at a time, sleeping until the next is due, and
+ * for the next report when none is left; it ends when its fleet is detached.
+ * (Kept, not made anew per death: a thread starting allocates, and a process
+ * that forks meanwhile may leave the child an allocator lock nobody holds.)
+ */
 static void *worker_main(void *arg)
 {
     struct rp_worker *w = arg;
     struct orbit_reaper *r = w->r;
     pthread_mutex_lock(&r->work_lock);
     struct rp_job *job;
-    while (!w->stop && (job = next_job(w))) {
-        uint64_t now = rp_now_ns();
-        if (job->due_ns > now) {
-            struct timespec until = abs_time(job->due_ns);
+    while (!w->stop) {
+        if (!(job = next_job(w))) {
+            pthread_cond_wait(&w->wake, &r->work_lock);
+            continue;
+        }
+        uint64_t now = rp_now_ns(), due = job->due_ns > w->idle_until_ns ? job->due_ns : w->idle_until_ns;
+        if (due > now) {
+            struct timespec until = abs_time(due);
             pthread_cond_timedwait(&w->wake, &r->work_lock, &until);
             continue;
         }
@@ -229,6 +287,8 @@ static void *worker_main(void *arg)
         int rc = try_report(w, &tried);
         pthread_mutex_lock(&r->work_lock);
         settle(w, &tried, rc);
+        if (w->paced)   /* a quarantined fleet's reports take at most a tenth of a CPU */
+            w->idle_until_ns = rp_now_ns() + RP_PACE_QUARANTINE * (rp_now_ns() - now);
     }
     w->running = false;
     pthread_mutex_unlock(&r->work_lock);
@@ -253,6 +313,7 @@ int rp_worker_attach(struct orbit_reaper *r, struct rp_fleet *rf)
     }
     w->r = r;
     w->f = rf->f;
+    w->paced = atomic_load(&rf->quarantine) != RP_Q_NONE;
 #ifdef ORBIT_TEST_HOOKS
     const char *delay = getenv("ORBIT_TEST_REAPER_DELAY_MS");
 #else
@@ -273,7 +334,15 @@ static int worker_start(struct rp_worker *w)
     if (w->joinable)
         pthread_join(w->thread, NULL);   /* it cleared running as its last step: returns at once */
     w->joinable = false;
-    int rc = pthread_create(&w->thread, NULL, worker_main, w);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, RP_THREAD_STACK);   /* one per attached fleet: small */
+    sigset_t mask, old;
+    rp_thread_signals(&mask);
+    pthread_sigmask(SIG_SETMASK, &mask, &old);
+    int rc = pthread_create(&w->thread, &attr, worker_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
     if (rc != 0)
         return -rc;
     w->running = w->joinable = true;
@@ -375,6 +444,8 @@ void rp_reports_close(struct orbit_reaper *r)
     pthread_mutex_unlock(&r->work_lock);
     free(r->retired);
     free(r->results);
+    free(r->spare_results);
+    free(r->notices);
     if (r->donefd >= 0)
         close(r->donefd);
     pthread_mutex_destroy(&r->work_lock);

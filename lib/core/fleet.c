@@ -319,6 +319,7 @@ static struct orbit_fleet *fleet_alloc(const char *name, uint32_t capacity)
         snprintf(f->name, sizeof f->name, "%s", name);
     f->node = ORBIT_NODE_NONE;
     f->gid = -1;
+    f->ready_wait_ms = -1;
     f->seg.fd = -1;
     f->seg.guard = -1;
     f->life_fd = -1;
@@ -414,40 +415,58 @@ int orb_fleet_writable(const struct orbit_fleet *f, const char *call)
                     "write them)", call, f->name);
 }
 
-static int check_observed(struct orbit_fleet *f, const char *name)
+static int check_observed(struct orbit_fleet *f, const char *name, const char *call)
 {
     struct orb_seg_header *h = orb_seg_hdr(&f->seg);
     if (h->table_type != ORB_TABLE_FLEET)
-        return orb_fail(-ORBIT_ECORRUPT, "orbit_fleet_observe: '%s': the fleet segment holds another table", name);
+        return orb_fail(-ORBIT_ECORRUPT, "%s: '%s': the fleet segment holds another table", call, name);
     uint16_t capacity = h->fleet_capacity;
     /* The capacity is read from shared memory: bound it. */
     if (capacity < 1 || capacity > ORBIT_FLEET_CAPACITY_MAX ||
         ORB_SEG_HEADER_BYTES + orb_fleet_table_bytes(capacity) > f->seg.mapped)
-        return orb_fail(-ORBIT_ECORRUPT, "orbit_fleet_observe: '%s': capacity %u does not fit the segment",
+        return orb_fail(-ORBIT_ECORRUPT, "%s: '%s': capacity %u does not fit the segment", call,
                         name, (unsigned)capacity);
-    int rc = orb_gen_check_observed(h, name, &f->generation, "orbit_fleet_observe");
+    int rc = orb_gen_check_observed(h, name, &f->generation, call);
     if (rc < 0)
         return rc;
     f->capacity = capacity;
     return bind_counters(f);
 }
 
-int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
+static int check_observe_opts(const struct orbit_observe_opts *o)
 {
-    orb_error_clear();
+    const char *call = "orbit_fleet_observe_opts";
+    if (o->ready_wait_ms < -1 || o->ready_wait_ms > ORBIT_OBSERVE_WAIT_MAX_MS)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: ready_wait_ms %d: -1 (the default bound) or 0..%d", call,
+                        (int)o->ready_wait_ms, ORBIT_OBSERVE_WAIT_MAX_MS);
+    if (o->flags)
+        return orb_fail(-ORBIT_EMALFORMED, "%s: flags %#x: no flag is defined", call, (unsigned)o->flags);
+    return orb_check_resv(o->resv, sizeof o->resv / sizeof o->resv[0], call, "ORBIT_OBSERVE_OPTS_DEFAULT");
+}
+
+int orbit_fleet_observe_opts(const char *name, const struct orbit_observe_opts *opts, struct orbit_fleet **out)
+{
+    static const struct orbit_observe_opts dflt = ORBIT_OBSERVE_OPTS_DEFAULT;
+    const char *call = opts ? "orbit_fleet_observe_opts" : "orbit_fleet_observe";
+    orb_error_enter(call);   /* a failed open's sentence (it names the file) goes under this name */
     if (!out || !orb_fleet_name_valid(name))
-        return orb_fail(-ORBIT_EMALFORMED, "orbit_fleet_observe: %s", out ? "name: 1-64 bytes of letters, "
+        return orb_fail(-ORBIT_EMALFORMED, "%s: %s", call, out ? "name: 1-64 bytes of letters, "
                         "digits, '_', '.' and '-'" : "out is NULL");
+    int rc = opts ? check_observe_opts(opts) : 0;
+    if (rc < 0)
+        return rc;
+    const struct orbit_observe_opts *o = opts ? opts : &dflt;
     struct orbit_fleet *f = fleet_alloc(name, ORBIT_FLEET_CAPACITY_MAX);
     if (!f)
         return -ENOMEM;
-    int rc = orb_segment_open_existing(name, ORB_FLEET_KIND, &f->seg);
+    f->ready_wait_ms = o->ready_wait_ms;   /* every table opened through this handle waits as long */
+    rc = orb_segment_open_existing_within(name, ORB_FLEET_KIND, f->ready_wait_ms, false, &f->seg);
     if (rc == -EACCES) {   /* read access only (a 0640 fleet's group): a read-only view */
-        orb_error_clear();
-        rc = orb_segment_open_existing_read_only(name, ORB_FLEET_KIND, &f->seg);
+        orb_error_enter(call);
+        rc = orb_segment_open_existing_within(name, ORB_FLEET_KIND, f->ready_wait_ms, true, &f->seg);
     }
     if (rc == 0)
-        rc = check_observed(f, name);
+        rc = check_observed(f, name, call);
     f->observer = true;
     if (rc == 0) {
         f->nodes = orb_seg_table(&f->seg);   /* before open_life lists the handle: its records are read */
@@ -462,6 +481,11 @@ int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
     orb_guard_bind(f->seg.guard, &f->fork_generation);   /* after the register set the generation */
     *out = f;
     return 0;
+}
+
+int orbit_fleet_observe(const char *name, struct orbit_fleet **out)
+{
+    return orbit_fleet_observe_opts(name, NULL, out);
 }
 
 /*

@@ -2,6 +2,7 @@
 /* The fleet's files: listing segments and fleets, unlinking. Below the fleet: it opens none. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,37 +26,66 @@ static void segment_dirs(const char *dirs[2], char hdir[256])
     }
 }
 
+/*
+ * Calls fn for each entry of the directory at path (. and .. too) until it returns
+ * false. getdents64 into a buffer on the stack, not opendir: no allocation, so a
+ * reaper thread listing segments while its host process forks never leaves the
+ * child an allocator lock nobody holds.
+ */
+static void dir_each(const char *path, bool (*fn)(void *ctx, const char *entry), void *ctx)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    _Alignas(struct dirent64) char buf[2048];
+    bool more = true;
+    for (ssize_t n; more && (n = getdents64(fd, buf, sizeof buf)) > 0;)
+        for (ssize_t off = 0; more && off < n;) {
+            const struct dirent64 *e = (const struct dirent64 *)(const void *)(buf + off);
+            off += e->d_reclen;   /* the kernel's record lengths: they tile what it returned */
+            more = fn(ctx, e->d_name);
+        }
+    close(fd);
+}
+
+struct seg_scan {
+    orb_segment_fn *fn;
+    void *ctx;
+    const char *dir;
+    enum orbit_backing backing;
+};
+
+/* One directory entry: fn's if it is "orbit.<fleet>.<kind>". */
+static bool scan_entry(void *ctx, const char *n)
+{
+    const struct seg_scan *s = ctx;
+    const char *dot = strrchr(n, '.');
+    if (strncmp(n, "orbit.", 6) != 0 || !dot || dot <= n + 6 || strstr(n, ".tmp."))
+        return true;
+    char *end;
+    unsigned long kind = strtoul(dot + 1, &end, 10);
+    if (*end || end == dot + 1 || kind > 255)
+        return true;
+    char fleet[ORBIT_FLEET_NAME_MAX + 1];
+    size_t len = (size_t)(dot - (n + 6));
+    if (len > ORBIT_FLEET_NAME_MAX)
+        return true;
+    memcpy(fleet, n + 6, len);
+    fleet[len] = '\0';
+    s->fn(s->ctx, s->dir, fleet, (unsigned)kind, s->backing);
+    return true;
+}
+
 /* Calls fn for each "orbit.<fleet>.<kind>" file in the backing directories. */
-static void scan_segments(void (*fn)(void *ctx, const char *dir, const char *fleet, unsigned kind,
-                                     enum orbit_backing b), void *ctx)
+static void scan_segments(orb_segment_fn *fn, void *ctx)
 {
     const char *dirs[2];
     char hdir[256];
     segment_dirs(dirs, hdir);
     for (int d = 0; d < 2; d++) {
-        if (!dirs[d])
-            continue;
-        DIR *dir = opendir(dirs[d]);
-        if (!dir)
-            continue;
-        struct dirent *e;
-        while ((e = readdir(dir)) != NULL) {
-            const char *n = e->d_name, *dot = strrchr(n, '.');
-            if (strncmp(n, "orbit.", 6) != 0 || !dot || dot <= n + 6 || strstr(n, ".tmp."))
-                continue;
-            char *end;
-            unsigned long kind = strtoul(dot + 1, &end, 10);
-            if (*end || end == dot + 1 || kind > 255)
-                continue;
-            char fleet[ORBIT_FLEET_NAME_MAX + 1];
-            size_t len = (size_t)(dot - (n + 6));
-            if (len > ORBIT_FLEET_NAME_MAX)
-                continue;
-            memcpy(fleet, n + 6, len);
-            fleet[len] = '\0';
-            fn(ctx, dirs[d], fleet, (unsigned)kind, d == 0 ? ORBIT_BACKING_HUGETLB : ORBIT_BACKING_SHM);
-        }
-        closedir(dir);
+        struct seg_scan s = { fn, ctx, dirs[d], d == 0 ? ORBIT_BACKING_HUGETLB : ORBIT_BACKING_SHM };
+        if (dirs[d])
+            dir_each(dirs[d], scan_entry, &s);
     }
 }
 
@@ -184,6 +214,22 @@ static bool half_built_of(const char *n, const char *name)
     return p > kind && p - kind <= 3 && strncmp(p, ".tmp.", 5) == 0;
 }
 
+struct dead_creations { const char *dir, *name; int removed; };
+
+/* One directory entry: removed if it is a half-built segment of the fleet whose creator is gone. */
+static bool unlink_if_dead_creation(void *ctx, const char *n)
+{
+    struct dead_creations *c = ctx;
+    if (!half_built_of(n, c->name))
+        return true;
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", c->dir, n);
+    if (!orb_segment_creating_here(n) && orb_segment_creator_alive(path) != 0)
+        return true;   /* its creator lives (or the file is not one we can judge): its own */
+    c->removed += unlink(path) == 0;
+    return true;
+}
+
 /*
  * A creator builds a segment as "orbit.<fleet>.<kind>.tmp.<pid>.<ns>" and links it into
  * place; one killed before that leaves the file. Removes those whose creator is gone:
@@ -199,19 +245,10 @@ static int unlink_dead_creations(const char *name)
     int removed = 0;
     segment_dirs(dirs, hdir);
     for (int d = 0; d < 2; d++) {
-        DIR *dir = dirs[d] ? opendir(dirs[d]) : NULL;
-        struct dirent *e;
-        while (dir && (e = readdir(dir)) != NULL) {
-            if (!half_built_of(e->d_name, name))
-                continue;
-            char path[600];
-            snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
-            if (!orb_segment_creating_here(e->d_name) && orb_segment_creator_alive(path) != 0)
-                continue;   /* its creator lives (or the file is not one we can judge): its own */
-            removed += unlink(path) == 0;
-        }
-        if (dir)
-            closedir(dir);
+        struct dead_creations c = { dirs[d], name, 0 };
+        if (dirs[d])
+            dir_each(dirs[d], unlink_if_dead_creation, &c);
+        removed += c.removed;
     }
     return removed;
 }

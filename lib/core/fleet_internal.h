@@ -64,6 +64,7 @@ struct orbit_fleet {
     enum orbit_backing want_backing;        /* what the joiner asked for */
     uint32_t mode;
     int64_t gid;
+    int ready_wait_ms;                      /* table opens' wait for a creator (-1: the default bound) */
     struct orb_segment seg;                 /* the fleet segment (kind 255) */
     int life_fd;                            /* the fleet file again, never mapped: our kernel locks */
     struct orb_node_record *nodes;          /* capacity records */

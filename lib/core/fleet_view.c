@@ -5,19 +5,22 @@
 #include <orbit/inspect.h>
 #include "error_internal.h"
 #include "fleet_internal.h"
+#include "guard.h"
 
 int orbit_fleet_node_snapshot(struct orbit_fleet *f, uint16_t node, struct orbit_node_snapshot *out)
 {
-    orb_error_clear();
-    struct orb_node_record *rec = f ? orb_fleet_record(f, node) : NULL;
+    int refused = orb_enter_fleet(f, __func__);   /* a fleet file that shrank: -ORBIT_ECORRUPT */
+    if (refused < 0)
+        return refused;
+    struct orb_node_record *rec = orb_fleet_record(f, node);
     if (!rec || !out)
-        return orb_fail(-ORBIT_EMALFORMED, "%s", !f ? "the fleet handle is NULL" : !out ? "out is NULL"
-                        : "node out of the fleet's range");
+        return orb_fail(-ORBIT_EMALFORMED, "%s", !out ? "out is NULL" : "node out of the fleet's range");
     for (int tries = 0; tries < 8; tries++) {
         uint64_t joins = atomic_load(&rec->joins);
         uint32_t state = atomic_load(&rec->state);   /* seq_cst: pairs with publish's release */
         int32_t pid = atomic_load(&rec->pid);
         uint64_t start_time = atomic_load(&rec->start_time), inc = atomic_load(&rec->incarnation);
+        uint64_t pidns = atomic_load(&rec->pidns);
         /* joins moves on every claim and state on every change: equal before and after the
          * field reads means the fields belong to that one publication. */
         if (atomic_load(&rec->state) != state || atomic_load(&rec->joins) != joins)
@@ -30,7 +33,9 @@ int orbit_fleet_node_snapshot(struct orbit_fleet *f, uint16_t node, struct orbit
         out->start_time = start_time;
         out->incarnation = inc;
         out->joins = joins;
-        return 0;
+        out->pid_namespace = pidns;
+        /* A read that faulted (the file shrank under it) read the guard's zeros: not a record. */
+        return orb_fleet_usable(f, __func__);
     }
     return orb_fail(-ORBIT_EAGAIN, "node %u's record kept changing while read (8 tries): try again", node);
 }

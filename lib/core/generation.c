@@ -307,13 +307,17 @@ static ssize_t collect_empty(int fd, uint16_t capacity, const char *name)
                     : held < 0 ? held : orbit_fleet_unlink(name);
 }
 
-/* Map name's fleet file only to judge it by its locks (the header's capacity, bounded), then close it. */
+/*
+ * Map name's fleet file only to judge it by its locks (the header's capacity, bounded), then close it.
+ * One still being created is not waited for (-ORBIT_EAGAIN): a listing of generations, a scrape, must
+ * not stall on a fleet segment someone left half-made.
+ */
 static ssize_t by_locks(const char *name, ssize_t (*judge)(int fd, uint16_t capacity, const char *name),
                         const char *call)
 {
     struct orb_segment seg;
     orb_error_clear();
-    int rc = orb_segment_open_existing(name, ORB_FLEET_KIND, &seg);
+    int rc = orb_segment_open_existing_within(name, ORB_FLEET_KIND, 0, false, &seg);
     if (rc == -ORBIT_EGEOMETRY)
         return orb_fail(rc, "%s: fleet '%s': its segment header is of another version: its locks cannot be "
                         "told", call, name);

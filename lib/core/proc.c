@@ -86,9 +86,32 @@ uint64_t orb_proc_start_time(int pid)
     return start_time_of(pid, &t) == 0 ? t : 0;
 }
 
+/* Is every thread of the directory's batch (getdents64 records) exiting? Counts those seen. */
+static int batch_exiting(int32_t pid, const char *buf, long len, int *seen)
+{
+    int all = 1;
+    for (long off = 0; all && off < len;) {
+        const struct dirent64 *e = (const struct dirent64 *)(const void *)(buf + off);
+        off += e->d_reclen;
+        struct proc_stat st;
+        char path[96];
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/task/%.16s/stat", (int)pid, e->d_name);
+        if (stat_read(path, &st) < 0)
+            continue;   /* that thread is gone already */
+        (*seen)++;
+        all = (st.flags & PF_EXITING_FLAG) != 0;
+    }
+    return all;
+}
+
 /*
  * Threads cannot be added once all are exiting, so "all seen exiting" stays
- * true. Threads that vanish while we look are exiting too.
+ * true. Threads that vanish while we look are exiting too. The directory is
+ * read into a buffer on the stack, not through opendir: no allocation, so a
+ * thread of a supervisor that forks meanwhile never leaves an allocator
+ * lock taken in the child.
  */
 int orbit_process_exiting(int32_t pid)
 {
@@ -97,25 +120,17 @@ int orbit_process_exiting(int32_t pid)
     if (pid <= 0)
         return 1;
     snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *dir = opendir(path);
-    if (!dir && errno != ENOENT)   /* unreadable (hidepid): no evidence either way */
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno != ENOENT)   /* unreadable (hidepid): no evidence either way */
         return orb_fail(-errno, "%s: %s (a /proc mounted with hidepid hides other users' processes)", path,
                         strerror(errno));
-    if (!dir)
+    if (fd < 0)
         return 1;
     int all = 1, seen = 0;
-    struct dirent *e;
-    while (all && (e = readdir(dir)) != NULL) {
-        struct proc_stat st;
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof path, "/proc/%d/task/%.16s/stat", (int)pid, e->d_name);
-        if (stat_read(path, &st) < 0)
-            continue;   /* that thread is gone already */
-        seen++;
-        all = (st.flags & PF_EXITING_FLAG) != 0;
-    }
-    closedir(dir);
+    _Alignas(struct dirent64) char buf[2048];
+    for (ssize_t n; all && (n = getdents64(fd, buf, sizeof buf)) > 0;)
+        all = batch_exiting(pid, buf, (long)n, &seen);
+    close(fd);
     if (seen > 0)
         return all;
     /* Nothing readable: reaped while we looked (gone, so 1), else no evidence. */

@@ -25,6 +25,58 @@
 #define SHM_DIR ORB_SHM_DIR
 #define READY_WAIT_MS 10000   /* an opener gives up on a live but stuck creator after this */
 
+/* Is the /proc/self/mounts line a hugetlbfs mount? Its mount point into dir then. */
+static bool hugetlb_line(const char *line, char *dir, size_t len)
+{
+    const char *f[3];
+    size_t n[3];
+    for (int i = 0; i < 3; i++) {   /* source, mount point, type: space-separated, spaces in them octal */
+        while (*line == ' ')
+            line++;
+        f[i] = line;
+        while (*line && *line != ' ')
+            line++;
+        n[i] = (size_t)(line - f[i]);
+    }
+    if (n[2] != 9 || memcmp(f[2], "hugetlbfs", 9) != 0 || n[1] == 0 || n[1] >= len)
+        return false;
+    memcpy(dir, f[1], n[1]);
+    dir[n[1]] = '\0';
+    return true;
+}
+
+/*
+ * The first hugetlbfs mount point, into dir. Read with read(2) into a buffer on the
+ * stack, not stdio: no allocation, as the segment listings that call it (a reaper
+ * thread's, while its host process may fork) must not take an allocator lock.
+ */
+static bool hugetlb_mount(char *dir, size_t len)
+{
+    int fd = open("/proc/self/mounts", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char buf[2048];
+    size_t have = 0;
+    bool found = false, skipping = false;   /* skipping: the rest of a line longer than buf */
+    for (ssize_t n; !found && (n = read(fd, buf + have, sizeof buf - 1 - have)) > 0;) {
+        char *line = buf, *end = buf + have + (size_t)n, *nl;
+        while (!found && (nl = memchr(line, '\n', (size_t)(end - line))) != NULL) {
+            *nl = '\0';
+            found = !skipping && hugetlb_line(line, dir, len);
+            skipping = false;
+            line = nl + 1;
+        }
+        have = (size_t)(end - line);
+        if (have == sizeof buf - 1) {
+            have = 0;   /* no line end in a full buffer: no mount point fits our 256 bytes anyway */
+            skipping = true;
+        }
+        memmove(buf, line, have);
+    }
+    close(fd);
+    return found;
+}
+
 const char *orb_hugetlb_dir(void)
 {
     static _Thread_local char dir[256];
@@ -36,21 +88,7 @@ const char *orb_hugetlb_dir(void)
         snprintf(dir, sizeof dir, "%s", env);
         return dir;
     }
-    FILE *m = fopen("/proc/self/mounts", "re");
-    if (!m)
-        return NULL;
-    char line[1024];
-    const char *found = NULL;
-    while (fgets(line, sizeof line, m)) {
-        char src[256], mnt[256], type[64];
-        if (sscanf(line, "%255s %255s %63s", src, mnt, type) == 3 && strcmp(type, "hugetlbfs") == 0) {
-            snprintf(dir, sizeof dir, "%s", mnt);
-            found = dir;
-            break;
-        }
-    }
-    fclose(m);
-    return found;
+    return hugetlb_mount(dir, sizeof dir) ? dir : NULL;
 }
 
 int orb_segment_path(enum orbit_backing backing, const char *fleet, uint8_t kind, char *buf, size_t len)
@@ -374,24 +412,35 @@ static int validate_header(const struct orb_seg_header *h, size_t file_size, con
     return 0;
 }
 
-/* Park on the ready word until the creator publishes, or it is known dead. */
-static int wait_ready(struct orb_seg_header *h, int fd, const char *path)
+/*
+ * Park on the ready word until the creator publishes, or it is known dead.
+ * wait_ms < 0: up to READY_WAIT_MS, then -ORBIT_ECORRUPT. wait_ms >= 0 (an
+ * observer that must not stall: the reaper, tools): a creator still alive
+ * after that long (0: at once) is -ORBIT_EAGAIN, naming the file.
+ */
+static int wait_ready(struct orb_seg_header *h, int fd, int wait_ms, const char *path)
 {
-    int64_t give_up = orb_now_ns() + (int64_t)READY_WAIT_MS * 1000000;
+    int64_t give_up = orb_now_ns() + (int64_t)(wait_ms < 0 ? READY_WAIT_MS : wait_ms) * 1000000;
     for (;;) {
         uint32_t ready = atomic_load_explicit(&h->ready.changes, memory_order_acquire);
         if (ready == 1)
             return 0;
         if (ready != 0)
             return orb_fail(-ORBIT_ECORRUPT, "%s: its ready word holds %u", path, ready);
-        if (creator_gone(fd) || orb_now_ns() > give_up) {
+        bool gone = creator_gone(fd);
+        if (gone || orb_now_ns() >= give_up) {
             /* Look once more: a creator may publish and exit between our load and its check. */
             ready = atomic_load_explicit(&h->ready.changes, memory_order_acquire);
-            return ready == 1 ? 0 : orb_fail(-ORBIT_ECORRUPT, "%s: its creator (pid %d) %s before it was "
-                                             "ready", path, (int)h->creator_pid, creator_gone(fd) ? "died" :
-                                             "has been at it for 10 s");
+            if (ready == 1)
+                return 0;
+            if (gone || wait_ms < 0)   /* it died before publishing (or stayed stuck past the bound) */
+                return orb_fail(-ORBIT_ECORRUPT, "%s: its creator (pid %d) %s before it was ready", path,
+                                (int)h->creator_pid, gone ? "died" : "has been at it for 10 s");
+            return orb_fail(-ORBIT_EAGAIN, "%s is still being created: its creator holds the creation lock "
+                            "and has not published it (waited %d ms)", path, wait_ms);
         }
-        struct orb_deadline slice = orb_deadline_in(50);
+        int64_t left_ms = (give_up - orb_now_ns()) / 1000000 + 1;
+        struct orb_deadline slice = orb_deadline_in(left_ms < 50 ? (int)left_ms : 50);
         orb_futex_wait(&h->ready.changes, 0, &slice);
     }
 }
@@ -513,7 +562,7 @@ static int still_whole(int fd, int guard, const struct orb_seg_header *h, size_t
 
 /* read_only: a private, copy-on-write view of a file this caller may only read (an observer). */
 static int open_path(const char *path, enum orbit_backing backing, const struct orb_seg_request *req,
-                     bool read_only, struct orb_segment *out)
+                     bool read_only, int wait_ms, struct orb_segment *out)
 {
     struct stat st;
     int fd = open_segment_fd(path, read_only ? O_RDONLY : O_RDWR, req, &st);
@@ -539,7 +588,7 @@ static int open_path(const char *path, enum orbit_backing backing, const struct 
     if (rc == 0)
         rc = validate_header(h, size, path);
     if (rc == 0)
-        rc = wait_ready(h, fd, path);
+        rc = wait_ready(h, fd, wait_ms, path);
     if (rc == 0 && req && !same_geometry(h, req))
         rc = orb_seg_geometry_refused(h, req, path);
     if (rc == 0 || rc == -ORBIT_ECORRUPT) {
@@ -561,14 +610,14 @@ static int open_path(const char *path, enum orbit_backing backing, const struct 
 
 /* An existing segment of that name in either directory. -ENOENT when none. */
 static int open_found(const char *fleet, uint8_t kind, const struct orb_seg_request *req, bool read_only,
-                      struct orb_segment *out)
+                      int wait_ms, struct orb_segment *out)
 {
     static const enum orbit_backing order[] = { ORBIT_BACKING_HUGETLB, ORBIT_BACKING_SHM };
     for (size_t i = 0; i < 2; i++) {
         char path[256];
         if (orb_segment_path(order[i], fleet, kind, path, sizeof path) != 0)
             continue;
-        int rc = open_path(path, order[i], req, read_only, out);
+        int rc = open_path(path, order[i], req, read_only, wait_ms, out);
         if (rc != -ENOENT)
             return rc;
     }
@@ -605,11 +654,12 @@ int orb_segment_peek(const char *fleet, uint8_t kind, struct orb_seg_header *out
     return -ENOENT;
 }
 
-int orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segment *out)
+int orb_segment_open_existing_within(const char *fleet, uint8_t kind, int ready_wait_ms, bool read_only,
+                                     struct orb_segment *out)
 {
     if (!orb_fleet_name_valid(fleet) || !out)
         return orb_fail(-ORBIT_EMALFORMED, "fleet name: 1-64 bytes of letters, digits, '_', '.' and '-'");
-    int rc = open_found(fleet, kind, NULL, false, out);
+    int rc = open_found(fleet, kind, NULL, read_only, ready_wait_ms, out);
     if (rc == -ENOENT && kind == ORB_FLEET_KIND)
         return orb_fail(-ENOENT, "no fleet '%s' on this host (no orbit.%s.%u in %s or " SHM_DIR ")", fleet, fleet,
                         (unsigned)kind, orb_hugetlb_dir() ? orb_hugetlb_dir() : "a hugetlbfs mount");
@@ -619,11 +669,14 @@ int orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segmen
     return rc;
 }
 
+int orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segment *out)
+{
+    return orb_segment_open_existing_within(fleet, kind, -1, false, out);
+}
+
 int orb_segment_open_existing_read_only(const char *fleet, uint8_t kind, struct orb_segment *out)
 {
-    if (!orb_fleet_name_valid(fleet) || !out)
-        return orb_fail(-ORBIT_EMALFORMED, "fleet name: 1-64 bytes of letters, digits, '_', '.' and '-'");
-    return open_found(fleet, kind, NULL, true, out);
+    return orb_segment_open_existing_within(fleet, kind, -1, true, out);
 }
 
 static int create_with_backing(const struct orb_seg_request *req, enum orbit_backing backing,
@@ -777,7 +830,7 @@ int orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out)
     if (!orb_fleet_name_valid(req->fleet))
         return -ORBIT_EMALFORMED;
     for (int attempt = 0; attempt < 8; attempt++) {
-        int rc = open_found(req->fleet, req->kind, req, false, out);
+        int rc = open_found(req->fleet, req->kind, req, false, -1, out);
         if (rc != -ENOENT)
             return rc;
         int lock;
@@ -785,7 +838,7 @@ int orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out)
         if ((rc = creation_lock(req, lock_path, sizeof lock_path, &lock)) < 0)
             return rc;
         /* Under the lock, look again: the creator that held it before us may have made it. */
-        rc = open_found(req->fleet, req->kind, req, false, out);
+        rc = open_found(req->fleet, req->kind, req, false, -1, out);
         if (rc == -ENOENT)
             rc = create_segment(req, out);
         creation_unlock(lock_path, lock);

@@ -113,6 +113,13 @@ int  orb_segment_open(const struct orb_seg_request *req, struct orb_segment *out
 int  orb_segment_open_existing(const char *fleet, uint8_t kind, struct orb_segment *out);
 /* The same for a caller with read access only: opened O_RDONLY and mapped copy-on-write. */
 int  orb_segment_open_existing_read_only(const char *fleet, uint8_t kind, struct orb_segment *out);
+/*
+ * Either, waiting ready_wait_ms for a creator that has not published it yet
+ * (-1: the default bound, then -ORBIT_ECORRUPT; 0 or more: that long, then
+ * -ORBIT_EAGAIN naming the file while the creator lives).
+ */
+int  orb_segment_open_existing_within(const char *fleet, uint8_t kind, int ready_wait_ms, bool read_only,
+                                      struct orb_segment *out);
 
 /* -ORBIT_EGEOMETRY with the sentence naming what differs between h and req (both values). */
 int  orb_seg_geometry_refused(const struct orb_seg_header *h, const struct orb_seg_request *req, const char *path);

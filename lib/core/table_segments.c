@@ -79,8 +79,8 @@ int orb_fleet_table_open_existing(struct orbit_fleet *f, uint8_t kind, struct or
         pthread_mutex_unlock(&f->lock);
         return i >= 0 ? 0 : orb_fail(-ENOENT, "this private fleet has no table of kind %u", (unsigned)kind);
     }
-    int rc = f->seg.read_only ? orb_segment_open_existing_read_only(f->name, kind, out)
-                              : orb_segment_open_existing(f->name, kind, out);
+    /* An observer's tables are read as its fleet segment is: read-only, waiting as long for a creator. */
+    int rc = orb_segment_open_existing_within(f->name, kind, f->ready_wait_ms, f->seg.read_only, out);
     if (rc == 0 && orb_seg_hdr(out)->fleet_capacity != f->capacity) {
         rc = orb_fail(-ORBIT_EGEOMETRY, "table kind %u of fleet '%s' was made for capacity %u vs %u of this "
                       "fleet", (unsigned)kind, f->name, orb_seg_hdr(out)->fleet_capacity, f->capacity);

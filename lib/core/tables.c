@@ -167,31 +167,42 @@ void orb_table_cache_free(struct orbit_fleet *f)
     f->table_cache = NULL;
 }
 
-/* Open one segment's table; its inode is taken first, so a later swap shows. */
-static void cache_add(struct orbit_fleet *f, struct orb_table_cache *c, const struct orbit_segment_info *si)
+/*
+ * Open one segment's table; its inode is taken first, so a later swap shows.
+ * False when a table still being created was not waited for (the handle's
+ * bound): the cache is built again next time.
+ */
+static bool cache_add(struct orbit_fleet *f, struct orb_table_cache *c, const struct orbit_segment_info *si)
 {
     struct orb_seg_header h;
     struct stat st;
     struct cached_table *e = &c->t[c->n];
     if (si->kind == ORB_FLEET_KIND || stat(si->path, &st) != 0 ||
-        orb_segment_peek(f->name, si->kind, &h, NULL, NULL) != 0 || !(e->ops = orb_table_ops_of(h.table_type)) ||
-        orb_table_open(e->ops->kind, f, si->kind, &e->t) != 0) {
+        orb_segment_peek(f->name, si->kind, &h, NULL, NULL) != 0 || !(e->ops = orb_table_ops_of(h.table_type))) {
         orb_error_forget();   /* a table that cannot be opened is left out */
-        return;
+        return true;
+    }
+    int rc = orb_table_open(e->ops->kind, f, si->kind, &e->t);
+    if (rc != 0) {
+        orb_error_forget();   /* left out; one still being created is looked at again next time */
+        return rc != -ORBIT_EAGAIN;
     }
     e->dev = st.st_dev;
     e->ino = st.st_ino;
     snprintf(e->path, sizeof e->path, "%s", si->path);
     c->n++;
+    return true;
 }
 
 static void cache_build(struct orbit_fleet *f, struct orb_table_cache *c)
 {
     struct orbit_segment_info info[CACHE_MAX];
     cache_clear(c);
-    c->listed = orbit_fleet_segments(f->name, info, CACHE_MAX);
-    for (ssize_t i = 0; i < c->listed && i < CACHE_MAX; i++)
-        cache_add(f, c, &info[i]);
+    ssize_t listed = orbit_fleet_segments(f->name, info, CACHE_MAX);
+    bool whole = true;
+    for (ssize_t i = 0; i < listed && i < CACHE_MAX; i++)
+        whole = cache_add(f, c, &info[i]) && whole;
+    c->listed = whole ? listed : -1;
 }
 
 /* Still the same segments? A count of names (no mapping) and one stat per table. */

@@ -25,11 +25,24 @@
  * failure (leak, hang, wrong byte, crash, unreclaimed death, false death,
  * fork rule broken). Namespaces refused are reported as skipped.
  *
- * Bounded form (the "chaos" suite): chaos --kills 1200 --hostile 100 --seconds 50
- * Long form: chaos --kills 2400 --hostile 200 --seconds 0   (0: no time limit)
+ * Hostile neighbour (--neighbour KILLS, root; issue 34): in a mount namespace
+ * with its own /dev/shm, a reaper watching every fleet (backend auto, as the
+ * shipped unit runs it) reclaims the victim fleet's members, killed at random,
+ * in rounds without and with another user's fleets beside it (hostile_fleet
+ * as uid 65534: 4,000 forged live nodes, a half-created fleet and table, a
+ * fleet it truncates mid-round, which the reaper must quarantine as corrupt,
+ * never die of; the forger killed and made anew mid-round): leaks, hangs and
+ * crashes as ever,
+ * and the reclaim p99 with the attacker at most twice the p99 without (that
+ * taken as at least 50 ms; p95s under 500 deaths a condition, as in the
+ * bounded form). It gets two shares of --seconds.
+ *
+ * Bounded form (the "chaos" suite): chaos --kills 1200 --hostile 100 --neighbour 400 --seconds 70
+ * Long form: chaos --kills 2400 --hostile 200 --neighbour 2000 --seconds 0   (0: no time limit)
  * --no-ns runs without namespaced members (reported as skipped).
- * Environment: ORBIT_CHAOS_KILLS, ORBIT_CHAOS_HOSTILE, ORBIT_CHAOS_SECONDS and
- * ORBIT_CHAOS_SEED override the arguments' defaults. The BPF path needs root
+ * Environment: ORBIT_CHAOS_KILLS, ORBIT_CHAOS_HOSTILE, ORBIT_CHAOS_NEIGHBOUR,
+ * ORBIT_CHAOS_SECONDS and ORBIT_CHAOS_SEED override the arguments' defaults;
+ * ORBIT_HOSTILE_BIN names the hostile_fleet helper. The BPF path needs root
  * and a BPF build; without them it is reported as skipped, never as passed.
  */
 #ifndef _GNU_SOURCE
@@ -76,11 +89,16 @@ struct figures {
     uint64_t ns_members, kid_kills[PATH_COUNT], kids_exited, parents_killed, parents_over_kid_running;
     uint64_t false_deaths_seen, freed_by_others[PATH_COUNT], ns_freed_by_others[PATH_COUNT];
     char ns_skipped[160];                /* why namespaced members did not run; "" when they did */
+    uint64_t neighbour_kills[2], neighbour_rounds[2], neighbour_quarantines, attacker_failures;
+    uint64_t neighbour_cuts, neighbour_cut_faults;   /* fleets truncated under the reaper; its faults of them */
+    char neighbour_skipped[160];         /* why the hostile neighbour did not run; "" when it did */
+    uint64_t nlat[2][LAT_MAX];           /* victim reclaim latencies without [0] and with [1] the attacker */
+    size_t n_nlat[2];
     uint64_t lat[PATH_COUNT][LAT_MAX];
     size_t n_lat[PATH_COUNT];
 };
 
-struct opts { uint64_t kills, hostile, seed; int seconds, members; bool no_ns; };
+struct opts { uint64_t kills, hostile, seed, neighbour; int seconds, members; bool no_ns; const char *hostile_bin; };
 
 /* A forked child's pid, pinned (unreaped) until it is ours to reap: reparented to us, the subreaper. */
 struct zombie { pid_t pid; bool killed; };
@@ -98,11 +116,13 @@ struct sup {
     struct orbit_exchanges *ex;
     struct orbit_admission *adm;
     struct orbit_reaper *reaper;
+    bool cut_seen;                    /* the neighbour round's truncated fleet was quarantined as corrupt */
     pid_t pid[TARGETS];               /* as this process sees it (a namespaced member is 1 in its own) */
     int64_t kill_ns[TARGETS];
     uint64_t rng;
     int64_t deadline_ns;
     bool hostile;
+    int neighbour;                    /* the neighbour phase: 1 a round without the attacker, 2 with; 0 others */
     bool reaped[TARGETS];             /* the reaper's callback saw target t's death */
     bool ns[TARGETS];                 /* member t runs in a pid namespace of its own */
     bool judged[TARGETS];             /* target t's life was seen judged dead while running (counted once) */
@@ -285,6 +305,8 @@ static void false_death_seen(struct sup *s, int t, const char *by)
 static void on_death(void *ctx, const struct orbit_reaper_death *d)
 {
     struct sup *s = ctx;
+    if (strcmp(d->fleet, s->name) != 0)
+        return;   /* the neighbour phase's reaper watches every fleet: another's death is not ours */
     for (int t = 0; t < TARGETS; t++) {
         struct chaos_slot *sl = slot_of(s, t);
         if (s->pid[t] <= 0 || !atomic_load(&sl->ready) || atomic_load(&sl->node) != d->node ||
@@ -300,9 +322,17 @@ static void on_death(void *ctx, const struct orbit_reaper_death *d)
             continue;
         }
         s->reaped[t] = true;
-        size_t *n = &s->fig->n_lat[s->path];
+        size_t *n = s->neighbour ? &s->fig->n_nlat[s->neighbour - 1] : &s->fig->n_lat[s->path];
+        uint64_t *lat = s->neighbour ? s->fig->nlat[s->neighbour - 1] : s->fig->lat[s->path];
         if (*n < LAT_MAX && d->reclaimed_ns > (uint64_t)s->kill_ns[t])
-            s->fig->lat[s->path][(*n)++] = d->reclaimed_ns - (uint64_t)s->kill_ns[t];
+            lat[(*n)++] = d->reclaimed_ns - (uint64_t)s->kill_ns[t];
+        if (s->neighbour && getenv("ORBIT_CHAOS_SLOW") && d->reclaimed_ns - (uint64_t)s->kill_ns[t] > 30000000)
+            fprintf(stderr, "chaos: SLOW: neighbour %s the attacker: kill->exit %lld us, exit->detected %lld us, "
+                    "detected->reclaimed %lld us (%s%s)\n", s->neighbour == 2 ? "with" : "without",
+                    d->exit_ns ? (long long)((int64_t)d->exit_ns - s->kill_ns[t]) / 1000 : -1,
+                    d->exit_ns ? (long long)((int64_t)d->detected_ns - (int64_t)d->exit_ns) / 1000 : -1,
+                    (long long)(d->reclaimed_ns - d->detected_ns) / 1000,
+                    d->source == ORBIT_REAPER_FOUND_DEAD ? "found dead" : "exit event", s->ns[t] ? ", namespaced" : "");
     }
 }
 
@@ -511,6 +541,8 @@ static void kill_member(struct sup *s, int i)
     settle_fork(s, i, parent);
     if (s->hostile)
         s->fig->hostile_kills++;
+    else if (s->neighbour)
+        s->fig->neighbour_kills[s->neighbour - 1]++;
     else
         s->fig->kills[table < T_COUNT ? table : T_JOINING][s->path]++;
     bool with_kid = kid && ready && !s->hostile;
@@ -959,6 +991,116 @@ static void hostile_phase(struct sup *s, int64_t budget_ns)
     orbit_fleet_unlink(s->name);
 }
 
+/* ---- the hostile neighbour --------------------------------------------------- */
+
+static void on_quarantine(void *ctx, const struct orbit_reaper_quarantine *q)
+{
+    struct sup *s = ctx;
+    if (!q->released && strstr(q->fleet, "-nb-"))
+        s->fig->neighbour_quarantines++;   /* the attacker's fleets: proof it reached the reaper */
+    if (!q->released && strstr(q->fleet, "-nb-cut-") && q->reason == ORBIT_REAPER_QUARANTINE_FAULT &&
+        q->error == -ORBIT_ECORRUPT)
+        s->cut_seen = true;   /* its truncation: the SIGBUS guard's -ORBIT_ECORRUPT, no signal */
+}
+
+static int open_neighbour_reaper(struct sup *s)
+{
+    int rc = orbit_reaper_open(ORBIT_REAPER_AUTO, &s->reaper);   /* as the shipped unit runs it */
+    if (rc < 0) {
+        s->reaper = NULL;
+        return rc;
+    }
+    s->path = orbit_reaper_backend(s->reaper) == ORBIT_REAPER_BPF ? PATH_BPF : PATH_PIDFD;
+    orbit_reaper_set_interval(s->reaper, 10);
+    orbit_reaper_on_deferral(s->reaper, on_deferral, s);
+    orbit_reaper_on_quarantine(s->reaper, on_quarantine, s);
+    return orbit_reaper_on_death(s->reaper, on_death, s, 0);
+}
+
+#define NEIGHBOUR_ROUND_KILLS 12   /* kills a round: short rounds, so the two conditions interleave finely */
+
+/* The reaper's callbacks for a while (its quarantines of the attacker's fleets come in). */
+static void settle(struct sup *s, int ms)
+{
+    int64_t end = chaos_now_ns() + (int64_t)ms * 1000000;
+    while (chaos_now_ns() < end)
+        orbit_reaper_process(s->reaper, ms);
+}
+
+/*
+ * One round: without the attacker (1) or with it (2). The attacker's fleets
+ * are made before the round's kills, and its forger is killed at a random
+ * kill of the round: its 4,000 lives end at once and the reaper reports them
+ * while the victim's members go on dying. The round ends like every round
+ * (end_round), members respawned only when another round follows. Returns
+ * whether one does.
+ */
+static bool neighbour_round(struct sup *s, unsigned round, uint64_t *done)
+{
+    struct chaos_attacker a = { 0 };
+    s->neighbour = 1 + (int)(round % 2);
+    s->cut_seen = false;
+    if (s->neighbour == 2 && chaos_attacker_start(&a, s->o->hostile_bin, "nb", round) < 0)
+        s->fig->attacker_failures++;
+    settle(s, 300);   /* both kinds of round alike: made, found and quarantined before the kills */
+    uint32_t storm = chaos_below(&s->rng, NEIGHBOUR_ROUND_KILLS);
+    uint32_t cut = chaos_below(&s->rng, NEIGHBOUR_ROUND_KILLS / 2);   /* early: its fault lands in the round */
+    /* The first two rounds (one of each kind) run whatever the clock says: both conditions are measured. */
+    for (uint32_t k = 0; k < NEIGHBOUR_ROUND_KILLS && *done < s->o->neighbour && (round < 2 || time_left(s));
+         k++, (*done)++) {
+        alarm(120);
+        idle(s, 2 + (int)chaos_below(&s->rng, 30));
+        watch_members(s);
+        if (a.n && k == storm) {   /* 4,000 forged lives end at once */
+            kill(a.pid[CHAOS_FORGER], SIGKILL);
+            waitpid(a.pid[CHAOS_FORGER], NULL, 0);
+        }
+        if (a.n && k == cut) {   /* its fleet's files shrink under the reaper's mappings */
+            chaos_attacker_cut(&a);
+            s->fig->neighbour_cuts++;
+        }
+        int i = pick_victim(s);
+        kill_member(s, i);
+        spawn(s, i);
+    }
+    s->fig->neighbour_rounds[s->neighbour - 1]++;
+    bool more = *done < s->o->neighbour && (round < 1 || time_left(s));
+    end_round(s, more);   /* every member and child killed and reclaimed, the tables checked */
+    s->fig->neighbour_cut_faults += a.n && s->cut_seen;   /* one fleet a round: it is quarantined once */
+    s->fig->attacker_failures += (uint64_t)chaos_attacker_stop(&a);
+    return more;
+}
+
+static void neighbour_phase(struct sup *s, int64_t budget_ns)
+{
+    const char *why = s->o->neighbour == 0 ? "--neighbour 0"
+                    : !s->o->hostile_bin ? "no hostile_fleet (--hostile-bin or ORBIT_HOSTILE_BIN)"
+                    : chaos_private_shm();
+    if (!why && open_neighbour_reaper(s) < 0)
+        why = "orbit_reaper_open failed";
+    if (why) {
+        snprintf(s->fig->neighbour_skipped, sizeof s->fig->neighbour_skipped, "%s", why);
+        return;
+    }
+    s->deadline_ns = budget_ns ? chaos_now_ns() + budget_ns : 0;
+    fleet_name(s, "victim");
+    if (sup_open(s) < 0) {
+        s->fig->crashes++;
+        orbit_reaper_close(s->reaper);
+        s->reaper = NULL;
+        return;
+    }
+    orbit_reaper_watch_all(s->reaper);
+    for (int i = 0; i < s->o->members; i++)
+        spawn(s, i);
+    uint64_t done = 0;
+    for (unsigned round = 0; neighbour_round(s, round, &done); round++) {}
+    s->neighbour = 0;
+    orbit_reaper_close(s->reaper);
+    s->reaper = NULL;
+    sup_close(s);
+}
+
 /* ---- figures ----------------------------------------------------------------- */
 
 static int cmp_u64(const void *a, const void *b)
@@ -978,6 +1120,64 @@ static void print_latency(struct figures *fig, enum path p)
     printf("  %-9s  p50 %8.1f us  p99 %8.1f us  max %8.1f us  (%zu deaths)\n", path_name[p],
            (double)fig->lat[p][n / 2] / 1e3, (double)fig->lat[p][n * 99 / 100] / 1e3,
            (double)fig->lat[p][n - 1] / 1e3, n);
+}
+
+/* A percentile (0..1) of one neighbour sample set, in microseconds (sorted first). */
+static double neighbour_pct(struct figures *fig, int which, double q)
+{
+    size_t n = fig->n_nlat[which];
+    qsort(fig->nlat[which], n, sizeof fig->nlat[which][0], cmp_u64);
+    return (double)fig->nlat[which][(size_t)((double)n * q)] / 1e3;
+}
+
+/*
+ * The hostile neighbour's figures. It passes when the attacker reached the
+ * reaper (its fleets quarantined), started every time, and the victim's
+ * reclaim p99 with it is at most twice the p99 without it, that p99 taken
+ * as at least NEIGHBOUR_FLOOR_US: so at most 100 ms (the reclaim bound of
+ * issue 34) whatever the baseline. A p99 of fewer than NEIGHBOUR_P99_MIN
+ * deaths is their largest or second largest, which one stray wait on a
+ * shared machine decides (a report waits out a dying holder's table lock
+ * now and then, in both conditions alike): the bounded run compares p95s,
+ * and says so; the long form, p99s.
+ */
+#define NEIGHBOUR_FLOOR_US 50000.0
+#define NEIGHBOUR_P99_MIN  500
+static bool report_neighbour(struct figures *fig)
+{
+    if (fig->neighbour_skipped[0]) {
+        printf("chaos: hostile neighbour SKIPPED (not covered): %s\n", fig->neighbour_skipped);
+        return true;
+    }
+    printf("chaos: hostile neighbour: %llu victim kills in %llu rounds without the attacker, %llu in %llu rounds "
+           "with it (uid 65534: 4,000 forged live nodes, a half-created fleet and table, a fleet truncated "
+           "under the reaper; %llu quarantines of its fleets, %llu of %llu truncations seen as corrupt, %llu "
+           "attacker parts failed)\n", (unsigned long long)fig->neighbour_kills[0],
+           (unsigned long long)fig->neighbour_rounds[0], (unsigned long long)fig->neighbour_kills[1],
+           (unsigned long long)fig->neighbour_rounds[1], (unsigned long long)fig->neighbour_quarantines,
+           (unsigned long long)fig->neighbour_cut_faults, (unsigned long long)fig->neighbour_cuts,
+           (unsigned long long)fig->attacker_failures);
+    if (!fig->n_nlat[0] || !fig->n_nlat[1]) {
+        printf("chaos: hostile neighbour: FAIL: no reclaim samples in one of the two conditions\n");
+        return false;
+    }
+    double p50[2], p95[2], p99[2];
+    for (int c = 0; c < 2; c++) {
+        p50[c] = neighbour_pct(fig, c, 0.50);
+        p95[c] = neighbour_pct(fig, c, 0.95);
+        p99[c] = neighbour_pct(fig, c, 0.99);
+    }
+    bool by_p99 = fig->n_nlat[0] >= NEIGHBOUR_P99_MIN && fig->n_nlat[1] >= NEIGHBOUR_P99_MIN;
+    double base = by_p99 ? p99[0] : p95[0], with = by_p99 ? p99[1] : p95[1];
+    double allowed = 2 * (base > NEIGHBOUR_FLOOR_US ? base : NEIGHBOUR_FLOOR_US);
+    bool ok = with <= allowed && fig->neighbour_quarantines > 0 && !fig->attacker_failures &&
+              fig->neighbour_cut_faults == fig->neighbour_cuts;
+    printf("chaos: hostile neighbour: victim reclaim without the attacker p50 %.1f us p95 %.1f us p99 %.1f us "
+           "(%zu deaths); with it p50 %.1f us p95 %.1f us p99 %.1f us (%zu deaths)\n", p50[0], p95[0], p99[0],
+           fig->n_nlat[0], p50[1], p95[1], p99[1], fig->n_nlat[1]);
+    printf("chaos: hostile neighbour: %s with / without %.2f (bound %.0f us%s): %s\n", by_p99 ? "p99" : "p95",
+           with / base, allowed, by_p99 ? "" : "; p95: under 500 deaths a condition", ok ? "ok" : "FAIL");
+    return ok;
 }
 
 static uint64_t print_kills(const struct figures *fig)
@@ -1063,8 +1263,9 @@ static int report(struct figures *fig, struct chaos_shared *sh)
     printf("chaos: kill -> reclaimed (node_dead/reap: until the call returned; reapers: reclaimed_ns):\n");
     for (int p = 0; p < PATH_COUNT; p++)
         print_latency(fig, (enum path)p);
+    bool neighbour_ok = report_neighbour(fig);
     bool ok = total > 0 && !fig->leaks && !fig->hangs && !wrong && !fig->crashes && !fig->unreclaimed &&
-              !false_deaths && !fork_bad;
+              !false_deaths && !fork_bad && neighbour_ok;
     printf("chaos: %s\n", ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;
 }
@@ -1079,8 +1280,12 @@ static const char usage[] =
     "  --members M       concurrent members, 2..12 (default 6)\n"
     "  --seed X          random seed (default: from the clock; printed)\n"
     "  --no-ns           no members in pid namespaces of their own (reported as skipped)\n"
-    "Environment: ORBIT_CHAOS_KILLS, ORBIT_CHAOS_HOSTILE, ORBIT_CHAOS_SECONDS, ORBIT_CHAOS_SEED set the defaults.\n"
-    "Long form: chaos --kills 2400 --hostile 200 --seconds 0\n";
+    "  --neighbour N     victim kills beside a hostile neighbour (root; default 0: none)\n"
+    "  --hostile-bin P   the hostile_fleet helper the neighbour runs (default: ORBIT_HOSTILE_BIN)\n"
+    "Environment: ORBIT_CHAOS_KILLS, ORBIT_CHAOS_HOSTILE, ORBIT_CHAOS_NEIGHBOUR, ORBIT_CHAOS_SECONDS, ORBIT_CHAOS_SEED\n"
+    "set the defaults; ORBIT_HOSTILE_BIN the hostile_fleet helper; ORBIT_CHAOS_SLOW=1 explains each\n"
+    "neighbour-phase reclaim over 30 ms.\n"
+    "Long form: chaos --kills 2400 --hostile 200 --neighbour 2000 --seconds 0\n";
 
 static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
@@ -1104,9 +1309,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 {
     static const struct option lo[] = {
         { "kills", 1, 0, 'k' }, { "hostile", 1, 0, 'H' }, { "seconds", 1, 0, 's' },
-        { "members", 1, 0, 'm' }, { "seed", 1, 0, 'S' }, { "no-ns", 0, 0, 'N' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 } };
+        { "members", 1, 0, 'm' }, { "seed", 1, 0, 'S' }, { "no-ns", 0, 0, 'N' }, { "neighbour", 1, 0, 'B' },
+        { "hostile-bin", 1, 0, 'P' }, { "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 } };
     uint64_t secs = env_or("ORBIT_CHAOS_SECONDS", 50), members = 6;
     o->no_ns = false;
+    o->neighbour = env_or("ORBIT_CHAOS_NEIGHBOUR", 0);
+    o->hostile_bin = getenv("ORBIT_HOSTILE_BIN");
     o->kills = env_or("ORBIT_CHAOS_KILLS", 400);
     o->hostile = env_or("ORBIT_CHAOS_HOSTILE", 60);
     o->seed = env_or("ORBIT_CHAOS_SEED", (uint64_t)chaos_now_ns());
@@ -1116,7 +1324,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 : c == 'H' ? parse_u64(optarg, 10000000, &o->hostile)
                 : c == 's' ? parse_u64(optarg, 86400, &secs)
                 : c == 'm' ? parse_u64(optarg, CHAOS_MEMBERS_MAX, &members) && members >= 2
-                : c == 'S' ? parse_u64(optarg, UINT64_MAX, &o->seed) : c == 'N' ? (o->no_ns = true) : false;
+                : c == 'S' ? parse_u64(optarg, UINT64_MAX, &o->seed) : c == 'N' ? (o->no_ns = true)
+                : c == 'B' ? parse_u64(optarg, 10000000, &o->neighbour)
+                : c == 'P' ? (o->hostile_bin = optarg) != NULL : false;
         if (c == 'h' || c == 'V') {
             fputs(c == 'h' ? usage : "chaos (orbit tests)\n", stdout);
             exit(0);
@@ -1178,10 +1388,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "chaos: PR_SET_CHILD_SUBREAPER: %s\n", strerror(errno));
     namespaces_probe(&s);
     /* Four kill phases and the hostile one share the budget equally. */
-    int64_t share = (int64_t)o.seconds * 1000000000 / (PATH_COUNT + (o.hostile ? 1 : 0));
+    /* The neighbour gets two shares: its figures compare two conditions' p99s. */
+    int64_t share = (int64_t)o.seconds * 1000000000 / (PATH_COUNT + (o.hostile ? 1 : 0) + (o.neighbour ? 2 : 0));
     for (int p = 0; p < PATH_COUNT; p++)
         kill_phase(&s, (enum path)p, share);
     hostile_phase(&s, share);
+    neighbour_phase(&s, 2 * share);   /* last: it moves this process into a mount namespace of its own */
     alarm(0);
     if (s.own_pidns >= 0)
         close(s.own_pidns);

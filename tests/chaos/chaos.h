@@ -70,6 +70,31 @@ void chaos_member(const char *fleet, struct chaos_shared *sh, int slot, uint64_t
 /* The scribbler: rounds of random bytes written at random offsets of the fleet's live segments. */
 void chaos_scribbler(const char *fleet, struct chaos_shared *sh, uint64_t rounds, uint64_t seed);
 
+/*
+ * The hostile neighbour (chaos_neighbour.c): uid 65534's fleets beside the
+ * victim's, made by hostile_fleet: 4,000 forged live nodes, a half-created
+ * fleet segment, a half-created pool table, and a fleet it truncates under
+ * the reaper (chaos_attacker_cut).
+ */
+#define CHAOS_ATTACKERS 4
+#define CHAOS_FORGER    0
+#define CHAOS_CUTTER    3
+struct chaos_attacker {
+    int n;
+    pid_t pid[CHAOS_ATTACKERS];
+    int keep[CHAOS_ATTACKERS];          /* its stdin: it stays while this is open */
+    char fleet[CHAOS_ATTACKERS][64];
+};
+/* A private mount namespace with its own /dev/shm and hugetlbfs: NULL, or why not. */
+const char *chaos_private_shm(void);
+/* Start the attacker (hostile_fleet at bin, as uid 65534); 0, or -1 when one part did not get ready. */
+int  chaos_attacker_start(struct chaos_attacker *a, const char *bin, const char *tag, unsigned round);
+/* Shrink the cutter's fleet segment and pool table to 4 KiB (it checks its own handles see it). */
+void chaos_attacker_cut(struct chaos_attacker *a);
+/* Kill it (the forger's lives end with it) and remove its fleets; how many parts had ended on their
+ * own first (a check of their own failed, the cutter's among them). */
+int  chaos_attacker_stop(struct chaos_attacker *a);
+
 static inline int64_t chaos_now_ns(void)
 {
     struct timespec ts;

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +29,22 @@ static inline int tn_become(uid_t uid)
 {
     gid_t g = TN_SHARED_GID;
     return setgroups(1, &g) == 0 && setgid(TN_SHARED_GID) == 0 && setuid(uid) == 0 ? 0 : -errno;
+}
+
+/*
+ * A mount namespace of our own with its own /dev/shm (and hugetlbfs, else
+ * none at all: ORBIT_HUGETLB_DIR=""), so a reaper watching every fleet sees
+ * only ours. NULL, or why not.
+ */
+static inline const char *tn_private_shm(void)
+{
+    if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        return "no private mount namespace";
+    if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
+        return "cannot mount a tmpfs on /dev/shm";
+    if (access("/dev/hugepages", F_OK) != 0 || mount("none", "/dev/hugepages", "hugetlbfs", 0, NULL) != 0)
+        setenv("ORBIT_HUGETLB_DIR", "", 1);
+    return NULL;
 }
 
 /* Why these tests cannot run here (not root, no new pid namespaces), or NULL. */

@@ -246,9 +246,9 @@ START_TEST(test_leave_not_reported)
     struct orbit_reaper_stats s;
     orbit_reaper_stats(r, &s);
     ck_assert_uint_eq(s.deaths, 1);
-    /* BPF saw the leaver's exit (its tgid was still filtered in) and ignored it;
-     * the pidfd backend dropped its pidfd when it re-read the table. */
-    ck_assert_uint_eq(s.ignored, death_backends[_i] == ORBIT_REAPER_BPF ? 1 : 0);
+    /* The leaver's exit, if a backend saw it before its fleet's thread re-read the table (BPF: its
+     * tgid was still filtered in), is one report ignored; after the re-read, none. Never a death. */
+    ck_assert_uint_le(s.ignored, 1);
     ck_assert_int_eq(member_reap(&control), 128 + SIGKILL);
     scene_close(r, NULL, name, c);
 }
@@ -625,7 +625,10 @@ START_TEST(test_next_life_before_delivery)
     struct orbit_reaper_stats s;
     orbit_reaper_stats(r, &s);
     ck_assert_uint_eq(s.deaths, 2);
-    ck_assert_uint_eq(s.ignored, 0);
+    /* B may die while its fleet's thread is still setting its watch up (the re-read process asks
+     * for runs beside this thread): its exit then reaches no watch (one report ignored) and B is
+     * found dead instead, as the check of c->d[1] above says. */
+    ck_assert_uint_le(s.ignored, 1);
     scene_close(r, obs, name, c);
 }
 END_TEST
@@ -667,8 +670,8 @@ START_TEST(test_later_life_dies_while_a_report_is_listed)
 END_TEST
 
 /*
- * A re-read finds a joiner mid-way (JOINING) and hands the worker a report to
- * finish, which names no life. While that try runs, the joiner (B) publishes
+ * A re-read finds a joiner mid-way (JOINING) for over 100 ms and hands the
+ * worker a report to finish, which names no life. While that try runs, the joiner (B) publishes
  * and dies, and B's death merges into the job: the try begun before is not
  * B's report. B is delivered once, after its node is free. The joiner is held
  * in JOINING by a read lock on its life byte (tu_hold_life_byte).
@@ -691,8 +694,8 @@ START_TEST(test_death_merged_into_a_try_under_way)
     int byte = tu_hold_life_byte(name, (uint16_t)node, ns.joins);
     struct member b = member_fork(name, member_join_node, &node);
     wait_node_state(c->obs, (uint16_t)node, ORBIT_NODE_JOINING, 900);
-    ck_assert_int_eq(orbit_reaper_process(r, 0), 0);   /* the re-read: a report to finish, taken */
-    tu_sleep_ms(50);
+    ck_assert_int_eq(orbit_reaper_process(r, 0), 0);
+    tu_sleep_ms(300);   /* mid-way past 100 ms: a re-read hands the worker a report to finish */
     tu_release_life_byte(byte);
     uint64_t inc_b = member_wait_ready(&b);
     ck_assert_int_eq(orbit_reaper_process(r, 0), 0);   /* B is watched */

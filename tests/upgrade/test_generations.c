@@ -327,7 +327,7 @@ START_TEST(an_operator_sees_each_generation_and_its_version)
     ck_has(out, "\n     2  %s  %s", gen2, "");
     ck_has(out, "  1  orbit %s, streams layout 103: another release's layouts\n%s", v, "");
     ck_assert_int_eq(ctl(out, sizeof out, (const char *[]){ "show", gen2, NULL }), 1);
-    ck_has(out, "orbitctl: %s: segment exists with another geometry or version (orbit_fleet_observe: fleet '%s' "
+    ck_has(out, "orbitctl: %s: segment exists with another geometry or version (orbit_fleet_observe_opts: fleet '%s' "
            "generation 2", gen2, gen2);
     ck_has(out, "is at streams layout 103; this library (orbit %s) writes streams layout 3%s", v, "");
     ck_assert_int_eq(ctl(out, sizeof out, (const char *[]){ "top", base, "--count", "1", "--interval", "0.1", NULL }),

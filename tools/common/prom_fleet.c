@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <orbit/orbit.h>
+#include "observe.h"
 #include "prom_fleet.h"
 
 #define TABLES_MAX 64
@@ -194,15 +195,25 @@ static void fleet_generation(struct prom *p, const char *name, const struct prom
     }
 }
 
+static const char up_help[] = "1 when the fleet's segments could be opened and read, else 0.";
+
+void prom_fleet_down(struct prom *p, const char *fleet)
+{
+    char base[ORBIT_FLEET_NAME_MAX + 1], gen[16];
+    split_generation(fleet, base, sizeof base, gen, sizeof gen);
+    struct prom_labels fl = prom_with(NULL, "fleet", base);
+    fl = prom_with(&fl, "generation", gen);
+    prom_u64(p, "orbit_fleet_up", PROM_GAUGE, up_help, "", &fl, 0);
+}
+
 int prom_fleet(struct prom *p, const char *fleet)
 {
     char base[ORBIT_FLEET_NAME_MAX + 1], gen[16];
     split_generation(fleet, base, sizeof base, gen, sizeof gen);
     struct prom_labels fl = prom_with(NULL, "fleet", base);
     fl = prom_with(&fl, "generation", gen);
-    static const char up_help[] = "1 when the fleet's segments could be opened and read, else 0.";
     struct orbit_fleet *f;
-    int rc = orbit_fleet_observe(fleet, &f);
+    int rc = tool_observe(fleet, 0, &f);   /* one still being created: down in this scrape, read in the next */
     fleet_generation(p, fleet, &fl, rc == -ORBIT_EGEOMETRY);
     if (rc < 0) {
         prom_u64(p, "orbit_fleet_up", PROM_GAUGE, up_help, "", &fl, 0);
@@ -235,24 +246,46 @@ static int one_fleet(struct prom *p, const char *name, const char *tool)
     return rc < 0;
 }
 
+/* Append name's generations to v (a generation's name, or one listing none: the name itself). */
+static size_t add_generations(const char *name, prom_name *v, size_t n, size_t max)
+{
+    struct orbit_generation_info gi[64];
+    ssize_t g = strchr(name, '@') ? 0 : orbit_fleet_generations(name, gi, 64);
+    for (ssize_t k = 0; k < g && k < 64 && n < max; k++)
+        snprintf(v[n++], sizeof v[0], "%s", gi[k].name);
+    if (g <= 0 && n < max)
+        snprintf(v[n++], sizeof v[0], "%s", name);
+    return n;
+}
+
+prom_name *prom_fleet_names(const char *const *names, size_t n, ssize_t *found)
+{
+    size_t max = names ? n * 64 : FLEETS_MAX;
+    prom_name *v = calloc(max ? max : 1, sizeof *v);
+    if (!v) {
+        *found = -ENOMEM;
+        return NULL;
+    }
+    if (!names) {
+        *found = orbit_fleet_list(v, FLEETS_MAX);   /* every generation of every fleet */
+        if (*found > FLEETS_MAX)
+            *found = FLEETS_MAX;
+        return v;
+    }
+    size_t got = 0;
+    for (size_t i = 0; i < n; i++)
+        got = add_generations(names[i], v, got, max);
+    *found = (ssize_t)got;
+    return v;
+}
+
 int prom_fleets(struct prom *p, const char *const *names, size_t n, const char *tool)
 {
+    ssize_t found;
+    prom_name *v = prom_fleet_names(names, n, &found);
     int failed = 0;
-    for (size_t i = 0; names && i < n; i++) {
-        /* A fleet named: every generation of it; a generation's name ("web@2"): that one. */
-        struct orbit_generation_info gi[64];
-        ssize_t g = strchr(names[i], '@') ? 0 : orbit_fleet_generations(names[i], gi, 64);
-        for (ssize_t k = 0; k < g && k < 64; k++)
-            failed += one_fleet(p, gi[k].name, tool);
-        if (g <= 0)
-            failed += one_fleet(p, names[i], tool);
-    }
-    if (names)
-        return failed;
-    char (*all)[ORBIT_FLEET_NAME_MAX + 1] = calloc(FLEETS_MAX, sizeof *all);
-    ssize_t found = all ? orbit_fleet_list(all, FLEETS_MAX) : -ENOMEM;   /* every generation of every fleet */
-    for (ssize_t i = 0; i < found && i < FLEETS_MAX; i++)
-        failed += one_fleet(p, all[i], tool);
-    free(all);
+    for (ssize_t i = 0; i < found; i++)
+        failed += one_fleet(p, v[i], tool);
+    free(v);
     return found < 0 ? (int)found : failed;
 }

@@ -25,13 +25,17 @@
 
 /*
  * prom_fleet - the metrics of the fleet generation named ("web", "web@2"),
- * gathered into p (observed: no node is claimed), every series labelled with
+ * gathered into p (observed: no node is claimed, and a segment still being
+ * created is not waited for: -ORBIT_EAGAIN), every series labelled with
  * its fleet and generation. orbit_fleet_up says whether it could be opened;
  * one of other layouts is up 0 with its live members and
  * orbit_fleet_generation_info. 0 (also for that one), or the negated code
  * that kept it from being opened.
  */
 int prom_fleet(struct prom *p, const char *fleet);
+
+/* orbit_fleet_up{fleet,generation} 0: a fleet served as down without opening it. */
+void prom_fleet_down(struct prom *p, const char *fleet);
 
 /*
  * prom_fleets - every generation of every fleet in names (NULL: every fleet
@@ -40,6 +44,14 @@ int prom_fleet(struct prom *p, const char *fleet);
  * named on stderr ("TOOL: FLEET: no such fleet").
  */
 int prom_fleets(struct prom *p, const char *const *names, size_t n, const char *tool);
+
+/*
+ * prom_fleet_names - the generation names prom_fleets reads for names (NULL:
+ * every fleet on this host), in an array the caller frees; *found their
+ * count, or a negated code when the list failed.
+ */
+typedef char prom_name[ORBIT_FLEET_NAME_MAX + 1];
+prom_name *prom_fleet_names(const char *const *names, size_t n, ssize_t *found);
 
 /* The gauges of one table (prom_tables.c); errors counts reads that failed. */
 void prom_table_gauges(struct prom *p, struct orbit_fleet *f, const struct orbit_table_info *t,

@@ -1,31 +1,57 @@
 /* SPDX-License-Identifier: MIT */
-/* orbit-reaper --metrics: a small, bounded HTTP/1.1 server for GET /metrics (metrics_http.h). */
+/*
+ * orbit-reaper --metrics: a small, bounded HTTP/1.1 server for GET /metrics
+ * (metrics_http.h). One thread and one epoll set serve every client at once,
+ * each socket non-blocking with its own deadline: a client that sends its
+ * request a byte at a time, or never reads its answer, holds its own slot
+ * until its deadline and delays nobody else's scrape.
+ */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
+#include <orbit/fleet.h>
 #include "cli.h"
 #include "metrics_http.h"
 #include "prom_fleet.h"
 
 #define HEAD_MAX 8192
+#define TAG_LISTEN UINT64_MAX
+#define TAG_STOP   (UINT64_MAX - 1)
+
+/* One connection: reading its request head, then sending its answer. */
+struct client {
+    int fd;                     /* -1: a free slot */
+    bool sending;
+    int64_t deadline_ms;        /* the head must be in, or the answer taken, by then */
+    size_t got;                 /* head bytes read */
+    char head[HEAD_MAX];
+    char *out;                  /* the answer, head and body */
+    size_t out_len, sent;
+};
+
+/* A quarantined fleet (the reaper's callback): served as down, never opened by a scrape. */
+struct quarantined { char fleet[ORBIT_FLEET_NAME_MAX + 1]; char reason[16]; };
 
 struct metrics_http {
-    int listen_fd, stop_fd;
+    int listen_fd, stop_fd, ep;
     pthread_t thread;
     const char *const *fleets;
     size_t n_fleets;
     const char *backend;
-    pthread_mutex_t lock;            /* stats */
+    struct client clients[METRICS_CLIENTS_MAX];
+    pthread_mutex_t lock;            /* stats, quarantined */
     struct orbit_reaper_stats stats;
+    struct quarantined *q;
+    size_t n_q, cap_q;
 };
 
 int metrics_addr_parse(const char *text, struct metrics_addr *out, const char **why)
@@ -78,75 +104,7 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Waits for events on fd until deadline; false on timeout, error or a stop request. */
-static bool wait_fd(struct metrics_http *m, int fd, short events, int64_t deadline)
-{
-    for (;;) {
-        int64_t left = deadline - now_ms();
-        if (left <= 0)
-            return false;
-        struct pollfd p[2] = { { .fd = fd, .events = events }, { .fd = m->stop_fd, .events = POLLIN } };
-        int n = poll(p, 2, (int)left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        return n > 0 && !p[1].revents && (p[0].revents & (events | POLLHUP | POLLERR));
-    }
-}
-
-/* The request head (up to the blank line), NUL-terminated; its length, or -1 (timeout, EOF), -2 (too long). */
-static ssize_t read_head(struct metrics_http *m, int c, char *buf, size_t cap)
-{
-    int64_t deadline = now_ms() + METRICS_HEAD_TIMEOUT_MS;
-    size_t len = 0;
-    while (len + 1 < cap) {
-        if (!wait_fd(m, c, POLLIN, deadline))
-            return -1;
-        ssize_t got = recv(c, buf + len, cap - 1 - len, 0);
-        if (got < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (got <= 0)
-            return -1;
-        len += (size_t)got;
-        buf[len] = '\0';
-        if (strstr(buf, "\r\n\r\n") || strstr(buf, "\n\n"))
-            return (ssize_t)len;
-    }
-    return -2;
-}
-
-static bool send_all(struct metrics_http *m, int c, const char *p, size_t n, int64_t deadline)
-{
-    while (n) {
-        if (!wait_fd(m, c, POLLOUT, deadline))
-            return false;
-        ssize_t put = send(c, p, n, MSG_NOSIGNAL);
-        if (put < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (put <= 0)
-            return false;
-        p += put;
-        n -= (size_t)put;
-    }
-    return true;
-}
-
-static void respond(struct metrics_http *m, int c, const char *status, const char *extra, const char *type,
-                    const char *body, size_t len, bool head_only)
-{
-    char head[512];
-    int n = snprintf(head, sizeof head, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
-                     "Connection: close\r\n\r\n", status, type, len, extra);
-    int64_t deadline = now_ms() + METRICS_SEND_TIMEOUT_MS;
-    if (n > 0 && (size_t)n < sizeof head && send_all(m, c, head, (size_t)n, deadline) && !head_only)
-        send_all(m, c, body, len, deadline);
-}
-
-static void respond_text(struct metrics_http *m, int c, const char *status, const char *extra, bool head_only)
-{
-    char body[128];
-    int n = snprintf(body, sizeof body, "%s\n", status);
-    respond(m, c, status, extra, "text/plain; charset=utf-8", body, (size_t)n, head_only);
-}
+/* ---- the exposition -------------------------------------------------------- */
 
 /* The reaper's own series, from the last snapshot the reaper's thread handed over. */
 static void reaper_metrics(struct metrics_http *m, struct prom *p)
@@ -167,6 +125,56 @@ static void reaper_metrics(struct metrics_http *m, struct prom *p)
              NULL, s.drops);
     prom_u64(p, "orbit_reaper_fleets", PROM_GAUGE, "Fleets the reaper is attached to.", "", NULL, s.fleets);
     prom_u64(p, "orbit_reaper_watched_members", PROM_GAUGE, "Members the reaper watches.", "", NULL, s.watched);
+    prom_u64(p, "orbit_reaper_quarantines_total", PROM_COUNTER, "Fleets put in quarantine: they broke a bound "
+             "or could not be read.", "", NULL, s.quarantines);
+    prom_u64(p, "orbit_reaper_quarantined_fleets", PROM_GAUGE, "Fleets in quarantine now.", "", NULL,
+             s.quarantined);
+    prom_u64(p, "orbit_reaper_descriptors", PROM_GAUGE, "Descriptors the reaper holds for fleets and members.",
+             "", NULL, s.descriptors);
+    prom_u64(p, "orbit_reaper_descriptor_budget", PROM_GAUGE, "Descriptors it may hold for them "
+             "(RLIMIT_NOFILE less its own).", "", NULL, s.descriptor_budget);
+}
+
+static bool is_quarantined(struct metrics_http *m, const char *fleet)
+{
+    for (size_t i = 0; i < m->n_q; i++)
+        if (strcmp(m->q[i].fleet, fleet) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * The fleets (each generation): every one served but those in quarantine,
+ * which are not opened (a fleet that broke a bound is no scrape's to read)
+ * and read as down.
+ */
+static void fleet_metrics(struct metrics_http *m, struct prom *p)
+{
+    ssize_t n;
+    prom_name *names = prom_fleet_names(m->n_fleets ? m->fleets : NULL, m->n_fleets, &n);
+    bool *down = calloc(n > 0 ? (size_t)n : 1, sizeof *down);
+    pthread_mutex_lock(&m->lock);
+    for (ssize_t i = 0; down && i < n; i++)
+        down[i] = is_quarantined(m, names[i]);
+    for (size_t i = 0; i < m->n_q; i++) {
+        char base[ORBIT_FLEET_NAME_MAX + 1];
+        const char *at = strchr(m->q[i].fleet, '@');
+        snprintf(base, sizeof base, "%.*s", at ? (int)(at - m->q[i].fleet) : ORBIT_FLEET_NAME_MAX, m->q[i].fleet);
+        struct prom_labels l = prom_with(NULL, "fleet", base);
+        l = prom_with(&l, "generation", at ? at + 1 : "1");
+        l = prom_with(&l, "reason", m->q[i].reason);
+        prom_u64(p, "orbit_reaper_quarantined", PROM_GAUGE, "1 for a fleet in quarantine (the reason label says "
+                 "why): its members are tested on each re-read, a scrape does not open it.", "", &l, 1);
+    }
+    pthread_mutex_unlock(&m->lock);
+    for (ssize_t i = 0; down && i < n; i++) {
+        if (down[i])
+            prom_fleet_down(p, names[i]);
+        else
+            prom_fleet(p, names[i]);
+    }
+    free(down);
+    free(names);
 }
 
 /* The exposition, in a buffer the caller frees; NULL when out of memory. */
@@ -177,7 +185,7 @@ static char *exposition(struct metrics_http *m, size_t *len)
     FILE *out = p ? open_memstream(&text, len) : NULL;
     if (out) {
         reaper_metrics(m, p);
-        prom_fleets(p, m->n_fleets ? m->fleets : NULL, m->n_fleets, NULL);
+        fleet_metrics(m, p);
         prom_write(p, out);
         if (fclose(out) != 0) {
             free(text);
@@ -188,62 +196,200 @@ static char *exposition(struct metrics_http *m, size_t *len)
     return text;
 }
 
+/* ---- one client --------------------------------------------------------------- */
+
+/* The answer: status line, fields, body (NULL: a short text body saying the status). */
+static void respond(struct client *c, const char *status, const char *extra, const char *type, const char *body,
+                    size_t len, bool head_only)
+{
+    char text[128];
+    if (!body) {
+        len = (size_t)snprintf(text, sizeof text, "%s\n", status);
+        body = text;
+        type = "text/plain; charset=utf-8";
+    }
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    if (!f)
+        return;
+    fprintf(f, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n", status,
+            type, len, extra);
+    if (!head_only)
+        fwrite(body, 1, len, f);
+    if (fclose(f) != 0) {
+        free(out);
+        return;
+    }
+    c->out = out;
+    c->out_len = n;
+    c->sent = 0;
+}
+
 /* 200 with the exposition, or why not; the request's method and path decide. */
-static void answer(struct metrics_http *m, int c, const char *method, const char *target)
+static void answer(struct metrics_http *m, struct client *c, const char *method, const char *target)
 {
     bool head = strcmp(method, "HEAD") == 0;
     size_t path = strcspn(target, "?#");
     if (!head && strcmp(method, "GET") != 0) {
-        respond_text(m, c, "405 Method Not Allowed", "Allow: GET, HEAD\r\n", false);
+        respond(c, "405 Method Not Allowed", "Allow: GET, HEAD\r\n", NULL, NULL, 0, false);
     } else if (path != 8 || strncmp(target, "/metrics", 8) != 0) {
-        respond_text(m, c, "404 Not Found", "", head);
+        respond(c, "404 Not Found", "", NULL, NULL, 0, head);
     } else {
         size_t len = 0;
         char *text = exposition(m, &len);
         if (text)
-            respond(m, c, "200 OK", "", PROM_CONTENT_TYPE, text, len, head);
+            respond(c, "200 OK", "", PROM_CONTENT_TYPE, text, len, head);
         else
-            respond_text(m, c, "500 Internal Server Error", "", head);
+            respond(c, "500 Internal Server Error", "", NULL, NULL, 0, head);
         free(text);
     }
 }
 
-static void serve_one(struct metrics_http *m, int c)
+/* The head is in (or too long): the answer, to be sent from now on. */
+static void head_done(struct metrics_http *m, struct client *c, bool too_long)
 {
-    char buf[HEAD_MAX], method[16], target[1024], version[16];
-    ssize_t n = read_head(m, c, buf, sizeof buf);
-    if (n == -2)
-        respond_text(m, c, "431 Request Header Fields Too Large", "", false);
-    else if (n < 0)
-        ;   /* timed out, or gone: nothing to answer */
-    else if (sscanf(buf, "%15s %1023s %15s", method, target, version) != 3 || strncmp(version, "HTTP/1.", 7) != 0)
-        respond_text(m, c, "400 Bad Request", "", false);
+    char method[16], target[1024], version[16];
+    if (too_long)
+        respond(c, "431 Request Header Fields Too Large", "", NULL, NULL, 0, false);
+    else if (sscanf(c->head, "%15s %1023s %15s", method, target, version) != 3 ||
+             strncmp(version, "HTTP/1.", 7) != 0)
+        respond(c, "400 Bad Request", "", NULL, NULL, 0, false);
     else
         answer(m, c, method, target);
+    c->sending = true;
+    c->deadline_ms = now_ms() + METRICS_SEND_TIMEOUT_MS;
+}
+
+static void drop(struct metrics_http *m, struct client *c)
+{
+    epoll_ctl(m->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    free(c->out);
+    c->fd = -1;
+    c->out = NULL;
+}
+
+/* Send what the socket takes now; false when the client is done (all sent, or gone). */
+static bool send_some(struct client *c)
+{
+    while (c->out && c->sent < c->out_len) {
+        ssize_t put = send(c->fd, c->out + c->sent, c->out_len - c->sent, MSG_NOSIGNAL);
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put < 0 && errno == EAGAIN)
+            return true;
+        if (put <= 0)
+            return false;
+        c->sent += (size_t)put;
+    }
+    return false;
+}
+
+/* Read what came; the head complete (or too long) turns the client to sending. False: drop it. */
+static bool read_some(struct metrics_http *m, struct client *c)
+{
+    for (;;) {
+        ssize_t got = recv(c->fd, c->head + c->got, sizeof c->head - 1 - c->got, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0 && errno == EAGAIN)
+            return true;
+        if (got <= 0)
+            return false;   /* gone before its request was in: nothing to answer */
+        c->got += (size_t)got;
+        c->head[c->got] = '\0';
+        bool done = strstr(c->head, "\r\n\r\n") || strstr(c->head, "\n\n");
+        if (done || c->got + 1 >= sizeof c->head) {
+            head_done(m, c, !done);
+            struct epoll_event ev = { .events = EPOLLOUT, .data.u64 = (uint64_t)(c - m->clients) };
+            epoll_ctl(m->ep, EPOLL_CTL_MOD, c->fd, &ev);
+            return send_some(c);
+        }
+    }
+}
+
+static void client_event(struct metrics_http *m, struct client *c, uint32_t events)
+{
+    bool keep = c->sending ? !(events & (EPOLLERR | EPOLLHUP)) && send_some(c) : read_some(m, c);
+    if (!keep)
+        drop(m, c);
+}
+
+/* A free slot; when every one is taken, the client that has waited longest for its head gives way. */
+static struct client *slot(struct metrics_http *m)
+{
+    struct client *oldest = NULL;
+    for (int i = 0; i < METRICS_CLIENTS_MAX; i++) {
+        struct client *c = &m->clients[i];
+        if (c->fd < 0)
+            return c;
+        if (!c->sending && (!oldest || c->deadline_ms < oldest->deadline_ms))
+            oldest = c;
+    }
+    if (oldest)
+        drop(m, oldest);
+    return oldest;
+}
+
+static void accept_all(struct metrics_http *m)
+{
+    for (;;) {
+        int fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return;   /* EAGAIN: all taken; EMFILE and the like: tried again on the next event */
+        struct client *c = slot(m);
+        if (!c) {
+            close(fd);   /* every slot is sending an answer: this one comes back later */
+            continue;
+        }
+        *c = (struct client){ .fd = fd, .deadline_ms = now_ms() + METRICS_HEAD_TIMEOUT_MS };
+        struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)(c - m->clients) };
+        if (epoll_ctl(m->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            close(fd);
+            c->fd = -1;
+        }
+    }
+}
+
+/* Clients past their deadline are dropped; returns the wait until the next one's (-1: none). */
+static int expire(struct metrics_http *m)
+{
+    int64_t now = now_ms(), next = -1;
+    for (int i = 0; i < METRICS_CLIENTS_MAX; i++) {
+        struct client *c = &m->clients[i];
+        if (c->fd < 0)
+            continue;
+        if (c->deadline_ms <= now)
+            drop(m, c);
+        else if (next < 0 || c->deadline_ms - now < next)
+            next = c->deadline_ms - now;
+    }
+    return (int)next;
 }
 
 static void *serve(void *arg)
 {
     struct metrics_http *m = arg;
     for (;;) {
-        struct pollfd p[2] = { { .fd = m->listen_fd, .events = POLLIN }, { .fd = m->stop_fd, .events = POLLIN } };
-        if (poll(p, 2, -1) < 0 && errno != EINTR)
+        struct epoll_event evs[16];
+        int n = epoll_wait(m->ep, evs, 16, expire(m));
+        if (n < 0 && errno != EINTR)
             break;
-        if (p[1].revents)
-            break;
-        if (!(p[0].revents & POLLIN))
-            continue;
-        int c = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (c < 0) {
-            if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS)
-                nanosleep(&(struct timespec){ 0, 100000000 }, NULL);   /* no busy loop while out of fds */
-            continue;
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = evs[i].data.u64;
+            if (tag == TAG_STOP)
+                return NULL;
+            if (tag == TAG_LISTEN)
+                accept_all(m);
+            else if (tag < METRICS_CLIENTS_MAX && m->clients[tag].fd >= 0)
+                client_event(m, &m->clients[tag], evs[i].events);
         }
-        serve_one(m, c);
-        close(c);
     }
     return NULL;
 }
+
+/* ---- the server ---------------------------------------------------------------- */
 
 static void format_bound(int fd, char *out, size_t cap)
 {
@@ -271,12 +417,34 @@ static int listen_on(const struct metrics_addr *addr)
     if (fd < 0)
         return -errno;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, (const struct sockaddr *)&addr->ss, addr->len) != 0 || listen(fd, 16) != 0) {
+    if (bind(fd, (const struct sockaddr *)&addr->ss, addr->len) != 0 || listen(fd, 64) != 0) {
         int e = errno;
         close(fd);
         return -e;
     }
     return fd;
+}
+
+static int watch_fd(int ep, int fd, uint64_t tag)
+{
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
+    return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : -errno;
+}
+
+static void server_free(struct metrics_http *m)
+{
+    for (int i = 0; i < METRICS_CLIENTS_MAX; i++)
+        if (m->clients[i].fd >= 0)
+            drop(m, &m->clients[i]);
+    if (m->listen_fd >= 0)
+        close(m->listen_fd);
+    if (m->stop_fd >= 0)
+        close(m->stop_fd);
+    if (m->ep >= 0)
+        close(m->ep);
+    pthread_mutex_destroy(&m->lock);
+    free(m->q);
+    free(m);
 }
 
 int metrics_http_start(const struct metrics_addr *addr, const char *const *fleets, size_t n,
@@ -285,20 +453,23 @@ int metrics_http_start(const struct metrics_addr *addr, const char *const *fleet
     struct metrics_http *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;
-    *m = (struct metrics_http){ .fleets = fleets, .n_fleets = n, .backend = backend, .stop_fd = -1 };
+    m->fleets = fleets;
+    m->n_fleets = n;
+    m->backend = backend;
+    m->stop_fd = m->ep = -1;
+    for (int i = 0; i < METRICS_CLIENTS_MAX; i++)
+        m->clients[i].fd = -1;
     pthread_mutex_init(&m->lock, NULL);
     m->listen_fd = listen_on(addr);
     int rc = m->listen_fd < 0 ? m->listen_fd : 0;
-    if (rc == 0 && (m->stop_fd = eventfd(0, EFD_CLOEXEC)) < 0)
+    if (rc == 0 && ((m->stop_fd = eventfd(0, EFD_CLOEXEC)) < 0 || (m->ep = epoll_create1(EPOLL_CLOEXEC)) < 0))
         rc = -errno;
+    if (rc == 0 && (rc = watch_fd(m->ep, m->listen_fd, TAG_LISTEN)) == 0)
+        rc = watch_fd(m->ep, m->stop_fd, TAG_STOP);
     if (rc == 0)
         rc = -pthread_create(&m->thread, NULL, serve, m);
     if (rc < 0) {
-        if (m->listen_fd >= 0)
-            close(m->listen_fd);
-        if (m->stop_fd >= 0)
-            close(m->stop_fd);
-        free(m);
+        server_free(m);
         return rc;
     }
     format_bound(m->listen_fd, bound, bound_len);
@@ -315,6 +486,34 @@ void metrics_http_stats(struct metrics_http *m, const struct orbit_reaper_stats 
     pthread_mutex_unlock(&m->lock);
 }
 
+void metrics_http_quarantine(struct metrics_http *m, const char *fleet, const char *reason)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    size_t i = 0;
+    while (i < m->n_q && strcmp(m->q[i].fleet, fleet) != 0)
+        i++;
+    if (!reason && i < m->n_q) {
+        m->q[i] = m->q[--m->n_q];   /* released */
+    } else if (reason) {
+        if (i == m->n_q && m->n_q == m->cap_q) {
+            size_t cap = m->cap_q ? m->cap_q * 2 : 8;
+            struct quarantined *v = realloc(m->q, cap * sizeof *v);
+            if (v) {
+                m->q = v;
+                m->cap_q = cap;
+            }
+        }
+        if (i < m->cap_q) {
+            snprintf(m->q[i].fleet, sizeof m->q[i].fleet, "%s", fleet);
+            snprintf(m->q[i].reason, sizeof m->q[i].reason, "%s", reason);
+            m->n_q += i == m->n_q;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
 void metrics_http_stop(struct metrics_http *m)
 {
     if (!m)
@@ -323,8 +522,5 @@ void metrics_http_stop(struct metrics_http *m)
     if (write(m->stop_fd, &one, sizeof one) != (ssize_t)sizeof one)
         pthread_cancel(m->thread);   /* cannot happen with a fresh eventfd; never leave the join hanging */
     pthread_join(m->thread, NULL);
-    close(m->listen_fd);
-    close(m->stop_fd);
-    pthread_mutex_destroy(&m->lock);
-    free(m);
+    server_free(m);
 }

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +41,11 @@ static const char usage[] =
 "so the reaper may run in the host's pid namespace or in any member's: the\n"
 "backend watches the members it can see (its own pid namespace, shown by its\n"
 "/proc), and every other one is watched through that lock.\n"
+"\n"
+"Each fleet has a thread of its own and a share of the reaper's budgets\n"
+"(descriptors from RLIMIT_NOFILE, threads, bytes mapped): a fleet that would\n"
+"break a bound, or cannot be read, is quarantined (one JSON line) and tested on\n"
+"each re-read, so no fleet can stop or stall the reaper or another fleet.\n"
 "\n"
 "  -f, --fleet NAME       watch this fleet (repeatable; it may appear later): every\n"
 "                         generation of it this reaper's library reads (NAME@N:\n"
@@ -111,6 +116,22 @@ static void json_time(void)
     printf("\"time\":\"%s.%03ldZ\"", buf, ts.tv_nsec / 1000000);
 }
 
+/* One JSON line, written whole: --gc logs from a thread of its own. {"time":...,"event":"EVENT" */
+static void line_begin(const char *event)
+{
+    flockfile(stdout);
+    putchar('{');
+    json_time();
+    printf(",\"event\":\"%s\"", event);
+}
+
+static void line_end(void)
+{
+    printf("}\n");
+    fflush(stdout);
+    funlockfile(stdout);
+}
+
 /* Why a death has no exit status: only a parent (or a kernel that reaped it, 6.15+) knows it. */
 static const char *status_unknown(const struct orbit_reaper_death *d)
 {
@@ -148,9 +169,8 @@ static void json_reclaimed(const struct orbit_reaper_reclaim *c)
 static void log_death(void *ctx, const struct orbit_reaper_death *d)
 {
     (void)ctx;
-    putchar('{');
-    json_time();
-    printf(",\"event\":\"death\",\"fleet\":");
+    line_begin("death");
+    printf(",\"fleet\":");
     json_str(d->fleet);
     printf(",\"node\":%u,\"pid\":%d,\"start_time\":" CLI_JSON_U64 ",\"incarnation\":" CLI_JSON_U64,
            d->node, d->pid, d->start_time, d->incarnation);
@@ -165,32 +185,29 @@ static void log_death(void *ctx, const struct orbit_reaper_death *d)
            (d->reclaimed_ns - d->detected_ns) / 1000, d->attempts);
     if (d->accounted)
         json_reclaimed(&d->reclaimed);
-    printf("}\n");
-    fflush(stdout);
+    line_end();
 }
 
 /* A report that could not finish yet (a table lock held past its bound): it is tried again. */
 static void log_deferral(void *ctx, const struct orbit_reaper_deferral *d)
 {
     (void)ctx;
-    putchar('{');
-    json_time();
-    printf(",\"event\":\"deferred\",\"fleet\":");
+    line_begin("deferred");
+    printf(",\"fleet\":");
     json_str(d->fleet);
     printf(",\"node\":%u,\"pid\":%d,\"start_time\":" CLI_JSON_U64 ",\"incarnation\":" CLI_JSON_U64
            ",\"death\":%s,\"error\":", d->node, d->pid, d->start_time, d->incarnation,
            d->death ? "true" : "false");
     json_str(orbit_strerror(d->error));
-    printf(",\"attempts\":%u,\"will_retry\":true,\"retry_in_ms\":%u,\"detect_to_now_us\":" CLI_JSON_U64 "}\n",
+    printf(",\"attempts\":%u,\"will_retry\":true,\"retry_in_ms\":%u,\"detect_to_now_us\":" CLI_JSON_U64,
            d->attempts, d->retry_ms, (d->deferred_ns - d->detected_ns) / 1000);
-    fflush(stdout);
+    line_end();
 }
 
 static void log_start(struct orbit_reaper *r, const struct opts *o)
 {
-    putchar('{');
-    json_time();
-    printf(",\"event\":\"start\",\"pid\":%d,\"backend\":\"%s\",\"note\":", (int)getpid(),
+    line_begin("start");
+    printf(",\"pid\":%d,\"backend\":\"%s\",\"note\":", (int)getpid(),
            orbit_reaper_backend_name(orbit_reaper_backend(r)));
     json_str(orbit_reaper_note(r));
     printf(",\"all\":%s,\"fleets\":[", o->all ? "true" : "false");
@@ -199,43 +216,66 @@ static void log_start(struct orbit_reaper *r, const struct opts *o)
             putchar(',');
         json_str(o->fleets[i]);
     }
-    printf("],\"gc_seconds\":%d,\"metrics\":", o->gc_seconds);
+    struct orbit_reaper_stats st;
+    orbit_reaper_stats(r, &st);
+    printf("],\"gc_seconds\":%d,\"descriptor_budget\":%u,\"metrics\":", o->gc_seconds, st.descriptor_budget);
     if (metrics)
         json_str(metrics_bound);
     else
         printf("null");
-    printf("}\n");
-    fflush(stdout);
+    line_end();
 }
 
 static void log_stop(struct orbit_reaper *r, const char *why)
 {
     struct orbit_reaper_stats s;
     orbit_reaper_stats(r, &s);
-    putchar('{');
-    json_time();
-    printf(",\"event\":\"stop\",\"reason\":\"%s\",\"deaths\":" CLI_JSON_U64 ",\"events\":" CLI_JSON_U64
-           ",\"ignored\":" CLI_JSON_U64 ",\"drops\":" CLI_JSON_U64 ",\"fleets\":%u,\"watched\":%u}\n",
-           why, s.deaths, s.events, s.ignored, s.drops,
-           s.fleets, s.watched);
-    fflush(stdout);
+    line_begin("stop");
+    printf(",\"reason\":\"%s\",\"deaths\":" CLI_JSON_U64 ",\"events\":" CLI_JSON_U64
+           ",\"ignored\":" CLI_JSON_U64 ",\"drops\":" CLI_JSON_U64 ",\"fleets\":%u,\"watched\":%u"
+           ",\"quarantines\":" CLI_JSON_U64 ",\"quarantined\":%u,\"descriptors\":%u,\"descriptor_budget\":%u",
+           why, s.deaths, s.events, s.ignored, s.drops, s.fleets, s.watched, s.quarantines, s.quarantined,
+           s.descriptors, s.descriptor_budget);
+    line_end();
+}
+
+/* A fleet put in quarantine (it broke a bound, or cannot be read) or released from it. */
+static void log_quarantine(void *ctx, const struct orbit_reaper_quarantine *q)
+{
+    (void)ctx;
+    line_begin(q->released ? "quarantine-released" : "quarantine");
+    printf(",\"fleet\":");
+    json_str(q->fleet);
+    printf(",\"reason\":\"%s\",\"owner\":", orbit_reaper_quarantine_reason_name(q->reason));
+    if (q->owner >= 0)
+        printf("%lld", (long long)q->owner);
+    else
+        printf("null");
+    printf(",\"wanted\":" CLI_JSON_U64 ",\"bound\":" CLI_JSON_U64 ",\"error\":", q->wanted, q->bound);
+    if (q->error)
+        json_str(orbit_strerror(q->error));
+    else
+        printf("null");
+    printf(",\"detail\":");
+    json_str(q->detail);
+    line_end();
+    if (metrics)
+        metrics_http_quarantine(metrics, q->fleet, q->released ? NULL :
+                                orbit_reaper_quarantine_reason_name(q->reason));
 }
 
 /* --gc: a fleet removed (rc 0), or one whose removal was refused (someone joined meanwhile). */
 static void log_collected(const char *fleet, uint64_t empty_ms, int rc)
 {
-    putchar('{');
-    json_time();
-    printf(",\"event\":\"%s\",\"fleet\":", rc == 0 ? "collected" : "collect-refused");
+    line_begin(rc == 0 ? "collected" : "collect-refused");
+    printf(",\"fleet\":");
     json_str(fleet);
     printf(",\"empty_ms\":" CLI_JSON_U64 ",\"error\":", empty_ms);
     if (rc == 0)
-        printf("null}\n");
-    else {
+        printf("null");
+    else
         json_str(orbit_strerror(rc));
-        printf("}\n");
-    }
-    fflush(stdout);
+    line_end();
 }
 
 static enum orbit_reaper_backend parse_backend(const char *s)
@@ -310,9 +350,24 @@ static void verbose_libbpf(void)
 #endif
 }
 
+/*
+ * The soft RLIMIT_NOFILE raised to the hard one (systemd's default is 1024 soft,
+ * 524288 hard): liborbit-reaper sizes its descriptor budget from the soft
+ * limit when the reaper is opened, so this comes first.
+ */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 static int setup(struct orbit_reaper **out, const struct opts *o)
 {
     struct orbit_reaper *r;
+    raise_nofile();
     int rc = orbit_reaper_open(o->backend, &r);
     if (rc < 0) {
         fprintf(stderr, "orbit-reaper: cannot open the %s backend: %s\n",
@@ -323,6 +378,8 @@ static int setup(struct orbit_reaper **out, const struct opts *o)
         rc = orbit_reaper_on_death(r, log_death, NULL, o->account ? ORBIT_REAPER_ACCOUNT : 0);
     if (rc == 0)
         rc = orbit_reaper_on_deferral(r, log_deferral, NULL);
+    if (rc == 0)
+        rc = orbit_reaper_on_quarantine(r, log_quarantine, NULL);
     for (int i = 0; rc == 0 && i < o->n_fleets; i++)
         if ((rc = orbit_reaper_watch(r, o->fleets[i])) < 0)
             fprintf(stderr, "orbit-reaper: cannot watch %s: %s\n", o->fleets[i], orbit_strerror(rc));
@@ -338,39 +395,14 @@ static int setup(struct orbit_reaper **out, const struct opts *o)
     return 0;
 }
 
-/* --gc's timer (-1 without --gc). */
-static int gc_timer(const struct gc *g)
-{
-    if (!g->after_ns)
-        return -1;
-    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    int ms = gc_period_ms(g);
-    struct itimerspec its = { .it_interval = { ms / 1000, (long)(ms % 1000) * 1000000L } };
-    its.it_value = its.it_interval;
-    if (fd >= 0 && timerfd_settime(fd, 0, &its, NULL) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-static void gc_tick(struct gc *g, int tfd, const struct opts *o)
-{
-    uint64_t ticks;
-    if (read(tfd, &ticks, sizeof ticks) < 0 && errno == EAGAIN)
-        return;
-    gc_pass(g, o->all ? NULL : o->fleets, o->all ? 0 : (size_t)o->n_fleets, log_collected);
-}
-
-/* Waits on the reaper's fd, a signalfd and --gc's timer; returns the stop reason. */
+/* Waits on the reaper's fd and a signalfd (--gc passes run on a thread of their own); returns the stop reason. */
 static const char *run(struct orbit_reaper *r, int sigfd, const struct opts *o)
 {
     int ep = epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0)
         return "error";
     struct gc g = { .after_ns = (uint64_t)o->gc_seconds * 1000000000ull };
-    int tfd = gc_timer(&g);
-    if (g.after_ns && tfd < 0) {
+    if (g.after_ns && gc_start(&g, o->all ? NULL : o->fleets, o->all ? 0 : (size_t)o->n_fleets, log_collected) < 0) {
         close(ep);
         return "error";
     }
@@ -378,19 +410,14 @@ static const char *run(struct orbit_reaper *r, int sigfd, const struct opts *o)
     epoll_ctl(ep, EPOLL_CTL_ADD, orbit_reaper_fd(r), &ev);
     ev.data.u32 = 1;
     epoll_ctl(ep, EPOLL_CTL_ADD, sigfd, &ev);
-    ev.data.u32 = 2;
-    if (tfd >= 0)
-        epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
     const char *why = NULL;
     while (!why) {
-        struct epoll_event got[3];
-        int n = epoll_wait(ep, got, 3, -1);
+        struct epoll_event got[2];
+        int n = epoll_wait(ep, got, 2, -1);
         if (n < 0 && errno != EINTR)
             why = "error";
         for (int i = 0; i < n && !why; i++) {
-            if (got[i].data.u32 == 2) {
-                gc_tick(&g, tfd, o);
-            } else if (got[i].data.u32 == 1) {
+            if (got[i].data.u32 == 1) {
                 struct signalfd_siginfo si;
                 why = read(sigfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo == SIGINT
                           ? "SIGINT" : "SIGTERM";
@@ -409,9 +436,7 @@ static const char *run(struct orbit_reaper *r, int sigfd, const struct opts *o)
         }
     }
     close(ep);
-    if (tfd >= 0)
-        close(tfd);
-    gc_free(&g);
+    gc_stop(&g);
     return why;
 }
 

@@ -5,11 +5,12 @@
 #include <stdlib.h>
 #include <orbit/orbit.h>
 #include "ctl.h"
+#include "observe.h"
 #include "tool.h"
 
 static int fail(const char *what, int rc)
 {
-    fprintf(stderr, "orbitctl: %s: %s\n", what, rc == -ENOENT ? "no such fleet" : orbit_strerror(rc));
+    fprintf(stderr, "orbitctl: %s: %s\n", what, tool_open_error(rc));
     return 1;
 }
 
@@ -96,7 +97,9 @@ static void print_reap(const char *fleet, int reported, const struct victim *v, 
 int ctl_cmd_reap(const char *fleet, bool json)
 {
     struct orbit_fleet *f;
-    int rc = orbit_fleet_observe(fleet, &f);
+    /* A table still being created is skipped by the reports (nobody holds anything in it yet), never
+     * waited for: each one another user left half-made would add 10 s. */
+    int rc = tool_observe(fleet, 0, &f);
     if (rc < 0)
         return fail(fleet, rc);
     struct ctl_ctx c;
@@ -154,7 +157,7 @@ static void print_node_dead(const char *fleet, uint16_t node, uint64_t inc, bool
 int ctl_cmd_node_dead(const char *fleet, uint16_t node, uint64_t inc, bool json)
 {
     struct orbit_fleet *f;
-    int rc = orbit_fleet_observe(fleet, &f);
+    int rc = tool_observe(fleet, 0, &f);   /* as reap: no table being created is waited for */
     if (rc < 0)
         return fail(fleet, rc);
     struct orbit_reclaim before = { 0 }, after = { 0 };

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "ctl_generations.h"
 #include "ctl_top.h"
+#include "observe.h"
 
 #define TOOL "orbitctl"
 #define PLAIN_COLS 80
@@ -179,11 +180,11 @@ static int follow(struct top_run *r)
         orbit_fleet_leave(r->f);
     r->f = NULL;
     r->valid = false;
-    int rc = orbit_fleet_observe(ctl_generation_to_read(r->o.fleet, r->reading), &r->f);
+    /* A fleet (or table) still being created is not waited for: said so, looked at next refresh. */
+    int rc = tool_observe(ctl_generation_to_read(r->o.fleet, r->reading), 0, &r->f);
     if (rc < 0) {
         r->f = NULL;
-        snprintf(r->note, sizeof r->note, "(fleet %s: %s; trying again)", r->reading,
-                 rc == -ENOENT ? "no such fleet" : orbit_strerror(rc));
+        snprintf(r->note, sizeof r->note, "(fleet %s: %s; trying again)", r->reading, tool_open_error(rc));
     }
     return rc;
 }
@@ -198,7 +199,7 @@ static void refresh(struct top_run *r)
     int rc = r->f ? top_sample_take(r->f, r->s[1]) : -ENOENT;
     if (rc < 0) {
         if (r->f)
-            snprintf(r->note, sizeof r->note, "(fleet %s: %s)", r->reading, orbit_strerror(rc));
+            snprintf(r->note, sizeof r->note, "(fleet %s: %s)", r->reading, tool_open_error(rc));
         r->valid = false;
         return;
     }
@@ -325,8 +326,8 @@ int ctl_top(int argc, char **argv, bool json)
     int rc = follow(&r);
     if (rc < 0) {
         const char *why = *orbit_last_error() ? orbit_last_error() : NULL;
-        fprintf(stderr, "orbitctl: %s: %s%s%s%s\n", r.reading, rc == -ENOENT ? "no such fleet" : orbit_strerror(rc),
-                why ? " (" : "", why ? why : "", why ? ")" : "");
+        fprintf(stderr, "orbitctl: %s: %s%s%s%s\n", r.reading, tool_open_error(rc), why ? " (" : "", why ? why : "",
+                why ? ")" : "");
         return 1;
     }
     r.s[0] = calloc(1, sizeof *r.s[0]);

@@ -13,6 +13,7 @@
 #include "ctl_top.h"
 #include "orbitctl.h"
 #include "ctl_metrics.h"
+#include "observe.h"
 
 #define TOOL "orbitctl"
 
@@ -109,7 +110,7 @@ static void kinds_load(const char *fleet, struct kinds *k)
 {
     struct orbit_fleet *f;
     k->n = 0;
-    if (orbit_fleet_observe(fleet, &f) == 0) {
+    if (tool_observe(fleet, 0, &f) == 0) {   /* one still being created: its kinds unnamed */
         k->n = orbit_fleet_tables(f, k->t, TABLES_MAX);
         orbit_fleet_leave(f);
     }
@@ -175,7 +176,7 @@ static int cmd_ls(bool json)
     if (json)
         printf("{\"fleets\":[");
     for (ssize_t i = 0; i < n && i < 256; i++) {
-        ssize_t live = orbit_fleet_live_members(names[i]);
+        ssize_t live = tool_live_members(names[i], 0);   /* one still being created: said so, not waited for */
         struct orbit_generation_info gi[CTL_GENERATIONS_MAX];
         const struct orbit_generation_info *g = ctl_generation_of(gi, ctl_generations(names[i], gi,
                                                                   CTL_GENERATIONS_MAX), names[i]);
@@ -190,7 +191,7 @@ static int cmd_ls(bool json)
             if (live >= 0)
                 printf(",\"live_members\":%zd,", live);
             else
-                printf(",\"live_members\":null,\"error\":\"%s\",", orbit_strerror((int)live));
+                printf(",\"live_members\":null,\"error\":\"%s\",", tool_open_error((int)live));
             printf("\"resident\":\"%" PRIu64 "\",", resident);
             print_segments(names[i], true, &room);
             printf("}");
@@ -202,7 +203,7 @@ static int cmd_ls(bool json)
                 printf("  (%zd live member%s, %.1f MiB resident)\n", live, live == 1 ? "" : "s",
                        (double)resident / 1048576.0);
             else
-                printf("  (live members unknown: %s)\n", orbit_strerror((int)live));
+                printf("  (live members unknown: %s)\n", tool_open_error((int)live));
             print_segments(names[i], false, &room);
         }
     }
@@ -291,9 +292,9 @@ static void print_tables(const struct ctl_ctx *c)
         int rc = show ? show(c, t[i].kind) : -ORBIT_ENOTSUP;
         if (rc < 0 && c->json)
             printf("{\"type\":\"%s\",\"kind\":%u,\"epoch\":\"%" PRIu64 "\",\"error\":\"%s\"}", t[i].name, t[i].kind,
-                   t[i].epoch, orbit_strerror(rc));
+                   t[i].epoch, tool_open_error(rc));
         else if (rc < 0)
-            printf("  (%s)\n", orbit_strerror(rc));
+            printf("  (%s)\n", tool_open_error(rc));
     }
     if (c->json)
         printf("]");
@@ -308,7 +309,11 @@ static int cmd_show(const char *asked, bool json)
     struct orbit_generation_info gi[CTL_GENERATIONS_MAX];
     const struct orbit_generation_info *g = ctl_generation_of(gi, ctl_generations(name, gi, CTL_GENERATIONS_MAX),
                                                               name);
-    int rc = orbit_fleet_observe(name, &f);
+    int rc = tool_observe(name, 0, &f);   /* a table being created: its section says so */
+    if (rc == -ORBIT_EAGAIN) {
+        fprintf(stderr, "orbitctl: %s: being created (its creator has not finished it; not waited for)\n", name);
+        return 1;
+    }
     if (rc < 0)
         return fail(name, rc);
     if ((rc = ctl_ctx_open(&c, f, json, stdout)) < 0) {
@@ -393,11 +398,11 @@ static int cmd_reset(const char *name, bool force)
 /* One fleet for gc: 0 removed or kept, 1 an error. */
 static int gc_one(const char *name, bool dry_run, bool json, bool *first)
 {
-    ssize_t live = orbit_fleet_live_members(name);
+    ssize_t live = tool_live_members(name, 0);   /* one still being created: skipped, not waited for */
     int rc = live == 0 && !dry_run ? orbit_fleet_collect(name) : 0;
     const char *what = live < 0 ? "skipped" : live > 0 || rc == -ORBIT_EBUSY ? "kept"
                        : rc < 0 ? "error" : dry_run ? "would remove" : "removed";
-    const char *why = live < 0 ? (live == -ENOENT ? "no such fleet" : orbit_strerror((int)live))
+    const char *why = live < 0 ? tool_open_error((int)live)
                       : rc < 0 && rc != -ORBIT_EBUSY ? orbit_strerror(rc) : NULL;
     if (json) {
         printf("%s{\"name\":", *first ? "" : ",");
@@ -413,7 +418,8 @@ static int gc_one(const char *name, bool dry_run, bool json, bool *first)
                why ? why : "");
     }
     *first = false;
-    return (live < 0 && live != -ENOENT && live != -ORBIT_EGEOMETRY) || (rc < 0 && rc != -ORBIT_EBUSY);
+    return (live < 0 && live != -ENOENT && live != -ORBIT_EGEOMETRY && live != -ORBIT_EAGAIN) ||
+           (rc < 0 && rc != -ORBIT_EBUSY);
 }
 
 static int cmd_gc(char **names, int n, bool dry_run, bool json)

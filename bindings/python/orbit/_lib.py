@@ -62,6 +62,10 @@ class FleetOpts(Struct):
                 ("resv", c_uint64 * 3)]
 
 
+class ObserveOpts(Struct):
+    _fields_ = [("ready_wait_ms", c_int32), ("flags", c_uint32), ("resv", c_uint64 * 4)]
+
+
 class NodeInfo(Struct):
     _fields_ = [("node", c_uint16), ("state", c_int), ("pid", c_int32), ("start_time", c_uint64),
                 ("incarnation", c_uint64), ("alive", c_bool), ("pid_namespace", c_uint64),
@@ -261,7 +265,7 @@ class ArenaLaneInfo(Struct):
 # Every struct above, by its C name: tests/test_abi.py compares each field's offset and each
 # size with what the C compiler says (tests/c_helper.c layout).
 STRUCTS = {
-    "orbit_fleet_opts": FleetOpts, "orbit_generation_info": GenerationInfo, "orbit_node_info": NodeInfo, "orbit_segment_info": SegmentInfo,
+    "orbit_fleet_opts": FleetOpts, "orbit_observe_opts": ObserveOpts, "orbit_generation_info": GenerationInfo, "orbit_node_info": NodeInfo, "orbit_segment_info": SegmentInfo,
     "orbit_table_info": TableInfo, "orbit_reclaim": Reclaim, "orbit_counters": Counters,
     "orbit_death_counters": DeathCounters, "orbit_key": Key, "orbit_pool_spec": PoolSpec,
     "orbit_candidate": Candidate, "orbit_lease": Lease, "orbit_execution": Execution, "orbit_permit": Permit,
@@ -299,6 +303,7 @@ _SIGNATURES = {
     "orbit_id_parse": (c_int, c_char_p, POINTER(orbit_id)),
     "orbit_fleet_join": (c_int, c_char_p, POINTER(FleetOpts), _hp),
     "orbit_fleet_observe": (c_int, c_char_p, _hp),
+    "orbit_fleet_observe_opts": (c_int, c_char_p, POINTER(ObserveOpts), _hp),
     "orbit_fleet_leave": (None, _h),
     "orbit_fleet_node": (c_uint16, _h),
     "orbit_fleet_incarnation": (c_uint64, _h),
@@ -444,7 +449,7 @@ _SIGNATURES = {
 # an import error.
 _OPTIONAL_PREFIXES = ("orbit_pool_", "orbit_execution_", "orbit_permit_", "orbit_key_", "orbit_streams_",
                       "orbit_endpoint_", "orbit_ticket_", "orbit_admission_", "orbit_arena_")
-_NEWER = {"orbit_uring_futex_status"}
+_NEWER = {"orbit_uring_futex_status", "orbit_fleet_observe_opts"}
 
 for _name, (_res, *_args) in _SIGNATURES.items():
     try:

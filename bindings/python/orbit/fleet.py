@@ -14,7 +14,7 @@ from typing import NamedTuple, Optional
 
 from . import _lib
 from ._util import Deadline, Handle, cstr, fetch, sint, uint, wait
-from .errors import OPENING, check, malformed
+from .errors import OPENING, NotSupportedError, check, malformed
 
 BACKINGS = ("auto", "hugetlb", "shm", "private")
 
@@ -234,14 +234,24 @@ class Fleet(Handle):
         return cls(h.value, None)
 
     @classmethod
-    def observe(cls, name):
+    def observe(cls, name, ready_wait_ms=None):
         """Open an existing fleet without claiming a node (tools, supervisors, exporters).
 
         Tables opened through it inspect and report deaths but create
-        nothing. NotFoundError when there is no such fleet.
+        nothing. NotFoundError when there is no such fleet. ready_wait_ms
+        bounds the wait for a segment its creator has not finished (None:
+        the library's 10 s; 0: WouldBlockError at once, as an exporter that
+        must not stall on a half-made fleet wants; needs liborbit 0.2).
         """
+        call = "Fleet.observe"
         h = c_void_p()
-        check(_lib.orbit_fleet_observe(cstr(name, "Fleet.observe", "name"), byref(h)), OPENING)
+        if ready_wait_ms is None:
+            check(_lib.orbit_fleet_observe(cstr(name, call, "name"), byref(h)), OPENING)
+            return cls(h.value, None)
+        if not _lib.has("orbit_fleet_observe_opts"):
+            raise NotSupportedError("%s: ready_wait_ms needs liborbit 0.2 (orbit_fleet_observe_opts)" % call)
+        opts = _lib.ObserveOpts(ready_wait_ms=sint(ready_wait_ms, 32, call, "ready_wait_ms"))
+        check(_lib.orbit_fleet_observe_opts(cstr(name, call, "name"), byref(opts), byref(h)), OPENING)
         return cls(h.value, None)
 
     def leave(self):

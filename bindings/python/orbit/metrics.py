@@ -284,7 +284,8 @@ def _labels(name):
 def _one(p, name):
     fl = _labels(name)
     try:
-        f = Fleet.observe(name)
+        # As orbitctl: a segment still being created is not waited for (down now, read next time).
+        f = Fleet.observe(name, 0 if _lib.has("orbit_fleet_observe_opts") else None)
     except Error as e:
         _generation(p, name, fl, isinstance(e, GeometryError))
         p.gauge("orbit_fleet_up", _UP_HELP, fl, 0)

@@ -83,6 +83,15 @@ class TestOperator(FleetCase):
         self.assertEqual(fams["orbit_fleet_up"].value(**fl), 1)
         self.assertEqual([fam.name for fam in f.metrics()], [fam.name for fam in fams.values()])
 
+    def test_observe_bounds_its_wait_for_a_creator(self):
+        self.join()
+        with orbit.Fleet.observe(self.name, ready_wait_ms=0) as obs:   # what metrics() opens with
+            self.assertIsNone(obs.node)
+        with self.assertRaises(orbit.MalformedError):
+            orbit.Fleet.observe(self.name, ready_wait_ms=-2)
+        with self.assertRaises(orbit.NotFoundError):
+            orbit.Fleet.observe(self.name + "x", ready_wait_ms=0)
+
     def test_fleets_nodes_and_holders(self):
         f, adm, pool, streams, dead, rid = self.busy_fleet()
         mine = [s for s in orbit.fleets() if s.name == self.name]

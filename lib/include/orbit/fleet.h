@@ -168,6 +168,28 @@ int  orbit_fleet_join(const char *name, const struct orbit_fleet_opts *opts, str
 int  orbit_fleet_observe(const char *name, struct orbit_fleet **out);
 
 /*
+ * orbit_fleet_observe_opts - orbit_fleet_observe, told how long to wait for a
+ * segment whose creator is still initialising it (the header says not ready
+ * and the creator, alive, holds its creation lock; normally a few
+ * milliseconds). A process that must never stall on another user's fleet (the
+ * reaper, a scrape) waits 0 ms: such a segment is -ORBIT_EAGAIN at once, and
+ * orbit_last_error() names its file. The bound holds for the fleet segment
+ * and for every table opened through the handle (their *_open_existing calls,
+ * death reports, orbit_fleet_account). opts NULL is orbit_fleet_observe.
+ * Errors: those of orbit_fleet_observe; -ORBIT_EAGAIN (still being created
+ * after ready_wait_ms); -ORBIT_EMALFORMED (ready_wait_ms below -1 or above
+ * ORBIT_OBSERVE_WAIT_MAX_MS, flags or resv not zero).
+ */
+struct orbit_observe_opts {
+    int32_t  ready_wait_ms;     /* -1: the library's bound (10 s, then -ORBIT_ECORRUPT); 0..60000: that long */
+    uint32_t flags;             /* zero: no flag is defined yet */
+    uint64_t resv[4];           /* zero; a later release may give it meaning */
+};
+#define ORBIT_OBSERVE_OPTS_DEFAULT { .ready_wait_ms = -1, .flags = 0, .resv = { 0 } }
+#define ORBIT_OBSERVE_WAIT_MAX_MS 60000
+int  orbit_fleet_observe_opts(const char *name, const struct orbit_observe_opts *opts, struct orbit_fleet **out);
+
+/*
  * Releases the node (if any) and unmaps the fleet; tables must be closed first.
  * A member's leave gives back what its life still holds exactly as its death
  * report would (orbit_fleet_node_dead): unaccepted reservations on others'

@@ -84,12 +84,15 @@ struct orbit_node_snapshot {
     uint64_t start_time;         /* orbit_process_start_time of the member */
     uint64_t incarnation;
     uint64_t joins;              /* times the node was claimed: tells two claims apart */
-    uint64_t resv[4];            /* zero */
+    uint64_t pid_namespace;      /* inode of the member's pid namespace (pid is in it); 0 unknown */
+    uint64_t resv[3];            /* zero */
 };
 
 /*
  * orbit_fleet_node_snapshot - 0; -ORBIT_EAGAIN when the record kept changing
- * under the read (try again); -ORBIT_EMALFORMED for node >= capacity.
+ * under the read (try again); -ORBIT_EMALFORMED for node >= capacity;
+ * -ORBIT_ECORRUPT when the fleet file shrank under it; -ORBIT_EFORKED for a
+ * parent's handle in a fork child.
  */
 int orbit_fleet_node_snapshot(struct orbit_fleet *, uint16_t node, struct orbit_node_snapshot *out);
 

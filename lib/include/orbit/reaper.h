@@ -22,10 +22,9 @@
  * reused by another process never ends a live node. A node whose pid now
  * names another process (other start time) is reported dead when found.
  *
- * Membership: the reaper re-reads each watched fleet's node table on every
- * orbit_reaper_process call and on a timer inside its pollable fd (every
- * 100 ms by default), so members that join or leave are picked up without
- * busy polling. A member that joins and dies between two reads (or is
+ * Membership: each watched fleet's thread re-reads its node table every
+ * interval (100 ms by default) and when orbit_reaper_process asks it to, so
+ * members that join or leave are picked up without busy polling. A member that joins and dies between two reads (or is
  * already inside exit(2) when first read) is reported by that read as found
  * dead. A member that leaves (orbit_fleet_leave) and then exits is never
  * reported. A leader that calls pthread_exit while other threads run is not
@@ -35,21 +34,44 @@
  * orbit_reaper_process may block in one thread while another calls
  * orbit_reaper_watch. The death and deferral callbacks run under that lock,
  * in the thread calling orbit_reaper_process, and must not call
- * orbit_reaper_* on the same handle. orbit_reaper_close must be last.
+ * orbit_reaper_* on the same handle; the quarantine callback likewise.
+ * orbit_reaper_close must be last.
  *
- * Independence: each fleet's death reports run on a worker thread of that
- * fleet (started when it has one, ended when it has none), so a fleet whose
- * report must wait for a table lock delays no other fleet (see
- * orbit_reaper_on_deferral).
+ * Independence: each watched fleet has a thread of its own that alone opens
+ * its segments, re-reads its node table and tests its members' locks, and
+ * its death reports run on a worker thread of that fleet (started at its
+ * first report, ended when the fleet is), so a fleet whose report must wait
+ * for a table lock, or whose table is slow to read, delays no other fleet
+ * (see orbit_reaper_on_deferral). The event loop only routes events to them.
  *
  * Pid namespaces: node records hold pids as the members see them, and the
  * member's pid namespace. Both backends watch only members of the reaper's
  * own pid namespace that its /proc shows with the recorded pid and start
  * time; every other member (another pid namespace, hidden by hidepid) is
- * watched through the lock the kernel holds for its life (an io_uring wait
- * inside the reaper, behind the same fd). A death is confirmed by that lock
- * whatever reported it, so the reaper may run in any pid namespace and never
- * reports a live member.
+ * watched through the lock the kernel holds for its life, tested by the
+ * fleet's thread every 10 ms (or the interval, when shorter). A death is
+ * confirmed by that lock whatever reported it, so the reaper may run in any
+ * pid namespace and never reports a live member.
+ *
+ * Bounds: a watched fleet is shared memory its owner (and, when it is group-
+ * shared, its group) writes as it likes, so nothing of it may stop or starve
+ * the reaper. Each fleet is handled by a thread of its own, which alone opens
+ * its segments and tests its locks: the event loop behind orbit_reaper_fd
+ * never waits on any fleet. Segments still being created are not waited for
+ * (orbit_fleet_observe_opts, ready_wait_ms 0). Descriptors come out of a
+ * budget sized from RLIMIT_NOFILE at orbit_reaper_open (the soft limit, less
+ * 96 kept for the reaper itself), threads out of 2,048 (an attached fleet
+ * runs two: its own and its worker's), bytes mapped out of 8 TiB: one fleet
+ * may hold an eighth of each, the fleets of one owner (the uid owning the
+ * fleet segment) a quarter. A fleet's segment may be no larger than its
+ * capacity needs (4 KiB a node and 4 MiB), and at most 256 of its members
+ * are tested by lock on the short period. A fleet that would break a bound,
+ * or that cannot be read, is quarantined (orbit_reaper_on_quarantine): it
+ * gives back its descriptors and table mappings, and its thread tests every
+ * member's lock on each re-read (at the interval, at most every 100 ms) and
+ * reports the deaths it finds (64 at a time at most), thread and worker
+ * taking a tenth of a CPU at most. Reviewed every 10 s: it is released once
+ * it fits again. Every other fleet keeps its watches and its reclaim time.
  */
 #ifndef ORBIT_REAPER_H
 #define ORBIT_REAPER_H
@@ -94,8 +116,9 @@ int  orbit_reaper_watch(struct orbit_reaper *, const char *fleet_name);
 int  orbit_reaper_fd(struct orbit_reaper *);                  /* pollable */
 
 /*
- * orbit_reaper_process - re-read the watched node tables, then handle what
- * is ready: every confirmed death is handed to its fleet's worker, and every
+ * orbit_reaper_process - ask every fleet's thread to re-read its node table,
+ * then handle what is ready: every confirmed death is handed to its fleet's
+ * worker (by the fleet's thread), and every
  * death a worker has reclaimed (node_dead on every table, node freed) is
  * reported to the callback. Waits up to timeout_ms (-1: forever, 0: handle
  * what is ready now) until at least one death has been handled. Returns the number of deaths handled, 0 when none came within
@@ -130,9 +153,10 @@ int  orbit_reaper_watch_all(struct orbit_reaper *);
 int  orbit_reaper_set_interval(struct orbit_reaper *, int interval_ms);
 
 /*
- * orbit_reaper_rescan - re-read the node tables now (what process does on
- * entry). Returns the number of members watched, or a negative code. Deaths
- * it finds are handled by the next orbit_reaper_process.
+ * orbit_reaper_rescan - re-read the node tables now (what process asks for
+ * on entry), waiting up to 2 s for every fleet's thread to have done so.
+ * Returns the number of members watched, or a negative code. Deaths it
+ * finds are handled by the next orbit_reaper_process.
  */
 int  orbit_reaper_rescan(struct orbit_reaper *);
 
@@ -194,7 +218,12 @@ struct orbit_reaper_stats {
     uint64_t rescans;
     uint32_t fleets;             /* fleets attached */
     uint32_t watched;            /* members watched */
-    uint64_t resv[4];            /* zero */
+    uint64_t quarantines;        /* fleets put in quarantine so far (orbit_reaper_on_quarantine) */
+    uint32_t quarantined;        /* fleets in quarantine now */
+    uint32_t descriptors;        /* descriptors held for fleets and their members now */
+    uint32_t descriptor_budget;  /* what may be held: RLIMIT_NOFILE less the reaper's own */
+    uint32_t resv32;             /* zero */
+    uint64_t resv[1];            /* zero */
 };
 void orbit_reaper_stats(struct orbit_reaper *, struct orbit_reaper_stats *out);
 
@@ -233,6 +262,41 @@ typedef void (*orbit_reaper_deferral_fn)(void *ctx, const struct orbit_reaper_de
  * report is deferred. fn NULL: none. Returns 0, -ORBIT_EMALFORMED for NULL.
  */
 int  orbit_reaper_on_deferral(struct orbit_reaper *, orbit_reaper_deferral_fn fn, void *ctx);
+
+/* ---- quarantine ------------------------------------------------------------ */
+
+enum orbit_reaper_quarantine_reason {
+    ORBIT_REAPER_QUARANTINE_DESCRIPTORS = 1,  /* it (or its owner, or all) would hold too many descriptors */
+    ORBIT_REAPER_QUARANTINE_MAPPED,           /* its segments are larger than its capacity or a bound allows */
+    ORBIT_REAPER_QUARANTINE_MEMBERS,          /* more members to test by lock than a fleet's bound (256) */
+    ORBIT_REAPER_QUARANTINE_FAULT,            /* it cannot be read: still being created past 1 s, corrupt, refused */
+    ORBIT_REAPER_QUARANTINE_THREADS,          /* its owner's fleets (or all) would run more threads than allowed */
+};
+
+/* "descriptors", "mapped", "members", "fault", "threads". */
+const char *orbit_reaper_quarantine_reason_name(enum orbit_reaper_quarantine_reason);
+
+struct orbit_reaper_quarantine {
+    const char *fleet;           /* valid during the callback only */
+    const char *detail;          /* one sentence: what broke which bound (valid during the callback) */
+    enum orbit_reaper_quarantine_reason reason;
+    bool     released;           /* false: put in quarantine now; true: watched as before again */
+    int64_t  owner;              /* uid owning the fleet segment; -1 when not known */
+    uint64_t wanted;             /* what it would have held (descriptors, bytes) or members to test */
+    uint64_t bound;              /* the bound that refused it */
+    int      error;              /* FAULT: what kept it from being read */
+    uint32_t resv32;             /* zero */
+    uint64_t resv[4];            /* zero */
+};
+
+typedef void (*orbit_reaper_quarantine_fn)(void *ctx, const struct orbit_reaper_quarantine *);
+
+/*
+ * Call fn (from orbit_reaper_process, like the death callback) each time a
+ * fleet is put in quarantine or released from it (see Bounds above). fn
+ * NULL: none. Returns 0, -ORBIT_EMALFORMED for NULL.
+ */
+int  orbit_reaper_on_quarantine(struct orbit_reaper *, orbit_reaper_quarantine_fn fn, void *ctx);
 
 #ifdef __cplusplus
 }

@@ -244,6 +244,9 @@ START_TEST(the_reaper_survives_a_truncated_fleet_and_keeps_reaping)
     /* This process mapped the victim too: its handles answer, it does not die. */
     struct orbit_node_info nodes[4];
     ck_assert(SEES_CORRUPT(orbit_fleet_nodes(vf, nodes, 4), victim));
+    /* A record read one at a time too (the reaper's way): the guard's zeros are no FREE record. */
+    struct orbit_node_snapshot snap;
+    ck_assert(SEES_CORRUPT(orbit_fleet_node_snapshot(vf, 1, &snap), victim));
     orbit_pool_close(vp);
     orbit_fleet_leave(vf);
     orbit_fleet_leave(of);

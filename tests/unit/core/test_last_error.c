@@ -91,6 +91,8 @@ static int d_orbit_fleet_join(struct fx *x)
     return orbit_fleet_join(x->name, &o, &f);
 }
 DRIVE(orbit_fleet_observe, orbit_fleet_observe(x->missing, &(struct orbit_fleet *){ NULL }))
+DRIVE(orbit_fleet_observe_opts, orbit_fleet_observe_opts(x->missing, &(struct orbit_observe_opts){ .ready_wait_ms = 0 },
+                                                         &(struct orbit_fleet *){ NULL }))
 DRIVE(orbit_fleet_reap, orbit_fleet_reap(NULL))
 DRIVE(orbit_fleet_wait_node_death, orbit_fleet_wait_node_death(x->f, orbit_fleet_node(x->f),
                                                                orbit_fleet_incarnation(x->f), 0))
@@ -319,6 +321,7 @@ DRIVE(orbit_uring_refusal, orbit_uring_refusal(-EPERM, NULL, 16))
 #define W(call) { #call, d_##call }
 static const struct walk { const char *call; int (*drive)(struct fx *); } walks[] = {
     W(orbit_id_format), W(orbit_id_parse), W(orbit_fleet_join), W(orbit_fleet_observe), W(orbit_fleet_reap),
+    W(orbit_fleet_observe_opts),
     W(orbit_fleet_wait_node_death), W(orbit_fleet_prep_wait_doorbell), W(orbit_fleet_prep_wait_node_death),
     W(orbit_fleet_live_members), W(orbit_fleet_collect), W(orbit_fleet_unlink), W(orbit_fleet_nodes),
     W(orbit_fleet_node_dead), W(orbit_fleet_segments), W(orbit_fleet_list),

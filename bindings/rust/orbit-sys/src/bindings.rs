@@ -44,6 +44,7 @@ pub const ORBIT_GENERATION_MAX: i32 = 999999999;
 pub const ORBIT_FLEET_CAPACITY_MAX: i32 = 4096;
 pub const ORBIT_FLEET_NAME_MAX: i32 = 64;
 pub const ORBIT_NODE_NONE: i32 = 65535;
+pub const ORBIT_OBSERVE_WAIT_MAX_MS: i32 = 60000;
 pub const ORBIT_POOL_KIND: i32 = 247;
 pub const ORBIT_KEY_TEXT_MAX: i32 = 40;
 pub const ORBIT_STREAM_KIND: i32 = 246;
@@ -148,6 +149,20 @@ extern "C" {
 extern "C" {
     pub fn orbit_fleet_observe(
         name: *const ::std::os::raw::c_char,
+        out: *mut *mut orbit_fleet,
+    ) -> ::std::os::raw::c_int;
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone, PartialEq, Eq)]
+pub struct orbit_observe_opts {
+    pub ready_wait_ms: i32,
+    pub flags: u32,
+    pub resv: [u64; 4usize],
+}
+extern "C" {
+    pub fn orbit_fleet_observe_opts(
+        name: *const ::std::os::raw::c_char,
+        opts: *const orbit_observe_opts,
         out: *mut *mut orbit_fleet,
     ) -> ::std::os::raw::c_int;
 }
@@ -2033,7 +2048,8 @@ pub struct orbit_node_snapshot {
     pub start_time: u64,
     pub incarnation: u64,
     pub joins: u64,
-    pub resv: [u64; 4usize],
+    pub pid_namespace: u64,
+    pub resv: [u64; 3usize],
 }
 impl Default for orbit_node_snapshot {
     fn default() -> Self {
@@ -2256,7 +2272,12 @@ pub struct orbit_reaper_stats {
     pub rescans: u64,
     pub fleets: u32,
     pub watched: u32,
-    pub resv: [u64; 4usize],
+    pub quarantines: u64,
+    pub quarantined: u32,
+    pub descriptors: u32,
+    pub descriptor_budget: u32,
+    pub resv32: u32,
+    pub resv: [u64; 1usize],
 }
 extern "C" {
     pub fn orbit_reaper_stats(arg1: *mut orbit_reaper, out: *mut orbit_reaper_stats);
@@ -2293,6 +2314,50 @@ extern "C" {
     pub fn orbit_reaper_on_deferral(
         arg1: *mut orbit_reaper,
         fn_: orbit_reaper_deferral_fn,
+        ctx: *mut ::std::os::raw::c_void,
+    ) -> ::std::os::raw::c_int;
+}
+pub const ORBIT_REAPER_QUARANTINE_DESCRIPTORS: orbit_reaper_quarantine_reason = 1;
+pub const ORBIT_REAPER_QUARANTINE_MAPPED: orbit_reaper_quarantine_reason = 2;
+pub const ORBIT_REAPER_QUARANTINE_MEMBERS: orbit_reaper_quarantine_reason = 3;
+pub const ORBIT_REAPER_QUARANTINE_FAULT: orbit_reaper_quarantine_reason = 4;
+pub const ORBIT_REAPER_QUARANTINE_THREADS: orbit_reaper_quarantine_reason = 5;
+pub type orbit_reaper_quarantine_reason = ::std::os::raw::c_uint;
+extern "C" {
+    pub fn orbit_reaper_quarantine_reason_name(
+        arg1: orbit_reaper_quarantine_reason,
+    ) -> *const ::std::os::raw::c_char;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct orbit_reaper_quarantine {
+    pub fleet: *const ::std::os::raw::c_char,
+    pub detail: *const ::std::os::raw::c_char,
+    pub reason: orbit_reaper_quarantine_reason,
+    pub released: bool,
+    pub owner: i64,
+    pub wanted: u64,
+    pub bound: u64,
+    pub error: ::std::os::raw::c_int,
+    pub resv32: u32,
+    pub resv: [u64; 4usize],
+}
+impl Default for orbit_reaper_quarantine {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type orbit_reaper_quarantine_fn = ::std::option::Option<
+    unsafe extern "C" fn(ctx: *mut ::std::os::raw::c_void, arg1: *const orbit_reaper_quarantine),
+>;
+extern "C" {
+    pub fn orbit_reaper_on_quarantine(
+        arg1: *mut orbit_reaper,
+        fn_: orbit_reaper_quarantine_fn,
         ctx: *mut ::std::os::raw::c_void,
     ) -> ::std::os::raw::c_int;
 }
