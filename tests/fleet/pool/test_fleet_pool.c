@@ -134,6 +134,7 @@ END_TEST
 
 struct lease_ring {                 /* B -> A, in shared anonymous memory */
     _Atomic uint64_t head, tail;
+    _Atomic uint64_t accepted;       /* of B's leases, those A has accepted */
     _Atomic int done;
     _Atomic uint32_t max_seen;
     struct orbit_lease slot[RING_SLOTS];
@@ -176,6 +177,12 @@ static void hammer_reserver(const char *name, orbit_id id, struct lease_ring *ri
         n++;
     }
     atomic_store(&ring->done, 1);
+    /* A leave gives back the reservations this life still holds, as a death does: the
+     * leases still on their way to the owner must be accepted first (bounded: 60 s). */
+    for (int ms = 0; atomic_load(&ring->accepted) != HAMMER_OPS; ms++) {
+        CHILD_CHECK(ms < 60000, 7);
+        tu_sleep_ms(1);
+    }
     orbit_pool_close(p);
     orbit_fleet_leave(f);
     _exit(0);
@@ -211,6 +218,7 @@ START_TEST(two_processes_hammer_one_resource_of_capacity_four)
             struct orbit_lease lease = ring->slot[tail % RING_SLOTS];
             atomic_store(&ring->tail, tail + 1);
             accept_and_complete(p, &lease, ring);
+            atomic_fetch_add(&ring->accepted, 1);
             theirs++;
             continue;
         }
