@@ -179,7 +179,9 @@ impl Readiness {
                     // A signal after the drain is a new tokio event: this clears only what we drained.
                     guard.clear_ready();
                     // Every other task that slept on this descriptor retries: the drain was theirs too.
+                    // So does this one: its other futures (a join!, a select!) share its waker.
                     self.fanout.wake_others(cx.waker());
+                    cx.waker().wake_by_ref();
                 }
             }
         }
@@ -704,19 +706,19 @@ impl Waits {
         }))
     }
 
-    /// Moves completed waits to `done`; true when it moved any.
-    fn reap(st: &mut WaitState) -> bool {
+    /// Moves completed waits to `done`; true when it moved any but `mine`.
+    fn reap(st: &mut WaitState, mine: Option<u64>) -> bool {
         let WaitState { ring, inflight, done, .. } = st;
-        let mut moved = false;
+        let mut others = false;
         ring.reap(|token, _res| {
             // Any result ends the wait (a wake, -EAGAIN: the word moved, -ECANCELED): the caller re-checks.
             if let Some(i) = inflight.iter().position(|&t| t == token) {
                 inflight.swap_remove(i);
                 done.push(token);
-                moved = true;
+                others |= Some(token) != mine;
             }
         });
-        moved
+        others
     }
 
     /// Fills and submits one wait with `prep`; Ok(None) when the thing is ready now.
@@ -747,15 +749,17 @@ impl Waits {
         loop {
             // Registered before the look: a task that reaps our completion after it wakes us.
             self.fanout.register(cx.waker());
-            let (mine, moved) = {
+            let (mine, others) = {
                 let mut st = self.state.lock().unwrap();
-                let moved = Waits::reap(&mut st);
+                let others = Waits::reap(&mut st, Some(token));
                 let mine = st.done.iter().position(|&t| t == token).map(|i| st.done.swap_remove(i)).is_some();
-                (mine, moved)
+                (mine, others)
             };
-            if moved {
-                // Completions of other tasks' waits may be among them.
+            if others {
+                // Other waits completed: their tasks look again, and so does this one, whose
+                // other futures (a join!, a select!) may own some of them and share its waker.
                 self.fanout.wake_others(cx.waker());
+                cx.waker().wake_by_ref();
             }
             if mine {
                 return Poll::Ready(Ok(()));
@@ -773,7 +777,7 @@ impl Waits {
     /// A dropped future: its FUTEX_WAIT is cancelled, nothing stays armed.
     fn cancel(&self, token: u64) {
         let mut st = self.state.lock().unwrap();
-        if Waits::reap(&mut st) {
+        if Waits::reap(&mut st, None) {
             self.fanout.wake_all();
         }
         if let Some(i) = st.done.iter().position(|&t| t == token) {

@@ -38,6 +38,39 @@ async fn async_stream_both_ways() {
     assert!(a.async_parks() + b.async_parks() > 0, "a 4 KiB ring made someone wait");
 }
 
+/// A writer and a reader of one stream as two futures of one task (join!):
+/// each may reap the other's io_uring completion, and the task still wakes.
+#[tokio::test]
+async fn two_futures_of_one_task_share_the_waits() {
+    let name = Name::new("ajoin");
+    let fleet = Fleet::join(&name).unwrap();
+    let streams = Streams::open_with(&fleet, &StreamSpec::new().buffer_bytes(4096)).unwrap();
+    let (a, ticket) = streams.create().unwrap();
+    let b = streams.open_ticket(&ticket).unwrap();
+    let both = async { tokio::join!(transfer_writer(a, 1024, 1 << 20), transfer_reader(b, 4096)) };
+    let (_, (_, got)) = tokio::time::timeout(T, both).await.expect("no wake was lost");
+    assert_eq!(got, 1 << 20);
+}
+
+async fn transfer_writer(mut ep: orbit::Endpoint, chunk: usize, total: usize) -> orbit::Endpoint {
+    let buf = vec![0x5au8; chunk];
+    for _ in 0..total / chunk {
+        ep.write_all(&buf).await.unwrap();
+    }
+    ep.shutdown().await.unwrap();
+    ep
+}
+
+async fn transfer_reader(mut ep: orbit::Endpoint, chunk: usize) -> (orbit::Endpoint, usize) {
+    let (mut buf, mut got) = (vec![0u8; chunk], 0);
+    loop {
+        match ep.read(&mut buf).await.unwrap() {
+            0 => return (ep, got),
+            n => got += n,
+        }
+    }
+}
+
 #[tokio::test]
 async fn reserve_wait_and_cancellation() {
     let name = Name::new("areserve");
