@@ -332,10 +332,13 @@ fn main() {
         pp_b.push(p[0] / 1000.0);
         pp_a.push(p[1] / 1000.0);
         eprintln!(
-            "pair {}: async {:.2} GB/s, blocking {:.2} GB/s, ping-pong p50 async {:.2} us, blocking {:.2} us",
+            "pair {}: async {:.2} GB/s ({:.2} parks, {:.2} task parks per ring-ful), blocking {:.2} GB/s ({:.2} parks), ping-pong p50 async {:.2} us, blocking {:.2} us",
             pair + 1,
             a.gbps,
+            a.parks,
+            a.task_parks,
             b.gbps,
+            b.parks,
             p[1] / 1000.0,
             p[0] / 1000.0
         );

@@ -7,7 +7,9 @@
 //!   the blocking calls do, then fill a FUTEX_WAIT on the shared word in a small
 //!   io_uring per fleet handle (kernel ABI, no liburing), whose descriptor
 //!   tokio watches. A dropped future, or a closed endpoint, cancels its
-//!   FUTEX_WAIT (IORING_OP_ASYNC_CANCEL).
+//!   FUTEX_WAIT (IORING_OP_ASYNC_CANCEL). An endpoint's task spins first
+//!   itself, for a budget learned from how soon its parks ended (`Spin`),
+//!   looking through `orbit_streams_rings`, which arms nothing.
 //! * Offers, pool reservations and exchange events, and endpoints where
 //!   io_uring futex operations are missing: the table's readiness eventfd
 //!   (`orbit_*_readiness` + `orbit_readiness_drain`). A `try_*` call that
@@ -27,7 +29,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -179,7 +181,9 @@ impl Readiness {
                     // A signal after the drain is a new tokio event: this clears only what we drained.
                     guard.clear_ready();
                     // Every other task that slept on this descriptor retries: the drain was theirs too.
+                    // So does this one: its other futures (a join!, a select!) share its waker.
                     self.fanout.wake_others(cx.waker());
+                    cx.waker().wake_by_ref();
                 }
             }
         }
@@ -222,57 +226,210 @@ impl Lazy {
     }
 }
 
-/// Per-endpoint async state: the FUTEX_WAITs it has in the fleet's ring, and
-/// how many times a poll returned Pending.
+/// Per-endpoint async state: the FUTEX_WAITs it has in the fleet's ring, each
+/// direction's spin, and how many times a poll returned Pending.
 #[derive(Default)]
 pub(crate) struct EndpointWaits {
     parks: u64,
     ring: Option<Arc<Option<Waits>>>,
-    read_token: Option<u64>,
-    write_token: Option<u64>,
+    read: Direction,
+    write: Direction,
+}
+
+/// One direction's wait: its FUTEX_WAIT in the ring, when it was armed, and the
+/// spin budget learned from how soon past waits ended.
+#[derive(Default)]
+struct Direction {
+    token: Option<u64>,
+    armed_at: Option<Instant>,
+    spin: Spin,
+}
+
+/// A budget grows past the setting up to this many times it (as the library's
+/// spin does): a peer that keeps answering just after we park is worth spinning for.
+const SPIN_CEILING_FACTOR: u64 = 16;
+/// A check that comes this late after the last one lost its CPU: spinning on a
+/// contended CPU only delays the task it waits for (often the peer itself), so
+/// the spin yields between checks instead, until this many yields in a row
+/// came back at once (the library's spin does the same).
+const SPIN_CONTENDED_GAP: Duration = Duration::from_micros(5);
+const SPIN_CONTENDED_MEMORY: u32 = 16;
+
+std::thread_local! {
+    /// Yields left before this thread's spins pause again instead.
+    static CONTENDED: std::cell::Cell<u32> = std::cell::Cell::new(0);
+}
+
+/// The async form of the blocking calls' adaptive spin. A task that returns
+/// Pending pays a FUTEX_WAIT, an io_uring completion, an epoll wake and a
+/// reschedule (several microseconds), where a blocking thread pays one futex
+/// wake; the library's prep call spins only its own budget, which a FUTEX_WAIT
+/// it never sees end cannot raise. So the task spins here first: a hit keeps
+/// at least the setting, a miss halves the budget (floor: a sixteenth of the
+/// setting), and a park that ended soon after it began raises the budget to
+/// cover it next time, up to the ceiling. Past a sixteenth of the setting it
+/// yields between looks instead of pausing (a task cannot see where its peer
+/// runs, as the blocking calls' CPU hints do).
+#[derive(Default)]
+struct Spin {
+    budget_ns: u64,
+    waits: u64,
+}
+
+impl Spin {
+    fn setting() -> u64 {
+        // SAFETY: a plain getter.
+        u64::from(unsafe { sys::orbit_spin_ns() })
+    }
+
+    /// Calls `op` once `ready` says it would progress, looking for up to the
+    /// learned budget; `EAGAIN` when it did not. Looking through `ready`, not
+    /// `op`, is what keeps a spin cheap for the peer: a try that finds nothing
+    /// asks for this node's doorbell, which the peer's next publication rings.
+    fn run<T>(&mut self, op: &mut impl FnMut() -> Result<T>, ready: &mut impl FnMut() -> bool) -> Result<T> {
+        if let Some(r) = Spin::attempt(op, ready) {
+            return r;
+        }
+        let setting = Spin::setting();
+        // Every 8th wait explores with at least the setting: a budget that shrank
+        // while the peer was away finds out that it is back.
+        self.waits += 1;
+        let explore = self.waits % 8 == 0;
+        let learned = if self.budget_ns == 0 || (explore && self.budget_ns < setting) { setting } else { self.budget_ns };
+        let budget = Duration::from_nanos(learned.clamp(setting / 16, setting * SPIN_CEILING_FACTOR));
+        let t0 = Instant::now();
+        let mut last = t0;
+        loop {
+            let now = Instant::now();
+            if now - t0 >= budget {
+                if !explore {
+                    self.budget_ns = (budget.as_nanos() as u64 / 2).max(setting / 16);
+                }
+                return Err(Error::new(code::EAGAIN, "orbit_streams_rings", String::new()));
+            }
+            // Past a sixteenth of the setting, or on a contended CPU, look between
+            // yields: the peer may wait for this very CPU, and pauses would keep it off
+            // for the whole budget (the event then comes just after the park, and a
+            // learned budget would only grow). A few pauses between looks otherwise
+            // (a pause is up to ~65 cycles on AMD).
+            if Spin::contended(now - last) || now - t0 >= Duration::from_nanos(setting / 16) {
+                std::thread::yield_now();
+            } else {
+                for _ in 0..4 {
+                    std::hint::spin_loop();
+                }
+            }
+            last = now;
+            if let Some(r) = Spin::attempt(op, ready) {
+                self.budget_ns = (budget.as_nanos() as u64).max(setting);
+                return r;
+            }
+        }
+    }
+
+    /// `op`'s answer, or None when `ready` says not yet (or `op` answers `EAGAIN`).
+    fn attempt<T>(op: &mut impl FnMut() -> Result<T>, ready: &mut impl FnMut() -> bool) -> Option<Result<T>> {
+        if !ready() {
+            return None;
+        }
+        match op() {
+            Err(e) if e.is(code::EAGAIN) => None,
+            r => Some(r),
+        }
+    }
+
+    /// Whether this thread's spin should yield rather than pause, given the gap
+    /// since its last look: one that came late lost the CPU meanwhile; each
+    /// yield that came back at once counts down.
+    fn contended(gap: Duration) -> bool {
+        CONTENDED.with(|c| {
+            if gap > SPIN_CONTENDED_GAP {
+                c.set(SPIN_CONTENDED_MEMORY);
+            } else if c.get() > 0 {
+                c.set(c.get() - 1);
+            }
+            c.get() > 0
+        })
+    }
+
+    /// A park that lasted `parked`: spin that long (and a quarter) next time, if
+    /// that is within the ceiling.
+    fn learn_from_park(&mut self, parked: Duration) {
+        let setting = Spin::setting();
+        let want = (self.budget_ns.max(setting) + parked.as_nanos() as u64) * 5 / 4;
+        if setting > 0 && want <= setting * SPIN_CEILING_FACTOR {
+            self.budget_ns = want;
+        }
+    }
 }
 
 impl EndpointWaits {
     /// Before the endpoint closes: its waits leave the kernel.
     pub(crate) fn cancel(&mut self) {
         if let Some(Some(w)) = self.ring.as_deref() {
-            for t in [self.read_token.take(), self.write_token.take()].iter().flatten() {
+            for t in [self.read.token.take(), self.write.token.take()].iter().flatten() {
                 w.cancel(*t);
             }
         }
     }
 }
 
-/// One direction of an endpoint through the ring: retry `op`; on `EAGAIN` let
-/// the library spin and fill a FUTEX_WAIT on the direction's word (`prep`), and
-/// park the task until it completes.
+/// One direction of an endpoint through the ring: retry `op` (spinning for the
+/// learned budget); on `EAGAIN` let the library fill a FUTEX_WAIT on the
+/// direction's word (`prep`), and park the task until it completes.
 fn poll_ring_op<T>(
     waits: &Waits,
-    slot: &mut Option<u64>,
+    dir: &mut Direction,
     cx: &mut Context<'_>,
     mut op: impl FnMut() -> Result<T>,
+    mut ready: impl FnMut() -> bool,
     mut prep: impl FnMut(*mut sys::io_uring_sqe) -> c_int,
     call: &'static str,
 ) -> Poll<Result<T>> {
     loop {
-        if let Some(token) = *slot {
+        if let Some(token) = dir.token {
             match waits.poll_done(cx, token) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(r) => {
-                    *slot = None;
+                    dir.token = None;
+                    if let Some(at) = dir.armed_at.take() {
+                        dir.spin.learn_from_park(at.elapsed());
+                    }
                     r?;
                 }
             }
         }
-        match op() {
+        match dir.spin.run(&mut op, &mut ready) {
             Err(e) if e.is(code::EAGAIN) => {}
             r => return Poll::Ready(r),
         }
         match waits.arm(&mut prep, call) {
             Err(e) => return Poll::Ready(Err(e)),
             Ok(None) => {} // ready now: try again
-            Ok(Some(t)) => *slot = Some(t),
+            Ok(Some(t)) => {
+                dir.token = Some(t);
+                dir.armed_at = Some(Instant::now());
+            }
         }
+    }
+}
+
+/// One direction of a stream, looked at without touching it.
+struct RingView {
+    streams: *mut sys::orbit_streams,
+    id: sys::orbit_id,
+    index: usize,
+}
+
+impl RingView {
+    /// A racy snapshot; None: ask the call itself (it reports why).
+    fn now(&self) -> Option<sys::orbit_stream_ring> {
+        let mut out = [sys::orbit_stream_ring::default(); 2];
+        // SAFETY: a live table (the endpoint holds it); out holds two.
+        if unsafe { sys::orbit_streams_rings(self.streams, self.id, out.as_mut_ptr()) } < 0 {
+            return None;
+        }
+        Some(out[self.index])
     }
 }
 
@@ -299,14 +456,29 @@ impl Endpoint {
         Ok(self.waits.ring.clone().unwrap())
     }
 
+    /// The direction this side reads (`reading`) or writes, as a snapshot
+    /// without side effects: a spin that looks through it arms no doorbell and
+    /// writes no line the peer publishes on.
+    fn ring_view(&self, reading: bool) -> RingView {
+        // out[0] is A -> B: side A writes it and side B reads it.
+        let a_to_b = (self.side() == crate::Side::A) != reading;
+        RingView { streams: self.streams.ptr(), id: self.id().0, index: if a_to_b { 0 } else { 1 } }
+    }
+
     fn poll_read_raw(&mut self, cx: &mut Context<'_>, dst: &mut [u8]) -> Poll<Result<usize>> {
         let ep = self.ptr;
         let ring = self.ring()?;
         match &*ring {
-            // SAFETY (prep): a live endpoint; the SQE is the ring's.
-            Some(w) => poll_ring_op(w, &mut self.waits.read_token, cx, || crate::stream::try_read_raw(ep, dst), |sqe| unsafe {
-                sys::orbit_endpoint_prep_wait_readable(ep, sqe)
-            }, "orbit_endpoint_prep_wait_readable"),
+            Some(w) => {
+                let ended = (sys::ORBIT_STREAM_FIN | sys::ORBIT_STREAM_RESET) as u32;
+                let view = self.ring_view(true);
+                let ready = || view.now().map_or(true, |r| r.queued > 0 || r.flags & ended != 0);
+                let dir = &mut self.waits.read;
+                // SAFETY (prep): a live endpoint; the SQE is the ring's.
+                poll_ring_op(w, dir, cx, || crate::stream::try_read_raw(ep, dst), ready, |sqe| unsafe {
+                    sys::orbit_endpoint_prep_wait_readable(ep, sqe)
+                }, "orbit_endpoint_prep_wait_readable")
+            }
             None => self.readiness()?.poll_op(cx, || crate::stream::try_read_raw(ep, dst)),
         }
     }
@@ -321,8 +493,12 @@ impl Endpoint {
                 // SAFETY: a live table; spec writable.
                 unsafe { sys::orbit_streams_spec(self.streams.ptr(), &mut spec) };
                 let need = src.len().min((spec.buffer_bytes as usize / 4).max(1));
+                let ended = (sys::ORBIT_STREAM_FIN | sys::ORBIT_STREAM_RESET | sys::ORBIT_STREAM_READER_GONE) as u32;
+                let view = self.ring_view(false);
+                let ready = || view.now().map_or(true, |r| r.queued < r.capacity || r.flags & ended != 0);
+                let dir = &mut self.waits.write;
                 // SAFETY (prep): a live endpoint; the SQE is the ring's.
-                poll_ring_op(w, &mut self.waits.write_token, cx, || crate::stream::try_write_raw(ep, src), |sqe| unsafe {
+                poll_ring_op(w, dir, cx, || crate::stream::try_write_raw(ep, src), ready, |sqe| unsafe {
                     sys::orbit_endpoint_prep_wait_writable_exact(ep, need, sqe)
                 }, "orbit_endpoint_prep_wait_writable_exact")
             }
@@ -704,19 +880,19 @@ impl Waits {
         }))
     }
 
-    /// Moves completed waits to `done`; true when it moved any.
-    fn reap(st: &mut WaitState) -> bool {
+    /// Moves completed waits to `done`; true when it moved any but `mine`.
+    fn reap(st: &mut WaitState, mine: Option<u64>) -> bool {
         let WaitState { ring, inflight, done, .. } = st;
-        let mut moved = false;
+        let mut others = false;
         ring.reap(|token, _res| {
             // Any result ends the wait (a wake, -EAGAIN: the word moved, -ECANCELED): the caller re-checks.
             if let Some(i) = inflight.iter().position(|&t| t == token) {
                 inflight.swap_remove(i);
                 done.push(token);
-                moved = true;
+                others |= Some(token) != mine;
             }
         });
-        moved
+        others
     }
 
     /// Fills and submits one wait with `prep`; Ok(None) when the thing is ready now.
@@ -747,15 +923,17 @@ impl Waits {
         loop {
             // Registered before the look: a task that reaps our completion after it wakes us.
             self.fanout.register(cx.waker());
-            let (mine, moved) = {
+            let (mine, others) = {
                 let mut st = self.state.lock().unwrap();
-                let moved = Waits::reap(&mut st);
+                let others = Waits::reap(&mut st, Some(token));
                 let mine = st.done.iter().position(|&t| t == token).map(|i| st.done.swap_remove(i)).is_some();
-                (mine, moved)
+                (mine, others)
             };
-            if moved {
-                // Completions of other tasks' waits may be among them.
+            if others {
+                // Other waits completed: their tasks look again, and so does this one, whose
+                // other futures (a join!, a select!) may own some of them and share its waker.
                 self.fanout.wake_others(cx.waker());
+                cx.waker().wake_by_ref();
             }
             if mine {
                 return Poll::Ready(Ok(()));
@@ -773,7 +951,7 @@ impl Waits {
     /// A dropped future: its FUTEX_WAIT is cancelled, nothing stays armed.
     fn cancel(&self, token: u64) {
         let mut st = self.state.lock().unwrap();
-        if Waits::reap(&mut st) {
+        if Waits::reap(&mut st, None) {
             self.fanout.wake_all();
         }
         if let Some(i) = st.done.iter().position(|&t| t == token) {

@@ -38,6 +38,73 @@ async fn async_stream_both_ways() {
     assert!(a.async_parks() + b.async_parks() > 0, "a 4 KiB ring made someone wait");
 }
 
+/// The design figures of the async stream path, counted (not timed). Both tasks
+/// share one thread, so every ring-ful makes each side wait once: the writer
+/// for room, the reader for bytes. Through the io_uring FUTEX_WAITs a wait is
+/// one park and rings no doorbell: a spin looks through orbit_streams_rings
+/// and never through a try, which would ask for the doorbell that the peer's
+/// next publication rings. Without io_uring futex operations the readiness
+/// descriptor is the path, and each wait rings the doorbell once.
+#[tokio::test]
+async fn async_transfer_parks_once_per_side_per_ringful() {
+    const RING: usize = 64 * 1024;
+    const RINGFULS: usize = 64;
+    let name = Name::new("afigures");
+    let fleet = Fleet::join(&name).unwrap();
+    let streams = Streams::open_with(&fleet, &StreamSpec::new().buffer_bytes(RING as u32)).unwrap();
+    let (a, ticket) = streams.create().unwrap();
+    let b = streams.open_ticket(&ticket).unwrap();
+    let writer = tokio::spawn(transfer_writer(a, RING / 4, RINGFULS * RING));
+    let reader = tokio::spawn(transfer_reader(b, RING));
+    let (a, (b, got)) = tokio::time::timeout(T, async { (writer.await.unwrap(), reader.await.unwrap()) }).await.unwrap();
+    assert_eq!(got, RINGFULS * RING);
+    let st = streams.stats();
+    // SAFETY: a pure probe.
+    if unsafe { orbit_sys::orbit_uring_futex_supported() } {
+        assert_eq!(st.doorbells, 0, "the io_uring path asks for no doorbell");
+        let task_parks = (a.async_parks() + b.async_parks()) as usize;
+        for (what, n) in [("task parks", task_parks), ("FUTEX_WAITs", st.parks as usize)] {
+            assert!(n >= RINGFULS, "one thread: someone waits every ring-ful ({} {})", n, what);
+            assert!(n <= 3 * RINGFULS, "{} {} for {} ring-fuls", n, what, RINGFULS);
+        }
+    } else {
+        assert!(st.doorbells as usize >= RINGFULS, "each wait rings the doorbell ({} doorbells)", st.doorbells);
+    }
+}
+
+/// A writer and a reader of one stream as two futures of one task (join!):
+/// each may reap the other's io_uring completion, and the task still wakes.
+#[tokio::test]
+async fn two_futures_of_one_task_share_the_waits() {
+    let name = Name::new("ajoin");
+    let fleet = Fleet::join(&name).unwrap();
+    let streams = Streams::open_with(&fleet, &StreamSpec::new().buffer_bytes(4096)).unwrap();
+    let (a, ticket) = streams.create().unwrap();
+    let b = streams.open_ticket(&ticket).unwrap();
+    let both = async { tokio::join!(transfer_writer(a, 1024, 1 << 20), transfer_reader(b, 4096)) };
+    let (_, (_, got)) = tokio::time::timeout(T, both).await.expect("no wake was lost");
+    assert_eq!(got, 1 << 20);
+}
+
+async fn transfer_writer(mut ep: orbit::Endpoint, chunk: usize, total: usize) -> orbit::Endpoint {
+    let buf = vec![0x5au8; chunk];
+    for _ in 0..total / chunk {
+        ep.write_all(&buf).await.unwrap();
+    }
+    ep.shutdown().await.unwrap();
+    ep
+}
+
+async fn transfer_reader(mut ep: orbit::Endpoint, chunk: usize) -> (orbit::Endpoint, usize) {
+    let (mut buf, mut got) = (vec![0u8; chunk], 0);
+    loop {
+        match ep.read(&mut buf).await.unwrap() {
+            0 => return (ep, got),
+            n => got += n,
+        }
+    }
+}
+
 #[tokio::test]
 async fn reserve_wait_and_cancellation() {
     let name = Name::new("areserve");
