@@ -24,13 +24,6 @@
 
 /* ---- small helpers -------------------------------------------------------- */
 
-uint64_t rp_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 const char *orbit_reaper_backend_name(enum orbit_reaper_backend b)
 {
     switch (b) {
@@ -51,20 +44,6 @@ const char *orbit_reaper_quarantine_reason_name(enum orbit_reaper_quarantine_rea
     case ORBIT_REAPER_QUARANTINE_THREADS:     return "threads";
     }
     return "unknown";
-}
-
-int rp_queue_push(struct orbit_reaper *r, const struct rp_exit *e)
-{
-    if (r->n_queue == r->cap_queue) {
-        size_t cap = r->cap_queue ? r->cap_queue * 2 : 16;
-        struct rp_exit *q = realloc(r->queue, cap * sizeof *q);
-        if (!q)
-            return -ENOMEM;
-        r->queue = q;
-        r->cap_queue = cap;
-    }
-    r->queue[r->n_queue++] = *e;
-    return 0;
 }
 
 uint64_t rp_pidns_self(void)
@@ -119,7 +98,7 @@ int rp_tgid_watch(struct orbit_reaper *r, uint32_t fleet_id, int32_t tgid)
         r->tgids[i].count++;
     } else if (r->n_tgids == r->cap_tgids && (rc = tgids_grow(r)) < 0) {
         /* out of memory: its lock is tested instead */
-    } else if ((rc = first ? rp_bpf_watch(r, tgid) : 0) == 0) {
+    } else if ((rc = first ? r->ops->watch(r->be, (uint64_t)tgid, tgid, 0) : 0) == 0) {
         memmove(&r->tgids[i + 1], &r->tgids[i], (r->n_tgids - i) * sizeof *r->tgids);
         r->tgids[i] = (struct rp_tgid){ tgid, fleet_id, 1 };
         r->n_tgids++;
@@ -138,7 +117,7 @@ void rp_tgid_unwatch(struct orbit_reaper *r, uint32_t fleet_id, int32_t tgid)
         r->n_tgids--;
         bool last = (i == r->n_tgids || r->tgids[i].tgid != tgid) && (i == 0 || r->tgids[i - 1].tgid != tgid);
         if (last)
-            rp_bpf_unwatch(r, tgid);   /* no fleet watches it any more: out of the kernel's filter */
+            r->ops->unwatch(r->be, (uint64_t)tgid);   /* no fleet watches it any more: out of the kernel's filter */
     }
     pthread_mutex_unlock(&r->tgid_mu);
 }
@@ -341,7 +320,7 @@ static uint32_t watched_total(struct orbit_reaper *r)
 
 /* ---- events --------------------------------------------------------------- */
 
-/* A BPF event names (tgid, start time) of the reaper's namespace: to every fleet watching that tgid. */
+/* A per-tgid backend's exit names (tgid, start time) of the reaper's namespace: to every fleet watching that tgid. */
 static void route_tgid(struct orbit_reaper *r, const struct rp_exit *e)
 {
     uint32_t ids[64];
@@ -361,20 +340,39 @@ static void route_tgid(struct orbit_reaper *r, const struct rp_exit *e)
     }
 }
 
-static void route_queue(struct orbit_reaper *r)
+/* A per-member backend's exit names its key: the fleet and node it was watched for. */
+static void route_member(struct orbit_reaper *r, const struct rp_exit *e, uint64_t key)
 {
-    for (size_t i = 0; i < r->n_queue; i++)
-        route_tgid(r, &r->queue[i]);
-    r->n_queue = 0;
-}
-
-static void route_pidfd(struct orbit_reaper *r, uint64_t tag)
-{
-    struct rp_fleet *rf = find_fleet_id(r, (uint32_t)(tag >> 16));
-    /* A pidfd turns readable as the thread group exits: now is the exit, to the loop's latency. */
-    struct rp_msg m = { .kind = RP_MSG_PIDFD, .node = (uint16_t)(tag & 0xffff), .exit.exit_ns = rp_now_ns() };
+    struct rp_fleet *rf = find_fleet_id(r, (uint32_t)(key >> 16));
+    struct rp_msg m = { .kind = RP_MSG_PIDFD, .node = (uint16_t)(key & 0xffff), .exit = *e };
     if (rf)
         rp_fleet_post(rf, &m);
+}
+
+/* Everything the backend has to say, routed; returns true when it lost exits. */
+static bool read_backend(struct orbit_reaper *r)
+{
+    struct rp_event evs[RP_EPOLL_BATCH];
+    uint64_t lost_total = 0;
+    int n;
+    do {
+        uint64_t lost = 0;
+        n = r->ops->next(r->be, evs, RP_EPOLL_BATCH, &lost);
+        lost_total += lost;
+        uint64_t now = rp_now_ns();
+        for (int i = 0; i < n; i++) {
+            struct rp_exit e = { .kind = RP_EXIT_TGID, .tgid = (uint32_t)evs[i].pid,
+                                 .start_ticks = evs[i].start_time, .status = evs[i].status,
+                                 .exit_ns = evs[i].exit_ns, .detected_ns = now };
+            atomic_fetch_add(&r->counts.events, 1);
+            if (r->ops->per_tgid)
+                route_tgid(r, &e);
+            else
+                route_member(r, &e, evs[i].key);
+        }
+    } while (n == RP_EPOLL_BATCH);
+    atomic_fetch_add(&r->counts.drops, lost_total);
+    return lost_total != 0;
 }
 
 /* Events were lost: every fleet tests its BPF-watched members once. */
@@ -471,12 +469,10 @@ static int dispatch(struct orbit_reaper *r, struct epoll_event *evs, int n)
         uint64_t tag = evs[i].data.u64;
         if (tag == RP_TAG_TIMER)
             timer_event(r);
-        else if (tag == RP_TAG_RING)
-            swept |= rp_bpf_consume(r);
-        else if (tag != RP_TAG_DONE)   /* results are taken below, whatever woke us */
-            route_pidfd(r, tag);
+        else if (tag == RP_TAG_BACKEND)
+            swept |= read_backend(r);
+        /* RP_TAG_DONE: results are taken below, whatever woke us */
     }
-    route_queue(r);
     if (swept)
         sweep_all(r);
     return deliver_results(r);
@@ -499,7 +495,6 @@ int orbit_reaper_process(struct orbit_reaper *r, int timeout_ms)
     uint64_t deadline = rp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
     pthread_mutex_lock(&r->lock);
     free(kick_all(r, RP_POKE_NUDGE));   /* re-read on entry, as ever: the fleets' threads, paced */
-    route_queue(r);
     int handled = deliver_results(r);
     pthread_mutex_unlock(&r->lock);
     while (handled == 0) {
@@ -539,20 +534,36 @@ static int open_fds(struct orbit_reaper *r)
     return arm_timer(r);
 }
 
+/* Open ops's backend and put its descriptor in the epoll set. */
+static int open_backend(struct orbit_reaper *r, const struct rp_backend_ops *ops, char *why, size_t why_len)
+{
+    struct rp_backend *be;
+    int rc = ops->open(&be, why, why_len);
+    if (rc < 0)
+        return rc;
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = RP_TAG_BACKEND };
+    if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, ops->fd(be), &ev) != 0) {
+        rc = -errno;
+        snprintf(why, why_len, "epoll: %s", strerror(errno));
+        ops->close(be);
+        return rc;
+    }
+    r->ops = ops;
+    r->be = be;
+    r->backend = ops->kind;
+    return 0;
+}
+
 static int pick_backend(struct orbit_reaper *r, enum orbit_reaper_backend want)
 {
-    if (want == ORBIT_REAPER_PIDFD) {
-        r->backend = ORBIT_REAPER_PIDFD;
-        return 0;
-    }
     char why[384] = "";
-    r->backend = ORBIT_REAPER_BPF;
-    int rc = rp_bpf_open(r, why, sizeof why);
+    if (want == ORBIT_REAPER_PIDFD)
+        return open_backend(r, &rp_pidfd_backend, why, sizeof why);
+    int rc = open_backend(r, &rp_bpf_backend, why, sizeof why);
     if (rc == 0 || want == ORBIT_REAPER_BPF)
         return rc;
-    r->backend = ORBIT_REAPER_PIDFD;
     snprintf(r->note, sizeof r->note, "BPF backend unavailable (%s): using pidfd", why);
-    return 0;
+    return open_backend(r, &rp_pidfd_backend, why, sizeof why);
 }
 
 int orbit_reaper_open(enum orbit_reaper_backend backend, struct orbit_reaper **out)
@@ -595,15 +606,14 @@ void orbit_reaper_close(struct orbit_reaper *r)
         remove_fleet(r, r->n_fleets - 1);
     }
     rp_reports_close(r);   /* joins every worker: none is left running */
-    if (r->backend == ORBIT_REAPER_BPF)
-        rp_bpf_close(r);
+    if (r->be)
+        r->ops->close(r->be);   /* after every fleet is stopped: no watch is under way */
     if (r->timerfd >= 0)
         close(r->timerfd);
     if (r->epfd >= 0)
         close(r->epfd);
     rp_budget_free(r);
     free(r->fleets);
-    free(r->queue);
     free(r->tgids);
     pthread_mutex_destroy(&r->budget_mu);
     pthread_mutex_destroy(&r->tgid_mu);

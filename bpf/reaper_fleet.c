@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "reaper_internal.h"
+#include "reaper_probe.h"
 
 #define RP_LOCK_MS          10      /* members tested by lock: this often (the interval, when shorter) */
 #define RP_HINT_MS          1       /* a member a backend saw exit, its lock still held: this often... */
@@ -253,10 +254,8 @@ static void unwatch(struct rp_fleet *rf, uint16_t node)
     w->watched = false;
     atomic_fetch_sub(&rf->watched, 1);
     atomic_fetch_sub(&r->counts.watched, 1);
-    if (w->pidfd >= 0) {
-        epoll_ctl(r->epfd, EPOLL_CTL_DEL, w->pidfd, NULL);
-        close(w->pidfd);
-        w->pidfd = -1;
+    if (w->via == RP_VIA_PIDFD) {
+        r->ops->unwatch(r->be, rp_member_key(rf->id, node));
         give_fd(rf);
     }
     if (w->via == RP_VIA_BPF)
@@ -292,12 +291,15 @@ static bool watch_bpf(struct rp_fleet *rf, uint16_t node)
     return false;
 }
 
+/* A pidfd of its own (one descriptor of the budget), pinned to the recorded process or refused. */
 static bool watch_pidfd(struct rp_fleet *rf, uint16_t node)
 {
+    struct orbit_reaper *r = rf->r;
+    struct rp_watch *w = &rf->nodes[node];
     if (!take_fd(rf))
         return false;   /* quarantined: nothing of this fleet is watched any more */
-    if (rp_pidfd_watch(rf->r, rf, node)) {
-        watched_via(rf, &rf->nodes[node], RP_VIA_PIDFD);
+    if (r->ops->watch(r->be, rp_member_key(rf->id, node), w->seen.pid, w->seen.start_time) == 0) {
+        watched_via(rf, w, RP_VIA_PIDFD);
         return true;
     }
     give_fd(rf);
@@ -318,7 +320,6 @@ static void watch(struct rp_fleet *rf, uint16_t node, const struct rp_snap *s)
 {
     struct rp_watch *w = &rf->nodes[node];
     w->seen = *s;
-    w->pidfd = -1;
     w->via = RP_VIA_NONE;
     w->hinted = false;
     w->lockless_ns = 0;
@@ -694,8 +695,6 @@ static enum rp_attach attach(struct rp_fleet *rf)
     rf->capacity = capacity;
     rf->nodes = nodes;
     if (nodes && rp_worker_attach(rf->r, rf) == 0) {
-        for (uint32_t n = 0; n < capacity; n++)
-            nodes[n].pidfd = -1;
         atomic_store(&rf->attached, true);
         atomic_fetch_add(&rf->r->counts.fleets, 1);
         rf->next_scan_ns = rf->next_backstop_ns = 0;
@@ -793,16 +792,16 @@ static struct rp_work take_work(struct rp_fleet *rf, int64_t due)
     return w;
 }
 
-/* Its pidfd turned readable: queue the exit, end the watch (a readable pidfd stays readable). */
-static void pidfd_fired(struct rp_fleet *rf, uint16_t node, uint64_t exit_ns)
+/* Its pidfd said the member exited: queue the exit, end the watch (a readable pidfd stays readable). */
+static void pidfd_fired(struct rp_fleet *rf, uint16_t node, const struct rp_exit *fired)
 {
     struct rp_watch *w = &rf->nodes[node];
-    /* The event may predate a re-watch: act on the pidfd held now, if it says so. */
-    if (!w->watched || w->pidfd < 0 || !rp_pidfd_exited(w->pidfd))
+    /* The event may predate a re-watch: act on it only for the process watched now. */
+    if (!w->watched || w->via != RP_VIA_PIDFD || w->seen.pid != (int32_t)fired->tgid ||
+        w->seen.start_time != fired->start_ticks)
         return;
     struct rp_exit e = { .kind = RP_EXIT_NODE, .fleet_id = rf->id, .node = node, .seen = w->seen,
-                         .status = rp_pidfd_status(w->pidfd), .exit_ns = exit_ns, .detected_ns = rp_now_ns() };
-    atomic_fetch_add(&rf->r->counts.events, 1);
+                         .status = fired->status, .exit_ns = fired->exit_ns, .detected_ns = rp_now_ns() };
     push_exit(rf, &e);
     unwatch(rf, node);
 }
@@ -812,7 +811,7 @@ static void handle_msg(struct rp_fleet *rf, const struct rp_msg *m)
     if (!rf->f || (m->kind != RP_MSG_TGID && m->node >= rf->capacity))
         return;
     if (m->kind == RP_MSG_PIDFD) {
-        pidfd_fired(rf, m->node, m->exit.exit_ns);
+        pidfd_fired(rf, m->node, &m->exit);
     } else if (m->kind == RP_MSG_TGID) {
         handle_tgid(rf, &m->exit);
     } else if (reporting(&rf->nodes[m->node], &m->life)) {

@@ -22,11 +22,18 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 #include <orbit/reaper.h>
+#include "backend.h"
 
-/* epoll tags: anything else is a pidfd watch, (fleet id << 16) | node. */
+/* The event loop's epoll tags. */
 #define RP_TAG_TIMER   (~0ull)
-#define RP_TAG_RING    (~0ull - 1)
+#define RP_TAG_BACKEND (~0ull - 1)
 #define RP_TAG_DONE    (~0ull - 2)   /* workers' results, fleets' notices (reaper_report.c) */
+
+/* A member's key with a per-member backend: the event names its fleet and node. */
+static inline uint64_t rp_member_key(uint32_t fleet_id, uint16_t node)
+{
+    return ((uint64_t)fleet_id << 16) | node;
+}
 
 /* One node record as read at one moment. */
 struct rp_snap {
@@ -51,7 +58,6 @@ struct rp_watch {
     struct rp_snap reported;    /* that life: a later life's watch must not take its place */
     struct rp_snap seen;        /* the LIVE record we watch */
     enum rp_via via;
-    int pidfd;                  /* RP_VIA_PIDFD; -1 otherwise */
     bool hinted;                /* a backend saw the exit before the kernel let the lock go */
     int hint_status;            /* what it said: kept for the report the lock confirms */
     uint64_t hint_exit_ns;
@@ -77,7 +83,7 @@ struct rp_exit {
 
 /* What the event loop leaves in a fleet's inbox. */
 enum rp_msg_kind {
-    RP_MSG_PIDFD,               /* node's pidfd turned readable */
+    RP_MSG_PIDFD,               /* a per-member backend saw node's member exit (exit) */
     RP_MSG_TGID,                /* a BPF exit of a tgid this fleet watches (exit) */
     RP_MSG_DONE,                /* the worker finished the report of node's life (life) */
 };
@@ -235,7 +241,6 @@ struct rp_budget {
     size_t n_owners, cap_owners;
 };
 
-struct rp_bpf;
 struct rp_tgid;
 
 struct orbit_reaper {
@@ -248,13 +253,12 @@ struct orbit_reaper {
     uint32_t next_fleet_id;
     struct rp_fleet **fleets;
     size_t n_fleets, cap_fleets;
-    struct rp_exit *queue;      /* BPF events read, to route */
-    size_t n_queue, cap_queue;
     orbit_reaper_death_fn on_death;
     void *ctx;
     _Atomic unsigned flags;
     struct rp_counts counts;
-    struct rp_bpf *bpf;
+    const struct rp_backend_ops *ops;   /* the backend, called only through its ops */
+    struct rp_backend *be;
     pthread_mutex_t tgid_mu;    /* the tgids watched through BPF, and by which fleets */
     struct rp_tgid *tgids;
     size_t n_tgids, cap_tgids;
@@ -279,8 +283,6 @@ struct orbit_reaper {
 };
 
 /* reaper.c */
-int  rp_queue_push(struct orbit_reaper *r, const struct rp_exit *e);
-uint64_t rp_now_ns(void);
 /* The reaper's pid namespace, when its /proc is of that namespace (else 0: nothing is visible). */
 uint64_t rp_pidns_self(void);
 
@@ -303,20 +305,6 @@ void rp_fleet_poke(struct rp_fleet *rf, unsigned what);
 void rp_fleet_join(struct rp_fleet *rf);
 /* Is that life of the node over as the kernel says (its lock released, or the record moved on)? */
 bool rp_life_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnation);
-
-/* reaper_pidfd.c: the pidfd backend, and the probes the BPF backend shares. */
-/*
- * Does this pid (of the reaper's own namespace) name a live process with that
- * start time, as /proc confirms? Keeps its pidfd in *pidfd if asked. False
- * means "not seen", not "dead": only the life's lock says dead.
- */
-bool rp_probe_alive(int32_t pid, uint64_t start_time, int *pidfd);
-/* rp_probe_alive, and not every thread already inside do_exit. */
-bool rp_member_alive(int32_t pid, uint64_t start_time);
-bool rp_pidfd_exited(int pidfd);
-int  rp_pidfd_status(int pidfd);
-/* Fleet thread: rf->nodes[node].pidfd, in the epoll set (one-shot); false when the member is not seen. */
-bool rp_pidfd_watch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node);
 
 /* reaper_account.c: what (node, incarnation) holds in the fleet's tables (orbit_fleet_account). */
 void rp_account(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, struct orbit_reaper_reclaim *out);
@@ -365,13 +353,5 @@ void rp_budget_descriptors(struct orbit_reaper *r, uint32_t *held, uint32_t *tot
 /* reaper_bpf tgid index (reaper.c): which fleets watch a tgid through BPF. */
 int  rp_tgid_watch(struct orbit_reaper *r, uint32_t fleet_id, int32_t tgid);
 void rp_tgid_unwatch(struct orbit_reaper *r, uint32_t fleet_id, int32_t tgid);
-
-/* exit.c, the BPF backend (stubs returning -ORBIT_ENOTSUP when built without BPF). */
-int  rp_bpf_open(struct orbit_reaper *r, char *why, size_t why_len);
-void rp_bpf_close(struct orbit_reaper *r);
-int  rp_bpf_watch(struct orbit_reaper *r, int32_t tgid);
-int  rp_bpf_unwatch(struct orbit_reaper *r, int32_t tgid);
-/* Reads the ring into the queue; returns true when events were lost. */
-bool rp_bpf_consume(struct orbit_reaper *r);
 
 #endif
