@@ -17,16 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 #include <orbit/reaper.h>
-
-/* CLOCK_MONOTONIC in ns: the clock of every time a backend reports (and of bpf_ktime_get_ns). */
-static inline uint64_t rp_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "reaper_clock.h"   /* the clock of every time a backend reports */
 
 /* One exit a backend saw. */
 struct rp_event {
@@ -40,8 +32,7 @@ struct rp_event {
 struct rp_backend;              /* each backend's own state */
 
 struct rp_backend_ops {
-    const char *name;
-    enum orbit_reaper_backend kind;
+    enum orbit_reaper_backend kind;     /* its name: orbit_reaper_backend_name */
     /*
      * true: one watch per tgid, whoever wants it (the caller counts who),
      * its key the tgid, and the start time is checked by the caller;

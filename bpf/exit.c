@@ -160,12 +160,6 @@ static int bpf_next(struct rp_backend *b, struct rp_event *out, size_t max, uint
     return rc < 0 && rc != RP_FILL_FULL ? rc : (int)b->fill.n;
 }
 
-const struct rp_backend_ops rp_bpf_backend = {
-    .name = "bpf", .kind = ORBIT_REAPER_BPF, .per_tgid = true,
-    .open = bpf_open, .fd = bpf_fd, .watch = bpf_watch, .unwatch = bpf_unwatch, .next = bpf_next,
-    .close = bpf_close,
-};
-
 #else /* built without BPF */
 
 static int bpf_open(struct rp_backend **out, char *why, size_t why_len)
@@ -191,10 +185,10 @@ static int  bpf_next(struct rp_backend *b, struct rp_event *out, size_t max, uin
 }
 static void bpf_close(struct rp_backend *b) { (void)b; }
 
+#endif
+
 const struct rp_backend_ops rp_bpf_backend = {
-    .name = "bpf", .kind = ORBIT_REAPER_BPF, .per_tgid = true,
+    .kind = ORBIT_REAPER_BPF, .per_tgid = true,
     .open = bpf_open, .fd = bpf_fd, .watch = bpf_watch, .unwatch = bpf_unwatch, .next = bpf_next,
     .close = bpf_close,
 };
-
-#endif

@@ -201,7 +201,7 @@ static int pidfd_next(struct rp_backend *b, struct rp_event *out, size_t max, ui
 }
 
 const struct rp_backend_ops rp_pidfd_backend = {
-    .name = "pidfd", .kind = ORBIT_REAPER_PIDFD, .per_tgid = false,
+    .kind = ORBIT_REAPER_PIDFD, .per_tgid = false,
     .open = pidfd_open_backend, .fd = pidfd_fd, .watch = pidfd_watch, .unwatch = pidfd_unwatch,
     .next = pidfd_next, .close = pidfd_close,
 };
