@@ -180,7 +180,9 @@ static int pidfd_unwatch(struct rp_backend *b, uint64_t key)
 static int pidfd_next(struct rp_backend *b, struct rp_event *out, size_t max, uint64_t *lost)
 {
     struct epoll_event evs[64];
-    *lost = 0;
+    *lost = 0;   /* a readable pidfd stays readable: nothing is ever lost */
+    if (max == 0)
+        return 0;
     int n = epoll_wait(b->epfd, evs, (int)(max < 64 ? max : 64), 0);
     if (n < 0)
         return errno == EINTR ? 0 : -errno;
