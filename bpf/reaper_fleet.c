@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,7 +48,7 @@ static int64_t now_ns(void) { return (int64_t)rp_now_ns(); }
 static int64_t ms_ns(int64_t ms) { return ms * 1000000; }
 
 /* Is that life of the node over as the kernel says (its lock released, or the record moved on)? */
-static bool rp_life_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
+static bool life_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
 {
     /* 0: the kernel let the life's lock go (or the record moved on); -ORBIT_ETIMEDOUT: it lives. */
     return orbit_fleet_wait_node_death(f, node, incarnation, 0) == 0;
@@ -262,7 +261,7 @@ static void unwatch(struct rp_fleet *rf, uint16_t node)
 static void watch_lock(struct rp_fleet *rf, uint16_t node)
 {
     struct rp_watch *w = &rf->nodes[node];
-    if (rp_life_over(rf->f, node, w->seen.incarnation)) {
+    if (life_over(rf->f, node, w->seen.incarnation)) {
         if (w->hinted)
             queue_hinted_exit(rf, node, w);   /* over by now: the backend's event, handed on */
         else
@@ -391,7 +390,7 @@ static int confirm(struct rp_fleet *rf, uint16_t node, const struct rp_exit *e)
 {
     struct rp_watch *w = &rf->nodes[node];
     struct rp_snap now;
-    bool over = rp_life_over(rf->f, node, e->seen.incarnation);
+    bool over = life_over(rf->f, node, e->seen.incarnation);
     if (!still_held(rf, node, &e->seen, &now) || reporting(w, &now))
         return 0;
     if (over)
@@ -486,7 +485,7 @@ static void scan_quarantined(struct rp_fleet *rf)
             continue;
         midway(rf, (uint16_t)n, &s, now_ns());
         if (s.state == ORBIT_NODE_LIVE && !reporting(&rf->nodes[n], &s) &&
-                   rp_life_over(rf->f, (uint16_t)n, s.incarnation)) {
+                   life_over(rf->f, (uint16_t)n, s.incarnation)) {
             queue_found_dead(rf, (uint16_t)n, &s);
             found++;
         }
@@ -500,7 +499,7 @@ static void scan_quarantined(struct rp_fleet *rf)
 static void backstop(struct rp_fleet *rf, uint16_t n, const struct rp_snap *s, int64_t now)
 {
     struct rp_watch *w = &rf->nodes[n];
-    bool lockless = rp_life_over(rf->f, n, s->incarnation);
+    bool lockless = life_over(rf->f, n, s->incarnation);
     if (lockless && w->lockless_ns && now - w->lockless_ns >= RP_LOCKLESS_NS)
         queue_found_dead(rf, n, s);
     w->lockless_ns = lockless ? (w->lockless_ns ? w->lockless_ns : now) : 0;
@@ -533,7 +532,7 @@ static void poll_locks(struct rp_fleet *rf)
 {
     for (uint32_t n = 0; rf->f && n < rf->capacity; n++) {
         struct rp_watch *w = &rf->nodes[n];
-        if (!w->watched || w->via != RP_VIA_LOCK || !rp_life_over(rf->f, (uint16_t)n, w->seen.incarnation))
+        if (!w->watched || w->via != RP_VIA_LOCK || !life_over(rf->f, (uint16_t)n, w->seen.incarnation))
             continue;
         if (w->hinted)
             queue_hinted_exit(rf, (uint16_t)n, w);
