@@ -64,6 +64,21 @@ static uint64_t key_for(const struct rp_backend_ops *ops, pid_t pid, uint64_t ta
     return ops->per_tgid ? (uint64_t)pid : tag;
 }
 
+/* A sleeper the backend watches, under a key of tag's (a per-tgid backend's: its tgid). */
+struct watched {
+    pid_t pid;
+    uint64_t start, key;
+};
+
+static struct watched watch_sleeper(const struct rp_backend_ops *ops, struct rp_backend *b, uint64_t tag)
+{
+    struct watched w;
+    w.pid = sleeper(&w.start);
+    w.key = key_for(ops, w.pid, tag);
+    ck_assert_int_eq(ops->watch(b, w.key, w.pid, w.start), 0);
+    return w;
+}
+
 /* next until it gives at least one event (or timeout_ms passes): their count, at most max. */
 static int next_within(const struct rp_backend_ops *ops, struct rp_backend *b, struct rp_event *out, size_t max,
                        int timeout_ms)
@@ -88,26 +103,23 @@ START_TEST(test_exit_comes_out_of_next)
     struct rp_backend *b = backend_open(_i);
     if (!b)
         return;
-    uint64_t start;
-    pid_t pid = sleeper(&start);
-    uint64_t key = key_for(ops, pid, 0x1234500007ull);
-    ck_assert_int_eq(ops->watch(b, key, pid, start), 0);
+    struct watched w = watch_sleeper(ops, b, 0x1234500007ull);
     struct rp_event ev[4];
     ck_assert_int_eq(next_within(ops, b, ev, 4, 0), 0);   /* alive: nothing to say */
     uint64_t killed_ns = rp_now_ns();
-    kill(pid, SIGKILL);
+    kill(w.pid, SIGKILL);
     struct pollfd pfd = { .fd = ops->fd(b), .events = POLLIN };
     ck_assert_int_eq(poll(&pfd, 1, 2000), 1);   /* the hub's epoll sees the exit coming */
     ck_assert_int_eq(next_within(ops, b, ev, 4, 2000), 1);
-    ck_assert_uint_eq(ev[0].key, key);
-    ck_assert_int_eq(ev[0].pid, pid);
-    ck_assert_uint_eq(ev[0].start_time, start);
+    ck_assert_uint_eq(ev[0].key, w.key);
+    ck_assert_int_eq(ev[0].pid, w.pid);
+    ck_assert_uint_eq(ev[0].start_time, w.start);
     ck_assert_int_eq(ev[0].status, SIGKILL);   /* our own child, not reaped yet: both can tell */
     ck_assert_uint_ge(ev[0].exit_ns, killed_ns);
     ck_assert_uint_le(ev[0].exit_ns, rp_now_ns());
     ck_assert_int_eq(next_within(ops, b, ev, 4, 50), 0);   /* said once */
-    ck_assert_int_eq(ops->unwatch(b, key), 0);
-    ck_assert_int_eq(tu_wait_child(pid, 2000), 128 + SIGKILL);
+    ck_assert_int_eq(ops->unwatch(b, w.key), 0);
+    ck_assert_int_eq(tu_wait_child(w.pid, 2000), 128 + SIGKILL);
     ops->close(b);
 }
 END_TEST
@@ -118,13 +130,10 @@ START_TEST(test_unwatched_exit_is_not_reported)
     struct rp_backend *b = backend_open(_i);
     if (!b)
         return;
-    uint64_t start;
-    pid_t pid = sleeper(&start);
-    uint64_t key = key_for(ops, pid, 7);
-    ck_assert_int_eq(ops->watch(b, key, pid, start), 0);
-    ck_assert_int_eq(ops->unwatch(b, key), 0);
-    kill(pid, SIGKILL);
-    ck_assert_int_eq(tu_wait_child(pid, 2000), 128 + SIGKILL);
+    struct watched w = watch_sleeper(ops, b, 7);
+    ck_assert_int_eq(ops->unwatch(b, w.key), 0);
+    kill(w.pid, SIGKILL);
+    ck_assert_int_eq(tu_wait_child(w.pid, 2000), 128 + SIGKILL);
     struct rp_event ev[4];
     ck_assert_int_eq(next_within(ops, b, ev, 4, 100), 0);
     ops->close(b);
@@ -137,15 +146,12 @@ START_TEST(test_next_stays_within_max)
     struct rp_backend *b = backend_open(_i);
     if (!b)
         return;
-    pid_t pid[3];
+    struct watched w[3];
+    for (int i = 0; i < 3; i++)
+        w[i] = watch_sleeper(ops, b, 100u + (unsigned)i);
     for (int i = 0; i < 3; i++) {
-        uint64_t start;
-        pid[i] = sleeper(&start);
-        ck_assert_int_eq(ops->watch(b, key_for(ops, pid[i], 100u + (unsigned)i), pid[i], start), 0);
-    }
-    for (int i = 0; i < 3; i++) {
-        kill(pid[i], SIGKILL);
-        ck_assert_int_eq(tu_wait_child(pid[i], 2000), 128 + SIGKILL);
+        kill(w[i].pid, SIGKILL);
+        ck_assert_int_eq(tu_wait_child(w[i].pid, 2000), 128 + SIGKILL);
     }
     /* Room for one at a time: each call gives one, the rest wait for the next call. */
     struct rp_event ev[2];
@@ -160,7 +166,7 @@ START_TEST(test_next_stays_within_max)
     ck_assert_int_eq(seen, 3);
     ck_assert_int_eq(next_within(ops, b, ev, 1, 50), 0);
     for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(ops->unwatch(b, key_for(ops, pid[i], 100u + (unsigned)i)), 0);
+        ck_assert_int_eq(ops->unwatch(b, w[i].key), 0);
     ops->close(b);
 }
 END_TEST
