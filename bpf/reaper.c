@@ -285,7 +285,7 @@ static uint32_t watched_total(struct orbit_reaper *r)
 
 /* ---- events --------------------------------------------------------------- */
 
-/* A per-tgid backend's exit names (tgid, start time) of the reaper's namespace: to every fleet watching that tgid. */
+/* A per-tgid backend's exit names (tgid, start time) of our namespace: to every fleet watching the tgid. */
 static void route_tgid(struct orbit_reaper *r, const struct rp_exit *e)
 {
     uint32_t ids[64];
@@ -303,8 +303,8 @@ static void route_tgid(struct orbit_reaper *r, const struct rp_exit *e)
 /* A per-member backend's exit names its key: the fleet and node it was watched for. */
 static void route_member(struct orbit_reaper *r, const struct rp_exit *e, uint64_t key)
 {
-    struct rp_fleet *rf = find_fleet_id(r, (uint32_t)(key >> 16));
-    struct rp_msg m = { .kind = RP_MSG_PIDFD, .node = (uint16_t)(key & 0xffff), .exit = *e };
+    struct rp_fleet *rf = find_fleet_id(r, rp_member_key_fleet(key));
+    struct rp_msg m = { .kind = RP_MSG_PIDFD, .node = rp_member_key_node(key), .exit = *e };
     if (rf)
         rp_fleet_post(rf, &m);
 }

@@ -20,6 +20,8 @@ static inline uint64_t rp_member_key(uint32_t fleet_id, uint16_t node)
 {
     return ((uint64_t)fleet_id << 16) | node;
 }
+static inline uint32_t rp_member_key_fleet(uint64_t key) { return (uint32_t)(key >> 16); }
+static inline uint16_t rp_member_key_node(uint64_t key) { return (uint16_t)(key & 0xffff); }
 
 /*
  * How a member is watched. PIDFD and BPF only for a member the reaper can
