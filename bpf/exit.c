@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* exit.c - the BPF backend: load exit.bpf.c, keep its tgid filter, read its ring buffer. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include "reaper_internal.h"
+#include "backend.h"
 
 #ifdef ORB_REAPER_HAVE_BPF
 #include <bpf/btf.h>
@@ -16,10 +16,17 @@
 #include "exit.h"
 #include "exit.skel.h"
 
-struct rp_bpf {
+/* Where on_event writes while next reads the ring: room for max events, n of them there. */
+struct rp_fill {
+    struct rp_event *out;
+    size_t n, max;
+};
+
+struct rp_backend {
     struct orbit_exit *skel;
     struct ring_buffer *rb;
     uint64_t drops_seen;
+    struct rp_fill fill;
 };
 
 /* libbpf's messages only when asked for: AUTO probing must not spam stderr. */
@@ -47,20 +54,21 @@ static bool has_group_dead(void)
     return yes;
 }
 
+#define RP_FILL_FULL (-ENOSPC)   /* out is full: the rest stays in the ring for the next call */
+
 static int on_event(void *ctx, void *data, size_t len)
 {
-    struct orbit_reaper *r = ctx;
+    struct rp_fill *fill = ctx;
     const struct orb_exit_event *ev = data;
     if (len < sizeof *ev)
         return 0;
-    struct rp_exit e = { .kind = RP_EXIT_TGID, .tgid = ev->tgid, .start_ticks = ev->start_ticks,
-                         .status = ev->status, .exit_ns = ev->exit_ns, .detected_ns = rp_now_ns() };
-    atomic_fetch_add(&r->counts.events, 1);
-    rp_queue_push(r, &e);
-    return 0;
+    fill->out[fill->n++] = (struct rp_event){ .key = ev->tgid, .pid = (int32_t)ev->tgid,
+                                              .start_time = ev->start_ticks, .status = ev->status,
+                                              .exit_ns = ev->exit_ns };
+    return fill->n == fill->max ? RP_FILL_FULL : 0;
 }
 
-static int load(struct orbit_reaper *r, struct rp_bpf *b, char *why, size_t why_len)
+static int load(struct rp_backend *b, char *why, size_t why_len)
 {
     b->skel = orbit_exit__open();
     if (!b->skel) {
@@ -85,82 +93,102 @@ static int load(struct orbit_reaper *r, struct rp_bpf *b, char *why, size_t why_
         snprintf(why, why_len, "cannot attach to sched_process_exit: %s", strerror(-rc));
         return rc;
     }
-    b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.events), on_event, r, NULL);
+    /* on_event writes where next points fill: the ring is read by next alone. */
+    b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.events), on_event, &b->fill, NULL);
     if (!b->rb) {
         snprintf(why, why_len, "cannot map the ring buffer: %s", strerror(errno));
-        return -errno;
-    }
-    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = RP_TAG_RING };
-    if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(b->rb), &ev) != 0) {
-        snprintf(why, why_len, "epoll: %s", strerror(errno));
         return -errno;
     }
     return 0;
 }
 
-int rp_bpf_open(struct orbit_reaper *r, char *why, size_t why_len)
+static void bpf_close(struct rp_backend *b)
 {
-    struct rp_bpf *b = calloc(1, sizeof *b);
-    if (!b)
-        return -ENOMEM;
-    libbpf_print_fn_t old = libbpf_set_print(quiet_print);
-    int rc = load(r, b, why, why_len);
-    libbpf_set_print(old);
-    r->bpf = b;
-    if (rc < 0)
-        rp_bpf_close(r);
-    return rc;
-}
-
-void rp_bpf_close(struct orbit_reaper *r)
-{
-    struct rp_bpf *b = r->bpf;
     if (!b)
         return;
     ring_buffer__free(b->rb);
     orbit_exit__destroy(b->skel);
     free(b);
-    r->bpf = NULL;
 }
 
-int rp_bpf_watch(struct orbit_reaper *r, int32_t tgid)
+static int bpf_open(struct rp_backend **out, char *why, size_t why_len)
 {
-    __u32 key = (__u32)tgid;
+    struct rp_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    libbpf_print_fn_t old = libbpf_set_print(quiet_print);
+    int rc = load(b, why, why_len);
+    libbpf_set_print(old);
+    if (rc < 0) {
+        bpf_close(b);
+        return rc;
+    }
+    *out = b;
+    return 0;
+}
+
+static int bpf_fd(struct rp_backend *b)
+{
+    return ring_buffer__epoll_fd(b->rb);
+}
+
+static int bpf_watch(struct rp_backend *b, uint64_t key, int32_t pid, uint64_t start_time)
+{
+    (void)key;
+    (void)start_time;   /* the filter is by tgid: the caller checks the start time an event names */
+    __u32 tgid = (__u32)pid;
     __u8 one = 1;
-    int rc = bpf_map__update_elem(r->bpf->skel->maps.watched, &key, sizeof key, &one, sizeof one, BPF_ANY);
+    int rc = bpf_map__update_elem(b->skel->maps.watched, &tgid, sizeof tgid, &one, sizeof one, BPF_ANY);
     return rc < 0 ? rc : 0;
 }
 
-int rp_bpf_unwatch(struct orbit_reaper *r, int32_t tgid)
+static int bpf_unwatch(struct rp_backend *b, uint64_t key)
 {
-    __u32 key = (__u32)tgid;
-    int rc = bpf_map__delete_elem(r->bpf->skel->maps.watched, &key, sizeof key, 0);
+    __u32 tgid = (__u32)key;
+    int rc = bpf_map__delete_elem(b->skel->maps.watched, &tgid, sizeof tgid, 0);
     return rc < 0 && rc != -ENOENT ? rc : 0;
 }
 
-bool rp_bpf_consume(struct orbit_reaper *r)
+static int bpf_next(struct rp_backend *b, struct rp_event *out, size_t max, uint64_t *lost)
 {
-    struct rp_bpf *b = r->bpf;
-    ring_buffer__consume(b->rb);
+    b->fill = (struct rp_fill){ .out = out, .max = max };
+    int rc = max ? ring_buffer__consume(b->rb) : 0;
     /* drops is written by the program on any CPU: a relaxed read is enough to see it move. */
     uint64_t drops = __atomic_load_n(&b->skel->bss->drops, __ATOMIC_RELAXED);
-    bool lost = drops != b->drops_seen;
-    atomic_fetch_add(&r->counts.drops, drops - b->drops_seen);
+    *lost = drops - b->drops_seen;
     b->drops_seen = drops;
-    return lost;
+    return rc < 0 && rc != RP_FILL_FULL ? rc : (int)b->fill.n;
 }
 
 #else /* built without BPF */
 
-int rp_bpf_open(struct orbit_reaper *r, char *why, size_t why_len)
+static int bpf_open(struct rp_backend **out, char *why, size_t why_len)
 {
-    (void)r;
+    (void)out;
     snprintf(why, why_len, "built without BPF: clang, bpftool, libbpf or kernel BTF were missing");
     return -ORBIT_ENOTSUP;
 }
-void rp_bpf_close(struct orbit_reaper *r) { (void)r; }
-int  rp_bpf_watch(struct orbit_reaper *r, int32_t tgid) { (void)r; (void)tgid; return -ORBIT_ENOTSUP; }
-int  rp_bpf_unwatch(struct orbit_reaper *r, int32_t tgid) { (void)r; (void)tgid; return 0; }
-bool rp_bpf_consume(struct orbit_reaper *r) { (void)r; return false; }
+
+/* Never called: open refuses. */
+static int  bpf_fd(struct rp_backend *b) { (void)b; return -ORBIT_ENOTSUP; }
+static int  bpf_watch(struct rp_backend *b, uint64_t key, int32_t pid, uint64_t start_time)
+{
+    (void)b; (void)key; (void)pid; (void)start_time;
+    return -ORBIT_ENOTSUP;
+}
+static int  bpf_unwatch(struct rp_backend *b, uint64_t key) { (void)b; (void)key; return 0; }
+static int  bpf_next(struct rp_backend *b, struct rp_event *out, size_t max, uint64_t *lost)
+{
+    (void)b; (void)out; (void)max;
+    *lost = 0;
+    return 0;
+}
+static void bpf_close(struct rp_backend *b) { (void)b; }
 
 #endif
+
+const struct rp_backend_ops rp_bpf_backend = {
+    .kind = ORBIT_REAPER_BPF, .per_tgid = true,
+    .open = bpf_open, .fd = bpf_fd, .watch = bpf_watch, .unwatch = bpf_unwatch, .next = bpf_next,
+    .close = bpf_close,
+};

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * liborbit-reaper: the handle and its event loop. The loop reads the backends
- * (BPF ring, pidfds), the workers' results and the fleets' notices, and routes
- * each event to the fleet it is about; the fleets' threads (reaper_fleet.c) do
- * the rest. It never maps a segment or tests a lock itself: no fleet can make
- * it wait.
+ * liborbit-reaper: the handle and its event loop. The loop reads the backend
+ * (through its ops: backend.h), the workers' results and the fleets' notices,
+ * and routes each event to the fleet it is about; the fleets' threads
+ * (reaper_fleet.c) do the rest. It never maps a segment or tests a lock
+ * itself: no fleet can make it wait.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,21 +15,42 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
-#include "reaper_internal.h"
+#include "hub.h"
+#include "reaper_fleet.h"
+
+/* The event loop's epoll tags. */
+#define RP_TAG_TIMER   (~0ull)
+#define RP_TAG_BACKEND (~0ull - 1)
+#define RP_TAG_DONE    (~0ull - 2)   /* workers' results, fleets' notices (reaper_report.c) */
 
 #define RP_INTERVAL_DEFAULT 100
 #define RP_EPOLL_BATCH      64
 #define RP_PARKED_RETRY_MS  5000   /* a fleet the budget had no room for is tried again after this */
 #define RP_SYNC_WAIT_MS     2000   /* watch, watch_all and rescan wait this long for the fleets' threads */
 
-/* ---- small helpers -------------------------------------------------------- */
+/*
+ * The handle: the event loop's own state, and what it shares with the
+ * fleets' threads (hub). The fleets' list, the callbacks and the settings
+ * are under lock.
+ */
+struct orbit_reaper {
+    pthread_mutex_t lock;
+    struct rp_hub hub;
+    char note[640];
+    int epfd, timerfd;
+    bool all;
+    uint32_t next_fleet_id;
+    struct rp_fleet **fleets;
+    size_t n_fleets, cap_fleets;
+    orbit_reaper_death_fn on_death;
+    void *ctx;
+    orbit_reaper_deferral_fn on_deferral;
+    void *deferral_ctx;
+    orbit_reaper_quarantine_fn on_quarantine;
+    void *quarantine_ctx;
+};
 
-uint64_t rp_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+/* ---- small helpers -------------------------------------------------------- */
 
 const char *orbit_reaper_backend_name(enum orbit_reaper_backend b)
 {
@@ -53,21 +74,8 @@ const char *orbit_reaper_quarantine_reason_name(enum orbit_reaper_quarantine_rea
     return "unknown";
 }
 
-int rp_queue_push(struct orbit_reaper *r, const struct rp_exit *e)
-{
-    if (r->n_queue == r->cap_queue) {
-        size_t cap = r->cap_queue ? r->cap_queue * 2 : 16;
-        struct rp_exit *q = realloc(r->queue, cap * sizeof *q);
-        if (!q)
-            return -ENOMEM;
-        r->queue = q;
-        r->cap_queue = cap;
-    }
-    r->queue[r->n_queue++] = *e;
-    return 0;
-}
-
-uint64_t rp_pidns_self(void)
+/* The reaper's pid namespace, when its /proc is of that namespace (else 0: nothing is visible). */
+static uint64_t pidns_self(void)
 {
     struct stat st;
     char self[32];
@@ -77,70 +85,6 @@ uint64_t rp_pidns_self(void)
     self[n] = 0;
     /* A /proc of another pid namespace names other processes by our pids: trust none of it. */
     return atoi(self) == (int)getpid() ? (uint64_t)st.st_ino : 0;
-}
-
-/* ---- which fleets watch a tgid through BPF ---------------------------------- */
-
-/* Sorted by (tgid, fleet): a BPF event's fleets are one run. */
-struct rp_tgid { int32_t tgid; uint32_t fleet_id; uint32_t count; };
-
-static size_t tgid_lower(struct orbit_reaper *r, int32_t tgid, uint32_t fleet_id)
-{
-    size_t lo = 0, hi = r->n_tgids;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        const struct rp_tgid *t = &r->tgids[mid];
-        if (t->tgid < tgid || (t->tgid == tgid && t->fleet_id < fleet_id))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static int tgids_grow(struct orbit_reaper *r)
-{
-    size_t cap = r->cap_tgids ? r->cap_tgids * 2 : 64;
-    struct rp_tgid *v = realloc(r->tgids, cap * sizeof *v);
-    if (!v)
-        return -ENOMEM;
-    r->tgids = v;
-    r->cap_tgids = cap;
-    return 0;
-}
-
-int rp_tgid_watch(struct orbit_reaper *r, uint32_t fleet_id, int32_t tgid)
-{
-    pthread_mutex_lock(&r->tgid_mu);
-    size_t i = tgid_lower(r, tgid, fleet_id);
-    bool first = (i == r->n_tgids || r->tgids[i].tgid != tgid) && (i == 0 || r->tgids[i - 1].tgid != tgid);
-    int rc = 0;
-    if (i < r->n_tgids && r->tgids[i].tgid == tgid && r->tgids[i].fleet_id == fleet_id) {
-        r->tgids[i].count++;
-    } else if (r->n_tgids == r->cap_tgids && (rc = tgids_grow(r)) < 0) {
-        /* out of memory: its lock is tested instead */
-    } else if ((rc = first ? rp_bpf_watch(r, tgid) : 0) == 0) {
-        memmove(&r->tgids[i + 1], &r->tgids[i], (r->n_tgids - i) * sizeof *r->tgids);
-        r->tgids[i] = (struct rp_tgid){ tgid, fleet_id, 1 };
-        r->n_tgids++;
-    }
-    pthread_mutex_unlock(&r->tgid_mu);
-    return rc;
-}
-
-void rp_tgid_unwatch(struct orbit_reaper *r, uint32_t fleet_id, int32_t tgid)
-{
-    pthread_mutex_lock(&r->tgid_mu);
-    size_t i = tgid_lower(r, tgid, fleet_id);
-    if (i < r->n_tgids && r->tgids[i].tgid == tgid && r->tgids[i].fleet_id == fleet_id &&
-        --r->tgids[i].count == 0) {
-        memmove(&r->tgids[i], &r->tgids[i + 1], (r->n_tgids - i - 1) * sizeof *r->tgids);
-        r->n_tgids--;
-        bool last = (i == r->n_tgids || r->tgids[i].tgid != tgid) && (i == 0 || r->tgids[i - 1].tgid != tgid);
-        if (last)
-            rp_bpf_unwatch(r, tgid);   /* no fleet watches it any more: out of the kernel's filter */
-    }
-    pthread_mutex_unlock(&r->tgid_mu);
 }
 
 /* ---- the fleets' list (under r->lock), sorted by name ------------------------ */
@@ -185,7 +129,7 @@ static int add_fleet(struct orbit_reaper *r, const char *name, bool from_all, st
     struct rp_fleet *rf = calloc(1, sizeof *rf);
     if (!rf)
         return -ENOMEM;
-    rf->r = r;
+    rf->hub = &r->hub;
     rf->id = r->next_fleet_id++;
     snprintf(rf->name, sizeof rf->name, "%s", name);
     atomic_store(&rf->from_all, from_all);
@@ -235,14 +179,14 @@ static void stop_fleet(struct rp_fleet *rf)
 /* A fleet without a thread gets one when the budget has room for it. */
 static void start_fleet(struct orbit_reaper *r, struct rp_fleet *rf, int64_t now)
 {
-    if (rf->running || now < rf->start_after_ns || !rp_budget_room(r, atomic_load(&rf->owner)))
+    if (rf->running || now < rf->start_after_ns || !rp_budget_room(&r->hub.budget, atomic_load(&rf->owner)))
         return;
     pthread_mutex_lock(&rf->mu);
     rf->ended = rf->gone = rf->parked = false;
     rf->pokes = 0;
     rf->tried = false;
     pthread_mutex_unlock(&rf->mu);
-    if (rp_fleet_start(r, rf) == 0)
+    if (rp_fleet_start(rf) == 0)
         rf->running = true;
     else
         rf->start_after_ns = now + (int64_t)RP_PARKED_RETRY_MS * 1000000;
@@ -341,18 +285,13 @@ static uint32_t watched_total(struct orbit_reaper *r)
 
 /* ---- events --------------------------------------------------------------- */
 
-/* A BPF event names (tgid, start time) of the reaper's namespace: to every fleet watching that tgid. */
+/* A per-tgid backend's exit names (tgid, start time) of our namespace: to every fleet watching the tgid. */
 static void route_tgid(struct orbit_reaper *r, const struct rp_exit *e)
 {
     uint32_t ids[64];
-    size_t n = 0;
-    pthread_mutex_lock(&r->tgid_mu);
-    for (size_t i = tgid_lower(r, (int32_t)e->tgid, 0);
-         i < r->n_tgids && r->tgids[i].tgid == (int32_t)e->tgid && n < 64; i++)
-        ids[n++] = r->tgids[i].fleet_id;
-    pthread_mutex_unlock(&r->tgid_mu);
+    size_t n = rp_tgid_fleets(&r->hub.tgids, (int32_t)e->tgid, ids, 64);
     if (n == 0)
-        atomic_fetch_add(&r->counts.ignored, 1);
+        atomic_fetch_add(&r->hub.counts.ignored, 1);
     for (size_t i = 0; i < n; i++) {
         struct rp_fleet *rf = find_fleet_id(r, ids[i]);
         struct rp_msg m = { .kind = RP_MSG_TGID, .exit = *e };
@@ -361,20 +300,39 @@ static void route_tgid(struct orbit_reaper *r, const struct rp_exit *e)
     }
 }
 
-static void route_queue(struct orbit_reaper *r)
+/* A per-member backend's exit names its key: the fleet and node it was watched for. */
+static void route_member(struct orbit_reaper *r, const struct rp_exit *e, uint64_t key)
 {
-    for (size_t i = 0; i < r->n_queue; i++)
-        route_tgid(r, &r->queue[i]);
-    r->n_queue = 0;
-}
-
-static void route_pidfd(struct orbit_reaper *r, uint64_t tag)
-{
-    struct rp_fleet *rf = find_fleet_id(r, (uint32_t)(tag >> 16));
-    /* A pidfd turns readable as the thread group exits: now is the exit, to the loop's latency. */
-    struct rp_msg m = { .kind = RP_MSG_PIDFD, .node = (uint16_t)(tag & 0xffff), .exit.exit_ns = rp_now_ns() };
+    struct rp_fleet *rf = find_fleet_id(r, rp_member_key_fleet(key));
+    struct rp_msg m = { .kind = RP_MSG_PIDFD, .node = rp_member_key_node(key), .exit = *e };
     if (rf)
         rp_fleet_post(rf, &m);
+}
+
+/* Everything the backend has to say, routed; returns true when it lost exits. */
+static bool read_backend(struct orbit_reaper *r)
+{
+    struct rp_event evs[RP_EPOLL_BATCH];
+    uint64_t lost_total = 0;
+    int n;
+    do {
+        uint64_t lost = 0;
+        n = r->hub.ops->next(r->hub.be, evs, RP_EPOLL_BATCH, &lost);
+        lost_total += lost;
+        uint64_t now = rp_now_ns();
+        for (int i = 0; i < n; i++) {
+            struct rp_exit e = { .kind = RP_EXIT_TGID, .tgid = (uint32_t)evs[i].pid,
+                                 .start_ticks = evs[i].start_time, .status = evs[i].status,
+                                 .exit_ns = evs[i].exit_ns, .detected_ns = now };
+            atomic_fetch_add(&r->hub.counts.events, 1);
+            if (r->hub.ops->per_tgid)
+                route_tgid(r, &e);
+            else
+                route_member(r, &e, evs[i].key);
+        }
+    } while (n == RP_EPOLL_BATCH);
+    atomic_fetch_add(&r->hub.counts.drops, lost_total);
+    return lost_total != 0;
 }
 
 /* Events were lost: every fleet tests its BPF-watched members once. */
@@ -412,12 +370,12 @@ static int deliver_finished(struct orbit_reaper *r, const struct rp_result *res)
         return 0;
     struct orbit_reaper_death d = {
         .fleet = res->fleet, .node = j->node, .pid = j->seen.pid, .start_time = j->seen.start_time,
-        .incarnation = j->seen.incarnation, .status = j->status, .backend = r->backend,
+        .incarnation = j->seen.incarnation, .status = j->status, .backend = r->hub.backend,
         .source = j->source, .exit_ns = j->exit_ns, .detected_ns = j->detected_ns,
         .reclaimed_ns = res->at_ns, .accounted = j->accounted, .reclaimed = j->reclaimed,
         .attempts = j->attempts,
     };
-    atomic_fetch_add(&r->counts.deaths, 1);
+    atomic_fetch_add(&r->hub.counts.deaths, 1);
     if (r->on_death)
         r->on_death(r->ctx, &d);
     return 1;
@@ -426,7 +384,7 @@ static int deliver_finished(struct orbit_reaper *r, const struct rp_result *res)
 static void deliver_notices(struct orbit_reaper *r)
 {
     size_t n;
-    struct rp_notice *v = rp_notices_take(r, &n);
+    struct rp_notice *v = rp_notices_take(&r->hub.reports, &n);
     for (size_t i = 0; i < n; i++) {
         v[i].q.fleet = v[i].fleet;
         v[i].q.detail = v[i].detail;
@@ -439,7 +397,7 @@ static void deliver_notices(struct orbit_reaper *r)
 static int deliver_results(struct orbit_reaper *r)
 {
     size_t n, cap;
-    struct rp_result *v = rp_results_take(r, &n, &cap);
+    struct rp_result *v = rp_results_take(&r->hub.reports, &n, &cap);
     int handled = 0;
     for (size_t i = 0; i < n; i++) {
         if (v[i].error)
@@ -447,7 +405,7 @@ static int deliver_results(struct orbit_reaper *r)
         else
             handled += deliver_finished(r, &v[i]);
     }
-    rp_results_done(r, v, cap);
+    rp_results_done(&r->hub.reports, v, cap);
     deliver_notices(r);
     return handled;
 }
@@ -458,7 +416,7 @@ static void timer_event(struct orbit_reaper *r)
     uint64_t ticks;
     if (read(r->timerfd, &ticks, sizeof ticks) < 0 && errno != EAGAIN)
         return;
-    atomic_fetch_add(&r->counts.rescans, 1);
+    atomic_fetch_add(&r->hub.counts.rescans, 1);
     discover_fleets(r);
     follow_fleets(r);
 }
@@ -471,12 +429,10 @@ static int dispatch(struct orbit_reaper *r, struct epoll_event *evs, int n)
         uint64_t tag = evs[i].data.u64;
         if (tag == RP_TAG_TIMER)
             timer_event(r);
-        else if (tag == RP_TAG_RING)
-            swept |= rp_bpf_consume(r);
-        else if (tag != RP_TAG_DONE)   /* results are taken below, whatever woke us */
-            route_pidfd(r, tag);
+        else if (tag == RP_TAG_BACKEND)
+            swept |= read_backend(r);
+        /* RP_TAG_DONE: results are taken below, whatever woke us */
     }
-    route_queue(r);
     if (swept)
         sweep_all(r);
     return deliver_results(r);
@@ -499,7 +455,6 @@ int orbit_reaper_process(struct orbit_reaper *r, int timeout_ms)
     uint64_t deadline = rp_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
     pthread_mutex_lock(&r->lock);
     free(kick_all(r, RP_POKE_NUDGE));   /* re-read on entry, as ever: the fleets' threads, paced */
-    route_queue(r);
     int handled = deliver_results(r);
     pthread_mutex_unlock(&r->lock);
     while (handled == 0) {
@@ -521,7 +476,7 @@ int orbit_reaper_process(struct orbit_reaper *r, int timeout_ms)
 
 static int arm_timer(struct orbit_reaper *r)
 {
-    int ms = atomic_load(&r->interval_ms);
+    int ms = atomic_load(&r->hub.interval_ms);
     struct itimerspec its = { .it_interval = { ms / 1000, (long)(ms % 1000) * 1000000L } };
     its.it_value = its.it_interval;
     return timerfd_settime(r->timerfd, 0, &its, NULL) == 0 ? 0 : -errno;
@@ -539,20 +494,47 @@ static int open_fds(struct orbit_reaper *r)
     return arm_timer(r);
 }
 
+/* The workers' lists, their eventfd in the epoll set. */
+static int open_reports(struct orbit_reaper *r)
+{
+    int rc = rp_reports_open(&r->hub.reports);
+    if (rc < 0)
+        return rc;
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = RP_TAG_DONE };
+    return epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->hub.reports.donefd, &ev) == 0 ? 0 : -errno;
+}
+
+/* Open ops's backend and put its descriptor in the epoll set. */
+static int open_backend(struct orbit_reaper *r, const struct rp_backend_ops *ops, char *why, size_t why_len)
+{
+    struct rp_backend *be;
+    int rc = ops->open(&be, why, why_len);
+    if (rc < 0)
+        return rc;
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = RP_TAG_BACKEND };
+    if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, ops->fd(be), &ev) != 0) {
+        rc = -errno;
+        snprintf(why, why_len, "epoll: %s", strerror(errno));
+        ops->close(be);
+        return rc;
+    }
+    r->hub.ops = ops;
+    r->hub.be = be;
+    r->hub.backend = ops->kind;
+    rp_tgids_init(&r->hub.tgids, ops, be);
+    return 0;
+}
+
 static int pick_backend(struct orbit_reaper *r, enum orbit_reaper_backend want)
 {
-    if (want == ORBIT_REAPER_PIDFD) {
-        r->backend = ORBIT_REAPER_PIDFD;
-        return 0;
-    }
     char why[384] = "";
-    r->backend = ORBIT_REAPER_BPF;
-    int rc = rp_bpf_open(r, why, sizeof why);
+    if (want == ORBIT_REAPER_PIDFD)
+        return open_backend(r, &rp_pidfd_backend, why, sizeof why);
+    int rc = open_backend(r, &rp_bpf_backend, why, sizeof why);
     if (rc == 0 || want == ORBIT_REAPER_BPF)
         return rc;
-    r->backend = ORBIT_REAPER_PIDFD;
     snprintf(r->note, sizeof r->note, "BPF backend unavailable (%s): using pidfd", why);
-    return 0;
+    return open_backend(r, &rp_pidfd_backend, why, sizeof why);
 }
 
 int orbit_reaper_open(enum orbit_reaper_backend backend, struct orbit_reaper **out)
@@ -563,16 +545,14 @@ int orbit_reaper_open(enum orbit_reaper_backend backend, struct orbit_reaper **o
     if (!r)
         return -ENOMEM;
     pthread_mutex_init(&r->lock, NULL);
-    pthread_mutex_init(&r->tgid_mu, NULL);
-    pthread_mutex_init(&r->budget_mu, NULL);
-    atomic_store(&r->interval_ms, RP_INTERVAL_DEFAULT);
+    atomic_store(&r->hub.interval_ms, RP_INTERVAL_DEFAULT);
     r->timerfd = -1;
-    r->donefd = -1;
-    r->pidns = rp_pidns_self();
-    rp_budget_init(r);
+    r->hub.reports.donefd = -1;
+    r->hub.pidns = pidns_self();
+    rp_budget_init(&r->hub.budget);
     int rc = open_fds(r);
     if (rc == 0)
-        rc = rp_reports_open(r);
+        rc = open_reports(r);
     if (rc == 0)
         rc = pick_backend(r, backend);
     if (rc < 0) {
@@ -594,19 +574,17 @@ void orbit_reaper_close(struct orbit_reaper *r)
         stop_fleet(r->fleets[r->n_fleets - 1]);
         remove_fleet(r, r->n_fleets - 1);
     }
-    rp_reports_close(r);   /* joins every worker: none is left running */
-    if (r->backend == ORBIT_REAPER_BPF)
-        rp_bpf_close(r);
+    rp_reports_close(&r->hub.reports);   /* joins every worker: none is left running */
+    if (r->hub.be) {
+        rp_tgids_free(&r->hub.tgids);
+        r->hub.ops->close(r->hub.be);   /* after every fleet is stopped: no watch is under way */
+    }
     if (r->timerfd >= 0)
         close(r->timerfd);
     if (r->epfd >= 0)
         close(r->epfd);
-    rp_budget_free(r);
+    rp_budget_free(&r->hub.budget);
     free(r->fleets);
-    free(r->queue);
-    free(r->tgids);
-    pthread_mutex_destroy(&r->budget_mu);
-    pthread_mutex_destroy(&r->tgid_mu);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
@@ -667,7 +645,7 @@ int orbit_reaper_fd(struct orbit_reaper *r)
 
 enum orbit_reaper_backend orbit_reaper_backend(struct orbit_reaper *r)
 {
-    return r ? r->backend : ORBIT_REAPER_AUTO;
+    return r ? r->hub.backend : ORBIT_REAPER_AUTO;
 }
 
 const char *orbit_reaper_note(struct orbit_reaper *r)
@@ -680,7 +658,7 @@ int orbit_reaper_set_interval(struct orbit_reaper *r, int interval_ms)
     if (!r || interval_ms < 1 || interval_ms > 60000)
         return -ORBIT_EMALFORMED;
     pthread_mutex_lock(&r->lock);
-    atomic_store(&r->interval_ms, interval_ms);
+    atomic_store(&r->hub.interval_ms, interval_ms);
     int rc = arm_timer(r);
     for (size_t i = 0; i < r->n_fleets; i++)   /* their next re-read follows the new period */
         if (r->fleets[i]->running)
@@ -709,7 +687,7 @@ int orbit_reaper_on_death(struct orbit_reaper *r, orbit_reaper_death_fn fn, void
     pthread_mutex_lock(&r->lock);
     r->on_death = fn;
     r->ctx = ctx;
-    atomic_store(&r->flags, fn ? flags : 0u);
+    atomic_store(&r->hub.flags, fn ? flags : 0u);
     pthread_mutex_unlock(&r->lock);
     return 0;
 }
@@ -741,14 +719,14 @@ void orbit_reaper_stats(struct orbit_reaper *r, struct orbit_reaper_stats *out)
     if (!r || !out)
         return;
     memset(out, 0, sizeof *out);
-    out->events = atomic_load(&r->counts.events);
-    out->deaths = atomic_load(&r->counts.deaths);
-    out->ignored = atomic_load(&r->counts.ignored);
-    out->drops = atomic_load(&r->counts.drops);
-    out->rescans = atomic_load(&r->counts.rescans);
-    out->fleets = atomic_load(&r->counts.fleets);
-    out->watched = atomic_load(&r->counts.watched);
-    out->quarantines = atomic_load(&r->counts.quarantines);
-    out->quarantined = atomic_load(&r->counts.quarantined);
-    rp_budget_descriptors(r, &out->descriptors, &out->descriptor_budget);
+    out->events = atomic_load(&r->hub.counts.events);
+    out->deaths = atomic_load(&r->hub.counts.deaths);
+    out->ignored = atomic_load(&r->hub.counts.ignored);
+    out->drops = atomic_load(&r->hub.counts.drops);
+    out->rescans = atomic_load(&r->hub.counts.rescans);
+    out->fleets = atomic_load(&r->hub.counts.fleets);
+    out->watched = atomic_load(&r->hub.counts.watched);
+    out->quarantines = atomic_load(&r->hub.counts.quarantines);
+    out->quarantined = atomic_load(&r->hub.counts.quarantined);
+    rp_budget_descriptors(&r->hub.budget, &out->descriptors, &out->descriptor_budget);
 }

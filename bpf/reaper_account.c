@@ -5,7 +5,8 @@
  * carries the same fields.
  */
 #include <string.h>
-#include "reaper_internal.h"
+#include <orbit/inspect.h>
+#include "reaper_account.h"
 
 void rp_account(struct orbit_fleet *f, uint16_t node, uint64_t incarnation, struct orbit_reaper_reclaim *out)
 {

@@ -13,7 +13,7 @@
  */
 #include <stdlib.h>
 #include <sys/resource.h>
-#include "reaper_internal.h"
+#include "reaper_budget.h"
 
 #define RP_RESERVED_FDS  96
 #define RP_MIN_FDS       32
@@ -23,26 +23,28 @@
 #define RP_FLEET_SHARE   8      /* a fleet: an eighth of each total */
 #define RP_OWNER_SHARE   4      /* an owner's fleets: a quarter */
 
-void rp_budget_init(struct orbit_reaper *r)
+void rp_budget_init(struct rp_budget *b)
 {
+    pthread_mutex_init(&b->mu, NULL);
     struct rlimit rl;
     int64_t soft = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (int64_t)rl.rlim_cur
                                                                                         : RP_MAX_FDS;
     if (soft > RP_MAX_FDS)
         soft = RP_MAX_FDS;
     int64_t fds = soft - RP_RESERVED_FDS;
-    r->budget.total = (struct rp_cost){ .fds = fds < RP_MIN_FDS ? RP_MIN_FDS : fds, .threads = RP_THREADS_TOTAL,
+    b->total = (struct rp_cost){ .fds = fds < RP_MIN_FDS ? RP_MIN_FDS : fds, .threads = RP_THREADS_TOTAL,
                                         .bytes = RP_MAPPED_TOTAL };
 }
 
-void rp_budget_free(struct orbit_reaper *r)
+void rp_budget_free(struct rp_budget *b)
 {
-    free(r->budget.owners);
-    r->budget.owners = NULL;
-    r->budget.n_owners = r->budget.cap_owners = 0;
+    free(b->owners);
+    b->owners = NULL;
+    b->n_owners = b->cap_owners = 0;
+    pthread_mutex_destroy(&b->mu);
 }
 
-/* budget_mu held: the owner's entry (added when asked for), or NULL when out of memory. */
+/* mu held: the owner's entry (added when asked for), or NULL when out of memory. */
 static struct rp_owner_use *owner_use(struct rp_budget *b, uid_t uid, bool add)
 {
     for (size_t i = 0; i < b->n_owners; i++)
@@ -89,62 +91,59 @@ static void add(struct rp_cost *held, const struct rp_cost *c, int sign)
         *v[i] = *v[i] + sign * by[i] > 0 ? *v[i] + sign * by[i] : 0;
 }
 
-int rp_budget_take(struct orbit_reaper *r, struct rp_fleet *rf, uid_t uid, const struct rp_cost *c,
+int rp_budget_take(struct rp_budget *b, struct rp_cost *held, uid_t uid, const struct rp_cost *c,
                    int64_t *bound, int64_t *wanted)
 {
-    struct rp_budget *b = &r->budget;
-    pthread_mutex_lock(&r->budget_mu);
+    pthread_mutex_lock(&b->mu);
     struct rp_owner_use *o = owner_use(b, uid, true);
     int why = 0;
     if (!o) {
-        why = RP_Q_DESCRIPTORS;
+        why = ORBIT_REAPER_QUARANTINE_DESCRIPTORS;
         *bound = *wanted = 0;
-    } else if (!fits((int64_t[3]){ rf->held.fds, o->held.fds, b->used.fds }, c->fds, b->total.fds, bound, wanted)) {
-        why = RP_Q_DESCRIPTORS;
-    } else if (!fits((int64_t[3]){ rf->held.threads, o->held.threads, b->used.threads }, c->threads,
+    } else if (!fits((int64_t[3]){ held->fds, o->held.fds, b->used.fds }, c->fds, b->total.fds, bound, wanted)) {
+        why = ORBIT_REAPER_QUARANTINE_DESCRIPTORS;
+    } else if (!fits((int64_t[3]){ held->threads, o->held.threads, b->used.threads }, c->threads,
                      b->total.threads, bound, wanted)) {
-        why = RP_Q_THREADS;
-    } else if (!fits((int64_t[3]){ rf->held.bytes, o->held.bytes, b->used.bytes }, c->bytes, b->total.bytes,
+        why = ORBIT_REAPER_QUARANTINE_THREADS;
+    } else if (!fits((int64_t[3]){ held->bytes, o->held.bytes, b->used.bytes }, c->bytes, b->total.bytes,
                      bound, wanted)) {
-        why = RP_Q_MAPPED;
+        why = ORBIT_REAPER_QUARANTINE_MAPPED;
     } else {
-        add(&rf->held, c, 1);
+        add(held, c, 1);
         add(&o->held, c, 1);
         add(&b->used, c, 1);
     }
-    pthread_mutex_unlock(&r->budget_mu);
+    pthread_mutex_unlock(&b->mu);
     return why;
 }
 
 
-void rp_budget_give(struct orbit_reaper *r, struct rp_fleet *rf, uid_t uid, const struct rp_cost *c)
+void rp_budget_give(struct rp_budget *b, struct rp_cost *held, uid_t uid, const struct rp_cost *c)
 {
-    struct rp_budget *b = &r->budget;
-    pthread_mutex_lock(&r->budget_mu);
+    pthread_mutex_lock(&b->mu);
     struct rp_owner_use *o = owner_use(b, uid, false);
-    add(&rf->held, c, -1);
+    add(held, c, -1);
     if (o)
         add(&o->held, c, -1);
     add(&b->used, c, -1);
-    pthread_mutex_unlock(&r->budget_mu);
+    pthread_mutex_unlock(&b->mu);
 }
 
-bool rp_budget_room(struct orbit_reaper *r, int64_t owner)
+bool rp_budget_room(struct rp_budget *b, int64_t owner)
 {
-    struct rp_budget *b = &r->budget;
-    pthread_mutex_lock(&r->budget_mu);
+    pthread_mutex_lock(&b->mu);
     struct rp_owner_use *o = owner < 0 ? NULL : owner_use(b, (uid_t)owner, false);
     bool room = b->used.fds + RP_BASE_FDS <= b->total.fds && b->used.threads + RP_BASE_THREADS <= b->total.threads &&
                 (!o || (o->held.fds + RP_BASE_FDS <= b->total.fds / RP_OWNER_SHARE &&
                         o->held.threads + RP_BASE_THREADS <= b->total.threads / RP_OWNER_SHARE));
-    pthread_mutex_unlock(&r->budget_mu);
+    pthread_mutex_unlock(&b->mu);
     return room;
 }
 
-void rp_budget_descriptors(struct orbit_reaper *r, uint32_t *held, uint32_t *total)
+void rp_budget_descriptors(struct rp_budget *b, uint32_t *held, uint32_t *total)
 {
-    pthread_mutex_lock(&r->budget_mu);
-    *held = (uint32_t)r->budget.used.fds;
-    *total = (uint32_t)r->budget.total.fds;
-    pthread_mutex_unlock(&r->budget_mu);
+    pthread_mutex_lock(&b->mu);
+    *held = (uint32_t)b->used.fds;
+    *total = (uint32_t)b->total.fds;
+    pthread_mutex_unlock(&b->mu);
 }

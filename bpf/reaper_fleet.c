@@ -17,15 +17,15 @@
  * lock (a page fault) would stall every other fleet's report behind it.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "reaper_internal.h"
+#include "reaper_fleet.h"
+#include "reaper_probe.h"
+#include "reaper_thread.h"
 
 #define RP_LOCK_MS          10      /* members tested by lock: this often (the interval, when shorter) */
 #define RP_HINT_MS          1       /* a member a backend saw exit, its lock still held: this often... */
@@ -47,7 +47,8 @@
 static int64_t now_ns(void) { return (int64_t)rp_now_ns(); }
 static int64_t ms_ns(int64_t ms) { return ms * 1000000; }
 
-bool rp_life_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
+/* Is that life of the node over as the kernel says (its lock released, or the record moved on)? */
+static bool life_over(struct orbit_fleet *f, uint16_t node, uint64_t incarnation)
 {
     /* 0: the kernel let the life's lock go (or the record moved on); -ORBIT_ETIMEDOUT: it lives. */
     return orbit_fleet_wait_node_death(f, node, incarnation, 0) == 0;
@@ -71,12 +72,6 @@ static bool read_record(struct rp_fleet *rf, uint16_t node, struct rp_snap *s)
     return true;
 }
 
-static bool same_life(const struct rp_snap *a, const struct rp_snap *b)
-{
-    return a->pid == b->pid && a->start_time == b->start_time &&
-           a->incarnation == b->incarnation && a->joins == b->joins;
-}
-
 /*
  * Is that life's death with the fleet's worker already? Asked of the life
  * handed off, never of the watch's: the worker frees the node before the
@@ -84,7 +79,7 @@ static bool same_life(const struct rp_snap *a, const struct rp_snap *b)
  */
 static bool reporting(const struct rp_watch *w, const struct rp_snap *s)
 {
-    return w->reporting && same_life(&w->reported, s);
+    return w->reporting && rp_same_life(&w->reported, s);
 }
 
 static bool quarantined(const struct rp_fleet *rf)
@@ -94,7 +89,7 @@ static bool quarantined(const struct rp_fleet *rf)
 
 static int interval_ms(const struct rp_fleet *rf)
 {
-    return atomic_load(&rf->r->interval_ms);
+    return atomic_load(&rf->hub->interval_ms);
 }
 
 static void push_exit(struct rp_fleet *rf, const struct rp_exit *e)
@@ -173,7 +168,7 @@ static void notice(struct rp_fleet *rf, enum rp_quarantine why, bool released, i
     } };
     snprintf(n.fleet, sizeof n.fleet, "%s", rf->name);
     snprintf(n.detail, sizeof n.detail, "%s", detail);
-    rp_notice_post(rf->r, &n);
+    rp_notice_post(&rf->hub->reports, &n);
 }
 
 static void detach(struct rp_fleet *rf);
@@ -186,12 +181,12 @@ static void detach(struct rp_fleet *rf);
 static void quarantine(struct rp_fleet *rf, enum rp_quarantine why, int64_t bound, int64_t wanted, int error,
                        const char *detail)
 {
-    struct orbit_reaper *r = rf->r;
+    struct rp_hub *h = rf->hub;
     int none = RP_Q_NONE;
     if (!atomic_compare_exchange_strong(&rf->quarantine, &none, (int)why))
         return;
-    atomic_fetch_add(&r->counts.quarantines, 1);
-    atomic_fetch_add(&r->counts.quarantined, 1);
+    atomic_fetch_add(&h->counts.quarantines, 1);
+    atomic_fetch_add(&h->counts.quarantined, 1);
     rf->fault = error;
     notice(rf, why, false, bound, wanted, error, detail);
     detach(rf);
@@ -204,7 +199,7 @@ static void release(struct rp_fleet *rf, const char *detail)
     int was = atomic_exchange(&rf->quarantine, RP_Q_NONE);
     if (was == RP_Q_NONE)
         return;
-    atomic_fetch_sub(&rf->r->counts.quarantined, 1);
+    atomic_fetch_sub(&rf->hub->counts.quarantined, 1);
     notice(rf, (enum rp_quarantine)was, true, 0, 0, 0, detail);
 }
 
@@ -222,7 +217,7 @@ static bool take_fd(struct rp_fleet *rf)
 {
     struct rp_cost one = { .fds = 1 };
     int64_t bound, wanted;
-    int why = rp_budget_take(rf->r, rf, owner_of(rf), &one, &bound, &wanted);
+    int why = rp_budget_take(&rf->hub->budget, &rf->held, owner_of(rf), &one, &bound, &wanted);
     if (why)
         budget_refused(rf, why, bound, wanted, "a pidfd for every member seen");
     return why == 0;
@@ -231,7 +226,7 @@ static bool take_fd(struct rp_fleet *rf)
 static void give_fd(struct rp_fleet *rf)
 {
     struct rp_cost one = { .fds = 1 };
-    rp_budget_give(rf->r, rf, owner_of(rf), &one);
+    rp_budget_give(&rf->hub->budget, &rf->held, owner_of(rf), &one);
 }
 
 /* ---- watching one member ------------------------------------------------- */
@@ -241,26 +236,24 @@ static void watched_via(struct rp_fleet *rf, struct rp_watch *w, enum rp_via via
     w->watched = true;
     w->via = via;
     atomic_fetch_add(&rf->watched, 1);
-    atomic_fetch_add(&rf->r->counts.watched, 1);
+    atomic_fetch_add(&rf->hub->counts.watched, 1);
 }
 
 static void unwatch(struct rp_fleet *rf, uint16_t node)
 {
-    struct orbit_reaper *r = rf->r;
+    struct rp_hub *h = rf->hub;
     struct rp_watch *w = &rf->nodes[node];
     if (!w->watched)
         return;
     w->watched = false;
     atomic_fetch_sub(&rf->watched, 1);
-    atomic_fetch_sub(&r->counts.watched, 1);
-    if (w->pidfd >= 0) {
-        epoll_ctl(r->epfd, EPOLL_CTL_DEL, w->pidfd, NULL);
-        close(w->pidfd);
-        w->pidfd = -1;
+    atomic_fetch_sub(&h->counts.watched, 1);
+    if (w->via == RP_VIA_PIDFD) {
+        h->ops->unwatch(h->be, rp_member_key(rf->id, node));
         give_fd(rf);
     }
     if (w->via == RP_VIA_BPF)
-        rp_tgid_unwatch(r, rf->id, w->seen.pid);
+        rp_tgid_unwatch(&h->tgids, rf->id, w->seen.pid);
     w->via = RP_VIA_NONE;
 }
 
@@ -268,7 +261,7 @@ static void unwatch(struct rp_fleet *rf, uint16_t node)
 static void watch_lock(struct rp_fleet *rf, uint16_t node)
 {
     struct rp_watch *w = &rf->nodes[node];
-    if (rp_life_over(rf->f, node, w->seen.incarnation)) {
+    if (life_over(rf->f, node, w->seen.incarnation)) {
         if (w->hinted)
             queue_hinted_exit(rf, node, w);   /* over by now: the backend's event, handed on */
         else
@@ -283,7 +276,7 @@ static void watch_lock(struct rp_fleet *rf, uint16_t node)
 static bool watch_bpf(struct rp_fleet *rf, uint16_t node)
 {
     struct rp_watch *w = &rf->nodes[node];
-    if (rp_tgid_watch(rf->r, rf->id, w->seen.pid) < 0)
+    if (rp_tgid_watch(&rf->hub->tgids, rf->id, w->seen.pid) < 0)
         return false;   /* the map is full: its lock is tested instead */
     watched_via(rf, w, RP_VIA_BPF);
     if (rp_member_alive(w->seen.pid, w->seen.start_time))
@@ -292,12 +285,15 @@ static bool watch_bpf(struct rp_fleet *rf, uint16_t node)
     return false;
 }
 
+/* A pidfd of its own (one descriptor of the budget), pinned to the recorded process or refused. */
 static bool watch_pidfd(struct rp_fleet *rf, uint16_t node)
 {
+    struct rp_hub *h = rf->hub;
+    struct rp_watch *w = &rf->nodes[node];
     if (!take_fd(rf))
         return false;   /* quarantined: nothing of this fleet is watched any more */
-    if (rp_pidfd_watch(rf->r, rf, node)) {
-        watched_via(rf, &rf->nodes[node], RP_VIA_PIDFD);
+    if (h->ops->watch(h->be, rp_member_key(rf->id, node), w->seen.pid, w->seen.start_time) == 0) {
+        watched_via(rf, w, RP_VIA_PIDFD);
         return true;
     }
     give_fd(rf);
@@ -306,7 +302,7 @@ static bool watch_pidfd(struct rp_fleet *rf, uint16_t node)
 
 static bool visible(const struct rp_fleet *rf, const struct rp_snap *s)
 {
-    return rf->r->pidns != 0 && s->pidns == rf->r->pidns;
+    return rf->hub->pidns != 0 && s->pidns == rf->hub->pidns;
 }
 
 /*
@@ -318,14 +314,13 @@ static void watch(struct rp_fleet *rf, uint16_t node, const struct rp_snap *s)
 {
     struct rp_watch *w = &rf->nodes[node];
     w->seen = *s;
-    w->pidfd = -1;
     w->via = RP_VIA_NONE;
     w->hinted = false;
     w->lockless_ns = 0;
     bool seen = visible(rf, s);
-    if (seen && rf->r->backend == ORBIT_REAPER_BPF && watch_bpf(rf, node))
+    if (seen && rf->hub->backend == ORBIT_REAPER_BPF && watch_bpf(rf, node))
         return;
-    if (seen && rf->r->backend == ORBIT_REAPER_PIDFD && (watch_pidfd(rf, node) || !rf->f))
+    if (seen && rf->hub->backend == ORBIT_REAPER_PIDFD && (watch_pidfd(rf, node) || !rf->f))
         return;   /* watched, or the fleet was just quarantined */
     watch_lock(rf, node);
 }
@@ -336,7 +331,7 @@ static void watch(struct rp_fleet *rf, uint16_t node, const struct rp_snap *s)
 static void resume_report(struct rp_fleet *rf, uint16_t node, const struct rp_snap *s)
 {
     struct rp_job job = { .node = node, .seen = *s, .status = -1, .detected_ns = rp_now_ns() };
-    rp_report(rf->r, rf, &job);   /* merged into the node's pending report, if any */
+    rp_report(&rf->hub->reports, rf->worker, &job);   /* merged into the node's pending report, if any */
 }
 
 /*
@@ -361,11 +356,11 @@ static void midway(struct rp_fleet *rf, uint16_t node, const struct rp_snap *s, 
 static int hand_off(struct rp_fleet *rf, uint16_t node, const struct rp_snap *s, const struct rp_exit *e)
 {
     struct rp_job job = {
-        .node = node, .account = rf->account && (atomic_load(&rf->r->flags) & ORBIT_REAPER_ACCOUNT),
+        .node = node, .account = rf->account && (atomic_load(&rf->hub->flags) & ORBIT_REAPER_ACCOUNT),
         .death = true, .seen = *s, .status = e->status, .exit_ns = e->exit_ns, .detected_ns = e->detected_ns,
         .source = e->kind == RP_FOUND_DEAD ? ORBIT_REAPER_FOUND_DEAD : ORBIT_REAPER_EXIT_EVENT,
     };
-    if (rp_report(rf->r, rf, &job) < 0)
+    if (rp_report(&rf->hub->reports, rf->worker, &job) < 0)
         return 0;   /* no thread or memory: the next re-read finds it dead again */
     struct rp_watch *w = &rf->nodes[node];
     unwatch(rf, node);
@@ -378,7 +373,7 @@ static int hand_off(struct rp_fleet *rf, uint16_t node, const struct rp_snap *s,
 static bool still_held(struct rp_fleet *rf, uint16_t node, const struct rp_snap *seen, struct rp_snap *now)
 {
     return rf->f && node < rf->capacity && read_record(rf, node, now) &&
-           now->state == ORBIT_NODE_LIVE && same_life(seen, now);
+           now->state == ORBIT_NODE_LIVE && rp_same_life(seen, now);
 }
 
 /*
@@ -395,7 +390,7 @@ static int confirm(struct rp_fleet *rf, uint16_t node, const struct rp_exit *e)
 {
     struct rp_watch *w = &rf->nodes[node];
     struct rp_snap now;
-    bool over = rp_life_over(rf->f, node, e->seen.incarnation);
+    bool over = life_over(rf->f, node, e->seen.incarnation);
     if (!still_held(rf, node, &e->seen, &now) || reporting(w, &now))
         return 0;
     if (over)
@@ -436,7 +431,7 @@ static void handle_tgid(struct rp_fleet *rf, const struct rp_exit *e)
         to_lock = to_lock || rc == RP_TO_LOCK;
     }
     if (!handled && !to_lock)
-        atomic_fetch_add(&rf->r->counts.ignored, 1);
+        atomic_fetch_add(&rf->hub->counts.ignored, 1);
 }
 
 /* Confirms the queued exits (handlers may queue more: a watch that finds its member dead). */
@@ -448,7 +443,7 @@ static void drain_queue(struct rp_fleet *rf)
             continue;
         int n = confirm(rf, e.node, &e);
         if (n == 0 && e.kind != RP_FOUND_DEAD)
-            atomic_fetch_add(&rf->r->counts.ignored, 1);   /* about no watched life */
+            atomic_fetch_add(&rf->hub->counts.ignored, 1);   /* about no watched life */
     }
     rf->n_queue = 0;
 }
@@ -490,7 +485,7 @@ static void scan_quarantined(struct rp_fleet *rf)
             continue;
         midway(rf, (uint16_t)n, &s, now_ns());
         if (s.state == ORBIT_NODE_LIVE && !reporting(&rf->nodes[n], &s) &&
-                   rp_life_over(rf->f, (uint16_t)n, s.incarnation)) {
+                   life_over(rf->f, (uint16_t)n, s.incarnation)) {
             queue_found_dead(rf, (uint16_t)n, &s);
             found++;
         }
@@ -504,7 +499,7 @@ static void scan_quarantined(struct rp_fleet *rf)
 static void backstop(struct rp_fleet *rf, uint16_t n, const struct rp_snap *s, int64_t now)
 {
     struct rp_watch *w = &rf->nodes[n];
-    bool lockless = rp_life_over(rf->f, n, s->incarnation);
+    bool lockless = life_over(rf->f, n, s->incarnation);
     if (lockless && w->lockless_ns && now - w->lockless_ns >= RP_LOCKLESS_NS)
         queue_found_dead(rf, n, s);
     w->lockless_ns = lockless ? (w->lockless_ns ? w->lockless_ns : now) : 0;
@@ -523,7 +518,7 @@ static void scan_watched(struct rp_fleet *rf, bool with_backstop)
             continue;   /* changing under us: next time */
         midway(rf, (uint16_t)n, &s, now);   /* the worker finishes a step whoever was at it left */
         bool live = s.state == ORBIT_NODE_LIVE;
-        if (w->watched && (!live || !same_life(&w->seen, &s)))
+        if (w->watched && (!live || !rp_same_life(&w->seen, &s)))
             unwatch(rf, (uint16_t)n);
         if (live && !w->watched && !reporting(w, &s))
             watch(rf, (uint16_t)n, &s);
@@ -537,7 +532,7 @@ static void poll_locks(struct rp_fleet *rf)
 {
     for (uint32_t n = 0; rf->f && n < rf->capacity; n++) {
         struct rp_watch *w = &rf->nodes[n];
-        if (!w->watched || w->via != RP_VIA_LOCK || !rp_life_over(rf->f, (uint16_t)n, w->seen.incarnation))
+        if (!w->watched || w->via != RP_VIA_LOCK || !life_over(rf->f, (uint16_t)n, w->seen.incarnation))
             continue;
         if (w->hinted)
             queue_hinted_exit(rf, (uint16_t)n, w);
@@ -655,15 +650,15 @@ static int take_base(struct rp_fleet *rf, uint16_t capacity, const struct rp_lay
                  (long long)l->seg_bytes, (unsigned)capacity, (long long)seg_bound);
         quarantine(rf, RP_Q_MAPPED, seg_bound, l->seg_bytes, 0, detail);
     }
-    bool account = !quarantined(rf) && (atomic_load(&rf->r->flags) & ORBIT_REAPER_ACCOUNT);
+    bool account = !quarantined(rf) && (atomic_load(&rf->hub->flags) & ORBIT_REAPER_ACCOUNT);
     struct rp_cost c = { .fds = RP_BASE_FDS + (account ? l->tables : 0), .threads = RP_BASE_THREADS,
                          .bytes = l->seg_bytes + (account ? l->table_bytes : 0) };
-    int why = rp_budget_take(rf->r, rf, l->owner, &c, &bound, &wanted);
+    int why = rp_budget_take(&rf->hub->budget, &rf->held, l->owner, &c, &bound, &wanted);
     if (why && account) {
         budget_refused(rf, why, bound, wanted, "its handle and its table handles");
         c = (struct rp_cost){ .fds = RP_BASE_FDS, .threads = RP_BASE_THREADS, .bytes = l->seg_bytes };
         account = false;
-        why = rp_budget_take(rf->r, rf, l->owner, &c, &bound, &wanted);
+        why = rp_budget_take(&rf->hub->budget, &rf->held, l->owner, &c, &bound, &wanted);
     }
     if (why) {
         budget_refused(rf, why, bound, wanted, "its handle");
@@ -693,11 +688,10 @@ static enum rp_attach attach(struct rp_fleet *rf)
     rf->f = f;
     rf->capacity = capacity;
     rf->nodes = nodes;
-    if (nodes && rp_worker_attach(rf->r, rf) == 0) {
-        for (uint32_t n = 0; n < capacity; n++)
-            nodes[n].pidfd = -1;
+    rf->worker = nodes ? rp_worker_new(&rf->hub->reports, f, rf->id, rf->name, quarantined(rf)) : NULL;
+    if (rf->worker) {
         atomic_store(&rf->attached, true);
-        atomic_fetch_add(&rf->r->counts.fleets, 1);
+        atomic_fetch_add(&rf->hub->counts.fleets, 1);
         rf->next_scan_ns = rf->next_backstop_ns = 0;
         rf->last_poll_ns = 0;
         return RP_ATTACHED;
@@ -708,7 +702,7 @@ static enum rp_attach attach(struct rp_fleet *rf)
     rf->capacity = 0;
     orbit_fleet_leave(f);
     if (rc == 0)
-        rp_budget_give(rf->r, rf, l.owner, &rf->base);
+        rp_budget_give(&rf->hub->budget, &rf->held, l.owner, &rf->base);
     rf->base = (struct rp_cost){ 0 };
     return RP_PARKED;   /* no room (or memory): the event loop starts it again later */
 }
@@ -722,13 +716,14 @@ static void detach(struct rp_fleet *rf)
     free(rf->nodes);
     rf->nodes = NULL;
     rf->n_queue = 0;
-    rp_worker_detach(rf->r, rf);   /* the worker leaves the fleet handle after its try under way */
-    rp_budget_give(rf->r, rf, owner_of(rf), &rf->base);
+    rp_worker_end(&rf->hub->reports, rf->worker);   /* it leaves the fleet handle after its try under way */
+    rf->worker = NULL;
+    rp_budget_give(&rf->hub->budget, &rf->held, owner_of(rf), &rf->base);
     rf->base = (struct rp_cost){ 0 };
     rf->f = NULL;
     rf->capacity = 0;
     atomic_store(&rf->attached, false);
-    atomic_fetch_sub(&rf->r->counts.fleets, 1);
+    atomic_fetch_sub(&rf->hub->counts.fleets, 1);
 }
 
 /* A quarantined fleet that fits again (members, descriptors, bytes) is watched as before. */
@@ -744,18 +739,18 @@ static void review(struct rp_fleet *rf)
         if (!read_record(rf, (uint16_t)i, &s) || s.state != ORBIT_NODE_LIVE)
             continue;
         lock += !visible(rf, &s);
-        pidfds += visible(rf, &s) && rf->r->backend == ORBIT_REAPER_PIDFD;
+        pidfds += visible(rf, &s) && rf->hub->backend == ORBIT_REAPER_PIDFD;
     }
     struct rp_layout l = layout(rf, rf->f);
     int64_t seg_bound = (int64_t)rf->capacity * RP_SEG_NODE_BYTES + RP_SEG_FIXED_BYTES;
-    bool account = atomic_load(&rf->r->flags) & ORBIT_REAPER_ACCOUNT;
+    bool account = atomic_load(&rf->hub->flags) & ORBIT_REAPER_ACCOUNT;
     /* What it would hold besides what it holds now, tried and given back. */
     struct rp_cost more = { .fds = (account ? l.tables : 0) + pidfds, .bytes = account ? l.table_bytes : 0 };
     int64_t bound, wanted;
     if (lock > RP_LOCK_MEMBERS_MAX || l.seg_bytes > seg_bound ||
-        rp_budget_take(rf->r, rf, l.owner, &more, &bound, &wanted) != 0)
+        rp_budget_take(&rf->hub->budget, &rf->held, l.owner, &more, &bound, &wanted) != 0)
         return;
-    rp_budget_give(rf->r, rf, l.owner, &more);
+    rp_budget_give(&rf->hub->budget, &rf->held, l.owner, &more);
     release(rf, "it fits its bounds again");
     detach(rf);
     rf->next_attach_ns = 0;   /* attached again at once, with its watches */
@@ -793,16 +788,16 @@ static struct rp_work take_work(struct rp_fleet *rf, int64_t due)
     return w;
 }
 
-/* Its pidfd turned readable: queue the exit, end the watch (a readable pidfd stays readable). */
-static void pidfd_fired(struct rp_fleet *rf, uint16_t node, uint64_t exit_ns)
+/* Its pidfd said the member exited: queue the exit, end the watch (a readable pidfd stays readable). */
+static void pidfd_fired(struct rp_fleet *rf, uint16_t node, const struct rp_exit *fired)
 {
     struct rp_watch *w = &rf->nodes[node];
-    /* The event may predate a re-watch: act on the pidfd held now, if it says so. */
-    if (!w->watched || w->pidfd < 0 || !rp_pidfd_exited(w->pidfd))
+    /* The event may predate a re-watch: act on it only for the process watched now. */
+    if (!w->watched || w->via != RP_VIA_PIDFD || w->seen.pid != (int32_t)fired->tgid ||
+        w->seen.start_time != fired->start_ticks)
         return;
     struct rp_exit e = { .kind = RP_EXIT_NODE, .fleet_id = rf->id, .node = node, .seen = w->seen,
-                         .status = rp_pidfd_status(w->pidfd), .exit_ns = exit_ns, .detected_ns = rp_now_ns() };
-    atomic_fetch_add(&rf->r->counts.events, 1);
+                         .status = fired->status, .exit_ns = fired->exit_ns, .detected_ns = rp_now_ns() };
     push_exit(rf, &e);
     unwatch(rf, node);
 }
@@ -812,7 +807,7 @@ static void handle_msg(struct rp_fleet *rf, const struct rp_msg *m)
     if (!rf->f || (m->kind != RP_MSG_TGID && m->node >= rf->capacity))
         return;
     if (m->kind == RP_MSG_PIDFD) {
-        pidfd_fired(rf, m->node, m->exit.exit_ns);
+        pidfd_fired(rf, m->node, &m->exit);
     } else if (m->kind == RP_MSG_TGID) {
         handle_tgid(rf, &m->exit);
     } else if (reporting(&rf->nodes[m->node], &m->life)) {
@@ -950,29 +945,10 @@ static void *fleet_main(void *arg)
     return NULL;
 }
 
-void rp_thread_signals(sigset_t *set)
+int rp_fleet_start(struct rp_fleet *rf)
 {
-    static const int faults[] = { SIGBUS, SIGSEGV, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
-    sigfillset(set);
-    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
-        sigdelset(set, faults[i]);
-}
-
-/* The thread, with the process's signals blocked (rp_thread_signals), a small stack. */
-int rp_fleet_start(struct orbit_reaper *r, struct rp_fleet *rf)
-{
-    (void)r;
     rf->next_attach_ns = 0;
-    sigset_t all, old;
-    rp_thread_signals(&all);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, RP_THREAD_STACK);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = -pthread_create(&rf->thread, &attr, fleet_main, rf);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    return rc;
+    return rp_thread_start(&rf->thread, fleet_main, rf);
 }
 
 void rp_fleet_join(struct rp_fleet *rf)

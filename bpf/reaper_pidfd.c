@@ -1,60 +1,36 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pidfd backend: a member of the reaper's own pid namespace is watched
- * through a pidfd in the reaper's epoll set, readable once its thread group
- * has exited. The same probes tell the BPF backend whether a tgid it just
- * filtered is still the recorded process.
+ * The pidfd backend: each member watched through a pidfd of its own, pinned
+ * by the probe (reaper_probe.c) and kept in the backend's epoll set, readable
+ * once its thread group has exited. next reads that set: an exit is what a
+ * pidfd still watched under its key says, with the status it can give.
  */
 #include <errno.h>
-#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "reaper_internal.h"
-#include "syscalls.h"
+#include "backend.h"
+#include "reaper_probe.h"
 
-bool rp_pidfd_exited(int pidfd)
-{
-    struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-    return poll(&pfd, 1, 0) > 0;   /* readable once the whole thread group has exited */
-}
+/* One member's watch. */
+struct pidfd_watch {
+    uint64_t key;
+    int fd;
+    int32_t pid;
+    uint64_t start_time;
+};
 
-/*
- * Open a pidfd, then check the start time: if /proc still shows the start
- * time of the record, the pidfd pins that very process (opened before the
- * check, so a reuse in between would show another start time). Seen only
- * on evidence: a /proc that cannot tell (hidepid) shows nothing, and the
- * caller watches that member through the token instead.
- */
-bool rp_probe_alive(int32_t pid, uint64_t start_time, int *pidfd)
-{
-    if (pid <= 0)
-        return false;
-    int fd = orb_sys_pidfd_open((pid_t)pid, 0);
-    if (fd < 0)
-        return false;
-    uint64_t now = 0;
-    int rc = orbit_process_start_time(pid, &now);
-    bool alive = rc == 0 && now == start_time && !rp_pidfd_exited(fd);
-    if (alive && pidfd)
-        *pidfd = fd;
-    else
-        close(fd);
-    return alive;
-}
-
-/*
- * Alive, and not every thread already inside do_exit: then the group is as
- * good as dead, though its pidfd turns readable only once teardown is over.
- * The BPF backend needs this: a member whose exit began before its tgid
- * entered the filter is never reported by the kernel.
- */
-bool rp_member_alive(int32_t pid, uint64_t start_time)
-{
-    return rp_probe_alive(pid, start_time, NULL) && orbit_process_exiting(pid) != 1;
-}
+/* The watches, sorted by key, under mu: the fleets' threads watch, the event loop reads. */
+struct rp_backend {
+    pthread_mutex_t mu;
+    int epfd;
+    struct pidfd_watch *v;
+    size_t n, cap;
+};
 
 /* Best effort: PIDFD_GET_INFO (Linux 6.15) gives the status once the task is reaped. */
 struct rp_pidfd_info {
@@ -66,7 +42,7 @@ struct rp_pidfd_info {
 #define RP_PIDFD_INFO_EXIT (1ull << 3)
 #define RP_P_PIDFD 3   /* waitid's idtype for a pidfd (Linux 5.4) */
 
-int rp_pidfd_status(int pidfd)
+static int pidfd_status(int pidfd)
 {
     /* Our own child: waitid(P_PIDFD) reads its status and leaves it for the waiter (WNOWAIT). */
     siginfo_t si;
@@ -81,23 +57,153 @@ int rp_pidfd_status(int pidfd)
     return info.exit_code;
 }
 
-/*
- * Watch a LIVE member by its pidfd, tagged (fleet id << 16) | node in the
- * epoll set, one-shot: the event loop hands the event to the fleet's thread,
- * which takes the pidfd out of the set (a readable pidfd stays readable).
- */
-bool rp_pidfd_watch(struct orbit_reaper *r, struct rp_fleet *rf, uint16_t node)
+/* mu held: where key is, or would go. */
+static size_t key_lower(const struct rp_backend *b, uint64_t key)
 {
-    struct rp_watch *w = &rf->nodes[node];
-    int fd = -1;
-    if (!rp_probe_alive(w->seen.pid, w->seen.start_time, &fd))
-        return false;
-    w->pidfd = fd;   /* before the event can fire: the fleet's thread looks at it */
-    struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = ((uint64_t)rf->id << 16) | node };
-    if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        w->pidfd = -1;
-        close(fd);
-        return false;
+    size_t lo = 0, hi = b->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (b->v[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return true;
+    return lo;
 }
+
+/* mu held: the watch under key, or NULL. */
+static struct pidfd_watch *find(struct rp_backend *b, uint64_t key)
+{
+    size_t i = key_lower(b, key);
+    return i < b->n && b->v[i].key == key ? &b->v[i] : NULL;
+}
+
+/* mu held: room for one more watch (grown, never shrunk: steady state allocates nothing). */
+static int reserve(struct rp_backend *b)
+{
+    if (b->n < b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap * 2 : 64;
+    struct pidfd_watch *v = realloc(b->v, cap * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    b->v = v;
+    b->cap = cap;
+    return 0;
+}
+
+static void pidfd_close(struct rp_backend *b)
+{
+    if (!b)
+        return;
+    for (size_t i = 0; i < b->n; i++)
+        close(b->v[i].fd);
+    if (b->epfd >= 0)
+        close(b->epfd);
+    free(b->v);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+static int pidfd_open_backend(struct rp_backend **out, char *why, size_t why_len)
+{
+    (void)why;
+    (void)why_len;
+    struct rp_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    pthread_mutex_init(&b->mu, NULL);
+    b->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (b->epfd < 0) {
+        int rc = -errno;
+        pidfd_close(b);
+        return rc;
+    }
+    *out = b;
+    return 0;
+}
+
+static int pidfd_fd(struct rp_backend *b)
+{
+    return b->epfd;
+}
+
+/*
+ * Watch a LIVE member by its pidfd, under key in the set, one-shot: a
+ * readable pidfd stays readable, so it is reported once and kept until
+ * unwatch (its descriptor is the caller's to count).
+ */
+static int pidfd_watch(struct rp_backend *b, uint64_t key, int32_t pid, uint64_t start_time)
+{
+    int fd = -1;
+    if (!rp_probe_alive(pid, start_time, &fd))
+        return -ESRCH;
+    pthread_mutex_lock(&b->mu);
+    int rc = find(b, key) ? -EEXIST : reserve(b);
+    if (rc == 0) {
+        size_t i = key_lower(b, key);
+        memmove(&b->v[i + 1], &b->v[i], (b->n - i) * sizeof *b->v);
+        /* Listed before the event can fire: next looks the key up. */
+        b->v[i] = (struct pidfd_watch){ .key = key, .fd = fd, .pid = pid, .start_time = start_time };
+        b->n++;
+        struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = key };
+        if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            rc = -errno;
+            memmove(&b->v[i], &b->v[i + 1], (b->n - i - 1) * sizeof *b->v);
+            b->n--;
+        }
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (rc < 0)
+        close(fd);
+    return rc;
+}
+
+static int pidfd_unwatch(struct rp_backend *b, uint64_t key)
+{
+    pthread_mutex_lock(&b->mu);
+    size_t i = key_lower(b, key);
+    int fd = -1;
+    if (i < b->n && b->v[i].key == key) {
+        fd = b->v[i].fd;
+        memmove(&b->v[i], &b->v[i + 1], (b->n - i - 1) * sizeof *b->v);
+        b->n--;
+        /* Out of the set before the descriptor closes: no event names a key no longer listed. */
+        epoll_ctl(b->epfd, EPOLL_CTL_DEL, fd, NULL);
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0 ? 0 : -ENOENT;
+}
+
+static int pidfd_next(struct rp_backend *b, struct rp_event *out, size_t max, uint64_t *lost)
+{
+    struct epoll_event evs[64];
+    *lost = 0;   /* a readable pidfd stays readable: nothing is ever lost */
+    if (max == 0)
+        return 0;
+    int n = epoll_wait(b->epfd, evs, (int)(max < 64 ? max : 64), 0);
+    if (n < 0)
+        return errno == EINTR ? 0 : -errno;
+    /* A pidfd turns readable as the thread group exits: now is the exit, to the loop's latency. */
+    uint64_t now = rp_now_ns();
+    int got = 0;
+    pthread_mutex_lock(&b->mu);   /* held while a pidfd is read: unwatch cannot close it under us */
+    for (int i = 0; i < n; i++) {
+        struct pidfd_watch *w = find(b, evs[i].data.u64);
+        /* The event may predate a re-watch under the key: act on the pidfd listed now, if it says so. */
+        if (!w || !rp_pidfd_exited(w->fd))
+            continue;
+        out[got++] = (struct rp_event){ .key = w->key, .pid = w->pid, .start_time = w->start_time,
+                                        .status = pidfd_status(w->fd), .exit_ns = now };
+    }
+    pthread_mutex_unlock(&b->mu);
+    return got;
+}
+
+const struct rp_backend_ops rp_pidfd_backend = {
+    .kind = ORBIT_REAPER_PIDFD, .per_tgid = false,
+    .open = pidfd_open_backend, .fd = pidfd_fd, .watch = pidfd_watch, .unwatch = pidfd_unwatch,
+    .next = pidfd_next, .close = pidfd_close,
+};

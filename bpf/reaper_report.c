@@ -13,20 +13,23 @@
  * so a test can order the event loop's steps around a report under way.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
-#include "reaper_internal.h"
+#include "reaper_account.h"
+#include "reaper_clock.h"
+#include "reaper_report.h"
+#include "reaper_thread.h"
 
 #define RP_BACKOFF_FIRST_MS 100u
 #define RP_BACKOFF_MAX_MS   1000u
 
-/* Everything but f and name is under r->work_lock. */
+/* Everything but f and name is under rep->lock. */
 struct rp_worker {
-    struct orbit_reaper *r;
+    struct rp_reports *rep;
     struct orbit_fleet *f;      /* shared with the event loop while attached; ours once detached */
     uint32_t fleet_id;
     char name[ORBIT_FLEET_NAME_MAX + 1];
@@ -56,19 +59,19 @@ static void worker_free(struct rp_worker *w)
 
 /* ---- results, for the event loop ---------------------------------------- */
 
-/* work_lock held. Out of memory drops a deferral notice or a finished death's callback only. */
+/* rep->lock held. Out of memory drops a deferral notice or a finished death's callback only. */
 static void post_result(struct rp_worker *w, const struct rp_job *job, int error)
 {
-    struct orbit_reaper *r = w->r;
-    if (r->n_results == r->cap_results) {
-        size_t cap = r->cap_results ? r->cap_results * 2 : 16;
-        struct rp_result *v = realloc(r->results, cap * sizeof *v);
+    struct rp_reports *rep = w->rep;
+    if (rep->n_results == rep->cap_results) {
+        size_t cap = rep->cap_results ? rep->cap_results * 2 : 16;
+        struct rp_result *v = realloc(rep->results, cap * sizeof *v);
         if (!v)
             return;
-        r->results = v;
-        r->cap_results = cap;
+        rep->results = v;
+        rep->cap_results = cap;
     }
-    struct rp_result *res = &r->results[r->n_results++];
+    struct rp_result *res = &rep->results[rep->n_results++];
     res->fleet_id = w->fleet_id;
     memcpy(res->fleet, w->name, sizeof res->fleet);
     res->job = *job;
@@ -76,102 +79,96 @@ static void post_result(struct rp_worker *w, const struct rp_job *job, int error
     res->at_ns = rp_now_ns();
     uint64_t one = 1;
     /* Level-triggered: the count stays until the event loop reads it, so no post is missed. */
-    if (write(r->donefd, &one, sizeof one) < 0) {
+    if (write(rep->donefd, &one, sizeof one) < 0) {
         /* EAGAIN: the counter is saturated, and so already readable. */
     }
 }
 
 /* Workers that ended after their fleet was detached: join them and leave their fleets. */
-static void reap_retired(struct orbit_reaper *r)
+static void reap_retired(struct rp_reports *rep)
 {
-    pthread_mutex_lock(&r->work_lock);   /* fleets' threads retire workers: never read unlocked */
-    for (size_t i = 0; i < r->n_retired;) {
-        struct rp_worker *w = r->retired[i];
+    pthread_mutex_lock(&rep->lock);   /* fleets' threads retire workers: never read unlocked */
+    for (size_t i = 0; i < rep->n_retired;) {
+        struct rp_worker *w = rep->retired[i];
         if (w->running) {
             i++;
             continue;
         }
-        r->retired[i] = r->retired[--r->n_retired];
-        pthread_mutex_unlock(&r->work_lock);
+        rep->retired[i] = rep->retired[--rep->n_retired];
+        pthread_mutex_unlock(&rep->lock);
         worker_free(w);
-        pthread_mutex_lock(&r->work_lock);
+        pthread_mutex_lock(&rep->lock);
     }
-    pthread_mutex_unlock(&r->work_lock);
+    pthread_mutex_unlock(&rep->lock);
 }
 
-struct rp_result *rp_results_take(struct orbit_reaper *r, size_t *n, size_t *cap)
+struct rp_result *rp_results_take(struct rp_reports *rep, size_t *n, size_t *cap)
 {
     uint64_t count;
-    pthread_mutex_lock(&r->work_lock);
-    if (read(r->donefd, &count, sizeof count) < 0) {
+    pthread_mutex_lock(&rep->lock);
+    if (read(rep->donefd, &count, sizeof count) < 0) {
         /* EAGAIN: nothing posted since the last read. */
     }
-    struct rp_result *v = r->results;
-    *n = r->n_results;
-    *cap = r->cap_results;
-    r->results = r->spare_results;
-    r->cap_results = r->cap_spare_results;
-    r->n_results = 0;
-    r->spare_results = NULL;
-    r->cap_spare_results = 0;
-    pthread_mutex_unlock(&r->work_lock);
-    reap_retired(r);
+    struct rp_result *v = rep->results;
+    *n = rep->n_results;
+    *cap = rep->cap_results;
+    rep->results = rep->spare_results;
+    rep->cap_results = rep->cap_spare_results;
+    rep->n_results = 0;
+    rep->spare_results = NULL;
+    rep->cap_spare_results = 0;
+    pthread_mutex_unlock(&rep->lock);
+    reap_retired(rep);
     return v;
 }
 
-void rp_results_done(struct orbit_reaper *r, struct rp_result *v, size_t cap)
+void rp_results_done(struct rp_reports *rep, struct rp_result *v, size_t cap)
 {
-    pthread_mutex_lock(&r->work_lock);
-    if (!r->spare_results) {
-        r->spare_results = v;
-        r->cap_spare_results = cap;
+    pthread_mutex_lock(&rep->lock);
+    if (!rep->spare_results) {
+        rep->spare_results = v;
+        rep->cap_spare_results = cap;
         v = NULL;
     }
-    pthread_mutex_unlock(&r->work_lock);
+    pthread_mutex_unlock(&rep->lock);
     free(v);
 }
 
-void rp_notice_post(struct orbit_reaper *r, const struct rp_notice *n)
+void rp_notice_post(struct rp_reports *rep, const struct rp_notice *n)
 {
-    pthread_mutex_lock(&r->work_lock);
-    if (r->n_notices == r->cap_notices) {
-        size_t cap = r->cap_notices ? r->cap_notices * 2 : 8;
-        struct rp_notice *v = realloc(r->notices, cap * sizeof *v);
+    pthread_mutex_lock(&rep->lock);
+    if (rep->n_notices == rep->cap_notices) {
+        size_t cap = rep->cap_notices ? rep->cap_notices * 2 : 8;
+        struct rp_notice *v = realloc(rep->notices, cap * sizeof *v);
         if (v) {
-            r->notices = v;
-            r->cap_notices = cap;
+            rep->notices = v;
+            rep->cap_notices = cap;
         }
     }
-    if (r->n_notices < r->cap_notices) {   /* out of memory drops a notice, never a death */
-        r->notices[r->n_notices++] = *n;
+    if (rep->n_notices < rep->cap_notices) {   /* out of memory drops a notice, never a death */
+        rep->notices[rep->n_notices++] = *n;
         uint64_t one = 1;
-        if (write(r->donefd, &one, sizeof one) < 0) {
+        if (write(rep->donefd, &one, sizeof one) < 0) {
             /* EAGAIN: the counter is saturated, and so already readable. */
         }
     }
-    pthread_mutex_unlock(&r->work_lock);
+    pthread_mutex_unlock(&rep->lock);
 }
 
-struct rp_notice *rp_notices_take(struct orbit_reaper *r, size_t *n)
+struct rp_notice *rp_notices_take(struct rp_reports *rep, size_t *n)
 {
-    pthread_mutex_lock(&r->work_lock);
-    struct rp_notice *v = r->notices;
-    *n = r->n_notices;
-    r->notices = NULL;
-    r->n_notices = r->cap_notices = 0;
-    pthread_mutex_unlock(&r->work_lock);
+    pthread_mutex_lock(&rep->lock);
+    struct rp_notice *v = rep->notices;
+    *n = rep->n_notices;
+    rep->notices = NULL;
+    rep->n_notices = rep->cap_notices = 0;
+    pthread_mutex_unlock(&rep->lock);
     return v;
 }
 
 /* ---- one try ---------------------------------------------------------------- */
 
-static bool same_life(const struct rp_snap *a, const struct rp_snap *b)
-{
-    return a->pid == b->pid && a->start_time == b->start_time &&
-           a->incarnation == b->incarnation && a->joins == b->joins;
-}
-
-/* work_lock held: the job listed under that id, or NULL. */
+/* rep->lock held: the job listed under that id, or NULL. */
 static struct rp_job *job_by_id(struct rp_worker *w, uint64_t id)
 {
     for (size_t i = 0; i < w->n_jobs; i++)
@@ -181,7 +178,7 @@ static struct rp_job *job_by_id(struct rp_worker *w, uint64_t id)
 }
 
 /*
- * work_lock held: the listed job a new one for node goes into, or NULL when it
+ * rep->lock held: the listed job a new one for node goes into, or NULL when it
  * needs one of its own. Any job of the node covers a resumed report (every try
  * finishes a report cut short first); a death is covered by the same life's
  * death, or merges into a resumed report; another life's death is its own job.
@@ -193,7 +190,7 @@ static struct rp_job *job_covering(struct rp_worker *w, const struct rp_job *job
         struct rp_job *have = &w->jobs[i];
         if (have->node != job->node)
             continue;
-        if (!job->death || (have->death && same_life(&have->seen, &job->seen)))
+        if (!job->death || (have->death && rp_same_life(&have->seen, &job->seen)))
             return have;
         if (!have->death)
             resumed = have;
@@ -201,7 +198,7 @@ static struct rp_job *job_covering(struct rp_worker *w, const struct rp_job *job
     return resumed;
 }
 
-/* work_lock held: the earliest job not tried yet or due again, or NULL when there is none. */
+/* rep->lock held: the earliest job not tried yet or due again, or NULL when there is none. */
 static struct rp_job *next_job(struct rp_worker *w)
 {
     struct rp_job *best = NULL;
@@ -211,7 +208,7 @@ static struct rp_job *next_job(struct rp_worker *w)
     return best;
 }
 
-/* Without work_lock: count what it held (first try only), then report it. */
+/* Without rep->lock: count what it held (first try only), then report it. */
 static int try_report(struct rp_worker *w, struct rp_job *job)
 {
     if (job->account && job->attempts == 0) {
@@ -225,7 +222,7 @@ static int try_report(struct rp_worker *w, struct rp_job *job)
     return orbit_fleet_node_dead(w->f, job->node, job->death ? job->seen.incarnation : 0);
 }
 
-/* work_lock held: settle the job after a try (finished, or deferred with the next backoff). */
+/* rep->lock held: settle the job after a try (finished, or deferred with the next backoff). */
 static void settle(struct rp_worker *w, const struct rp_job *tried, int rc)
 {
     struct rp_job *job = job_by_id(w, tried->id);
@@ -264,44 +261,45 @@ static struct timespec abs_time(uint64_t ns)
 static void *worker_main(void *arg)
 {
     struct rp_worker *w = arg;
-    struct orbit_reaper *r = w->r;
-    pthread_mutex_lock(&r->work_lock);
+    struct rp_reports *rep = w->rep;
+    pthread_mutex_lock(&rep->lock);
     struct rp_job *job;
     while (!w->stop) {
         if (!(job = next_job(w))) {
-            pthread_cond_wait(&w->wake, &r->work_lock);
+            pthread_cond_wait(&w->wake, &rep->lock);
             continue;
         }
         uint64_t now = rp_now_ns(), due = job->due_ns > w->idle_until_ns ? job->due_ns : w->idle_until_ns;
         if (due > now) {
             struct timespec until = abs_time(due);
-            pthread_cond_timedwait(&w->wake, &r->work_lock, &until);
+            pthread_cond_timedwait(&w->wake, &rep->lock, &until);
             continue;
         }
         struct rp_job tried = *job;   /* the entry stays listed while it runs: later reports merge */
-        pthread_mutex_unlock(&r->work_lock);
+        pthread_mutex_unlock(&rep->lock);
         if (w->delay_ms) {
             struct timespec pause = { (time_t)(w->delay_ms / 1000), (long)(w->delay_ms % 1000) * 1000000L };
             nanosleep(&pause, NULL);
         }
         int rc = try_report(w, &tried);
-        pthread_mutex_lock(&r->work_lock);
+        pthread_mutex_lock(&rep->lock);
         settle(w, &tried, rc);
         if (w->paced)   /* a quarantined fleet's reports take at most a tenth of a CPU */
             w->idle_until_ns = rp_now_ns() + RP_PACE_QUARANTINE * (rp_now_ns() - now);
     }
     w->running = false;
-    pthread_mutex_unlock(&r->work_lock);
+    pthread_mutex_unlock(&rep->lock);
     return NULL;
 }
 
-/* ---- the event loop's side ----------------------------------------------------- */
+/* ---- the fleet's thread's side ----------------------------------------------------- */
 
-int rp_worker_attach(struct orbit_reaper *r, struct rp_fleet *rf)
+struct rp_worker *rp_worker_new(struct rp_reports *rep, struct orbit_fleet *f, uint32_t fleet_id,
+                                const char *name, bool paced)
 {
     struct rp_worker *w = calloc(1, sizeof *w);
     if (!w)
-        return -ENOMEM;
+        return NULL;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* due times are rp_now_ns */
@@ -309,24 +307,23 @@ int rp_worker_attach(struct orbit_reaper *r, struct rp_fleet *rf)
     pthread_condattr_destroy(&ca);
     if (rc != 0) {
         free(w);
-        return -rc;
+        return NULL;
     }
-    w->r = r;
-    w->f = rf->f;
-    w->paced = atomic_load(&rf->quarantine) != RP_Q_NONE;
+    w->rep = rep;
+    w->f = f;
+    w->paced = paced;
 #ifdef ORBIT_TEST_HOOKS
     const char *delay = getenv("ORBIT_TEST_REAPER_DELAY_MS");
 #else
     const char *delay = NULL;   /* a build without -Dtest_hooks reads no ORBIT_TEST_* */
 #endif
     w->delay_ms = delay ? (unsigned)strtoul(delay, NULL, 10) % 60000u : 0;
-    w->fleet_id = rf->id;
-    memcpy(w->name, rf->name, sizeof w->name);
-    rf->worker = w;
-    return 0;
+    w->fleet_id = fleet_id;
+    snprintf(w->name, sizeof w->name, "%s", name);
+    return w;
 }
 
-/* work_lock held: start the thread unless it runs; the previous one (ended) is joined first. */
+/* rep->lock held: start the thread unless it runs; the previous one (ended) is joined first. */
 static int worker_start(struct rp_worker *w)
 {
     if (w->running)
@@ -334,28 +331,19 @@ static int worker_start(struct rp_worker *w)
     if (w->joinable)
         pthread_join(w->thread, NULL);   /* it cleared running as its last step: returns at once */
     w->joinable = false;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, RP_THREAD_STACK);   /* one per attached fleet: small */
-    sigset_t mask, old;
-    rp_thread_signals(&mask);
-    pthread_sigmask(SIG_SETMASK, &mask, &old);
-    int rc = pthread_create(&w->thread, &attr, worker_main, w);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    if (rc != 0)
-        return -rc;
+    int rc = rp_thread_start(&w->thread, worker_main, w);   /* one per attached fleet: a small stack */
+    if (rc < 0)
+        return rc;
     w->running = w->joinable = true;
     return 0;
 }
 
-int rp_report(struct orbit_reaper *r, struct rp_fleet *rf, const struct rp_job *job)
+int rp_report(struct rp_reports *rep, struct rp_worker *w, const struct rp_job *job)
 {
-    struct rp_worker *w = rf->worker;
     if (!w)
         return -ORBIT_EMALFORMED;
     int rc = 0;
-    pthread_mutex_lock(&r->work_lock);
+    pthread_mutex_lock(&rep->lock);
     struct rp_job *have = job_covering(w, job);
     if (have && job->death && !have->death) {
         /* A report another left unfinished is now a death to deliver, this life's. */
@@ -389,64 +377,59 @@ int rp_report(struct orbit_reaper *r, struct rp_fleet *rf, const struct rp_job *
     if (rc == 0)
         rc = worker_start(w);
     pthread_cond_signal(&w->wake);
-    pthread_mutex_unlock(&r->work_lock);
+    pthread_mutex_unlock(&rep->lock);
     return rc;
 }
 
-/* work_lock held: keep a running worker until it ends; false when out of memory. */
-static bool retire(struct orbit_reaper *r, struct rp_worker *w)
+/* rep->lock held: keep a running worker until it ends; false when out of memory. */
+static bool retire(struct rp_reports *rep, struct rp_worker *w)
 {
-    if (r->n_retired == r->cap_retired) {
-        size_t cap = r->cap_retired ? r->cap_retired * 2 : 4;
-        struct rp_worker **v = realloc(r->retired, cap * sizeof *v);
+    if (rep->n_retired == rep->cap_retired) {
+        size_t cap = rep->cap_retired ? rep->cap_retired * 2 : 4;
+        struct rp_worker **v = realloc(rep->retired, cap * sizeof *v);
         if (!v)
             return false;
-        r->retired = v;
-        r->cap_retired = cap;
+        rep->retired = v;
+        rep->cap_retired = cap;
     }
-    r->retired[r->n_retired++] = w;
+    rep->retired[rep->n_retired++] = w;
     return true;
 }
 
-void rp_worker_detach(struct orbit_reaper *r, struct rp_fleet *rf)
+void rp_worker_end(struct rp_reports *rep, struct rp_worker *w)
 {
-    struct rp_worker *w = rf->worker;
-    rf->worker = NULL;
-    pthread_mutex_lock(&r->work_lock);
+    pthread_mutex_lock(&rep->lock);
     w->stop = true;
     pthread_cond_signal(&w->wake);
-    bool kept = w->running && retire(r, w);   /* joined by rp_results_take once it ends */
-    pthread_mutex_unlock(&r->work_lock);
+    bool kept = w->running && retire(rep, w);   /* joined by rp_results_take once it ends */
+    pthread_mutex_unlock(&rep->lock);
     if (!kept)
         worker_free(w);   /* ended; or, out of memory, waited for here */
 }
 
-int rp_reports_open(struct orbit_reaper *r)
+int rp_reports_open(struct rp_reports *rep)
 {
-    pthread_mutex_init(&r->work_lock, NULL);
-    r->donefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (r->donefd < 0)
-        return -errno;
-    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = RP_TAG_DONE };
-    return epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->donefd, &ev) == 0 ? 0 : -errno;
+    pthread_mutex_init(&rep->lock, NULL);
+    rep->donefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    return rep->donefd < 0 ? -errno : 0;
 }
 
 /* After every fleet is detached: wait for the retired workers' tries under way. */
-void rp_reports_close(struct orbit_reaper *r)
+void rp_reports_close(struct rp_reports *rep)
 {
-    pthread_mutex_lock(&r->work_lock);
-    while (r->n_retired) {
-        struct rp_worker *w = r->retired[--r->n_retired];
-        pthread_mutex_unlock(&r->work_lock);
+    pthread_mutex_lock(&rep->lock);
+    while (rep->n_retired) {
+        struct rp_worker *w = rep->retired[--rep->n_retired];
+        pthread_mutex_unlock(&rep->lock);
         worker_free(w);   /* waits for the try under way */
-        pthread_mutex_lock(&r->work_lock);
+        pthread_mutex_lock(&rep->lock);
     }
-    pthread_mutex_unlock(&r->work_lock);
-    free(r->retired);
-    free(r->results);
-    free(r->spare_results);
-    free(r->notices);
-    if (r->donefd >= 0)
-        close(r->donefd);
-    pthread_mutex_destroy(&r->work_lock);
+    pthread_mutex_unlock(&rep->lock);
+    free(rep->retired);
+    free(rep->results);
+    free(rep->spare_results);
+    free(rep->notices);
+    if (rep->donefd >= 0)
+        close(rep->donefd);
+    pthread_mutex_destroy(&rep->lock);
 }
