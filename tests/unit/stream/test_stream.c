@@ -870,6 +870,50 @@ START_TEST(every_length_the_line_holds_reads_back_from_it)
 }
 END_TEST
 
+/* The 64-byte lines of the streams segment that differ from snap; the first in *first. */
+static size_t lines_changed(const struct orbit_streams *s, const unsigned char *snap, size_t *first)
+{
+    const unsigned char *now = s->seg.base;
+    size_t n = 0;
+    for (size_t off = 0; off + 64 <= s->seg.mapped; off += 64)
+        if (memcmp(now + off, snap + off, 64) != 0 && n++ == 0)
+            *first = off;
+    return n;
+}
+
+/*
+ * The design figure of a small message (design.md, "A message of up to 16
+ * bytes rides beside head"): a fast-path write of 1..16 bytes changes two
+ * lines of the segment, the direction's head line (head, the copy) and the
+ * ring line it copies into; a read of it changes one, its tail's line. The
+ * peer fetches the head line alone, so a spin ping-pong moves one line each way.
+ */
+START_TEST(a_small_message_writes_two_lines_and_its_read_one)
+{
+    struct fx x = fx_small(4, 512);
+    struct orbit_endpoint *a, *b;
+    pair(x.s, &a, &b);
+    size_t bytes = x.s->seg.mapped, first = 0;
+    unsigned char *snap = malloc(bytes), got[STREAM_LINE_COPY];
+    ck_assert_ptr_nonnull(snap);
+    const unsigned char *base = x.s->seg.base;
+    for (size_t n = 1; n <= STREAM_LINE_COPY; n += STREAM_LINE_COPY - 1) {
+        memcpy(snap, base, bytes);
+        ck_assert_int_eq(orbit_endpoint_write(a, "0123456789abcdef", n, -1), (ssize_t)n);
+        ck_assert_uint_eq(lines_changed(x.s, snap, &first), 2);
+        ck_assert_uint_eq(first, (size_t)((const unsigned char *)&a->wr->head - base));
+        memcpy(snap, base, bytes);
+        ck_assert_int_eq(orbit_endpoint_read(b, got, sizeof got, -1), (ssize_t)n);
+        ck_assert_uint_eq(lines_changed(x.s, snap, &first), 1);
+        ck_assert_uint_eq(first, (size_t)((const unsigned char *)&b->rd->tail - base));
+    }
+    free(snap);
+    orbit_endpoint_close(a);
+    orbit_endpoint_close(b);
+    fx_close(&x);
+}
+END_TEST
+
 struct byte_stream { struct orbit_endpoint *ep; uint32_t total; int failed_at; };
 
 /* Writes the byte sequence i % 251 in messages of 1..16 bytes (then one of 17..32). */
@@ -1479,6 +1523,7 @@ static Suite *stream_suite(void)
     tcase_add_test(seed, a_small_message_is_read_from_the_line_beside_head);
     tcase_add_test(seed, small_messages_keep_their_bytes_between_threads);
     tcase_add_test(seed, every_length_the_line_holds_reads_back_from_it);
+    tcase_add_test(seed, a_small_message_writes_two_lines_and_its_read_one);
     suite_add_tcase(s, seed);
 
     TCase *more = tcase_create("contract");
