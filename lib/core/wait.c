@@ -144,6 +144,11 @@ static int64_t spin_step(int64_t last_check, bool check_now)
     return now;
 }
 
+bool orb_wait_may_poll(void)
+{
+    return cpu_contended == 0 && orbit_spin_ns() != 0;
+}
+
 /* The spin's budget for this wait: the learned one, the setting when exploring. */
 static uint32_t spin_budget(struct orb_spin *spin, uint32_t setting, bool *explore)
 {

@@ -100,6 +100,9 @@ int orb_wait_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
  */
 int orb_wait_spin(orb_wait_pred pred, void *ctx, struct orb_spin *spin,
                   const struct orb_deadline *deadline);
+/* Whether a waiter may poll a few times now, before any clock read, as orb_wait_spin's
+ * first checks do: spinning is on and this thread's CPU was not found contended. */
+bool orb_wait_may_poll(void);
 int orb_wait_park_until(struct orb_waitword *w, orb_wait_pred pred, void *ctx,
                         const struct orb_deadline *deadline, struct orb_spin *spin,
                         struct orb_wait_stats *stats);

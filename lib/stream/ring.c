@@ -285,6 +285,31 @@ static ORB_HOT ssize_t read_fast(struct orbit_endpoint *ep, unsigned char *buf, 
     return (ssize_t)n;
 }
 
+/*
+ * A read that found nothing polls the ring itself a few times before the
+ * general wait. Each poll is the fast path's own attempt, so a small message
+ * that comes within them (a ping-pong partner's answer) is copied out by the
+ * poll that sees it: not seen by a wait predicate, then fetched again by a
+ * second attempt after the wait's calls return. Polls only load (no need
+ * stated, nothing armed), so the wait after a miss runs the wake protocol
+ * unchanged. Not with timeout 0, not when the peer waits from our CPU (it runs
+ * only once we stop), not when spinning is off or this CPU is contended.
+ */
+#define STREAM_READ_POLLS 16u
+
+static ORB_HOT ssize_t read_poll(struct orbit_endpoint *ep, unsigned char *buf, size_t len, bool exact,
+                                 int timeout_ms)
+{
+    ssize_t r = -ORBIT_EAGAIN;
+    if (timeout_ms == 0 || atomic_load_explicit(&ep->peer_here, memory_order_relaxed) || !orb_wait_may_poll())
+        return r;
+    for (unsigned i = 0; i < STREAM_READ_POLLS && r == -ORBIT_EAGAIN; i++) {
+        orb_cpu_relax();
+        r = read_fast(ep, buf, len, exact);
+    }
+    return r;
+}
+
 /* One attempt, as write_general decides it; a small message takes the fast path. */
 static inline ssize_t write_some(struct orbit_endpoint *ep, const unsigned char *buf, size_t len, bool exact)
 {
@@ -528,6 +553,10 @@ int orbit_endpoint_try_read_exact(struct orbit_endpoint *ep, void *buf, size_t l
 static ORB_NOINLINE ssize_t read_rest(struct orbit_endpoint *ep, unsigned char *buf, size_t len,
                                                    int timeout_ms, ssize_t r)
 {
+    if (r == -ORBIT_EAGAIN)
+        r = read_poll(ep, buf, len, false, timeout_ms);
+    if (r > 0)
+        return r;
     if (r == 0)
         r = read_general(ep, buf, len, false);
     /* The deadline only once the first try found nothing: a read that need not wait reads no clock. */
@@ -558,6 +587,11 @@ int orbit_endpoint_read_exact(struct orbit_endpoint *ep, void *buf, size_t len, 
     if (refused < 0)
         return refused;
     ssize_t r = read_some(ep, buf, len, true);
+    if (r == -ORBIT_EAGAIN) {
+        r = read_poll(ep, buf, len, true, timeout_ms);
+        if (r == 0)
+            r = read_general(ep, buf, len, true);
+    }
     struct orb_deadline deadline = orb_deadline_in(r == -ORBIT_EAGAIN ? timeout_ms : -1);
     while (r == -ORBIT_EAGAIN) {
         int w = stream_wait_data(ep, (uint32_t)len, &deadline);

@@ -834,6 +834,86 @@ START_TEST(a_small_message_is_read_from_the_line_beside_head)
 }
 END_TEST
 
+/*
+ * Every length the copy beside head holds, 1..STREAM_LINE_COPY, read from it
+ * whole and in two parts (the ring scribbled over): copy_small's size classes
+ * on the way in and out, and the reader's offset into the words, put every
+ * byte where it was written.
+ */
+START_TEST(every_length_the_line_holds_reads_back_from_it)
+{
+    struct fx x = fx_small(4, 512);
+    struct orbit_endpoint *a, *b;
+    pair(x.s, &a, &b);
+    unsigned char msg[STREAM_LINE_COPY], got[STREAM_LINE_COPY];
+    uint64_t at = 0;
+    for (size_t n = 1; n <= STREAM_LINE_COPY; n++) {
+        for (size_t split = 0; split < (n > 1 ? 2u : 1u); split++) {
+            for (size_t i = 0; i < n; i++)
+                msg[i] = (unsigned char)(0x41 + 16 * split + i + n);
+            ck_assert_int_eq(orbit_endpoint_try_write(a, msg, n), (ssize_t)n);
+            ck_assert_uint_eq(atomic_load(&a->wr->copy_end), at + n);
+            memset(b->rd_ring + at, 'X', n);
+            memset(got, 0, sizeof got);
+            size_t first = split ? n / 2 : n;
+            ck_assert_int_eq(orbit_endpoint_try_read(b, got, first), (ssize_t)first);
+            if (first < n)
+                ck_assert_int_eq(orbit_endpoint_try_read(b, got + first, n - first), (ssize_t)(n - first));
+            ck_assert_msg(memcmp(got, msg, n) == 0, "length %zu%s: bytes not the message's", n,
+                          split ? " read in two parts" : "");
+            at += n;
+        }
+    }
+    orbit_endpoint_close(a);
+    orbit_endpoint_close(b);
+    fx_close(&x);
+}
+END_TEST
+
+/* The 64-byte lines of the streams segment that differ from snap; the first in *first. */
+static size_t lines_changed(const struct orbit_streams *s, const unsigned char *snap, size_t *first)
+{
+    const unsigned char *now = s->seg.base;
+    size_t n = 0;
+    for (size_t off = 0; off + 64 <= s->seg.mapped; off += 64)
+        if (memcmp(now + off, snap + off, 64) != 0 && n++ == 0)
+            *first = off;
+    return n;
+}
+
+/*
+ * The design figure of a small message (design.md, "A message of up to 16
+ * bytes rides beside head"): a fast-path write of 1..16 bytes changes two
+ * lines of the segment, the direction's head line (head, the copy) and the
+ * ring line it copies into; a read of it changes one, its tail's line. The
+ * peer fetches the head line alone, so a spin ping-pong moves one line each way.
+ */
+START_TEST(a_small_message_writes_two_lines_and_its_read_one)
+{
+    struct fx x = fx_small(4, 512);
+    struct orbit_endpoint *a, *b;
+    pair(x.s, &a, &b);
+    size_t bytes = x.s->seg.mapped, first = 0;
+    unsigned char *snap = malloc(bytes), got[STREAM_LINE_COPY];
+    ck_assert_ptr_nonnull(snap);
+    const unsigned char *base = x.s->seg.base;
+    for (size_t n = 1; n <= STREAM_LINE_COPY; n += STREAM_LINE_COPY - 1) {
+        memcpy(snap, base, bytes);
+        ck_assert_int_eq(orbit_endpoint_write(a, "0123456789abcdef", n, -1), (ssize_t)n);
+        ck_assert_uint_eq(lines_changed(x.s, snap, &first), 2);
+        ck_assert_uint_eq(first, (size_t)((const unsigned char *)&a->wr->head - base));
+        memcpy(snap, base, bytes);
+        ck_assert_int_eq(orbit_endpoint_read(b, got, sizeof got, -1), (ssize_t)n);
+        ck_assert_uint_eq(lines_changed(x.s, snap, &first), 1);
+        ck_assert_uint_eq(first, (size_t)((const unsigned char *)&b->rd->tail - base));
+    }
+    free(snap);
+    orbit_endpoint_close(a);
+    orbit_endpoint_close(b);
+    fx_close(&x);
+}
+END_TEST
+
 struct byte_stream { struct orbit_endpoint *ep; uint32_t total; int failed_at; };
 
 /* Writes the byte sequence i % 251 in messages of 1..16 bytes (then one of 17..32). */
@@ -1442,6 +1522,8 @@ static Suite *stream_suite(void)
     tcase_add_test(seed, small_messages_cross_every_offset_of_a_small_ring);
     tcase_add_test(seed, a_small_message_is_read_from_the_line_beside_head);
     tcase_add_test(seed, small_messages_keep_their_bytes_between_threads);
+    tcase_add_test(seed, every_length_the_line_holds_reads_back_from_it);
+    tcase_add_test(seed, a_small_message_writes_two_lines_and_its_read_one);
     suite_add_tcase(s, seed);
 
     TCase *more = tcase_create("contract");
