@@ -35,7 +35,10 @@ async fn async_stream_both_ways() {
     b.shutdown().await.unwrap();
     let (a, answer) = tokio::time::timeout(T, writer).await.unwrap().unwrap();
     assert_eq!(answer, b"thanks");
-    assert!(a.async_parks() + b.async_parks() > 0, "a 4 KiB ring made someone wait");
+    // Twenty-five ring-fuls crossed a 4 KiB ring, so each side waited for the other; on two
+    // threads a wait may end in the spin, before any Pending, so parks are not asserted here:
+    // async_transfer_parks_once_per_side_per_ringful counts them where they are certain.
+    drop((a, b));
 }
 
 /// The design figures of the async stream path, counted (not timed). Both tasks

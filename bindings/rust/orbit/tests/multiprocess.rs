@@ -204,7 +204,7 @@ fn assert_reclaimed(pool: &Pool, a: &mut orbit::Endpoint, adm: &Admission) {
 
 /// kill -9 of a Rust member; the C reaper (orbit-reaper, pidfd backend) reclaims it.
 fn kill9_reaped_by_orbit_reaper() {
-    let Victim { name, fleet, pool, streams: _streams, adm, mut a, ticket } = Victim::new("mp-kill");
+    let Victim { name, fleet: _fleet, pool, streams: _streams, adm, mut a, ticket } = Victim::new("mp-kill");
     let mut reaper = Command::new(orbit_reaper_path())
         .args(["--fleet", &name, "--backend", "pidfd", "--interval", "20"])
         .stdout(Stdio::piped())
