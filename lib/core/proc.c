@@ -133,10 +133,17 @@ int orbit_process_exiting(int32_t pid)
     close(fd);
     if (seen > 0)
         return all;
-    /* Nothing readable: reaped while we looked (gone, so 1), else no evidence. */
-    struct stat sb;
-    snprintf(path, sizeof path, "/proc/%d", (int)pid);
-    return stat(path, &sb) != 0 && errno == ENOENT ? 1 : 0;
+    /*
+     * No thread readable: reaped while we looked. Its threads leave the list
+     * before its pid goes, so /proc/PID may still resolve for a moment: the
+     * process's own stat says gone (1), dead or exiting (1), or running (0).
+     */
+    struct proc_stat st;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int rc = stat_read(path, &st);
+    if (rc < 0)
+        return rc == -ESRCH ? 1 : 0;   /* another failure is no evidence either way */
+    return st.state == 'Z' || st.state == 'X' || (st.flags & PF_EXITING_FLAG) ? 1 : 0;
 }
 
 uint64_t orb_pidns_self(void)
